@@ -1,0 +1,1 @@
+"""Comparisons of kernel variants (numerics, timing, IR), the one result model they fill, and its renderers."""

@@ -1,0 +1,83 @@
+"""From a comparison request to a Report: resolve names, run the asked-for checks, collect provenance."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+from compare import numerics
+from compare.backend import Backend
+from compare.environment import collect
+from compare.results import NumericsSection, Report, VariantInfo
+from variants import Registry, UnknownName
+
+CHECKS = ("numerics",)
+
+
+class UsageError(ValueError):
+    """Bad input from the user: the message is one line saying what was wrong and what would be right."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Request:
+    variants: tuple[str, ...]
+    preset: str | None = None
+    shape: str | None = None     # one shape instead of a preset: BATCH,CHANNELS,GROUPS,SPATIAL
+    eps: float = 1e-6
+    dtype: str = "float32"
+    checks: tuple[str, ...] = CHECKS
+    trials: int = 3
+    seed: int = 0
+    input_kind: str = "normal"
+
+
+def resolve(request: Request, registry: Registry):
+    """(family, variants, preset, torch dtype) for the request, or UsageError naming what is known."""
+    try:
+        names = request.variants
+        if not names:
+            family = registry.family("group_norm")
+            names = family.default_pair
+        chosen = [registry.get(n) for n in names]
+        if len(set(names)) != len(names):
+            raise UsageError(f"a variant is named twice in {', '.join(names)}; name each once")
+        families = {v.family for v in chosen}
+        if len(families) != 1:
+            raise UsageError(f"variants come from different families ({', '.join(sorted(families))}); "
+                             "compare variants of one family")
+        family = registry.family(families.pop())
+        if request.shape and request.preset:
+            raise UsageError("give --preset or --shape, not both")
+        if request.shape:
+            preset = family.parse_shape(request.shape, request.eps)
+        else:
+            preset = family.preset(request.preset or family.default_preset)
+    except UnknownName as exc:
+        raise UsageError(str(exc)) from None
+    except ValueError as exc:
+        if isinstance(exc, UsageError):
+            raise
+        raise UsageError(str(exc)) from None
+    from variants.group_norm import DTYPES
+    if request.dtype not in DTYPES:
+        raise UsageError(f"unknown dtype {request.dtype!r}; known dtypes: {', '.join(DTYPES)}")
+    unknown = [c for c in request.checks if c not in CHECKS]
+    if unknown:
+        raise UsageError(f"unknown check {unknown[0]!r}; known checks: {', '.join(CHECKS)}")
+    if request.trials < 1:
+        raise UsageError(f"--trials must be at least 1, got {request.trials}")
+    return family, chosen, preset, DTYPES[request.dtype]
+
+
+def run(request: Request, registry: Registry, backend: Backend,
+        step: Callable[[str], None] = lambda _: None) -> Report:
+    family, chosen, preset, dtype = resolve(request, registry)
+    infos = tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin) for v in chosen)
+    numerics_section = None
+    if "numerics" in request.checks:
+        seeds = range(request.seed, request.seed + request.trials)
+        cases = tuple(numerics.run_case(family, chosen, shape, dtype, backend, seeds, request.input_kind, step)
+                      for shape in preset.shapes)
+        numerics_section = NumericsSection(backend.device, backend.note, cases)
+    return Report(family=family.name, preset=preset.name, dtype=request.dtype, baseline=chosen[0].name,
+                  variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
+                  numerics=numerics_section)

@@ -1,0 +1,176 @@
+"""The one result model: every comparison fills these frozen records, every renderer reads them.
+
+`to_dict`/`from_dict` give the JSON form (schema `SCHEMA_VERSION`); a report saved as JSON loads
+back into the same records, so any renderer can re-render it anywhere.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from typing import Any, Optional
+
+SCHEMA_VERSION = 1
+
+
+# ---------------------------------------------------------------- numerics
+@dataclasses.dataclass(frozen=True)
+class OutputError:
+    """One output of one variant against the float64 reference, over all trials of a case."""
+
+    output: str
+    dtype: str
+    numel: int
+    max_abs: float          # over elements where output and reference are both finite
+    rel_l2: float           # ||out - ref|| / ||ref|| over the same elements
+    max_ulp: float          # max |out - ref| in units in the last place of the output's dtype
+    beyond_tol: int         # elements outside assert_close's default rtol/atol for the dtype (NaN == NaN)
+    rtol: float
+    atol: float
+    nan: int                # NaNs the kernel wrote (not the poison)
+    inf: int
+    nonfinite_mismatch: int  # non-finite where the reference is finite, or finite where it is not
+    unwritten: int          # elements still holding the poison the buffer was filled with
+
+    @property
+    def ok(self) -> bool:
+        return self.unwritten == 0 and self.beyond_tol == 0 and self.nonfinite_mismatch == 0
+
+
+@dataclasses.dataclass(frozen=True)
+class VariantNumerics:
+    variant: str
+    status: str                     # "pass", "fail", "error" (crashed) or "not_run"
+    reasons: tuple[str, ...] = ()   # why it failed, crashed or was not run, one line each
+    outputs: tuple[OutputError, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class PairBitwise:
+    """Raw-bit comparison of one output of two variants (so -0.0 vs +0.0 and NaN payloads count)."""
+
+    a: str
+    b: str
+    output: str
+    numel: int
+    n_diff: int                       # summed over trials
+    first_diff: Optional[tuple[int, ...]] = None   # index of the first differing element (first trial that differs)
+
+    @property
+    def equal(self) -> bool:
+        return self.n_diff == 0
+
+
+@dataclasses.dataclass(frozen=True)
+class NumericsCase:
+    shape: str
+    dtype: str
+    input_kind: str
+    seeds: tuple[int, ...]
+    variants: tuple[VariantNumerics, ...]
+    pairs: tuple[PairBitwise, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class NumericsSection:
+    backend: str
+    note: str
+    cases: tuple[NumericsCase, ...]
+
+
+# ---------------------------------------------------------------- report
+@dataclasses.dataclass(frozen=True)
+class VariantInfo:
+    name: str
+    family: str
+    kind: str
+    why: str
+    origin: str
+    status: str = "ok"       # "ok" or "failed" (could not be loaded)
+    error: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Environment:
+    """Where and how a report was made."""
+
+    device: str
+    gpu_name: str = ""
+    gpu_count: int = 0
+    driver: str = ""
+    cuda: str = ""
+    torch: str = ""
+    triton: str = ""
+    python: str = ""
+    platform: str = ""
+    clocks: str = ""
+    git_commit: str = ""
+    git_dirty: bool = False
+    command: str = ""
+    time_utc: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Report:
+    family: str
+    preset: str
+    dtype: str
+    baseline: str
+    variants: tuple[VariantInfo, ...]
+    environment: Environment
+    shapes: tuple[str, ...] = ()
+    numerics: Optional[NumericsSection] = None
+    skipped: tuple[str, ...] = ()    # sections not run, each with its reason
+    schema_version: int = SCHEMA_VERSION
+
+
+# ---------------------------------------------------------------- JSON form
+def _encode(value: Any) -> Any:
+    if dataclasses.is_dataclass(value):
+        return {f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [_encode(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _encode(v) for k, v in value.items()}
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return value
+
+
+def to_dict(report: Report) -> dict:
+    """The JSON-ready form of a report (non-finite floats become the strings NaN/Infinity)."""
+    return _encode(report)
+
+
+def _decode(tp: Any, value: Any) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return None if value is None else _decode(args[0], value)
+    if dataclasses.is_dataclass(tp):
+        hints = typing.get_type_hints(tp)
+        names = {f.name for f in dataclasses.fields(tp)}
+        unknown = set(value) - names
+        if unknown:
+            raise ValueError(f"{tp.__name__}: unknown fields {sorted(unknown)}")
+        return tp(**{k: _decode(hints[k], v) for k, v in value.items()})
+    if origin is tuple:
+        args = typing.get_args(tp)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_decode(args[0], v) for v in value)
+        return tuple(_decode(a, v) for a, v in zip(args, value))
+    if origin is dict:
+        _, vt = typing.get_args(tp)
+        return {k: _decode(vt, v) for k, v in value.items()}
+    if tp is float:
+        return float(value)
+    return value
+
+
+def from_dict(data: dict) -> Report:
+    """Load a report saved by `to_dict`; refuses another schema version."""
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise ValueError(f"report schema version {version!r} is not the supported version {SCHEMA_VERSION}")
+    return _decode(Report, data)

@@ -1,0 +1,25 @@
+"""Planted faults: a real variant's source with one edit, loaded as a new variant.
+
+Each mutant asserts that its edit matched the source, so a test built on one cannot silently turn
+into a comparison of the unchanged kernel."""
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import sys
+from pathlib import Path
+
+from variants.group_norm import triton_variant
+
+
+def mutant(tmp_path: Path, base_module, name: str, old: str, new: str, count: int = 1):
+    source = inspect.getsource(base_module)
+    found = source.count(old)
+    assert found == count, f"planted fault {name}: expected {count} match(es) of {old!r}, found {found}"
+    path = tmp_path / f"{name}.py"
+    path.write_text(source.replace(old, new))
+    spec = importlib.util.spec_from_file_location(f"planted_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return triton_variant(name, module.group_norm_forward, f"planted fault: {new.strip()}", str(path))

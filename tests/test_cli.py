@@ -1,0 +1,53 @@
+"""The command line: bad input is one line and exit 2; list and compare work end to end."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cli(*args, timeout=300):
+    return subprocess.run([sys.executable, "main.py", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["compare", "nosuch"], "unknown variant 'nosuch'; known variants: pointer_mutation, explicit_offset"),
+    (["compare", "--preset", "huge"], "unknown preset 'huge'"),
+    (["compare", "--dtype", "float8"], "unknown dtype 'float8'; known dtypes: float32, float16, bfloat16"),
+    (["compare", "--check", "vibes"], "unknown check 'vibes'"),
+    (["compare", "--shape", "2,30,4,16"], "channels (30) must be divisible by num_groups (4)"),
+    (["compare", "--shape", "2,30"], "is not BATCH,CHANNELS,GROUPS,SPATIAL"),
+    (["compare", "--shape", "2,8,2,16", "--preset", "seed"], "not both"),
+    (["compare", "--trials", "0"], "--trials must be at least 1"),
+    (["compare", "flat", "flat"], "named twice"),
+    (["frobnicate"], "invalid choice"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, expected):
+    r = cli(*args)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert expected in lines[0]
+    assert "Traceback" not in r.stderr and r.stdout == ""
+
+
+def test_list_names_every_variant_and_preset():
+    r = cli("list")
+    assert r.returncode == 0, r.stderr
+    for name in ("pointer_mutation", "explicit_offset", "explicit_offset_range", "pointer_mutation_tlrange",
+                 "flat", "torch", "inductor", "default", "seed", "edge", "image"):
+        assert name in r.stdout
+
+
+def test_compare_writes_terminal_and_json(tmp_path):
+    out = tmp_path / "r.json"
+    r = cli("compare", "explicit_offset", "flat", "--shape", "2,8,2,4x4", "--trials", "1", "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "numerics: flat within tolerance" in r.stdout
+    data = json.loads(out.read_text())
+    assert data["baseline"] == "explicit_offset"
+    assert [v["variant"] for v in data["numerics"]["cases"][0]["variants"]] == ["explicit_offset", "flat"]

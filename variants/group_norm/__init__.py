@@ -1,0 +1,282 @@
+"""The group-norm family (shared/specs/group_norm.md): shapes, presets, inputs, reference,
+bytes moved, the shared launcher, and the registered variants.
+
+Every Triton variant has the spec's forward signature, so `launch_forward` runs any of them,
+including kernels loaded from elsewhere that follow it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import math
+import time
+from typing import Callable
+
+import torch
+
+from variants import Family, Variant
+
+BLOCK_CAP = 65536
+OUTPUTS = ("y", "mean", "rstd")
+
+
+@dataclasses.dataclass(frozen=True)
+class Shape:
+    """A group-norm problem: input (batch, channels, *spatial), `num_groups` groups."""
+
+    batch: int
+    channels: int
+    num_groups: int
+    spatial: tuple[int, ...]
+    eps: float = 1e-6
+
+    def __post_init__(self):
+        for field, value in (("batch", self.batch), ("channels", self.channels), ("num_groups", self.num_groups)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{field} must be a positive integer, got {value!r}")
+        if not self.spatial or any((not isinstance(s, int)) or s < 1 for s in self.spatial):
+            raise ValueError(f"spatial sizes must be positive integers, got {self.spatial!r}")
+        if self.channels % self.num_groups:
+            raise ValueError(f"channels ({self.channels}) must be divisible by num_groups ({self.num_groups}); "
+                             f"divisors of {self.channels} are {', '.join(map(str, _divisors(self.channels)))}")
+        if not self.eps > 0:
+            raise ValueError(f"eps must be positive, got {self.eps!r}")
+
+    @property
+    def channels_per_group(self) -> int:
+        return self.channels // self.num_groups
+
+    @property
+    def spatial_size(self) -> int:
+        return math.prod(self.spatial)
+
+    @property
+    def hidden_size(self) -> int:
+        return self.channels_per_group * self.spatial_size
+
+    @property
+    def numel(self) -> int:
+        return self.batch * self.channels * self.spatial_size
+
+    @property
+    def block_size(self) -> int:
+        return min(BLOCK_CAP, triton_next_power_of_2(self.hidden_size))
+
+    @property
+    def label(self) -> str:
+        spatial = "x".join(map(str, self.spatial))
+        return f"N{self.batch} C{self.channels} G{self.num_groups} S{spatial}"
+
+    def as_dict(self) -> dict:
+        return {"batch": self.batch, "channels": self.channels, "num_groups": self.num_groups,
+                "spatial": list(self.spatial), "eps": self.eps}
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def triton_next_power_of_2(n: int) -> int:
+    return 1 << (n - 1).bit_length()
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+    name: str
+    description: str
+    shapes: tuple[Shape, ...]
+    x_name: str = "channels"
+
+    def x_value(self, shape: Shape):
+        return getattr(shape, self.x_name)
+
+
+def _seed_sweep(batch: int, spatial: int, channels: tuple[int, ...]) -> tuple[Shape, ...]:
+    return tuple(Shape(batch, c, c // 4, (spatial,)) for c in channels)
+
+
+PRESETS = {p.name: p for p in (
+    Preset("default", "the seed's structure (4 channels per group, channel sweep) at a size the CPU "
+           "interpreter runs in seconds", _seed_sweep(2, 256, (32, 64, 128))),
+    Preset("seed", "the seed's benchmark sweep: batch 128, spatial 512, 4 channels per group, "
+           "channels 32..2048, eps 1e-6", _seed_sweep(128, 512, (32, 64, 128, 256, 512, 1024, 2048))),
+    Preset("seed512", "the seed's 512-channel shape alone", _seed_sweep(128, 512, (512,))),
+    Preset("edge", "edge cases: 1 channel of 1 element; hidden size not a power of two; a group "
+           "larger than BLOCK_SIZE's cap (both passes loop more than once); batch 1",
+           (Shape(2, 1, 1, (1,)), Shape(3, 6, 2, (7, 5)), Shape(2, 2, 1, (300, 300)), Shape(1, 8, 2, (16,))),
+           x_name="hidden_size"),
+    Preset("image", "an image-model shape: batch 16, 320 channels, 32 groups, 64x64",
+           (Shape(16, 320, 32, (64, 64)),), x_name="hidden_size"),
+)}
+
+def parse_shape(text: str, eps: float = 1e-6) -> Preset:
+    """A one-shape preset from 'BATCH,CHANNELS,GROUPS,SPATIAL' with SPATIAL like 64x64 (ValueError if bad)."""
+    parts = text.split(",")
+    try:
+        if len(parts) != 4:
+            raise ValueError
+        batch, channels, groups = (int(p) for p in parts[:3])
+        spatial = tuple(int(s) for s in parts[3].lower().split("x"))
+    except ValueError:
+        raise ValueError(f"--shape {text!r} is not BATCH,CHANNELS,GROUPS,SPATIAL (for example 16,320,32,64x64)") from None
+    shape = Shape(batch, channels, groups, spatial, eps)
+    return Preset("custom", f"the one shape {shape.label}", (shape,))
+
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+@dataclasses.dataclass(frozen=True)
+class Inputs:
+    x: torch.Tensor
+    weight: torch.Tensor
+    bias: torch.Tensor
+    seed: int
+    kind: str
+
+
+def _normal(shape: Shape, gen: torch.Generator) -> torch.Tensor:
+    return torch.randn(shape.batch, shape.channels, *shape.spatial, generator=gen, dtype=torch.float64)
+
+
+INPUT_KINDS: dict[str, Callable[[Shape, torch.Generator], torch.Tensor]] = {"normal": _normal}
+
+
+def make_inputs(shape: Shape, dtype: torch.dtype, device: str, seed: int, kind: str = "normal") -> Inputs:
+    """Fresh inputs for one trial, drawn on the CPU from `seed` (so CPU and GPU runs see the same
+    values) and moved to `device` in `dtype`."""
+    if kind not in INPUT_KINDS:
+        raise ValueError(f"unknown input kind {kind!r}; known kinds: {', '.join(INPUT_KINDS)}")
+    gen = torch.Generator().manual_seed(seed)
+    x = INPUT_KINDS[kind](shape, gen)
+    weight = 1.0 + 0.5 * torch.randn(shape.channels, generator=gen, dtype=torch.float64)
+    bias = 0.5 * torch.randn(shape.channels, generator=gen, dtype=torch.float64)
+    return Inputs(*(t.to(dtype=dtype, device=device) for t in (x, weight, bias)), seed=seed, kind=kind)
+
+
+def reference(inputs: Inputs, shape: Shape) -> dict[str, torch.Tensor]:
+    """y, mean and rstd in float64, on the CPU, from the inputs as the kernels see them."""
+    x, w, b = (t.detach().to("cpu", torch.float64) for t in (inputs.x, inputs.weight, inputs.bias))
+    groups = x.reshape(shape.batch, shape.num_groups, -1)
+    mean = groups.mean(dim=-1)
+    var = groups.var(dim=-1, unbiased=False)
+    rstd = 1.0 / torch.sqrt(var + shape.eps)
+    y = torch.nn.functional.group_norm(x, shape.num_groups, w, b, shape.eps)
+    return {"y": y, "mean": mean, "rstd": rstd}
+
+
+def alloc_outputs(shape: Shape, dtype: torch.dtype, device: str) -> dict[str, torch.Tensor]:
+    """Uninitialised output buffers: y in the input's dtype, mean and rstd in float32."""
+    return {
+        "y": torch.empty(shape.batch, shape.channels, *shape.spatial, dtype=dtype, device=device),
+        "mean": torch.empty(shape.batch, shape.num_groups, dtype=torch.float32, device=device),
+        "rstd": torch.empty(shape.batch, shape.num_groups, dtype=torch.float32, device=device),
+    }
+
+
+def bytes_moved(shape: Shape, dtype: torch.dtype, mode: str) -> int:
+    """The fewest bytes a pass must move through device memory: each input read once, each output
+    written once. forward: x, W, B in; y, mean, rstd out. backward: x, dy, W, mean, rstd in; dx, dW,
+    dB out. full: both."""
+    es = torch.empty((), dtype=dtype).element_size()
+    stats = 2 * shape.batch * shape.num_groups * 4
+    forward = 2 * shape.numel * es + 2 * shape.channels * es + stats
+    backward = 3 * shape.numel * es + shape.channels * es + stats + 2 * shape.channels * 4
+    if mode == "forward":
+        return forward
+    if mode == "backward":
+        return backward
+    if mode == "full":
+        return forward + backward
+    raise ValueError(f"unknown mode {mode!r}; known modes: forward, backward, full")
+
+
+def launch_forward(kernel, inputs: Inputs, outputs: dict[str, torch.Tensor], shape: Shape) -> None:
+    """The shared launcher: one program per (batch, group) over the (batch, groups, hidden) view."""
+    n, g, h = shape.batch, shape.num_groups, shape.hidden_size
+    x = inputs.x.contiguous().view(n, g, h)
+    y = outputs["y"].view(n, g, h)
+    mean, rstd = outputs["mean"], outputs["rstd"]
+    kernel[(n, g)](
+        y, y.stride(0), y.stride(1),
+        x, x.stride(0), x.stride(1),
+        mean, mean.stride(0), mean.stride(1),
+        rstd, rstd.stride(0), rstd.stride(1),
+        inputs.weight, inputs.bias,
+        h, shape.channels_per_group, shape.eps,
+        BLOCK_SIZE=shape.block_size,
+    )
+
+
+def torch_forward(inputs: Inputs, outputs: dict[str, torch.Tensor], shape: Shape) -> None:
+    """The eager baseline: aten's native_group_norm, which also returns mean and rstd."""
+    y, mean, rstd = torch.native_group_norm(inputs.x, inputs.weight, inputs.bias, shape.batch,
+                                            shape.channels, shape.spatial_size, shape.num_groups, shape.eps)
+    outputs["y"].copy_(y)
+    outputs["mean"].copy_(mean.view(shape.batch, shape.num_groups))
+    outputs["rstd"].copy_(rstd.view(shape.batch, shape.num_groups))
+
+
+class InductorForward:
+    """The torch baseline through torch.compile; compiles on first call and records how long it took."""
+
+    def __init__(self):
+        self._compiled = None
+        self.compile_seconds: float | None = None
+
+    def __call__(self, inputs: Inputs, outputs: dict[str, torch.Tensor], shape: Shape) -> None:
+        first = self._compiled is None
+        if first:
+            self._compiled = torch.compile(torch.native_group_norm, dynamic=False)
+            start = time.perf_counter()
+        y, mean, rstd = self._compiled(inputs.x, inputs.weight, inputs.bias, shape.batch, shape.channels,
+                                       shape.spatial_size, shape.num_groups, shape.eps)
+        if first:
+            torch.cuda.synchronize()
+            self.compile_seconds = time.perf_counter() - start
+        outputs["y"].copy_(y)
+        outputs["mean"].copy_(mean.view(shape.batch, shape.num_groups))
+        outputs["rstd"].copy_(rstd.view(shape.batch, shape.num_groups))
+
+
+TRITON_VARIANTS = (
+    ("pointer_mutation", "the kernel before the seed's change: base pointers advanced per channel (A)"),
+    ("explicit_offset", "the seed's change: explicit channel offsets and a tl.range inner loop (B)"),
+    ("explicit_offset_range", "explicit channel offsets only, inner loop still range (edit 1 of B alone)"),
+    ("pointer_mutation_tlrange", "pointer mutation kept, inner loop tl.range (edit 2 of B alone)"),
+    ("flat", "no channel loop: one tl.range loop over the group, W and B gathered per element"),
+)
+
+
+def triton_variant(name: str, kernel, why: str, origin: str) -> Variant:
+    """A Variant for a Triton kernel with the family's forward signature."""
+    def run(inputs, outputs, shape, _kernel=kernel):
+        launch_forward(_kernel, inputs, outputs, shape)
+    return Variant(name=name, family="group_norm", why=why, kind="triton", run=run, kernel=kernel, origin=origin)
+
+
+def variants() -> list[Variant]:
+    found = []
+    for name, why in TRITON_VARIANTS:
+        module = importlib.import_module(f"variants.group_norm.{name}")
+        found.append(triton_variant(name, module.group_norm_forward, why, f"variants/group_norm/{name}.py"))
+    found.append(Variant("torch", "group_norm", "torch.native_group_norm, eager, in the input's dtype",
+                         "torch", torch_forward, origin="torch"))
+    found.append(Variant("inductor", "group_norm", "the torch baseline through torch.compile (GPU only)",
+                         "inductor", InductorForward(), needs_gpu=True, origin="torch.compile"))
+    return found
+
+
+FAMILY = Family(
+    name="group_norm",
+    presets=PRESETS,
+    parse_shape=parse_shape,
+    default_preset="default",
+    default_pair=("pointer_mutation", "explicit_offset"),
+    make_inputs=make_inputs,
+    reference=reference,
+    alloc_outputs=alloc_outputs,
+    bytes_moved=bytes_moved,
+    triton_variant=triton_variant,
+    variants=variants,
+)
