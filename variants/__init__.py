@@ -37,6 +37,7 @@ class Variant:
     needs_gpu: bool = False
     kernel: Any = None
     origin: str = ""
+    import_roots: tuple[str, ...] = ()   # folders to put on sys.path to import the kernel's module again
 
     def __post_init__(self):
         if not _NAME.match(self.name):
