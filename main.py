@@ -29,6 +29,13 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--check", action="append", dest="checks", help="run only this check (repeatable): numerics")
     c.add_argument("--trials", type=int, default=3, help="fresh-input trials per shape (default 3)")
     c.add_argument("--seed", type=int, default=0, help="first seed of the trials (default 0)")
+    t = c.add_argument_group("timing (GPU only)")
+    t.add_argument("--modes", default="forward", help="comma list of forward, backward, full (default forward)")
+    t.add_argument("--noise", type=float, default=0.01, help="noise band for the verdict, a fraction (default 0.01)")
+    t.add_argument("--rounds", type=int, default=60, help="at most this many interleaved rounds per case (default 60)")
+    t.add_argument("--calls", type=int, default=5, help="timed calls per variant per round (default 5)")
+    t.add_argument("--max-seconds", type=float, default=10.0, help="measurement time cap per case (default 10)")
+    t.add_argument("--graph", default="auto", help="replay from CUDA graphs: auto (tiny shapes), on, off")
     c.add_argument("--json", type=Path, help="also write the report as JSON here")
     c.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"),
                    help="where kernels run: auto (GPU if present), cuda, or cpu (Triton interpreter)")
@@ -57,7 +64,14 @@ def cmd_compare(args, registry, backend) -> int:
     from compare import pipeline
     from compare.progress import reporter
     from compare.render import json_report, terminal
-    request = pipeline.Request(variants=tuple(args.variants), preset=args.preset, shape=args.shape, eps=args.eps, dtype=args.dtype,
+    from compare.timing import TimingConfig
+    try:
+        timing = TimingConfig(modes=tuple(m.strip() for m in args.modes.split(",") if m.strip()), rounds=args.rounds,
+                              min_rounds=min(10, args.rounds), calls_per_round=args.calls,
+                              max_seconds=args.max_seconds, noise=args.noise, graph=args.graph, seed=args.seed)
+    except ValueError as exc:
+        raise pipeline.UsageError(str(exc)) from None
+    request = pipeline.Request(timing=timing, variants=tuple(args.variants), preset=args.preset, shape=args.shape, eps=args.eps, dtype=args.dtype,
                                checks=tuple(args.checks or pipeline.CHECKS), trials=args.trials, seed=args.seed)
     pipeline.resolve(request, registry)  # bad input fails before any work
     if args.json and not args.json.parent.exists():

@@ -7,10 +7,11 @@ from typing import Callable
 from compare import numerics
 from compare.backend import Backend
 from compare.environment import collect
-from compare.results import NumericsSection, Report, VariantInfo
+from compare.results import NumericsSection, Report, TimingSection, VariantInfo
+from compare.timing import TimingConfig
 from variants import Registry, UnknownName
 
-CHECKS = ("numerics",)
+CHECKS = ("numerics", "timing")
 
 
 class UsageError(ValueError):
@@ -28,6 +29,7 @@ class Request:
     trials: int = 3
     seed: int = 0
     input_kind: str = "normal"
+    timing: TimingConfig = TimingConfig()
 
 
 def resolve(request: Request, registry: Registry):
@@ -78,6 +80,41 @@ def run(request: Request, registry: Registry, backend: Backend,
         cases = tuple(numerics.run_case(family, chosen, shape, dtype, backend, seeds, request.input_kind, step)
                       for shape in preset.shapes)
         numerics_section = NumericsSection(backend.device, backend.note, cases)
+    skipped = []
+    timing_section = None
+    if "timing" in request.checks:
+        if backend.gpu:
+            timing_section = run_timing(family, chosen, preset, dtype, request, step)
+        else:
+            skipped.append("timing: needs a CUDA GPU and this run has none (Triton ran through its CPU "
+                           "interpreter, whose speed says nothing about the GPU)")
     return Report(family=family.name, preset=preset.name, dtype=request.dtype, baseline=chosen[0].name,
                   variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
-                  numerics=numerics_section)
+                  numerics=numerics_section, timing=timing_section, skipped=tuple(skipped))
+
+
+def run_timing(family, chosen, preset, dtype, request: Request, step) -> TimingSection:
+    import torch
+    from compare import timing
+    config = request.timing
+    step("timing: measuring device-to-device copy bandwidth")
+    copy_gbs = timing.copy_bandwidth_gbs()
+    cases = []
+    for shape in preset.shapes:
+        inputs = family.make_inputs(shape, dtype, "cuda", request.seed, request.input_kind)
+        for mode in config.modes:
+            calls = {}
+            for v in chosen:
+                calls[v.name] = family.bench_call(v, inputs, shape, mode)
+            cases.append(timing.time_case(calls, family.bytes_moved(shape, dtype, mode), copy_gbs, shape.label,
+                                          mode, config, step))
+        del inputs
+        torch.cuda.empty_cache()
+    compile_seconds = tuple((v.name, float(v.run.compile_seconds)) for v in chosen
+                            if getattr(v.run, "compile_seconds", None) is not None)
+    method = (f"interleaved rounds (order shuffled each round), {config.calls_per_round} calls per variant per "
+              f"round, {config.min_rounds}-{config.rounds} rounds or {config.max_seconds:g} s per case, "
+              f"{config.flush_bytes >> 20} MiB L2 flush before every call, CUDA events around each call; "
+              f"95% paired bootstrap interval over rounds; sign-flip permutation p-value")
+    return TimingSection(torch.cuda.get_device_name(), copy_gbs, config.noise, 0.95, method, tuple(cases),
+                         compile_seconds)

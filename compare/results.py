@@ -79,6 +79,62 @@ class NumericsSection:
     cases: tuple[NumericsCase, ...]
 
 
+# ---------------------------------------------------------------- timing
+@dataclasses.dataclass(frozen=True)
+class TimingVariant:
+    """Every sample of one variant in one case (shape and mode), and what they add up to."""
+
+    variant: str
+    status: str                       # "ok" or "error"
+    reason: str = ""
+    samples_ms: tuple[float, ...] = ()  # all timed calls, round by round
+    rounds: int = 0
+    calls_per_round: int = 0
+    p20_ms: float = 0.0
+    median_ms: float = 0.0
+    p80_ms: float = 0.0
+    peak_memory_bytes: int = 0        # allocated by one call, beyond what was allocated before it
+    bytes_moved: int = 0              # the family's fewest bytes for this pass
+    gbs: float = 0.0                  # bytes_moved / median time
+    fraction_of_copy: float = 0.0     # gbs / the measured device-to-device copy bandwidth
+
+
+@dataclasses.dataclass(frozen=True)
+class TimingComparison:
+    """A variant against the baseline: ratio of medians (variant / baseline) with its interval."""
+
+    baseline: str
+    variant: str
+    verdict: str                      # "faster", "slower", "no difference beyond noise" or "n/a"
+    ratio: float = 0.0
+    ci_low: float = 0.0
+    ci_high: float = 0.0
+    p_value: float = 1.0
+    rounds: int = 0
+    reason: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class TimingCase:
+    shape: str
+    mode: str
+    graph: bool                       # replayed from CUDA graphs (launch overhead out of the time)
+    seconds: float                    # measurement time of the case, warm-up excluded
+    variants: tuple[TimingVariant, ...]
+    comparisons: tuple[TimingComparison, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class TimingSection:
+    gpu: str
+    copy_gbs: float                   # measured device-to-device copy bandwidth (read + write)
+    noise: float                      # the verdict's noise band, as a fraction
+    confidence: float
+    method: str
+    cases: tuple[TimingCase, ...]
+    compile_seconds: tuple[tuple[str, float], ...] = ()   # e.g. inductor's compile time: reported, not timed
+
+
 # ---------------------------------------------------------------- report
 @dataclasses.dataclass(frozen=True)
 class VariantInfo:
@@ -121,6 +177,7 @@ class Report:
     environment: Environment
     shapes: tuple[str, ...] = ()
     numerics: Optional[NumericsSection] = None
+    timing: Optional[TimingSection] = None
     skipped: tuple[str, ...] = ()    # sections not run, each with its reason
     schema_version: int = SCHEMA_VERSION
 

@@ -65,6 +65,7 @@ class Family:
     reference: Callable[..., dict]
     alloc_outputs: Callable[..., dict]
     bytes_moved: Callable[..., int]
+    bench_call: Callable[..., Callable[[], None]]
     triton_variant: Callable[..., Variant]
     variants: Callable[[], list]
 

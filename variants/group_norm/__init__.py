@@ -239,6 +239,14 @@ class InductorForward:
         outputs["rstd"].copy_(rstd.view(shape.batch, shape.num_groups))
 
 
+def bench_call(variant: Variant, inputs: Inputs, shape: Shape, mode: str) -> Callable[[], None]:
+    """A zero-argument closure that runs one pass of `variant` for timing, buffers allocated up front."""
+    if mode != "forward":
+        raise ValueError(f"mode {mode!r} is not available for group_norm yet; available: forward")
+    outputs = alloc_outputs(shape, inputs.x.dtype, inputs.x.device)
+    return lambda: variant.run(inputs, outputs, shape)
+
+
 TRITON_VARIANTS = (
     ("pointer_mutation", "the kernel before the seed's change: base pointers advanced per channel (A)"),
     ("explicit_offset", "the seed's change: explicit channel offsets and a tl.range inner loop (B)"),
@@ -277,6 +285,7 @@ FAMILY = Family(
     reference=reference,
     alloc_outputs=alloc_outputs,
     bytes_moved=bytes_moved,
+    bench_call=bench_call,
     triton_variant=triton_variant,
     variants=variants,
 )
