@@ -1,0 +1,52 @@
+"""On a CUDA GPU: compiled kernels, inductor and the timing machinery (skipped without a GPU)."""
+import pytest
+import torch
+
+from compare import numerics, timing
+from compare.backend import configure
+from variants import registry
+from variants.group_norm import FAMILY, Shape
+
+pytestmark = pytest.mark.gpu
+BACKEND = configure("auto")
+
+
+def test_every_variant_passes_compiled_on_the_gpu():
+    reg = registry()
+    names = ["pointer_mutation", "explicit_offset", "explicit_offset_range", "pointer_mutation_tlrange", "flat",
+             "torch", "inductor"]
+    for shape in (Shape(4, 64, 16, (96,)), Shape(2, 2, 1, (300, 300))):
+        case = numerics.run_case(FAMILY, [reg.get(n) for n in names], shape, torch.float32, BACKEND, (0, 1))
+        for v in case.variants:
+            assert v.status == "pass", (shape.label, v.variant, v.reasons)
+
+
+def test_timing_keeps_every_sample_and_compares_with_the_baseline():
+    reg = registry()
+    shape = Shape(8, 64, 16, (512,))
+    inputs = FAMILY.make_inputs(shape, torch.float32, "cuda", 0)
+    calls = {n: FAMILY.bench_call(reg.get(n), inputs, shape, "forward") for n in ("pointer_mutation", "explicit_offset")}
+    config = timing.TimingConfig(rounds=12, min_rounds=12, calls_per_round=3, max_seconds=2, warmup_ms=5)
+    case = timing.time_case(calls, FAMILY.bytes_moved(shape, torch.float32, "forward"), 4000.0, shape.label,
+                            "forward", config)
+    assert [v.variant for v in case.variants] == ["pointer_mutation", "explicit_offset"]
+    for v in case.variants:
+        assert v.status == "ok" and v.rounds == 12 and len(v.samples_ms) == 36
+        assert all(s > 0 for s in v.samples_ms) and v.p20_ms <= v.median_ms <= v.p80_ms
+    (c,) = case.comparisons
+    assert c.ci_low <= c.ratio <= c.ci_high and 0 < c.p_value <= 1
+
+
+def test_a_crashing_variant_is_reported_and_the_rest_timed():
+    reg = registry()
+    shape = Shape(2, 8, 2, (64,))
+    inputs = FAMILY.make_inputs(shape, torch.float32, "cuda", 0)
+
+    def boom():
+        raise RuntimeError("planted crash")
+    calls = {"explicit_offset": FAMILY.bench_call(reg.get("explicit_offset"), inputs, shape, "forward"), "boom": boom}
+    case = timing.time_case(calls, 1, 1.0, shape.label, "forward",
+                            timing.TimingConfig(rounds=3, min_rounds=3, calls_per_round=1, warmup_ms=1))
+    assert [v.status for v in case.variants] == ["ok", "error"]
+    assert "planted crash" in case.variants[1].reason
+    assert case.comparisons[0].verdict == "n/a"
