@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime
+import os
 import platform
 import shlex
 import subprocess
@@ -15,15 +16,19 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 def git_state(path: Path = PROJECT_ROOT) -> tuple[str, bool]:
-    """(commit, dirty) of the git checkout at `path`; ("", False) outside one."""
+    """(commit, dirty) of the git checkout at `path`. A copy of the tree without .git (as sent to a GPU
+    machine) can be told its commit by KERNEL_AB_GIT_COMMIT (and KERNEL_AB_GIT_DIRTY=1); else ("", False)."""
     try:
-        commit = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True,
-                                text=True, timeout=10).stdout.strip()
-        status = subprocess.run(["git", "-C", str(path), "status", "--porcelain", "--untracked-files=no"],
-                                capture_output=True, text=True, timeout=10).stdout.strip()
+        head = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True,
+                              text=True, timeout=10)
+        if head.returncode == 0:
+            status = subprocess.run(["git", "-C", str(path), "status", "--porcelain", "--untracked-files=no"],
+                                    capture_output=True, text=True, timeout=10).stdout.strip()
+            return head.stdout.strip(), bool(status)
     except (OSError, subprocess.SubprocessError):
-        return "", False
-    return commit, bool(status) if commit else False
+        pass
+    commit = os.environ.get("KERNEL_AB_GIT_COMMIT", "")
+    return commit, bool(commit) and os.environ.get("KERNEL_AB_GIT_DIRTY") == "1"
 
 
 def _nvidia_smi(query: str) -> str:

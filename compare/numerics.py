@@ -11,6 +11,7 @@ from typing import Callable, Iterable, Optional
 import torch
 
 from compare.backend import Backend, synchronize
+from compare.errors import summarize
 from compare.results import NumericsCase, OutputError, PairBitwise, VariantNumerics
 
 # assert_close's default tolerances (torch.testing), by dtype
@@ -111,9 +112,6 @@ def bitwise(a: torch.Tensor, b: torch.Tensor) -> tuple[int, Optional[tuple[int, 
     return n, tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), a.shape))
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
 
 
 def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seeds: Iterable[int],
@@ -139,7 +137,7 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
                 v.run(inputs, outputs, shape)
                 synchronize(backend)
             except Exception as exc:  # a crashing variant is reported, the others still run
-                status[v.name] = VariantNumerics(v.name, "error", (_first_line(exc),))
+                status[v.name] = VariantNumerics(v.name, "error", (summarize(exc),))
                 continue
             produced[v.name] = outputs
             for name, t in outputs.items():

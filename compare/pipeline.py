@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Callable
 
 from compare import numerics
@@ -90,6 +91,8 @@ def run(request: Request, registry: Registry, backend: Backend,
                            "interpreter, whose speed says nothing about the GPU)")
     return Report(family=family.name, preset=preset.name, dtype=request.dtype, baseline=chosen[0].name,
                   variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
+                  x_name=preset.x_name, x_values=tuple(float(preset.x_value(s)) for s in preset.shapes),
+                  shape_params=tuple(json.dumps(s.as_dict(), sort_keys=True) for s in preset.shapes),
                   numerics=numerics_section, timing=timing_section, skipped=tuple(skipped))
 
 

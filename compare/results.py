@@ -176,6 +176,9 @@ class Report:
     variants: tuple[VariantInfo, ...]
     environment: Environment
     shapes: tuple[str, ...] = ()
+    x_name: str = ""                 # the preset's x axis (for plots and benchmark rows), one value per shape
+    x_values: tuple[float, ...] = ()
+    shape_params: tuple[str, ...] = ()   # each shape's parameters as JSON text
     numerics: Optional[NumericsSection] = None
     timing: Optional[TimingSection] = None
     skipped: tuple[str, ...] = ()    # sections not run, each with its reason

@@ -14,6 +14,7 @@ from typing import Callable
 import torch
 
 from compare import stats
+from compare.errors import summarize
 from compare.results import TimingCase, TimingComparison, TimingVariant
 
 MODES = ("forward", "backward", "full")
@@ -107,9 +108,6 @@ def _peak_memory(fn) -> int:
     return max(0, torch.cuda.max_memory_allocated() - base)
 
 
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {lines[0] if lines else ''}"[:300]
 
 
 def time_case(calls: dict[str, Callable[[], None]], bytes_moved: int, copy_gbs: float, shape_label: str,
@@ -130,7 +128,7 @@ def time_case(calls: dict[str, Callable[[], None]], bytes_moved: int, copy_gbs: 
                 _one_call_ms(t, flush)
             timed[name] = t
         except Exception as exc:  # a variant that crashes is reported; the rest are still timed
-            failed[name] = _first_line(exc)
+            failed[name] = summarize(exc)
             torch.cuda.synchronize()
     eager_ms = {name: _one_call_ms(t, flush) for name, t in timed.items()}
     use_graph = config.graph == "on" or (config.graph == "auto" and eager_ms and
@@ -141,7 +139,7 @@ def time_case(calls: dict[str, Callable[[], None]], bytes_moved: int, copy_gbs: 
                 t.capture()
                 _one_call_ms(t, flush)
             except Exception as exc:
-                failed[name] = f"CUDA graph capture failed: {_first_line(exc)}"
+                failed[name] = f"CUDA graph capture failed: {summarize(exc)}"
                 del timed[name]
                 torch.cuda.synchronize()
     rng = random.Random(config.seed)

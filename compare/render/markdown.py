@@ -7,7 +7,7 @@ from compare.render.tables import Table, build, environment_lines, variants_tabl
 from compare.results import Report
 
 COMMENT_LIMIT = 65536
-_MARK = {"ok": "✅", "fail": "❌", "warn": "⚠️", "info": "ℹ️"}
+_MARK = {"ok": "✅", "fail": "❌", "warn": "⚠️", "skip": "⏭️", "info": "ℹ️"}
 
 
 def _table(table: Table, heading: str = "####") -> str:

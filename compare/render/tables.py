@@ -24,7 +24,7 @@ class Section:
 
 @dataclasses.dataclass(frozen=True)
 class Summary:
-    """The verdict lines at the top: (level, text), level one of ok, warn, fail, info."""
+    """The verdict lines at the top: (level, text), level one of ok, warn, fail, skip, info."""
 
     lines: tuple[tuple[str, str], ...]
 
@@ -187,7 +187,7 @@ def build(report: Report) -> tuple[Summary, list[Section]]:
         intro.extend(f"{name}: compiled in {sec:.1f} s (reported, not timed)" for name, sec in report.timing.compile_seconds)
         sections.append(Section("Timing", tuple(intro), tuple(_timing_table(c, legend) for c in report.timing.cases)))
     for reason in report.skipped:
-        summary.append(("warn", f"skipped: {reason}"))
+        summary.append(("skip", f"skipped: {reason}"))
     return Summary(tuple(summary)), sections
 
 

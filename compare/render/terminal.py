@@ -7,8 +7,8 @@ from rich.table import Table as RichTable
 from compare.render.tables import Table, build, environment_lines, variants_table
 from compare.results import Report
 
-_STYLE = {"ok": "green", "fail": "bold red", "warn": "yellow", "info": "cyan"}
-_MARK = {"ok": "OK  ", "fail": "FAIL", "warn": "SKIP", "info": "    "}
+_STYLE = {"ok": "green", "fail": "bold red", "warn": "yellow", "skip": "yellow", "info": "cyan"}
+_MARK = {"ok": "OK  ", "fail": "FAIL", "warn": "WARN", "skip": "SKIP", "info": "    "}
 
 
 def _table(console: Console, table: Table) -> None:
