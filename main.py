@@ -1,7 +1,11 @@
 """kernel-ab: put variants of a Triton kernel side by side (numerics, timing, compiled code).
 
     python main.py list
-    python main.py compare [A B ...] [--preset NAME] [--dtype float32] [--check numerics] [--json PATH]
+    python main.py compare [A B ...] [--preset NAME | --shape N,C,G,S] [--dtype float32] [--check CHECK]
+                           [--json PATH] [--out DIR] [--fail-on-numerics] [--fail-if-slower PCT]
+    python main.py report FILE.json [--format terminal|markdown]
+
+Exit codes: 0 every gate asked for holds; 1 a gate failed; 2 bad usage.
 """
 from __future__ import annotations
 
@@ -26,9 +30,11 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--shape", help="one shape instead of a preset: BATCH,CHANNELS,GROUPS,SPATIAL (e.g. 16,320,32,64x64)")
     c.add_argument("--eps", type=float, default=1e-6, help="eps for --shape (default 1e-6)")
     c.add_argument("--dtype", default="float32", help="float32, float16 or bfloat16 (default float32)")
-    c.add_argument("--check", action="append", dest="checks", help="run only this check (repeatable): numerics")
+    c.add_argument("--check", action="append", dest="checks", help="run only this check (repeatable): numerics, timing")
     c.add_argument("--trials", type=int, default=3, help="fresh-input trials per shape (default 3)")
     c.add_argument("--seed", type=int, default=0, help="first seed of the trials (default 0)")
+    c.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"),
+                   help="where kernels run: auto (GPU if present), cuda, or cpu (Triton interpreter)")
     t = c.add_argument_group("timing (GPU only)")
     t.add_argument("--modes", default="forward", help="comma list of forward, backward, full (default forward)")
     t.add_argument("--noise", type=float, default=0.01, help="noise band for the verdict, a fraction (default 0.01)")
@@ -36,10 +42,16 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--calls", type=int, default=5, help="timed calls per variant per round (default 5)")
     t.add_argument("--max-seconds", type=float, default=10.0, help="measurement time cap per case (default 10)")
     t.add_argument("--graph", default="auto", help="replay from CUDA graphs: auto (tiny shapes), on, off")
-    c.add_argument("--json", type=Path, help="also write the report as JSON here")
-    c.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"),
-                   help="where kernels run: auto (GPU if present), cuda, or cpu (Triton interpreter)")
-    c.add_argument("--quiet", action="store_true", help="no progress lines")
+    o = c.add_argument_group("output and gates")
+    o.add_argument("--json", type=Path, help="also write the report as JSON here")
+    o.add_argument("--out", type=Path, help="write report.md, report.json, benchmark rows and plots into this folder")
+    o.add_argument("--fail-on-numerics", action="store_true", help="exit 1 if any variant fails a numerics check")
+    o.add_argument("--fail-if-slower", type=float, metavar="PCT",
+                   help="exit 1 if a variant is significantly slower than the baseline by more than PCT percent")
+    o.add_argument("--quiet", action="store_true", help="no progress output")
+    r = sub.add_parser("report", help="re-render a saved JSON report")
+    r.add_argument("file", type=Path, help="a report.json written by compare")
+    r.add_argument("--format", default="terminal", choices=("terminal", "markdown"))
     return p
 
 
@@ -60,10 +72,8 @@ def cmd_list(registry) -> int:
     return 0
 
 
-def cmd_compare(args, registry, backend) -> int:
+def _request(args):
     from compare import pipeline
-    from compare.progress import reporter
-    from compare.render import json_report, terminal
     from compare.timing import TimingConfig
     try:
         timing = TimingConfig(modes=tuple(m.strip() for m in args.modes.split(",") if m.strip()), rounds=args.rounds,
@@ -71,17 +81,54 @@ def cmd_compare(args, registry, backend) -> int:
                               max_seconds=args.max_seconds, noise=args.noise, graph=args.graph, seed=args.seed)
     except ValueError as exc:
         raise pipeline.UsageError(str(exc)) from None
-    request = pipeline.Request(timing=timing, variants=tuple(args.variants), preset=args.preset, shape=args.shape, eps=args.eps, dtype=args.dtype,
-                               checks=tuple(args.checks or pipeline.CHECKS), trials=args.trials, seed=args.seed)
+    return pipeline.Request(variants=tuple(args.variants), preset=args.preset, shape=args.shape, eps=args.eps,
+                            dtype=args.dtype, checks=tuple(args.checks or pipeline.CHECKS), trials=args.trials,
+                            seed=args.seed, timing=timing)
+
+
+def cmd_compare(args, registry, backend) -> int:
+    from compare import gates, pipeline
+    from compare.progress import reporter
+    from compare.render import files, json_report, terminal
+    request = _request(args)
     pipeline.resolve(request, registry)  # bad input fails before any work
     if args.json and not args.json.parent.exists():
         raise pipeline.UsageError(f"--json {args.json}: folder {args.json.parent} does not exist")
-    with reporter(not args.quiet) as step:
+    if args.out and args.out.exists() and not args.out.is_dir():
+        raise pipeline.UsageError(f"--out {args.out} exists and is not a folder")
+    if args.fail_if_slower is not None and args.fail_if_slower < 0:
+        raise pipeline.UsageError(f"--fail-if-slower takes a percentage >= 0, got {args.fail_if_slower}")
+    with reporter(pipeline.count_steps(request, registry, backend), not args.quiet) as step:
         report = pipeline.run(request, registry, backend, step)
     terminal.render(report)
     if args.json:
         args.json.write_text(json_report.render(report))
-        print(f"JSON report written to {args.json}", file=sys.stderr)
+        print(f"wrote {args.json}", file=sys.stderr)
+    if args.out:
+        for line in files.write(report, args.out):
+            print(line, file=sys.stderr)
+    broken = gates.failures(report, args.fail_on_numerics, args.fail_if_slower)
+    for line in broken:
+        print(f"kernel-ab: gate failed: {line}", file=sys.stderr)
+    return 1 if broken else 0
+
+
+def cmd_report(args) -> int:
+    import json
+    from compare.pipeline import UsageError
+    from compare.render import json_report, markdown, terminal
+    try:
+        report = json_report.load(args.file.read_text())
+    except FileNotFoundError:
+        raise UsageError(f"report file {args.file} does not exist") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{args.file} is not JSON ({exc}); give a report.json written by compare") from None
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise UsageError(f"{args.file} is not a kernel-ab report: {exc}") from None
+    if args.format == "markdown":
+        sys.stdout.write(markdown.render(report))
+    else:
+        terminal.render(report)
     return 0
 
 
@@ -90,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     from compare.backend import BackendError, configure
     from compare.pipeline import UsageError
     try:
+        if args.command == "report":
+            return cmd_report(args)
         backend = configure(getattr(args, "device", "auto"))
         from variants import registry
         reg = registry()

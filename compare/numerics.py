@@ -142,6 +142,8 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
             produced[v.name] = outputs
             for name, t in outputs.items():
                 errors[v.name].append(measure(t, ref[name], name))
+        if hasattr(progress, "advance"):
+            progress.advance()
         for a, b in itertools.combinations(produced, 2):
             for name in produced[a]:
                 diffs.setdefault((a, b, name), []).append(bitwise(produced[a][name], produced[b][name]))

@@ -71,6 +71,17 @@ def resolve(request: Request, registry: Registry):
     return family, chosen, preset, DTYPES[request.dtype]
 
 
+def count_steps(request: Request, registry: Registry, backend: Backend) -> int:
+    """Units of work `run` will advance through, for the progress bar."""
+    _, chosen, preset, _ = resolve(request, registry)
+    steps = 0
+    if "numerics" in request.checks:
+        steps += len(preset.shapes) * request.trials
+    if "timing" in request.checks and backend.gpu:
+        steps += len(preset.shapes) * len(request.timing.modes)
+    return steps
+
+
 def run(request: Request, registry: Registry, backend: Backend,
         step: Callable[[str], None] = lambda _: None) -> Report:
     family, chosen, preset, dtype = resolve(request, registry)
@@ -111,6 +122,7 @@ def run_timing(family, chosen, preset, dtype, request: Request, step) -> TimingS
                 calls[v.name] = family.bench_call(v, inputs, shape, mode)
             cases.append(timing.time_case(calls, family.bytes_moved(shape, dtype, mode), copy_gbs, shape.label,
                                           mode, config, step))
+            step.advance()
         del inputs
         torch.cuda.empty_cache()
     compile_seconds = tuple((v.name, float(v.run.compile_seconds)) for v in chosen

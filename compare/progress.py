@@ -1,4 +1,7 @@
-"""Progress on long work: a live status line on a terminal, plain lines elsewhere (CI, logs)."""
+"""Progress on long work: a progress bar on a terminal, plain timestamped lines elsewhere (CI, logs).
+
+`reporter(total)` yields a `Step`: calling it with a text says what is being done now; `advance()`
+counts one of the `total` units of work done."""
 from __future__ import annotations
 
 import sys
@@ -6,20 +9,46 @@ import time
 from contextlib import contextmanager
 
 
+class Step:
+    def __call__(self, text: str) -> None:
+        pass
+
+    def advance(self) -> None:
+        pass
+
+
+class _Lines(Step):
+    def __init__(self, total: int):
+        self.total, self.done, self.start = total, 0, time.monotonic()
+
+    def __call__(self, text: str) -> None:
+        print(f"[{time.monotonic() - self.start:7.1f}s {self.done}/{self.total}] {text}", file=sys.stderr, flush=True)
+
+    def advance(self) -> None:
+        self.done += 1
+
+
+class _Bar(Step):
+    def __init__(self, progress, task):
+        self.progress, self.task = progress, task
+
+    def __call__(self, text: str) -> None:
+        self.progress.update(self.task, description=text)
+
+    def advance(self) -> None:
+        self.progress.advance(self.task)
+
+
 @contextmanager
-def reporter(enabled: bool = True):
-    """Yields `step(text)`. On a TTY a rich status spinner, else timestamped lines on stderr."""
+def reporter(total: int, enabled: bool = True):
     if not enabled:
-        yield lambda _text: None
+        yield Step()
         return
     if sys.stderr.isatty():
         from rich.console import Console
-        console = Console(stderr=True)
-        with console.status("starting") as status:
-            yield lambda text: status.update(text)
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+            yield _Bar(progress, progress.add_task("starting", total=total))
         return
-    start = time.monotonic()
-
-    def step(text: str) -> None:
-        print(f"[{time.monotonic() - start:7.1f}s] {text}", file=sys.stderr, flush=True)
-    yield step
+    yield _Lines(total)

@@ -25,6 +25,10 @@ def cli(*args, timeout=300):
     (["compare", "--trials", "0"], "--trials must be at least 1"),
     (["compare", "flat", "flat"], "named twice"),
     (["frobnicate"], "invalid choice"),
+    (["compare", "--modes", "sideways"], "unknown mode 'sideways'"),
+    (["compare", "--fail-if-slower", "-1"], "--fail-if-slower takes a percentage >= 0"),
+    (["report", "no/such/report.json"], "does not exist"),
+    (["report", "README.md"], "is not JSON"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, expected):
     r = cli(*args)
@@ -51,3 +55,17 @@ def test_compare_writes_terminal_and_json(tmp_path):
     data = json.loads(out.read_text())
     assert data["baseline"] == "explicit_offset"
     assert [v["variant"] for v in data["numerics"]["cases"][0]["variants"]] == ["explicit_offset", "flat"]
+
+
+def test_out_writes_files_and_report_rerenders_the_same_markdown(tmp_path):
+    out = tmp_path / "out"
+    r = cli("compare", "pointer_mutation", "explicit_offset", "--shape", "2,8,2,16", "--trials", "1",
+            "--out", str(out), "--fail-on-numerics")
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["report.json", "report.md"]
+    assert "skipped: timing: needs a CUDA GPU" in (out / "report.md").read_text()
+    again = cli("report", str(out / "report.json"), "--format", "markdown")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == (out / "report.md").read_text()
+    term = cli("report", str(out / "report.json"))
+    assert term.returncode == 0 and "numerics: explicit_offset within tolerance" in term.stdout

@@ -22,31 +22,42 @@ def _table(table: Table, heading: str = "####") -> str:
     return "\n".join(parts)
 
 
+FOLD_OVER = 2   # a section with more tables than this is folded into a <details> block
+
+
+def _section(section) -> str:
+    block = [f"### {section.title}", ""]
+    block.extend(f"{line}\n" for line in section.intro)
+    fold = len(section.tables) > FOLD_OVER
+    if fold:
+        block.append(f"<details><summary>{len(section.tables)} tables</summary>\n")
+    block.extend(_table(t) for t in section.tables)
+    if fold:
+        block.append("</details>\n")
+    return "\n".join(block) + "\n"
+
+
 def render(report: Report, limit: int = COMMENT_LIMIT) -> str:
+    """The report as one GitHub comment of at most `limit` characters; sections that do not fit are
+    dropped whole, with a note saying so."""
     summary, sections = build(report)
     head = [f"## kernel-ab: {report.family}, preset `{report.preset}`, {report.dtype}, baseline `{report.baseline}`",
             "", "| | verdict |", "|---|---|"]
     head.extend(f"| {_MARK[level]} | {text.replace('|', '/')} |" for level, text in summary.lines)
-    head.append("")
-    head.append(_table(variants_table(report)))
-    body = []
-    for section in sections:
-        block = [f"### {section.title}", ""]
-        block.extend(f"{line}\n" for line in section.intro)
-        block.append(f"<details><summary>{len(section.tables)} tables</summary>\n")
-        block.extend(_table(t) for t in section.tables)
-        block.append("</details>\n")
-        body.append("\n".join(block))
+    head += ["", _table(variants_table(report)), ""]
+    head_text = "\n".join(head)
+    body = [_section(s) for s in sections]
     tail = "\n".join(["<details><summary>Environment</summary>", "",
                       *(f"- {line}" for line in environment_lines(report)), "", "</details>", ""])
-    text = "\n".join(head) + "\n".join(body) + tail
+    text = head_text + "".join(body) + tail
     if len(text) <= limit:
         return text
-    note = ("\n> **Cut:** this report exceeded GitHub's comment limit; sections after this point were "
-            "dropped. The JSON report holds everything.\n\n")
-    kept = "\n".join(head)
-    for block in body:
-        if len(kept) + len(block) + len(note) + len(tail) > limit:
-            break
-        kept += block
+    kept, dropped = head_text, []
+    for section, block in zip(sections, body):
+        if dropped or len(kept) + len(block) + 400 + len(tail) > limit:
+            dropped.append(section.title)
+        else:
+            kept += block
+    note = (f"\n> **Cut:** this report is over GitHub's {limit}-character comment limit, so these sections were "
+            f"left out: {', '.join(dropped)}. The JSON report holds everything.\n\n")
     return kept + note + tail

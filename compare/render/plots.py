@@ -1,0 +1,63 @@
+"""Plots of a timed report (matplotlib, an optional extra): per mode, time per variant across the
+preset's x axis, and each variant's ratio to the baseline with its interval."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from compare.results import Report
+
+
+def available() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def write(report: Report, folder: Path) -> list[Path]:
+    """One PNG per timed mode; returns the files written. Needs matplotlib (check `available()`)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    if report.timing is None:
+        return []
+    written = []
+    x_of = dict(zip(report.shapes, report.x_values or range(len(report.shapes))))
+    for mode in dict.fromkeys(c.mode for c in report.timing.cases):
+        cases = [c for c in report.timing.cases if c.mode == mode]
+        fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8))
+        names = list(dict.fromkeys(v.variant for c in cases for v in c.variants))
+        for name in names:
+            pts = [(x_of[c.shape], v.median_ms, v.p20_ms, v.p80_ms) for c in cases for v in c.variants
+                   if v.variant == name and v.status == "ok"]
+            if pts:
+                xs, med, lo, hi = zip(*pts)
+                left.errorbar(xs, med, yerr=[[m - l for m, l in zip(med, lo)], [h - m for m, h in zip(med, hi)]],
+                              marker="o", capsize=3, label=name)
+            comps = [(x_of[c.shape], k.ratio, k.ci_low, k.ci_high) for c in cases for k in c.comparisons
+                     if k.variant == name and k.verdict != "n/a"]
+            if comps:
+                xs, r, lo, hi = zip(*comps)
+                right.errorbar(xs, [(v - 1) * 100 for v in r],
+                               yerr=[[(a - b) * 100 for a, b in zip(r, lo)], [(b - a) * 100 for a, b in zip(r, hi)]],
+                               marker="o", capsize=3, label=name)
+        band = report.timing.noise * 100
+        right.axhspan(-band, band, color="grey", alpha=0.2, label=f"noise band ±{band:g}%")
+        right.axhline(0, color="black", linewidth=0.8)
+        for ax in (left, right):
+            ax.set_xlabel(report.x_name or "shape")
+            if len(set(x_of.values())) > 1 and min(x_of.values()) > 0:
+                ax.set_xscale("log", base=2)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
+        left.set_ylabel("median ms (bars: p20-p80)")
+        left.set_yscale("log")
+        right.set_ylabel(f"time vs {report.baseline}, % (bars: 95% interval)")
+        fig.suptitle(f"{report.family} {mode}, {report.dtype}, {report.timing.gpu}")
+        fig.tight_layout()
+        path = folder / f"timing_{mode}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written

@@ -1,0 +1,45 @@
+"""A fixed result model, with every section filled, for renderer and gate tests."""
+from compare.results import (Environment, NumericsCase, NumericsSection, OutputError, PairBitwise, Report,
+                             TimingCase, TimingComparison, TimingSection, TimingVariant, VariantInfo,
+                             VariantNumerics)
+
+
+def _err(name, max_abs, beyond=0, unwritten=0):
+    return OutputError(name, "float32", 4096, max_abs, max_abs / 10, 12.0, beyond, 1.3e-6, 1e-5, 0, 0, 0, unwritten)
+
+
+def _timed(name, median, samples=(0.1, 0.11)):
+    return TimingVariant(name, "ok", "", samples, 2, 1, median * 0.99, median, median * 1.01, 1 << 20,
+                         400_000_000, 400_000_000 / (median * 1e-3) / 1e9, 0.5)
+
+
+def fixed_report(slower_ratio: float = 1.03, failing: bool = False) -> Report:
+    b_status = ("fail", ("y: 32 of 4096 elements never written",)) if failing else ("pass", ())
+    case = NumericsCase(
+        "N2 C8 G2 S256", "float32", "normal", (0, 1),
+        (VariantNumerics("A", "pass", (), (_err("y", 1e-6), _err("mean", 1e-8), _err("rstd", 1e-7))),
+         VariantNumerics("B", b_status[0], b_status[1],
+                         (_err("y", 2e-6, unwritten=32 if failing else 0), _err("mean", 1e-8), _err("rstd", 1e-7))),
+         VariantNumerics("inductor", "not_run", ("needs a GPU; this run has none",))),
+        (PairBitwise("A", "B", "y", 8192, 5, (0, 1, 7)), PairBitwise("A", "B", "mean", 8, 0),
+         PairBitwise("A", "B", "rstd", 8, 0)))
+    timing = TimingSection(
+        "NVIDIA H200", 4300.0, 0.01, 0.95, "interleaved rounds",
+        (TimingCase("N2 C8 G2 S256", "forward", False, 1.5, (_timed("A", 0.2), _timed("B", 0.2 * slower_ratio)),
+                    (TimingComparison("A", "B", "slower" if slower_ratio > 1.01 else "no difference beyond noise",
+                                      slower_ratio, slower_ratio - 0.004, slower_ratio + 0.004, 0.0001, 60),)),),
+        (("inductor", 2.5),))
+    return Report(
+        family="group_norm", preset="default", dtype="float32", baseline="A",
+        variants=(VariantInfo("A", "group_norm", "triton", "the old kernel", "variants/a.py"),
+                  VariantInfo("B", "group_norm", "triton", "the new kernel", "variants/b.py"),
+                  VariantInfo("inductor", "group_norm", "inductor", "torch.compile", "torch.compile")),
+        environment=Environment(device="cuda", gpu_name="NVIDIA H200", gpu_count=1, driver="580.159.04",
+                                cuda="13.0", torch="2.11.0", triton="3.6.0", python="3.12.3", platform="Linux",
+                                clocks="sm, max sm, mem: 1980 MHz, 1980 MHz, 3201 MHz", git_commit="0123456789abcdef",
+                                git_dirty=False, command="python main.py compare A B", time_utc="2026-11-29 12:00:00 UTC"),
+        shapes=("N2 C8 G2 S256",), x_name="channels", x_values=(8.0,),
+        shape_params=('{"batch": 2, "channels": 8, "eps": 1e-06, "num_groups": 2, "spatial": [256]}',),
+        numerics=NumericsSection("cuda", "compiled Triton kernels on NVIDIA H200", (case,)),
+        timing=timing,
+    )

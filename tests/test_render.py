@@ -1,0 +1,68 @@
+"""Renderers of a fixed result model: pinned Markdown and JSON, the comment limit, the terminal report.
+
+Set KERNEL_AB_UPDATE_GOLDEN=1 to rewrite the pinned files after an intended change (and read the diff)."""
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from compare.render import benchmark_rows, json_report, markdown, terminal
+from tests.fixed_report import fixed_report
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def _pinned(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("KERNEL_AB_UPDATE_GOLDEN") == "1":
+        path.write_text(text)
+    assert text == path.read_text(), f"{name} changed; if intended, rerun with KERNEL_AB_UPDATE_GOLDEN=1"
+
+
+def test_markdown_is_pinned():
+    _pinned("report.md", markdown.render(fixed_report()))
+
+
+def test_json_is_pinned_and_loads_back_to_the_same_report():
+    text = json_report.render(fixed_report())
+    _pinned("report.json", text)
+    assert json_report.load(text) == fixed_report()
+
+
+def test_markdown_opens_with_the_verdict_table():
+    text = markdown.render(fixed_report())
+    lines = text.splitlines()
+    assert lines[0].startswith("## kernel-ab")
+    assert lines[2] == "| | verdict |"
+    assert any("timing forward: B vs A: slower in 1 of 1 shapes" in line for line in lines[4:12])
+    assert "<details><summary>Environment</summary>" in text
+
+
+def test_markdown_is_cut_under_the_comment_limit_with_a_note():
+    full = markdown.render(fixed_report())
+    cut = markdown.render(fixed_report(), limit=len(full) - 500)
+    assert len(cut) <= len(full) - 500
+    assert "**Cut:**" in cut and "left out: Timing" in cut
+    assert cut.splitlines()[0] == full.splitlines()[0]
+
+
+def test_terminal_report_has_summary_first_and_legends():
+    buf = io.StringIO()
+    terminal.render(fixed_report(failing=True), Console(file=buf, width=200))
+    text = buf.getvalue()
+    assert text.index("FAIL") < text.index("Numerics: N2")
+    assert "numerics: B FAILED in 1 of 1 cases" in text
+    assert "verdict: faster/slower only when p < 0.05" in text
+    assert "inductor: compiled in 2.5 s (reported, not timed)" in text
+
+
+def test_benchmark_rows_follow_the_seed_format():
+    rows = benchmark_rows.rows(fixed_report())
+    assert [r["kernel_provider"] for r in rows] == ["A", "B"]
+    row = rows[1]
+    assert row["x_values"] == [8] and row["y_values_50"] == [pytest.approx(0.206)]
+    assert row["kernel_operation_mode"] == "forward" and row["metric_unit"] == "ms"
+    assert json.loads(row["extra_benchmark_config_str"])["shapes"][0]["num_groups"] == 2
