@@ -54,9 +54,9 @@ def ulp(ref: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 def measure(out: torch.Tensor, ref: torch.Tensor, name: str) -> OutputError:
     """Error statistics of one output against its float64 reference."""
     rtol, atol = TOLERANCES[out.dtype]
-    unwritten = unwritten_mask(out).cpu()
-    o = out.detach().to("cpu", torch.float64)
-    ref = ref.to(torch.float64)
+    unwritten = unwritten_mask(out)
+    o = out.detach().to(torch.float64)
+    ref = ref.to(o.device, torch.float64)
     written = ~unwritten
     o_fin, r_fin = torch.isfinite(o), torch.isfinite(ref)
     both = o_fin & r_fin & written
@@ -104,7 +104,7 @@ def bitwise(a: torch.Tensor, b: torch.Tensor) -> tuple[int, Optional[tuple[int, 
     if a.dtype != b.dtype or a.shape != b.shape:
         return a.numel(), tuple(0 for _ in a.shape)
     int_dtype = _POISON[a.dtype][0]
-    differ = (a.view(int_dtype) != b.view(int_dtype)).cpu()
+    differ = a.view(int_dtype) != b.view(int_dtype)
     n = int(differ.sum())
     if not n:
         return 0, None
