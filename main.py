@@ -1,7 +1,8 @@
 """kernel-ab: put variants of a Triton kernel side by side (numerics, timing, compiled code).
 
     python main.py list
-    python main.py compare [A B ...] [--preset NAME] [--dtype float32] [--check numerics] [--json PATH]
+    python main.py compare [A B ...] [--preset NAME] [--dtype float32] [--check numerics|ir] [--json PATH]
+    python main.py ir A B [--stage ttir|ttgir|llir|ptx|sass] [--target sm_90] [--preset NAME | --shape ...] [--full]
 """
 from __future__ import annotations
 
@@ -26,14 +27,35 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--shape", help="one shape instead of a preset: BATCH,CHANNELS,GROUPS,SPATIAL (e.g. 16,320,32,64x64)")
     c.add_argument("--eps", type=float, default=1e-6, help="eps for --shape (default 1e-6)")
     c.add_argument("--dtype", default="float32", help="float32, float16 or bfloat16 (default float32)")
-    c.add_argument("--check", action="append", dest="checks", help="run only this check (repeatable): numerics")
+    c.add_argument("--check", action="append", dest="checks", help="run only this check (repeatable): numerics, ir")
     c.add_argument("--trials", type=int, default=3, help="fresh-input trials per shape (default 3)")
     c.add_argument("--seed", type=int, default=0, help="first seed of the trials (default 0)")
     c.add_argument("--json", type=Path, help="also write the report as JSON here")
     c.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"),
                    help="where kernels run: auto (GPU if present), cuda, or cpu (Triton interpreter)")
     c.add_argument("--quiet", action="store_true", help="no progress lines")
+    _ir_options(c)
+    i = sub.add_parser("ir", help="compare the compiled code of Triton variants, stage by stage")
+    i.add_argument("variants", nargs="*", help="variant names; the first is the baseline")
+    i.add_argument("--preset", help="shape preset; its first shape fixes the specialization")
+    i.add_argument("--shape", help="one shape instead of a preset: BATCH,CHANNELS,GROUPS,SPATIAL")
+    i.add_argument("--eps", type=float, default=1e-6, help="eps for --shape (default 1e-6)")
+    i.add_argument("--dtype", default="float32", help="float32, float16 or bfloat16 (default float32)")
+    i.add_argument("--json", type=Path, help="also write the report as JSON here")
+    i.add_argument("--markdown", type=Path, help="also write the report as Markdown here")
+    i.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"),
+                   help="auto: on a GPU the kernels Triton launched; cpu: compiled offline for --target")
+    i.add_argument("--quiet", action="store_true", help="no progress lines")
+    i.set_defaults(checks=["ir"], trials=1, seed=0)
+    _ir_options(i)
     return p
+
+
+def _ir_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--stage", action="append", dest="stages", help="IR stage to show (repeatable): ttir, ttgir, "
+                   "llir, ptx, sass (default all)")
+    p.add_argument("--target", default="sm_90", help="IR target without a GPU, sm_NN (default sm_90)")
+    p.add_argument("--full", action="store_true", help="IR: whole normalized listings and uncut diffs")
 
 
 def _fail(message: str) -> int:
@@ -58,16 +80,22 @@ def cmd_compare(args, registry, backend) -> int:
     from compare.progress import reporter
     from compare.render import json_report, terminal
     request = pipeline.Request(variants=tuple(args.variants), preset=args.preset, shape=args.shape, eps=args.eps, dtype=args.dtype,
-                               checks=tuple(args.checks or pipeline.CHECKS), trials=args.trials, seed=args.seed)
+                               checks=tuple(args.checks or pipeline.CHECKS), trials=args.trials, seed=args.seed,
+                               target=args.target, stages=tuple(args.stages or ()), full=args.full)
     pipeline.resolve(request, registry)  # bad input fails before any work
-    if args.json and not args.json.parent.exists():
-        raise pipeline.UsageError(f"--json {args.json}: folder {args.json.parent} does not exist")
+    for flag, path in (("--json", args.json), ("--markdown", getattr(args, "markdown", None))):
+        if path and not path.parent.exists():
+            raise pipeline.UsageError(f"{flag} {path}: folder {path.parent} does not exist")
     with reporter(not args.quiet) as step:
         report = pipeline.run(request, registry, backend, step)
     terminal.render(report)
     if args.json:
         args.json.write_text(json_report.render(report))
         print(f"JSON report written to {args.json}", file=sys.stderr)
+    if getattr(args, "markdown", None):
+        from compare.render import markdown
+        args.markdown.write_text(markdown.render(report))
+        print(f"Markdown report written to {args.markdown}", file=sys.stderr)
     return 0
 
 

@@ -10,7 +10,7 @@ from compare.environment import collect
 from compare.results import NumericsSection, Report, VariantInfo
 from variants import Registry, UnknownName
 
-CHECKS = ("numerics",)
+CHECKS = ("numerics", "ir")
 
 
 class UsageError(ValueError):
@@ -28,6 +28,9 @@ class Request:
     trials: int = 3
     seed: int = 0
     input_kind: str = "normal"
+    target: str = "sm_90"          # ir: the target of offline compiles (no GPU)
+    stages: tuple[str, ...] = ()   # ir: stages to summarize and diff (empty: all)
+    full: bool = False             # ir: keep whole normalized listings and uncut diffs
 
 
 def resolve(request: Request, registry: Registry):
@@ -65,7 +68,30 @@ def resolve(request: Request, registry: Registry):
         raise UsageError(f"unknown check {unknown[0]!r}; known checks: {', '.join(CHECKS)}")
     if request.trials < 1:
         raise UsageError(f"--trials must be at least 1, got {request.trials}")
+    if "ir" in request.checks:
+        _check_ir(request)
     return family, chosen, preset, DTYPES[request.dtype]
+
+
+def _check_ir(request: Request) -> None:
+    from compare import ir
+    try:
+        ir.capability(request.target)
+        ir.check_stages(request.stages)
+    except ValueError as exc:
+        raise UsageError(f"--target/--stage: {exc}") from None
+
+
+def _ir(request: Request, chosen, preset, backend: Backend, step) -> tuple:
+    """(IRSection or None, skipped reasons) for the preset's first shape."""
+    from compare import ir
+    if not any(v.kind == "triton" for v in chosen):
+        return None, ("ir: none of the variants is a Triton kernel",)
+    try:
+        return ir.run(chosen, preset.shapes[0], request.dtype, request.target, backend.gpu,
+                      request.stages or ir.STAGES, request.full, step=step), ()
+    except RuntimeError as exc:
+        return None, (f"ir: {exc}",)
 
 
 def run(request: Request, registry: Registry, backend: Backend,
@@ -78,6 +104,9 @@ def run(request: Request, registry: Registry, backend: Backend,
         cases = tuple(numerics.run_case(family, chosen, shape, dtype, backend, seeds, request.input_kind, step)
                       for shape in preset.shapes)
         numerics_section = NumericsSection(backend.device, backend.note, cases)
+    ir_section, skipped = None, ()
+    if "ir" in request.checks:
+        ir_section, skipped = _ir(request, chosen, preset, backend, step)
     return Report(family=family.name, preset=preset.name, dtype=request.dtype, baseline=chosen[0].name,
                   variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
-                  numerics=numerics_section)
+                  numerics=numerics_section, ir=ir_section, skipped=skipped)

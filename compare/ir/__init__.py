@@ -13,6 +13,7 @@ from compare.ir.summarize import summarize
 from compare.results import IRPair, IRSection, IRStageDiff, IRVariant
 
 DEFAULT_TARGET = "sm_90"
+DIFF_LINE_CAP = 300   # lines of each stage's diff kept in the report unless `full`
 
 
 def check_stages(stages) -> tuple[str, ...]:
@@ -37,12 +38,20 @@ def _variant(c, stages, full: bool) -> IRVariant:
                      tuple(summaries))
 
 
-def _pair(a, b, stages) -> IRPair:
+def _cut(text: str, full: bool) -> str:
+    lines = text.splitlines()
+    if full or len(lines) <= DIFF_LINE_CAP:
+        return text
+    return "\n".join(lines[:DIFF_LINE_CAP] + [f"... {len(lines) - DIFF_LINE_CAP} more diff lines cut (--full shows all)"])
+
+
+def _pair(a, b, stages, full: bool) -> IRPair:
     diffs = []
     for stage in stages:
         d = unified(stage, clean(stage, a.stages[stage], a.kernel_name), clean(stage, b.stages[stage], b.kernel_name),
                     a.variant, b.variant)
-        diffs.append(IRStageDiff(stage, d.text, d.changed_lines, raw_changed_lines(a.stages[stage], b.stages[stage]),
+        diffs.append(IRStageDiff(stage, _cut(d.text, full), d.changed_lines,
+                                 raw_changed_lines(a.stages[stage], b.stages[stage]),
                                  len(d.text.splitlines()), raw_diff_length(a.stages[stage], b.stages[stage])))
     return IRPair(a.variant, b.variant, tuple(diffs))
 
@@ -66,7 +75,7 @@ def run(variants, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: bool = F
     if skipped:
         note += f"; not Triton kernels, no IR: {', '.join(skipped)}"
     ok = [c for c in compiled if c.ok]
-    pairs = tuple(_pair(ok[0], c, stages) for c in ok[1:]) if ok and ok[0] is compiled[0] else ()
+    pairs = tuple(_pair(ok[0], c, stages, full) for c in ok[1:]) if ok and ok[0] is compiled[0] else ()
     mode = "launched" if gpu else "offline"
     return IRSection(mode, target if not gpu else "the GPU's", shape.label, dtype, spec, note, stages,
                      tuple(_variant(c, stages, full) for c in compiled), pairs)

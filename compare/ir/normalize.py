@@ -96,6 +96,9 @@ def _clean_mlir(text: str) -> list[str]:
 _LLIR_DEBUG = re.compile(r",\s*!(?:dbg|tbaa|alias\.scope|noalias|llvm\.\w+)\s+!\d+")
 
 
+_LLIR_COMMENT = re.compile(r'^((?:[^";]|"[^"]*")*)')
+
+
 def _clean_llir(text: str) -> list[str]:
     out = []
     for line in text.splitlines():
@@ -105,7 +108,7 @@ def _clean_llir(text: str) -> list[str]:
         if "call void @llvm.dbg." in s:
             continue
         line = _LLIR_DEBUG.sub("", line)
-        line = re.sub(r"\s*;.*$", "", line) if not s.startswith("tail call void asm") else line
+        line = _LLIR_COMMENT.match(line).group(1)   # a ';' inside a string (inline asm) is not a comment
         m = re.match(r"^([\w.$-]+):", line)
         if m:  # a block label: write it as the value that branches name
             line = f"%{m.group(1)}:"

@@ -203,7 +203,7 @@ def _ptx_carried(lines: list[str], span) -> tuple:
             if r in counters:
                 out.append(IRCarried(f"{ty} {r} (counter)", False))
             else:
-                out.append(IRCarried(f"{ty} {r}" + (" (address)" if r in address else ""), r in address))
+                out.append(IRCarried(f"{ty} {r}", r in address))
     return tuple(out)
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
+from compare.render.ir_tables import diff_blocks
 from compare.render.tables import Table, build, environment_lines, variants_table
 from compare.results import Report
 
@@ -22,6 +23,13 @@ def _table(table: Table, heading: str = "####") -> str:
     return "\n".join(parts)
 
 
+def _ir_diff(block) -> str:
+    """One normalized IR diff (unified) or listing, folded."""
+    fence = "diff" if block.kind == "diff" else ""
+    return "\n".join([f"<details><summary>{block.title}</summary>", "", f"```{fence}", block.text, "```", "",
+                      "</details>", ""])
+
+
 def render(report: Report, limit: int = COMMENT_LIMIT) -> str:
     summary, sections = build(report)
     head = [f"## kernel-ab: {report.family}, preset `{report.preset}`, {report.dtype}, baseline `{report.baseline}`",
@@ -37,6 +45,8 @@ def render(report: Report, limit: int = COMMENT_LIMIT) -> str:
         block.extend(_table(t) for t in section.tables)
         block.append("</details>\n")
         body.append("\n".join(block))
+    if report.ir is not None:
+        body.extend(_ir_diff(block) for block in diff_blocks(report.ir))
     tail = "\n".join(["<details><summary>Environment</summary>", "",
                       *(f"- {line}" for line in environment_lines(report)), "", "</details>", ""])
     text = "\n".join(head) + "\n".join(body) + tail
