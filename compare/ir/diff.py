@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 
-from compare.ir.normalize import Renamer, names, skeleton, substitute
+from compare.ir.normalize import Renamer, names, renamed, skeleton, substitute
 
 CONTEXT = 3
 
@@ -32,7 +32,7 @@ class StageDiff:
 
 def _strict(stage: str, name: str) -> bool:
     """Whether a name must pair one to one (in SASS only labels do; registers are reused)."""
-    return stage != "sass" or name.startswith("L")
+    return renamed(stage, name)
 
 
 def _pair(stage: str, a_names, b_names, a2b: dict, b2a: dict, commit: bool) -> bool:
@@ -50,10 +50,9 @@ def _pair(stage: str, a_names, b_names, a2b: dict, b2a: dict, commit: bool) -> b
     return True
 
 
-def _opcodes(stage: str, a: list[str], b: list[str]):
-    """Opcodes (tag, i1, i2, j1, j2) over the two listings after name pairing, and the pairing."""
-    sa, sb = [skeleton(stage, x) for x in a], [skeleton(stage, x) for x in b]
-    matcher = difflib.SequenceMatcher(None, sa, sb, autojunk=False)
+def _aligned(stage: str, a: list[str], b: list[str], ka: list[str], kb: list[str]):
+    """Align on keys ka/kb, then split aligned runs where the names break the pairing."""
+    matcher = difflib.SequenceMatcher(None, ka, kb, autojunk=False)
     a2b, b2a, out = {}, {}, []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag != "equal":
@@ -67,6 +66,24 @@ def _opcodes(stage: str, a: list[str], b: list[str]):
                 out[-1] = (t, p1, i1 + k + 1, q1, j1 + k + 1)
             else:
                 out.append((tag_k, i1 + k, i1 + k + 1, j1 + k, j1 + k + 1))
+    return out, a2b, b2a
+
+
+def _keyed(stage: str, lines: list[str], known: dict) -> list[str]:
+    """Alignment keys: names in `known` written as given, every other name as its kind."""
+    return [skeleton(stage, line, known) for line in lines]
+
+
+def _opcodes(stage: str, a: list[str], b: list[str]):
+    """Opcodes (tag, i1, i2, j1, j2) over the two listings, and the pairing of A's names to B's.
+
+    Pass 1 aligns on skeletons and pairs names along aligned lines; pass 2 aligns again with the
+    paired names written out, so that a run of look-alike lines shifted by one aligns right."""
+    sa, sb = [skeleton(stage, x) for x in a], [skeleton(stage, x) for x in b]
+    _, a2b, b2a = _aligned(stage, a, b, sa, sb)
+    ka = _keyed(stage, a, {x: "=" + y for x, y in a2b.items()})
+    kb = _keyed(stage, b, {y: "=" + y for y in b2a})
+    out, a2b, b2a = _aligned(stage, a, b, ka, kb)
     for tag, i1, i2, j1, j2 in out:  # pair what replaced lines share, for readable names only
         if tag == "replace":
             for k in range(min(i2 - i1, j2 - j1)):
@@ -85,7 +102,7 @@ def _display_names(stage: str, a: list[str], b: list[str], a2b: dict) -> tuple[d
     for line in b:
         for n in names(stage, line):
             if n not in b_map:
-                b_map[n] = ra.given[b2a[n]] if n in b2a else ra.fresh(n) + "'"
+                b_map[n] = ra.given[b2a[n]] if n in b2a else (ra.fresh(n) + "'" if renamed(stage, n) else n)
     return ra.given, b_map
 
 

@@ -4,7 +4,8 @@
 debug information and sections, comments, blank lines, SASS addresses and encodings; it writes the
 kernel's own name as `kernel` and turns SASS branch addresses into labels. What is left still has
 its original value, register and label names; `names(stage, line)` finds them and `rename(stage,
-lines)` renames them canonically, in order of first appearance, per kind (`%v3`, `%rd2`, `L1`...).
+lines)` renames them canonically, in order of first appearance, per kind (`%v3`, `%rd2`, `L1`...);
+SASS registers are physical and stay as they are.
 Two kernels that differ only in their names therefore give identical normalized listings.
 """
 from __future__ import annotations
@@ -40,14 +41,23 @@ def names(stage: str, line: str) -> list[str]:
     return [m.group("name") for m in _NAME_PATTERNS[stage].finditer(line)]
 
 
-def skeleton(stage: str, line: str) -> str:
-    """The line with every renamable name replaced by its kind: what must match for two lines to align."""
-    return _NAME_PATTERNS[stage].sub(lambda m: "\x00" + _kind(stage, m.group("name")), line)
+def skeleton(stage: str, line: str, known: dict | None = None) -> str:
+    """The line with every renamable name replaced by `known[name]`, else by its kind: what must match
+    for two lines to align."""
+    known = known or {}
+    return _NAME_PATTERNS[stage].sub(
+        lambda m: "\x00" + known.get(m.group("name"), _kind(stage, m.group("name"))), line)
 
 
 def substitute(stage: str, line: str, mapping: dict) -> str:
     """The line with each name replaced by `mapping[name]` (names not in it are kept)."""
     return _NAME_PATTERNS[stage].sub(lambda m: mapping.get(m.group("name"), m.group("name")), line)
+
+
+def renamed(stage: str, name: str) -> bool:
+    """Whether a name is renamed canonically: all are, except SASS registers, which are physical
+    (the allocator's choice, reused across the function); they are only aligned by class."""
+    return stage != "sass" or name.startswith("L")
 
 
 class Renamer:
@@ -59,12 +69,16 @@ class Renamer:
         self.counts: dict[str, int] = {}
 
     def fresh(self, name: str) -> str:
+        if not renamed(self.stage, name):
+            return name
         kind = _kind(self.stage, name)
         n = self.counts.get(kind, 0)
         self.counts[kind] = n + 1
         return f"{kind}{n}"
 
     def name(self, name: str) -> str:
+        if not renamed(self.stage, name):
+            return name
         if name not in self.given:
             self.given[name] = self.fresh(name)
         return self.given[name]
