@@ -107,7 +107,7 @@ def _clean_mlir(text: str) -> list[str]:
     return out
 
 
-_LLIR_DEBUG = re.compile(r",\s*!(?:dbg|tbaa|alias\.scope|noalias|llvm\.\w+)\s+!\d+")
+_LLIR_DEBUG = re.compile(r"(?:,\s*|\s+)!(?:dbg|tbaa|alias\.scope|noalias|llvm\.\w+)\s+!\d+")
 
 
 _LLIR_COMMENT = re.compile(r'^((?:[^";]|"[^"]*")*)')

@@ -49,10 +49,10 @@ def _paths(spans: list[tuple[int, int]]) -> list[tuple[str, int]]:
 
 
 def _own_lines(k: int, spans: list[tuple[int, int]]) -> list[int]:
-    """Line indexes of loop k that are in no loop nested inside it."""
+    """Line indexes of loop k that are in no loop nested inside it (the opening line is the loop itself)."""
     first, last = spans[k]
     inner = [s for j, s in enumerate(spans) if j != k and first <= s[0] and s[1] <= last and s != spans[k]]
-    return [i for i in range(first, last + 1) if not any(a <= i <= b for a, b in inner)]
+    return [i for i in range(first + 1, last + 1) if not any(a <= i <= b for a, b in inner)]
 
 
 # ---------------------------------------------------------------- opcodes and memory ops
@@ -189,10 +189,11 @@ def _ptx_carried(lines: list[str], span) -> tuple:
             written.add(r)
             defs.setdefault(r, []).append(regs[1:])
     counters = {r for line in body for r in [_counter_update(line)] if r}
-    address = set()
+    direct = set()
     for line in body:
         for inside in re.findall(r"\[([^\]]*)\]", line):
-            address.update(_PTX_REG.findall(inside))
+            direct.update(_PTX_REG.findall(inside))
+    address = set(direct)
     for _ in range(4):
         address |= {s for r in list(address) for srcs in defs.get(r, []) for s in srcs if s.startswith("%rd")}
     kinds = {"%rd": "b64", "%r": "b32", "%f": "f32", "%fd": "f64", "%p": "pred", "%rs": "b16", "%h": "f16"}
@@ -200,7 +201,7 @@ def _ptx_carried(lines: list[str], span) -> tuple:
     for r in read_first:
         if r in written:
             ty = kinds.get(re.match(r"%[a-z]+", r).group(0), "reg")
-            if r in counters:
+            if r in counters and r not in direct:
                 out.append(IRCarried(f"{ty} {r} (counter)", False))
             else:
                 out.append(IRCarried(f"{ty} {r}", r in address))

@@ -41,7 +41,7 @@ def load_kernel(spec: dict):
             sys.path.insert(0, root)
     module_name = spec.get("module") or ""
     module = None
-    if module_name and not module_name.startswith(("planted_", "__")):
+    if module_name and not module_name.startswith("__"):
         try:
             module = importlib.import_module(module_name)
             if Path(inspect.getsourcefile(module) or "").resolve() != Path(spec["file"]).resolve():

@@ -29,6 +29,7 @@ def _table(console: Console, table: Table) -> None:
 
 _SIDE_STYLE = {"~": ("yellow", "yellow"), "-": ("red", "dim"), "+": ("dim", "green"), "@": ("cyan", "cyan"),
                " ": ("dim", "dim")}
+_SIDE_MARK = {"~": "|", "-": "<", "+": ">", "@": "", " ": ""}
 
 
 def _ir_diffs(console: Console, report: Report) -> None:
@@ -42,10 +43,11 @@ def _ir_diffs(console: Console, report: Report) -> None:
         a_name, b_name = block.a, block.b
         rt = RichTable(show_header=True, show_lines=False, box=None, expand=True)
         rt.add_column(a_name, overflow="fold", ratio=1)
+        rt.add_column("", width=1)
         rt.add_column(b_name, overflow="fold", ratio=1)
         for a, b, tag in side_by_side(block.text):
             sa, sb = _SIDE_STYLE[tag]
-            rt.add_row(f"[{sa}]{escape(a)}[/]", f"[{sb}]{escape(b)}[/]")
+            rt.add_row(f"[{sa}]{escape(a)}[/]", _SIDE_MARK[tag], f"[{sb}]{escape(b)}[/]")
         console.print(rt)
         console.print()
 
