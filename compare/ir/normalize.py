@@ -1,7 +1,8 @@
 """Normalize one stage's listing so that only meaningful differences remain.
 
 `clean(stage, text, kernel_name)` drops what never means a change in the code: source locations,
-debug information and sections, comments, blank lines, SASS addresses and encodings; it writes the
+debug information and sections, comments, blank lines, SASS addresses and encodings, the register
+counts of PTX `.reg` declarations (they only say how many names were used); it writes the
 kernel's own name as `kernel` and turns SASS branch addresses into labels. What is left still has
 its original value, register and label names; `names(stage, line)` finds them and `rename(stage,
 lines)` renames them canonically, in order of first appearance, per kind (`%v3`, `%rd2`, `L1`...);
@@ -147,6 +148,7 @@ def _clean_ptx(text: str) -> list[str]:
             continue
         if re.match(r"^\$L__(?:func_begin|func_end|tmp)\d+:$", s):
             continue
+        s = re.sub(r"^(\.reg\s+\.\w+\s+%\w+)<\d+>", r"\1<N>", s)   # how many names a class uses is renaming too
         out.append(s)
     return out
 

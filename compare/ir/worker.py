@@ -20,7 +20,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import traceback
 from pathlib import Path
 
 STAGES = ("ttir", "ttgir", "llir", "ptx")
@@ -119,6 +118,14 @@ def compile_launched(fn, req: dict):
     return kernel
 
 
+def error_lines(exc: BaseException) -> str:
+    """At most ERROR_LINES lines: the error's type and first line, then the last lines of its message
+    (Triton's compilation errors end with the offending source line and the cause)."""
+    message = [l for l in str(exc).strip().splitlines() if l.strip()] or [""]
+    head = f"{type(exc).__name__}: {message[0]}".strip()
+    return "\n".join([head, *message[1:][-(ERROR_LINES - 1):]])
+
+
 def compile_one(spec: dict, req: dict) -> dict:
     """Every stage and the resource usage of one kernel, or its error."""
     try:
@@ -138,8 +145,7 @@ def compile_one(spec: dict, req: dict) -> dict:
         return {"name": spec["name"], "ok": True, "error": "", "kernel_name": kernel.metadata.name,
                 "stages": stages, "resources": resources, "launched": launched}
     except Exception as exc:  # reported per kernel: one failing variant must not hide the others
-        lines = [f"{type(exc).__name__}: {exc}".strip(), *traceback.format_exc().strip().splitlines()[-ERROR_LINES:]]
-        return {"name": spec["name"], "ok": False, "error": "\n".join(lines[:ERROR_LINES]), "kernel_name": "",
+        return {"name": spec["name"], "ok": False, "error": error_lines(exc), "kernel_name": "",
                 "stages": {}, "resources": {}, "launched": {}}
 
 
