@@ -113,6 +113,8 @@ def compile_launched(fn, req: dict):
     if len(kernels) != 1:
         raise RuntimeError(f"expected one compiled kernel in the JIT cache after one launch, found {len(kernels)}")
     kernel = kernels[0]
+    if hasattr(kernel, "result"):  # an asynchronous compile's future
+        kernel = kernel.result()
     if hasattr(kernel, "_init_handles"):
         kernel._init_handles()
     return kernel
