@@ -6,12 +6,15 @@ against each other variant) the normalized diff of every stage next to the raw d
 """
 from __future__ import annotations
 
+import dataclasses
+
 from compare.ir.compile import STAGES, CompileCache, TargetError, capability, describe, specialization, arg_names
 from compare.ir.diff import raw_changed_lines, raw_diff_length, unified
 from compare.ir.normalize import clean, rename
 from compare.ir.summarize import summarize
 from compare.results import IRPair, IRSection, IRStageDiff, IRVariant
 
+__all__ = ["STAGES", "CompileCache", "TargetError", "capability", "check_stages", "run", "DEFAULT_TARGET"]
 DEFAULT_TARGET = "sm_90"
 DIFF_LINE_CAP = 300   # lines of each stage's diff kept in the report unless `full`
 
@@ -31,7 +34,7 @@ def _variant(c, stages, full: bool) -> IRVariant:
     for stage in stages:
         lines = rename(stage, clean(stage, c.stages[stage], c.kernel_name))
         s = summarize(stage, lines)
-        summaries.append(s if not full else type(s)(**{**s.__dict__, "listing": "\n".join(lines)}))
+        summaries.append(dataclasses.replace(s, listing="\n".join(lines)) if full else s)
     r, launched = c.resources, c.launched
     return IRVariant(c.variant, "ok", "", r.get("registers", -1), r.get("spill_bytes", -1), r.get("stack_bytes", -1),
                      r.get("shared_bytes", -1), launched.get("registers", -1), launched.get("spills", -1),
