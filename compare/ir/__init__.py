@@ -72,6 +72,8 @@ def run(variants, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: bool = F
          + ("" if gpu else f", {target} (offline)"))
     compiled = cache.compile(triton_variants, shape, dtype, target, launched=gpu)
     spec = describe(specialization(arg_names(triton_variants[0]), shape, dtype)) if triton_variants else ""
+    if gpu and spec:
+        spec = f"the JIT's own for the launcher's arguments (offline it would assume: {spec})"
     skipped = [v.name for v in variants if v.kind != "triton"]
     note = ("kernels read back from Triton's JIT cache after one launch of the family launcher on this GPU"
             if gpu else f"compiled offline for {target} (no GPU needed); pointers assumed 16-byte aligned")

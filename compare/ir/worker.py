@@ -97,7 +97,8 @@ def _launched_kernels(fn) -> list:
         found.extend(cache.values())
     for cache in getattr(fn, "cache", {}).values():
         found.extend(cache.values())
-    return found
+    unique = {id(k): k for k in found}   # some versions expose one dict under both names
+    return list(unique.values())
 
 
 def compile_launched(fn, req: dict):
