@@ -3,6 +3,7 @@
     python main.py list
     python main.py compare [A B ...] [--preset NAME | --shape N,C,G,S] [--dtype float32] [--check CHECK]
                            [--json PATH] [--out DIR] [--fail-on-numerics] [--fail-if-slower PCT]
+    python main.py ir [A B ...] [--stage ttir|ttgir|llir|ptx|sass] [--target sm_90] [--preset NAME | --shape ...] [--full]
     python main.py report FILE.json [--format terminal|markdown]
 
 Exit codes: 0 every gate asked for holds; 1 a gate failed; 2 bad usage.
@@ -20,35 +21,65 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="main.py", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    sub.add_parser("list", help="list the registered variants and presets")
-    c = sub.add_parser("compare", help="compare variants (default: pointer_mutation against explicit_offset)")
-    c.add_argument("variants", nargs="*", help="variant names; the first is the baseline")
-    c.add_argument("--preset", help="shape preset (default: the family's default)")
-    c.add_argument("--shape", help="one shape instead of a preset: BATCH,CHANNELS,GROUPS,SPATIAL (e.g. 16,320,32,64x64)")
-    c.add_argument("--eps", type=float, default=1e-6, help="eps for --shape (default 1e-6)")
-    c.add_argument("--dtype", default="float32", help="float32, float16 or bfloat16 (default float32)")
-    c.add_argument("--check", action="append", dest="checks", help="run only this check (repeatable): numerics, timing")
-    c.add_argument("--trials", type=int, default=3, help="fresh-input trials per shape (default 3)")
-    c.add_argument("--seed", type=int, default=0, help="first seed of the trials (default 0)")
-    c.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"),
+def _shape_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("variants", nargs="*", help="variant names; the first is the baseline")
+    p.add_argument("--preset", help="shape preset (default: the family's default)")
+    p.add_argument("--shape", help="one shape instead of a preset: BATCH,CHANNELS,GROUPS,SPATIAL (e.g. 16,320,32,64x64)")
+    p.add_argument("--eps", type=float, default=1e-6, help="eps for --shape (default 1e-6)")
+    p.add_argument("--dtype", default="float32", help="float32, float16 or bfloat16 (default float32)")
+    p.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"),
                    help="where kernels run: auto (GPU if present), cuda, or cpu (Triton interpreter)")
-    t = c.add_argument_group("timing (GPU only)")
+
+
+def _timing_options(p: argparse.ArgumentParser) -> None:
+    t = p.add_argument_group("timing (GPU only)")
     t.add_argument("--modes", default="forward", help="comma list of forward, backward, full (default forward)")
     t.add_argument("--noise", type=float, default=0.01, help="noise band for the verdict, a fraction (default 0.01)")
     t.add_argument("--rounds", type=int, default=60, help="at most this many interleaved rounds per case (default 60)")
     t.add_argument("--calls", type=int, default=5, help="timed calls per variant per round (default 5)")
     t.add_argument("--max-seconds", type=float, default=10.0, help="measurement time cap per case (default 10)")
     t.add_argument("--graph", default="auto", help="replay from CUDA graphs: auto (tiny shapes), on, off")
-    o = c.add_argument_group("output and gates")
+
+
+def _ir_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("compiled code")
+    g.add_argument("--stage", action="append", dest="stages", help="IR stage to show (repeatable): ttir, ttgir, "
+                   "llir, ptx, sass (default all)")
+    g.add_argument("--target", default="sm_90", help="IR target without a GPU, sm_NN (default sm_90)")
+    g.add_argument("--full", action="store_true", help="IR: whole normalized listings and uncut diffs")
+
+
+def _output_options(p: argparse.ArgumentParser) -> None:
+    o = p.add_argument_group("output and gates")
     o.add_argument("--json", type=Path, help="also write the report as JSON here")
+    o.add_argument("--markdown", type=Path, help="also write the report as Markdown here")
     o.add_argument("--out", type=Path, help="write report.md, report.json, benchmark rows and plots into this folder")
     o.add_argument("--fail-on-numerics", action="store_true", help="exit 1 if any variant fails a numerics check")
     o.add_argument("--fail-if-slower", type=float, metavar="PCT",
                    help="exit 1 if a variant is significantly slower than the baseline by more than PCT percent")
     o.add_argument("--quiet", action="store_true", help="no progress output")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="main.py", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub.add_parser("list", help="list the registered variants and presets")
+    c = sub.add_parser("compare", help="compare variants (default: pointer_mutation against explicit_offset)")
+    _shape_options(c)
+    c.add_argument("--check", action="append", dest="checks",
+                   help="run only this check (repeatable): numerics, timing, ir (default all)")
+    c.add_argument("--trials", type=int, default=3, help="fresh-input trials per shape (default 3)")
+    c.add_argument("--seed", type=int, default=0, help="first seed of the trials (default 0)")
+    _timing_options(c)
+    _ir_options(c)
+    _output_options(c)
+    i = sub.add_parser("ir", help="compare the compiled code of Triton variants, stage by stage "
+                                  "(the preset's first shape fixes the specialization)")
+    _shape_options(i)
+    _ir_options(i)
+    _output_options(i)
+    i.set_defaults(checks=["ir"], trials=1, seed=0, modes="forward", noise=0.01, rounds=60, calls=5,
+                   max_seconds=10.0, graph="auto")
     r = sub.add_parser("report", help="re-render a saved JSON report")
     r.add_argument("file", type=Path, help="a report.json written by compare")
     r.add_argument("--format", default="terminal", choices=("terminal", "markdown"))
@@ -83,7 +114,8 @@ def _request(args):
         raise pipeline.UsageError(str(exc)) from None
     return pipeline.Request(variants=tuple(args.variants), preset=args.preset, shape=args.shape, eps=args.eps,
                             dtype=args.dtype, checks=tuple(args.checks or pipeline.CHECKS), trials=args.trials,
-                            seed=args.seed, timing=timing)
+                            seed=args.seed, timing=timing, target=args.target, stages=tuple(args.stages or ()),
+                            full=args.full)
 
 
 def cmd_compare(args, registry, backend) -> int:
@@ -92,18 +124,23 @@ def cmd_compare(args, registry, backend) -> int:
     from compare.render import files, json_report, terminal
     request = _request(args)
     pipeline.resolve(request, registry)  # bad input fails before any work
-    if args.json and not args.json.parent.exists():
-        raise pipeline.UsageError(f"--json {args.json}: folder {args.json.parent} does not exist")
     if args.out and args.out.exists() and not args.out.is_dir():
         raise pipeline.UsageError(f"--out {args.out} exists and is not a folder")
     if args.fail_if_slower is not None and args.fail_if_slower < 0:
         raise pipeline.UsageError(f"--fail-if-slower takes a percentage >= 0, got {args.fail_if_slower}")
+    for flag, path in (("--json", args.json), ("--markdown", args.markdown)):
+        if path and not path.parent.exists():
+            raise pipeline.UsageError(f"{flag} {path}: folder {path.parent} does not exist")
     with reporter(pipeline.count_steps(request, registry, backend), not args.quiet) as step:
         report = pipeline.run(request, registry, backend, step)
     terminal.render(report)
     if args.json:
         args.json.write_text(json_report.render(report))
         print(f"wrote {args.json}", file=sys.stderr)
+    if args.markdown:
+        from compare.render import markdown
+        args.markdown.write_text(markdown.render(report))
+        print(f"wrote {args.markdown}", file=sys.stderr)
     if args.out:
         for line in files.write(report, args.out):
             print(line, file=sys.stderr)

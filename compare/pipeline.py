@@ -12,7 +12,7 @@ from compare.results import NumericsSection, Report, TimingSection, VariantInfo
 from compare.timing import TimingConfig
 from variants import Registry, UnknownName
 
-CHECKS = ("numerics", "timing")
+CHECKS = ("numerics", "timing", "ir")
 
 
 class UsageError(ValueError):
@@ -31,6 +31,9 @@ class Request:
     seed: int = 0
     input_kind: str = "normal"
     timing: TimingConfig = TimingConfig()
+    target: str = "sm_90"          # ir: the target of offline compiles (no GPU)
+    stages: tuple[str, ...] = ()   # ir: stages to summarize and diff (empty: all)
+    full: bool = False             # ir: keep whole normalized listings and uncut diffs
 
 
 def resolve(request: Request, registry: Registry):
@@ -68,6 +71,8 @@ def resolve(request: Request, registry: Registry):
         raise UsageError(f"unknown check {unknown[0]!r}; known checks: {', '.join(CHECKS)}")
     if request.trials < 1:
         raise UsageError(f"--trials must be at least 1, got {request.trials}")
+    if "ir" in request.checks:
+        _check_ir(request)
     return family, chosen, preset, DTYPES[request.dtype]
 
 
@@ -79,7 +84,30 @@ def count_steps(request: Request, registry: Registry, backend: Backend) -> int:
         steps += len(preset.shapes) * request.trials
     if "timing" in request.checks and backend.gpu:
         steps += len(preset.shapes) * len(request.timing.modes)
+    if "ir" in request.checks:
+        steps += 1
     return steps
+
+
+def _check_ir(request: Request) -> None:
+    from compare import ir
+    try:
+        ir.capability(request.target)
+        ir.check_stages(request.stages)
+    except ValueError as exc:
+        raise UsageError(f"--target/--stage: {exc}") from None
+
+
+def _ir(request: Request, chosen, preset, backend: Backend, step) -> tuple:
+    """(IRSection or None, skipped reasons) for the preset's first shape."""
+    from compare import ir
+    if not any(v.kind == "triton" for v in chosen):
+        return None, ("ir: none of the variants is a Triton kernel",)
+    try:
+        return ir.run(chosen, preset.shapes[0], request.dtype, request.target, backend.gpu,
+                      request.stages or ir.STAGES, request.full, step=step), ()
+    except RuntimeError as exc:
+        return None, (f"ir: {exc}",)
 
 
 def run(request: Request, registry: Registry, backend: Backend,
@@ -100,11 +128,17 @@ def run(request: Request, registry: Registry, backend: Backend,
         else:
             skipped.append("timing: needs a CUDA GPU and this run has none (Triton ran through its CPU "
                            "interpreter, whose speed says nothing about the GPU)")
+    ir_section = None
+    if "ir" in request.checks:
+        ir_section, ir_skipped = _ir(request, chosen, preset, backend, step)
+        if hasattr(step, "advance"):
+            step.advance()
+        skipped.extend(ir_skipped)
     return Report(family=family.name, preset=preset.name, dtype=request.dtype, baseline=chosen[0].name,
                   variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
                   x_name=preset.x_name, x_values=tuple(float(preset.x_value(s)) for s in preset.shapes),
                   shape_params=tuple(json.dumps(s.as_dict(), sort_keys=True) for s in preset.shapes),
-                  numerics=numerics_section, timing=timing_section, skipped=tuple(skipped))
+                  numerics=numerics_section, timing=timing_section, ir=ir_section, skipped=tuple(skipped))
 
 
 def run_timing(family, chosen, preset, dtype, request: Request, step) -> TimingSection:

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from compare.render.tables import Table, build, environment_lines, variants_table
+from compare.render.ir_tables import diff_blocks
+from compare.render.tables import IR_TITLE, Table, build, environment_lines, variants_table
 from compare.results import Report
 
 COMMENT_LIMIT = 65536
@@ -37,6 +38,13 @@ def _section(section) -> str:
     return "\n".join(block) + "\n"
 
 
+def _ir_diff(block) -> str:
+    """One normalized IR diff (unified) or listing, folded."""
+    fence = "diff" if block.kind == "diff" else ""
+    return "\n".join([f"<details><summary>{block.title}</summary>", "", f"```{fence}", block.text, "```", "",
+                      "</details>", ""])
+
+
 def render(report: Report, limit: int = COMMENT_LIMIT) -> str:
     """The report as one GitHub comment of at most `limit` characters; sections that do not fit are
     dropped whole, with a note saying so."""
@@ -47,6 +55,9 @@ def render(report: Report, limit: int = COMMENT_LIMIT) -> str:
     head += ["", _table(variants_table(report)), ""]
     head_text = "\n".join(head)
     body = [_section(s) for s in sections]
+    if report.ir is not None:   # the diffs go with the compiled-code section, so a cut drops them together
+        at = next(i for i, s in enumerate(sections) if s.title == IR_TITLE)
+        body[at] += "".join(_ir_diff(block) for block in diff_blocks(report.ir))
     tail = "\n".join(["<details><summary>Environment</summary>", "",
                       *(f"- {line}" for line in environment_lines(report)), "", "</details>", ""])
     text = head_text + "".join(body) + tail

@@ -3,7 +3,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from compare.results import NumericsCase, NumericsSection, Report, TimingCase, TimingSection
+from compare.render import ir_tables
+from compare.results import IRSection, NumericsCase, NumericsSection, Report, TimingCase, TimingSection
+
+
+IR_TITLE = "Compiled code (IR)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -186,9 +190,36 @@ def build(report: Report) -> tuple[Summary, list[Section]]:
         intro = [f"GPU: {report.timing.gpu}; device-to-device copy {report.timing.copy_gbs:.0f} GB/s (read + write)"]
         intro.extend(f"{name}: compiled in {sec:.1f} s (reported, not timed)" for name, sec in report.timing.compile_seconds)
         sections.append(Section("Timing", tuple(intro), tuple(_timing_table(c, legend) for c in report.timing.cases)))
+    if report.ir is not None:
+        summary.extend(ir_tables.ir_summary(report.ir, report.baseline))
+        sections.append(ir_section(report.ir))
     for reason in report.skipped:
         summary.append(("skip", f"skipped: {reason}"))
     return Summary(tuple(summary)), sections
+
+
+def ir_section(section: IRSection) -> Section:
+    """The compiled-code section: resources, then per stage the loop nest and the global memory ops,
+    then the sizes of the normalized diffs next to the raw ones (the diff text is in `ir_tables.diff_blocks`)."""
+    where = f"{section.mode}, target {section.target}"
+    intro = (f"{section.shape}, {section.dtype}; {where}; {section.note}",
+             f"specialization: {section.specialization}")
+    tables = [Table("Resources per thread", ("variant", "compiled", "registers", "spills", "stack", "shared",
+                                             "launched regs / spills", "agree"),
+                    ir_tables.resources_rows(section), ir_tables.RESOURCES_LEGEND,
+                    tuple(f"{v.variant}: {v.error}" for v in section.variants if v.status != "ok"))]
+    for stage in section.stages:
+        title = ir_tables.STAGE_TITLES[stage]
+        tables.append(Table(f"{title} loops", ("loop", "variant", "line", "carried", "pointers", "ops", "delta",
+                                               "op deltas vs baseline"),
+                            ir_tables.loop_rows(section, stage), ir_tables.LOOPS_LEGEND))
+        tables.append(Table(f"{title} global loads and stores", ("variant", "kind", "op", "width", "loop", "count"),
+                            ir_tables.memory_rows(section, stage), ir_tables.MEMORY_LEGEND))
+    if section.pairs:
+        tables.append(Table("Normalized diff against raw diff", ("A", "B", "stage", "changed", "diff lines",
+                                                                 "raw changed", "raw diff lines", "diff / raw"),
+                            ir_tables.diff_rows(section), ir_tables.DIFF_LEGEND))
+    return Section(IR_TITLE, intro, tuple(tables))
 
 
 def variants_table(report: Report) -> Table:

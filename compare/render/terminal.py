@@ -4,6 +4,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table as RichTable
 
+from compare.render.ir_tables import diff_blocks, side_by_side
 from compare.render.tables import Table, build, environment_lines, variants_table
 from compare.results import Report
 
@@ -26,6 +27,31 @@ def _table(console: Console, table: Table) -> None:
     console.print()
 
 
+_SIDE_STYLE = {"~": ("yellow", "yellow"), "-": ("red", "dim"), "+": ("dim", "green"), "@": ("cyan", "cyan"),
+               " ": ("dim", "dim")}
+_SIDE_MARK = {"~": "|", "-": "<", "+": ">", "@": "", " ": ""}
+
+
+def _ir_diffs(console: Console, report: Report) -> None:
+    """The normalized IR diffs side by side (A left, B right); --full listings as they are."""
+    from rich.markup import escape
+    for block in diff_blocks(report.ir):
+        console.rule(block.title)
+        if block.kind == "listing":
+            console.print(block.text, highlight=False, markup=False)
+            continue
+        a_name, b_name = block.a, block.b
+        rt = RichTable(show_header=True, show_lines=False, box=None, expand=True)
+        rt.add_column(a_name, overflow="fold", ratio=1)
+        rt.add_column("", width=1)
+        rt.add_column(b_name, overflow="fold", ratio=1)
+        for a, b, tag in side_by_side(block.text):
+            sa, sb = _SIDE_STYLE[tag]
+            rt.add_row(f"[{sa}]{escape(a)}[/]", _SIDE_MARK[tag], f"[{sb}]{escape(b)}[/]")
+        console.print(rt)
+        console.print()
+
+
 def render(report: Report, console: Console | None = None) -> None:
     if console is None:
         console = Console()
@@ -43,6 +69,8 @@ def render(report: Report, console: Console | None = None) -> None:
             console.print(line, highlight=False)
         for table in section.tables:
             _table(console, table)
+    if report.ir is not None:
+        _ir_diffs(console, report)
     console.rule("Environment")
     for line in environment_lines(report):
         console.print(line, highlight=False)

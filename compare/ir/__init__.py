@@ -1,0 +1,86 @@
+"""The IR comparison: compile every variant at every stage, normalize, summarize and diff.
+
+`run(...)` turns variants and one specialization (shape, dtype) into an `IRSection` of the result
+model: per variant its resource usage and per-stage structural summaries; per pair (the baseline
+against each other variant) the normalized diff of every stage next to the raw diff's length.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from compare.ir.compile import STAGES, CompileCache, TargetError, capability, describe, specialization, arg_names
+from compare.ir.diff import raw_changed_lines, raw_diff_length, unified
+from compare.ir.normalize import clean, rename
+from compare.ir.summarize import summarize
+from compare.results import IRPair, IRSection, IRStageDiff, IRVariant
+
+__all__ = ["STAGES", "CompileCache", "TargetError", "capability", "check_stages", "run", "DEFAULT_TARGET"]
+DEFAULT_TARGET = "sm_90"
+DIFF_LINE_CAP = 300   # lines of each stage's diff kept in the report unless `full`
+
+
+def check_stages(stages) -> tuple[str, ...]:
+    """The stages asked for, in pipeline order (ValueError naming the known ones for an unknown stage)."""
+    unknown = [s for s in stages if s not in STAGES]
+    if unknown:
+        raise ValueError(f"unknown stage {unknown[0]!r}; known stages: {', '.join(STAGES)}")
+    return tuple(s for s in STAGES if s in stages) or STAGES
+
+
+def _variant(c, stages, full: bool) -> IRVariant:
+    if not c.ok:
+        return IRVariant(c.variant, "failed", c.error)
+    summaries = []
+    for stage in stages:
+        lines = rename(stage, clean(stage, c.stages[stage], c.kernel_name))
+        s = summarize(stage, lines)
+        summaries.append(dataclasses.replace(s, listing="\n".join(lines)) if full else s)
+    r, launched = c.resources, c.launched
+    return IRVariant(c.variant, "ok", "", r.get("registers", -1), r.get("spill_bytes", -1), r.get("stack_bytes", -1),
+                     r.get("shared_bytes", -1), launched.get("registers", -1), launched.get("spills", -1),
+                     tuple(summaries))
+
+
+def _cut(text: str, full: bool) -> str:
+    lines = text.splitlines()
+    if full or len(lines) <= DIFF_LINE_CAP:
+        return text
+    return "\n".join(lines[:DIFF_LINE_CAP] + [f"... {len(lines) - DIFF_LINE_CAP} more diff lines cut (--full shows all)"])
+
+
+def _pair(a, b, stages, full: bool) -> IRPair:
+    diffs = []
+    for stage in stages:
+        d = unified(stage, clean(stage, a.stages[stage], a.kernel_name), clean(stage, b.stages[stage], b.kernel_name),
+                    a.variant, b.variant)
+        diffs.append(IRStageDiff(stage, _cut(d.text, full), d.changed_lines,
+                                 raw_changed_lines(a.stages[stage], b.stages[stage]),
+                                 len(d.text.splitlines()), raw_diff_length(a.stages[stage], b.stages[stage])))
+    return IRPair(a.variant, b.variant, tuple(diffs))
+
+
+def run(variants, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: bool = False, stages=STAGES,
+        full: bool = False, cache: CompileCache | None = None, step=lambda _: None) -> IRSection:
+    """Compile, summarize and diff `variants` (the first is the baseline) for one shape and dtype.
+
+    On a GPU (`gpu=True`) the kernels are the ones Triton launched for that GPU and `target` is
+    ignored; otherwise they are compiled offline for `target`."""
+    stages = check_stages(stages)
+    cache = cache or CompileCache()
+    triton_variants = [v for v in variants if v.kind == "triton"]
+    step(f"IR: compiling {len(triton_variants)} variants for {shape.label}, {dtype}"
+         + ("" if gpu else f", {target} (offline)"))
+    compiled = cache.compile(triton_variants, shape, dtype, target, launched=gpu)
+    spec = describe(specialization(arg_names(triton_variants[0]), shape, dtype)) if triton_variants else ""
+    if gpu and spec:
+        spec = f"the JIT's own for the launcher's arguments (offline it would assume: {spec})"
+    skipped = [v.name for v in variants if v.kind != "triton"]
+    note = ("kernels read back from Triton's JIT cache after one launch of the family launcher on this GPU"
+            if gpu else f"compiled offline for {target} (no GPU needed); pointers assumed 16-byte aligned")
+    if skipped:
+        note += f"; not Triton kernels, no IR: {', '.join(skipped)}"
+    ok = [c for c in compiled if c.ok]
+    pairs = tuple(_pair(ok[0], c, stages, full) for c in ok[1:]) if ok and ok[0] is compiled[0] else ()
+    mode = "launched" if gpu else "offline"
+    return IRSection(mode, target if not gpu else "the GPU's", shape.label, dtype, spec, note, stages,
+                     tuple(_variant(c, stages, full) for c in compiled), pairs)

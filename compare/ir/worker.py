@@ -1,0 +1,166 @@
+"""The compile worker: compiles Triton kernels in a process of its own and prints every stage as JSON.
+
+Run as `python -m compare.ir.worker` with a JSON request on stdin (see `compare.ir.compile.request`).
+It must run without TRITON_INTERPRET (the parent removes it): in an interpreter process `@triton.jit`
+gives functions that cannot be compiled. Each kernel is compiled on its own; one that fails is
+reported with the first lines of its error and the others still come out.
+
+Two modes: "offline" compiles with `triton.compile(ASTSource(...), target=GPUTarget(...))` and needs no
+GPU; "launched" runs the family's launcher once on the GPU and reads back the kernel the JIT
+compiled and launched, so its stages and registers are exactly what ran.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+STAGES = ("ttir", "ttgir", "llir", "ptx")
+ERROR_LINES = 6
+
+
+def _tool(name: str) -> str:
+    """Path of an NVIDIA tool (cuobjdump, nvdisasm) bundled with Triton, else the one on PATH."""
+    import triton
+    bundled = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / name
+    return str(bundled) if bundled.exists() else name
+
+
+def load_kernel(spec: dict):
+    """The @triton.jit function named in `spec`, imported again in this (compiling) process."""
+    for root in [spec["root"], *spec.get("import_roots", ())]:
+        if root and root not in sys.path:
+            sys.path.insert(0, root)
+    module_name = spec.get("module") or ""
+    module = None
+    if module_name and not module_name.startswith("__"):
+        try:
+            module = importlib.import_module(module_name)
+            if Path(inspect.getsourcefile(module) or "").resolve() != Path(spec["file"]).resolve():
+                module = None
+        except ImportError:
+            module = None
+    if module is None:
+        unique = f"_kernel_ab_ir_{re.sub(r'[^0-9A-Za-z_]', '_', spec['name'])}"
+        loader_spec = importlib.util.spec_from_file_location(unique, spec["file"])
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[unique] = module
+        loader_spec.loader.exec_module(module)
+    return getattr(module, spec["function"])
+
+
+def resource_usage(cubin: bytes) -> dict:
+    """Registers, stack, shared and local bytes from `cuobjdump -res-usage` of a cubin."""
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        out = subprocess.run([_tool("cuobjdump"), "-res-usage", f.name], capture_output=True, text=True,
+                             timeout=60).stdout
+    found = dict(re.findall(r"\b(REG|STACK|SHARED|LOCAL):(\d+)", out))
+    return {k.lower(): int(v) for k, v in found.items()}
+
+
+def sass(cubin: bytes) -> str:
+    """The SASS listing of a cubin (`cuobjdump -sass`)."""
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        r = subprocess.run([_tool("cuobjdump"), "-sass", f.name], capture_output=True, text=True, timeout=60)
+    if r.returncode:
+        raise RuntimeError(f"cuobjdump -sass failed: {r.stderr.strip()[:200]}")
+    return r.stdout
+
+
+def compile_offline(fn, spec: dict, req: dict):
+    """A CompiledKernel for `fn` at the kernel's specialization and the request's target, without a GPU."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    spec = spec["specialization"]
+    attrs = {(fn.arg_names.index(name),): [["tt.divisibility", 16]] for name in spec["divisible_by_16"]}
+    src = ASTSource(fn, dict(spec["signature"]), dict(spec["constexprs"]), attrs)
+    return triton.compile(src, target=GPUTarget("cuda", int(req["capability"]), 32))
+
+
+def _launched_kernels(fn) -> list:
+    """Every compiled kernel in the JIT's cache of `fn` (the cache layout moved between Triton versions)."""
+    found = []
+    for entry in getattr(fn, "device_caches", {}).values():
+        cache = entry[0] if isinstance(entry, tuple) else entry
+        found.extend(cache.values())
+    for cache in getattr(fn, "cache", {}).values():
+        found.extend(cache.values())
+    unique = {id(k): k for k in found}   # some versions expose one dict under both names
+    return list(unique.values())
+
+
+def compile_launched(fn, req: dict):
+    """Launch `fn` once through the family's launcher on the GPU, and return the kernel the JIT compiled."""
+    import torch
+    from variants.group_norm import DTYPES, Shape, alloc_outputs, launch_forward, make_inputs
+    shape = Shape(**{**req["shape"], "spatial": tuple(req["shape"]["spatial"])})
+    dtype = DTYPES[req["dtype"]]
+    inputs = make_inputs(shape, dtype, "cuda", seed=0)
+    launch_forward(fn, inputs, alloc_outputs(shape, dtype, "cuda"), shape)
+    torch.cuda.synchronize()
+    kernels = _launched_kernels(fn)
+    if len(kernels) != 1:
+        raise RuntimeError(f"expected one compiled kernel in the JIT cache after one launch, found {len(kernels)}")
+    kernel = kernels[0]
+    if hasattr(kernel, "result"):  # an asynchronous compile's future
+        kernel = kernel.result()
+    if hasattr(kernel, "_init_handles"):
+        kernel._init_handles()
+    return kernel
+
+
+def error_lines(exc: BaseException) -> str:
+    """At most ERROR_LINES lines: the error's type and first line, then the last lines of its message
+    (Triton's compilation errors end with the offending source line and the cause)."""
+    message = [l for l in str(exc).strip().splitlines() if l.strip()] or [""]
+    head = f"{type(exc).__name__}: {message[0]}".strip()
+    return "\n".join([head, *message[1:][-(ERROR_LINES - 1):]])
+
+
+def compile_one(spec: dict, req: dict) -> dict:
+    """Every stage and the resource usage of one kernel, or its error."""
+    try:
+        fn = load_kernel(spec)
+        kernel = compile_launched(fn, req) if req["mode"] == "launched" else compile_offline(fn, spec, req)
+        stages = {s: kernel.asm[s] for s in STAGES}
+        stages["sass"] = sass(kernel.asm["cubin"])
+        res = resource_usage(kernel.asm["cubin"])
+        resources = {"registers": res.get("reg", -1), "spill_bytes": res.get("local", -1),
+                     "stack_bytes": res.get("stack", -1), "local_bytes": res.get("local", -1),
+                     "shared_bytes": int(getattr(kernel.metadata, "shared", -1)),
+                     "num_warps": int(getattr(kernel.metadata, "num_warps", -1))}
+        launched = {}
+        if req["mode"] == "launched":
+            launched = {"registers": int(kernel.n_regs), "spills": int(kernel.n_spills),
+                        "shared_bytes": int(kernel.metadata.shared)}
+        return {"name": spec["name"], "ok": True, "error": "", "kernel_name": kernel.metadata.name,
+                "stages": stages, "resources": resources, "launched": launched}
+    except Exception as exc:  # reported per kernel: one failing variant must not hide the others
+        return {"name": spec["name"], "ok": False, "error": error_lines(exc), "kernel_name": "",
+                "stages": {}, "resources": {}, "launched": {}}
+
+
+def main() -> int:
+    if os.environ.get("TRITON_INTERPRET"):
+        print(json.dumps({"error": "the IR worker must run without TRITON_INTERPRET"}))
+        return 1
+    req = json.loads(sys.stdin.read())
+    results = [compile_one(spec, req) for spec in req["kernels"]]
+    sys.stdout.write(json.dumps({"results": results}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

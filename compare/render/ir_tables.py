@@ -1,0 +1,186 @@
+"""The IR section as verdict lines, tables with legends and diff blocks, for every text renderer."""
+from __future__ import annotations
+
+import dataclasses
+
+from compare.results import IRLoop, IRSection, IRStage, IRVariant
+
+STAGE_TITLES = {"ttir": "TTIR", "ttgir": "TTGIR", "llir": "LLIR", "ptx": "PTX", "sass": "SASS"}
+
+
+@dataclasses.dataclass(frozen=True)
+class DiffBlock:
+    """A titled piece of listing text: a normalized unified diff, or (with --full) a whole listing."""
+
+    title: str
+    text: str
+    kind: str        # "diff" or "listing"
+    a: str = ""      # the two variants of a diff
+    b: str = ""
+
+
+RESOURCES_LEGEND = (
+    "registers, spills, stack: per thread, from the cubin (cuobjdump -res-usage); spills = local memory bytes "
+    "(Triton's n_spills is this / 4); shared: Triton's metadata.shared (bytes per block)",
+    "launched: n_regs / n_spills the kernel Triton launched reports (GPU only); agree: both sources give the same",
+)
+LOOPS_LEGEND = (
+    "loop: position in the stage's loop nest (2.1 = first loop inside loop 2); line: first line in the normalized listing",
+    "carried: values carried from one iteration to the next (TTIR/TTGIR iter_args, LLIR header phis, PTX registers "
+    "read before written in the loop); * = pointer (PTX: feeds an address); SASS: none given (physical registers)",
+    "ops: operations in the loop itself, nested loops excluded; delta: against the baseline's loop at the same position",
+)
+MEMORY_LEGEND = (
+    "global loads and stores by width; TTIR/TTGIR: scalar pointer or tensor of pointers (the vector width is chosen "
+    "when lowering to LLIR); LLIR/PTX: ld/st.global.vN = N elements per instruction; SASS: .128 = 16 bytes",
+)
+DIFF_LEGEND = (
+    "normalized: locations, debug info and comments dropped; values, registers, labels and the kernel renamed "
+    "canonically; lines aligned so that an inserted instruction does not rename the rest",
+    "changed: lines removed plus added; diff: length of the whole diff with 3 lines of context; raw: the same "
+    "for a plain unified diff of the listings as Triton wrote them",
+)
+
+
+def _loop_of(stage: IRStage, path: str) -> IRLoop | None:
+    return next((l for l in stage.loops if l.path == path), None)
+
+
+def _carried(loop: IRLoop) -> str:
+    if not loop.carried:
+        return "none"
+    return ", ".join(c.type + ("*" if c.pointer else "") for c in loop.carried)
+
+
+def _op_deltas(loop: IRLoop, base: IRLoop | None, top: int = 5) -> str:
+    mine, theirs = dict(loop.ops), dict(base.ops) if base else {}
+    deltas = [(op, mine.get(op, 0) - theirs.get(op, 0)) for op in sorted(set(mine) | set(theirs))]
+    deltas = sorted([d for d in deltas if d[1]], key=lambda d: (-abs(d[1]), d[0]))
+    return ", ".join(f"{op} {n:+d}" for op, n in deltas[:top]) or "="
+
+
+def _stage(v: IRVariant, stage: str) -> IRStage | None:
+    return next((s for s in v.stages if s.stage == stage), None)
+
+
+def resources_rows(section: IRSection) -> tuple:
+    rows = []
+    for v in section.variants:
+        if v.status != "ok":
+            rows.append((v.variant, "FAILED", *(["-"] * 6)))
+            continue
+        launched = "-" if v.launched_registers < 0 else f"{v.launched_registers} / {v.launched_spills}"
+        agree = "-" if v.launched_registers < 0 else (
+            "yes" if (v.launched_registers, v.launched_spills) == (v.registers, v.spill_bytes // 4) else "NO")
+        rows.append((v.variant, "ok", str(v.registers), f"{v.spill_bytes} B", str(v.stack_bytes), str(v.shared_bytes),
+                     launched, agree))
+    return tuple(rows)
+
+
+def loop_rows(section: IRSection, stage: str) -> tuple:
+    ok = [v for v in section.variants if v.status == "ok"]
+    base = _stage(ok[0], stage) if ok else None
+    rows = []
+    paths = list(dict.fromkeys(l.path for v in ok for l in (_stage(v, stage) or IRStage(stage, 0, 0, (), ())).loops))
+    for path in paths:
+        for v in ok:
+            s = _stage(v, stage)
+            loop = _loop_of(s, path) if s else None
+            if loop is None:
+                rows.append((path, v.variant, "-", "no such loop", "-", "-", "-", "-"))
+                continue
+            b = _loop_of(base, path) if base else None
+            delta = "-" if b is None or v is ok[0] else f"{loop.instructions - b.instructions:+d}"
+            rows.append((path, v.variant, str(loop.first_line), _carried(loop), str(loop.carried_pointers),
+                         str(loop.instructions), delta, "-" if v is ok[0] else _op_deltas(loop, b)))
+    return tuple(rows)
+
+
+def memory_rows(section: IRSection, stage: str) -> tuple:
+    rows = []
+    for v in section.variants:
+        s = _stage(v, stage) if v.status == "ok" else None
+        for m in s.memory if s else ():
+            rows.append((v.variant, m.kind, m.op, m.width, m.loop, str(m.count)))
+    return tuple(rows)
+
+
+def diff_rows(section: IRSection) -> tuple:
+    rows = []
+    for p in section.pairs:
+        for d in p.stages:
+            ratio = f"{d.diff_lines / d.raw_diff_lines:.3f}" if d.raw_diff_lines else "-"
+            rows.append((p.a, p.b, STAGE_TITLES[d.stage], "identical" if d.identical else str(d.changed_lines),
+                         str(d.diff_lines), str(d.raw_changed_lines), str(d.raw_diff_lines), ratio))
+    return tuple(rows)
+
+
+def ir_summary(section: IRSection, baseline: str) -> list[tuple[str, str]]:
+    """Verdict lines: failed compiles, pointer-carrying loops per stage, diff sizes and registers."""
+    lines = []
+    for v in section.variants:
+        if v.status != "ok":
+            lines.append(("fail", f"ir: {v.variant} did not compile: {v.error.splitlines()[0] if v.error else '?'}"))
+    ok = [v for v in section.variants if v.status == "ok"]
+    for stage in section.stages:
+        if stage == "sass":
+            continue
+        parts = []
+        for v in ok:
+            s = _stage(v, stage)
+            carrying = [l for l in s.loops if l.carried_pointers] if s else []
+            parts.append(f"{v.variant} " + (", ".join(f"loop {l.path} carries {l.carried_pointers} pointer"
+                                                     f"{'s' if l.carried_pointers != 1 else ''}" for l in carrying)
+                                            or "no loop carries a pointer"))
+        lines.append(("info", f"ir {STAGE_TITLES[stage]}: " + "; ".join(parts)))
+    for p in section.pairs:
+        sizes = ", ".join(f"{STAGE_TITLES[d.stage]} {'=' if d.identical else d.diff_lines}/{d.raw_diff_lines}"
+                          for d in p.stages)
+        lines.append(("info", f"ir diff {p.b} vs {p.a} (normalized/raw diff lines): {sizes}"))
+    if ok:
+        regs = ", ".join(f"{v.variant} {v.registers} regs {v.spill_bytes} B spilled" for v in ok)
+        level = "warn" if any(v.spill_bytes > 0 for v in ok) else "info"
+        lines.append((level, f"ir resources: {regs}"))
+    return lines
+
+
+def diff_blocks(section: IRSection) -> list[DiffBlock]:
+    """The normalized diffs that are not empty, and with --full the whole normalized listings."""
+    blocks = []
+    for p in section.pairs:
+        for d in p.stages:
+            if not d.identical:
+                blocks.append(DiffBlock(f"{STAGE_TITLES[d.stage]}: {p.a} -> {p.b}, {d.changed_lines} changed lines "
+                                        f"(raw diff {d.raw_diff_lines} lines)", d.diff, "diff", p.a, p.b))
+    for v in section.variants:
+        for s in v.stages:
+            if s.listing:
+                blocks.append(DiffBlock(f"{STAGE_TITLES[s.stage]} of {v.variant}, normalized ({s.lines} lines)",
+                                        s.listing, "listing"))
+    return blocks
+
+
+def side_by_side(diff: str) -> list[tuple[str, str, str]]:
+    """Rows (a, b, tag) of a unified diff: tag ' ' context, '~' changed, '-' only in A, '+' only in B, '@' hunk."""
+    rows, minus, plus = [], [], []
+
+    def flush():
+        for k in range(max(len(minus), len(plus))):
+            a = minus[k] if k < len(minus) else ""
+            b = plus[k] if k < len(plus) else ""
+            rows.append((a, b, "~" if a and b else ("-" if a else "+")))
+        minus.clear()
+        plus.clear()
+    for line in diff.splitlines():
+        if line.startswith(("---", "+++")):
+            continue
+        tag, text = line[:1], line[1:]
+        if tag == "-":
+            minus.append(text)
+        elif tag == "+":
+            plus.append(text)
+        else:
+            flush()
+            rows.append((line, line, "@") if tag == "@" or line.startswith("...") else (text, text, " "))
+    flush()
+    return rows

@@ -1,0 +1,138 @@
+"""The IR comparison on real compiles (offline for sm_90, no GPU): renamed copies show no difference,
+the seed's pair shows its pointer carry, a broken variant is reported while the others come out."""
+import difflib
+import importlib.util
+import inspect
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from compare import ir
+from compare.backend import configure
+from compare.ir.compile import CompileCache
+from compare.results import from_dict
+from tests.planted import mutant
+from variants import registry
+from variants.group_norm import PRESETS, triton_variant
+import variants.group_norm.explicit_offset as explicit_offset
+import variants.group_norm.pointer_mutation as pointer_mutation
+
+BACKEND = configure("auto")
+REG = registry()
+SHAPE = PRESETS["default"].shapes[0]     # what `main.py compare` and `main.py ir` compile by default
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def renamed_copy(tmp_path: Path, module, name: str):
+    """The variant's file copied under another name, its kernel function renamed too."""
+    source = inspect.getsource(module)
+    assert source.count("def group_norm_forward(") == 1
+    path = tmp_path / f"{name}.py"
+    path.write_text(source.replace("def group_norm_forward(", f"def {name}_kernel("))
+    spec = importlib.util.spec_from_file_location(f"copied_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return triton_variant(name, getattr(mod, f"{name}_kernel"), "a renamed copy", str(path))
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """One worker run for every kernel the tests need; the cache serves the rest."""
+    tmp = tmp_path_factory.mktemp("ir")
+    copy = renamed_copy(tmp, pointer_mutation, "pm_copy")
+    broken = mutant(tmp, explicit_offset, "broken", "w = tl.load(W_ptr + channel)", "w = tl.load(W_ptr + no_such_name)")
+    chosen = [REG.get("pointer_mutation"), REG.get("explicit_offset"), copy, broken]
+    cache = CompileCache()
+    results = {c.variant: c for c in cache.compile(chosen, SHAPE, "float32", "sm_90", launched=False)}
+    return {"cache": cache, "copy": copy, "broken": broken, "results": results}
+
+
+def section(compiled, names):
+    chosen = [{"copy": compiled["copy"], "broken": compiled["broken"]}.get(n) or REG.get(n) for n in names]
+    return ir.run(chosen, SHAPE, "float32", cache=compiled["cache"])
+
+
+def test_renamed_copy_has_an_empty_diff_at_every_stage(compiled):
+    s = section(compiled, ["pointer_mutation", "copy"])
+    (pair,) = s.pairs
+    assert [d.stage for d in pair.stages] == ["ttir", "ttgir", "llir", "ptx", "sass"]
+    for d in pair.stages:
+        assert d.identical and d.diff == "", (d.stage, d.diff[:500])
+        assert d.raw_changed_lines > 0, d.stage      # the raw listings do differ (names, locations)
+    a, b = compiled["results"]["pointer_mutation"], compiled["results"]["pm_copy"]
+    assert "pm_copy_kernel" in b.stages["ptx"] and "pm_copy_kernel" not in a.stages["ptx"]
+
+
+def _channel_loop(variant, stage):
+    """The loop that holds another loop: the channel loop of the group-norm kernels."""
+    st = next(x for x in variant.stages if x.stage == stage)
+    (outer,) = [l for l in st.loops if l.depth == 0 and any(m.path.startswith(l.path + ".") for m in st.loops)]
+    return outer
+
+
+def test_pointer_mutation_channel_loop_carries_two_pointers_explicit_offset_none(compiled):
+    s = section(compiled, ["pointer_mutation", "explicit_offset"])
+    a, b = s.variants
+    for stage in ("ttir", "ttgir", "llir"):
+        la, lb = _channel_loop(a, stage), _channel_loop(b, stage)
+        assert la.carried_pointers == 2, (stage, la.carried)
+        assert lb.carried_pointers == 0, (stage, lb.carried)
+    assert _channel_loop(a, "ttir").carried[0].type == "!tt.ptr<f32>"
+
+
+def test_normalized_ptx_diff_is_at_most_a_tenth_of_the_raw_diff(compiled):
+    s = section(compiled, ["pointer_mutation", "explicit_offset"])
+    ptx = next(d for d in s.pairs[0].stages if d.stage == "ptx")
+    a, b = compiled["results"]["pointer_mutation"], compiled["results"]["explicit_offset"]
+    raw = list(difflib.unified_diff(a.stages["ptx"].splitlines(), b.stages["ptx"].splitlines(), lineterm=""))
+    assert ptx.raw_diff_lines == len(raw)
+    assert 0 < ptx.diff_lines <= len(raw) / 10, (ptx.diff_lines, len(raw))
+    assert len(ptx.diff) <= len("\n".join(raw)) / 10      # in characters too
+
+
+def test_failed_compile_is_reported_and_the_others_come_out(compiled):
+    s = section(compiled, ["pointer_mutation", "broken", "explicit_offset"])
+    status = {v.variant: v for v in s.variants}
+    assert status["broken"].status == "failed"
+    assert "no_such_name" in status["broken"].error and len(status["broken"].error.splitlines()) <= 6
+    assert status["pointer_mutation"].status == status["explicit_offset"].status == "ok"
+    assert [(p.a, p.b) for p in s.pairs] == [("pointer_mutation", "explicit_offset")]
+    assert status["explicit_offset"].registers > 0 and status["explicit_offset"].spill_bytes >= 0
+
+
+def test_section_survives_json_and_is_cut_unless_full(compiled):
+    s = section(compiled, ["pointer_mutation", "explicit_offset"])
+    assert all(st.listing == "" for v in s.variants for st in v.stages)
+    from compare.results import IRSection, _decode, _encode
+    assert _decode(IRSection, _encode(s)) == s
+    full = ir.run([REG.get("pointer_mutation"), REG.get("explicit_offset")], SHAPE, "float32",
+                  full=True, stages=("ptx",), cache=compiled["cache"])
+    assert full.stages == ("ptx",) and full.variants[0].stages[0].listing.startswith(".version")
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["ir", "--stage", "asm"], "unknown stage 'asm'; known stages: ttir, ttgir, llir, ptx, sass"),
+    (["ir", "--target", "sm_xx"], "unknown target 'sm_xx'"),
+    (["compare", "--check", "ir", "--target", "90"], "unknown target '90'"),
+])
+def test_ir_bad_input_is_one_line_and_exit_2(args, expected):
+    r = subprocess.run([sys.executable, "main.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and expected in r.stderr and "Traceback" not in r.stderr
+
+
+def test_ir_command_end_to_end(tmp_path):
+    out, md = tmp_path / "ir.json", tmp_path / "ir.md"
+    r = subprocess.run([sys.executable, "main.py", "ir", "pointer_mutation", "explicit_offset", "--shape", "2,8,2,24",
+                        "--stage", "ptx", "--json", str(out), "--markdown", str(md), "--quiet"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "ir PTX: pointer_mutation loop 2 carries 2 pointers" in r.stdout
+    import json
+    report = from_dict(json.loads(out.read_text()))
+    assert report.ir.stages == ("ptx",) and report.numerics is None
+    text = md.read_text()
+    assert "```diff" in text and "<details><summary>PTX: pointer_mutation -> explicit_offset" in text
