@@ -2,6 +2,7 @@
 
     python main.py list
     python main.py compare [A B ...] [--preset NAME] [--dtype float32] [--check numerics] [--json PATH]
+    python main.py compare [A ...] --variant NAME=git:REV:PATH::FUNCTION --variant NAME=PATH::FUNCTION [--repo DIR]
 """
 from __future__ import annotations
 
@@ -33,6 +34,11 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"),
                    help="where kernels run: auto (GPU if present), cuda, or cpu (Triton interpreter)")
     c.add_argument("--quiet", action="store_true", help="no progress lines")
+    c.add_argument("--variant", action="append", dest="external", metavar="NAME=[git:REV:]PATH::FUNCTION",
+                   help="also compare a @triton.jit kernel from a file, or from a file at a git revision "
+                        "(repeatable; compared after the named variants, in the order given)")
+    c.add_argument("--repo", default=".", help="the git repository of git: variants (default: the current directory)")
+    c.add_argument("--family", default="group_norm", help="the family --variant kernels join (default group_norm)")
     return p
 
 
@@ -58,12 +64,14 @@ def cmd_compare(args, registry, backend) -> int:
     from compare.progress import reporter
     from compare.render import json_report, terminal
     request = pipeline.Request(variants=tuple(args.variants), preset=args.preset, shape=args.shape, eps=args.eps, dtype=args.dtype,
-                               checks=tuple(args.checks or pipeline.CHECKS), trials=args.trials, seed=args.seed)
-    pipeline.resolve(request, registry)  # bad input fails before any work
-    if args.json and not args.json.parent.exists():
-        raise pipeline.UsageError(f"--json {args.json}: folder {args.json.parent} does not exist")
-    with reporter(not args.quiet) as step:
-        report = pipeline.run(request, registry, backend, step)
+                               checks=tuple(args.checks or pipeline.CHECKS), trials=args.trials, seed=args.seed,
+                               external=tuple(args.external or ()), repo=args.repo, family=args.family)
+    with pipeline.loaded(request, registry) as (request, registry, failed):  # --variant kernels, removed at exit
+        pipeline.resolve(request, registry)  # bad input fails before any work
+        if args.json and not args.json.parent.exists():
+            raise pipeline.UsageError(f"--json {args.json}: folder {args.json.parent} does not exist")
+        with reporter(not args.quiet) as step:
+            report = pipeline.run(request, registry, backend, step, failed=failed)
     terminal.render(report)
     if args.json:
         args.json.write_text(json_report.render(report))
@@ -74,7 +82,7 @@ def cmd_compare(args, registry, backend) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from compare.backend import BackendError, configure
-    from compare.pipeline import UsageError
+    from compare.pipeline import NothingToCompare, UsageError
     try:
         backend = configure(getattr(args, "device", "auto"))
         from variants import registry
@@ -84,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_compare(args, reg, backend)
     except (UsageError, BackendError) as exc:
         return _fail(str(exc))
+    except NothingToCompare as exc:
+        print(f"kernel-ab: nothing to compare: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """From a comparison request to a Report: resolve names, run the asked-for checks, collect provenance."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from typing import Callable
+from typing import Callable, Iterator
 
 from compare import numerics
 from compare.backend import Backend
@@ -17,6 +18,10 @@ class UsageError(ValueError):
     """Bad input from the user: the message is one line saying what was wrong and what would be right."""
 
 
+class NothingToCompare(RuntimeError):
+    """Every variant asked for failed to load; the message says which and why, one line each."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Request:
     variants: tuple[str, ...]
@@ -28,6 +33,9 @@ class Request:
     trials: int = 3
     seed: int = 0
     input_kind: str = "normal"
+    external: tuple[str, ...] = ()   # --variant specs: NAME=PATH::FUNCTION or NAME=git:REV:PATH::FUNCTION
+    repo: str = "."                  # the git repository of git: specs
+    family: str = "group_norm"       # the family loaded kernels join
 
 
 def resolve(request: Request, registry: Registry):
@@ -68,10 +76,36 @@ def resolve(request: Request, registry: Registry):
     return family, chosen, preset, DTYPES[request.dtype]
 
 
+@contextlib.contextmanager
+def loaded(request: Request, registry: Registry) -> Iterator[tuple[Request, Registry, tuple[VariantInfo, ...]]]:
+    """Load the request's --variant kernels for the length of the block (variants.external).
+
+    Yields the request naming them after its own names, the registry holding them, and a failed
+    VariantInfo for each kernel file that did not import. What was materialized is removed at exit,
+    also on error. Bad input is a UsageError; NothingToCompare when every variant asked for failed."""
+    if request.family not in registry.families:
+        raise UsageError(f"--family: unknown family {request.family!r}; known families: {', '.join(registry.families)}")
+    if not request.external:
+        yield request, registry, ()
+        return
+    from variants.external import BadSpec, ExternalKernels, add_to
+    with ExternalKernels(request.repo) as kernels:
+        try:
+            registry, names, failed = add_to(registry, kernels, request.external, request.family)
+        except (BadSpec, ValueError) as exc:
+            raise UsageError(str(exc)) from None
+        infos = tuple(VariantInfo(f.name, f.family, "triton", f"{f.where.rpartition('::')[2]}, loaded with --variant (failed)", f.origin,
+                                  status="failed", error=f.error) for f in failed)
+        if not request.variants and not names:
+            raise NothingToCompare("; ".join(f"{i.name} could not be loaded: {i.error.splitlines()[0]}" for i in infos))
+        yield dataclasses.replace(request, variants=request.variants + names, external=()), registry, infos
+
+
 def run(request: Request, registry: Registry, backend: Backend,
-        step: Callable[[str], None] = lambda _: None) -> Report:
+        step: Callable[[str], None] = lambda _: None, failed: tuple[VariantInfo, ...] = ()) -> Report:
+    """The report for `request`; `failed` (from `loaded`) lists variants that could not be loaded."""
     family, chosen, preset, dtype = resolve(request, registry)
-    infos = tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin) for v in chosen)
+    infos = tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin) for v in chosen) + tuple(failed)
     numerics_section = None
     if "numerics" in request.checks:
         seeds = range(request.seed, request.seed + request.trials)

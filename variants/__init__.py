@@ -67,6 +67,7 @@ class Family:
     bytes_moved: Callable[..., int]
     triton_variant: Callable[..., Variant]
     variants: Callable[[], list]
+    forward_params: tuple[str, ...] = ()   # parameter names, in order, that the launcher passes a Triton kernel
 
     def __post_init__(self):
         if self.default_preset not in self.presets:
