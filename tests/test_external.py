@@ -1,0 +1,306 @@
+"""Bring your own kernel: --variant loads kernels from a file or a git revision (variants/external.py).
+
+A temporary git repository holds a small package, `mypkg`, whose kernel file `mypkg/ops/gn.py`
+imports its helper from its own package (`mypkg.ops.utils`). Between the two commits the kernel file
+changes (its inner loop) and so does the helper: at HEAD it adds OFFSET = 1.0 to every y, at HEAD~1
+it adds 0.0. So if each revision loads its own helper, HEAD~1 passes numerics and HEAD fails on y
+alone (by exactly 1.0), and HEAD and the working tree (unchanged) are bitwise equal.
+"""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from variants import registry
+from variants.external import BadSpec, ExternalKernels, FailedLoad, add_to, parse
+
+ROOT = Path(__file__).resolve().parent.parent
+FAMILY = "group_norm"
+
+UTILS = '''\
+import triton
+import triton.language as tl
+
+OFFSET = {offset}
+
+
+@triton.jit
+def group_statistics(X_ptr, hidden_size, eps, BLOCK_SIZE: tl.constexpr):
+    total = 0.0
+    total_sq = 0.0
+    for start in tl.range(0, hidden_size, BLOCK_SIZE):
+        offsets = start + tl.arange(0, BLOCK_SIZE)
+        x = tl.load(X_ptr + offsets, mask=offsets < hidden_size, other=0.0).to(tl.float32)
+        total += tl.sum(x)
+        total_sq += tl.sum(x * x)
+    mean = total / hidden_size
+    var = total_sq / hidden_size - mean * mean
+    return mean, tl.rsqrt(var + eps)
+
+
+@triton.jit
+def scale_shift(x, mean, rstd, w, b):
+    return (x - mean) * rstd * w + b + {offset}
+
+
+def not_a_kernel(Y_ptr):
+    return Y_ptr
+'''
+
+KERNEL = '''\
+import triton
+import triton.language as tl
+
+from mypkg.ops.utils import group_statistics, scale_shift
+
+
+@triton.jit
+def group_norm_forward(
+    Y_ptr, Y_row_stride, Y_col_stride,
+    X_ptr, X_row_stride, X_col_stride,
+    Mean_ptr, Mean_row_stride, Mean_col_stride,
+    RSTD_ptr, RSTD_row_stride, RSTD_col_stride,
+    W_ptr, B_ptr,
+    hidden_size, channels_per_group, eps,
+    BLOCK_SIZE: tl.constexpr,
+):
+    batch_idx = tl.program_id(0)
+    group_idx = tl.program_id(1)
+    X_ptr += batch_idx * X_row_stride + group_idx * X_col_stride
+    Y_ptr += batch_idx * Y_row_stride + group_idx * Y_col_stride
+    mean, rstd = group_statistics(X_ptr, hidden_size, eps, BLOCK_SIZE)
+    hidden_per_channel = hidden_size // channels_per_group
+    first_channel = group_idx * channels_per_group
+    for channel in tl.range(first_channel, first_channel + channels_per_group):
+        w = tl.load(W_ptr + channel).to(tl.float32)
+        b = tl.load(B_ptr + channel).to(tl.float32)
+        channel_offset = (channel - first_channel) * hidden_per_channel
+        for start in {inner}(0, hidden_per_channel, BLOCK_SIZE):
+            offsets = start + tl.arange(0, BLOCK_SIZE)
+            mask = offsets < hidden_per_channel
+            x = tl.load(X_ptr + channel_offset + offsets, mask=mask, other=mean).to(tl.float32)
+            tl.store(Y_ptr + channel_offset + offsets, scale_shift(x, mean, rstd, w, b), mask=mask)
+    tl.store(Mean_ptr + batch_idx * Mean_row_stride + group_idx * Mean_col_stride, mean)
+    tl.store(RSTD_ptr + batch_idx * RSTD_row_stride + group_idx * RSTD_col_stride, rstd)
+
+
+@triton.jit
+def wrong_params(Y_ptr, X_ptr, hidden_size, eps, BLOCK_SIZE: tl.constexpr):
+    pass
+'''
+
+BROKEN = "from mypkg.ops.utils import no_such_helper\n"
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=kernel-ab test", "-c", "user.email=test@kernel-ab",
+                           "-c", "commit.gpgsign=false", *args], check=True, capture_output=True, text=True).stdout
+
+
+def write(repo: Path, offset: str, inner: str) -> None:
+    ops = repo / "mypkg" / "ops"
+    ops.mkdir(parents=True, exist_ok=True)
+    (repo / "mypkg" / "__init__.py").write_text("")
+    (ops / "__init__.py").write_text("")
+    (ops / "utils.py").write_text(UTILS.format(offset=offset))
+    (ops / "gn.py").write_text(KERNEL.format(inner=inner))
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> Path:
+    """HEAD~1: correct helper, inner loop `range`; HEAD: helper adds 1.0, inner loop `tl.range`, plus a
+    kernel file that does not import. The working tree is HEAD."""
+    repo = tmp_path_factory.mktemp("byok") / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    write(repo, "0.0", "range")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "first")
+    write(repo, "1.0", "tl.range")
+    (repo / "mypkg" / "ops" / "broken.py").write_text(BROKEN)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "second")
+    return repo
+
+
+def cli(*args, env=None, timeout=300):
+    return subprocess.run([sys.executable, "main.py", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+TINY = ("--shape", "2,8,2,16", "--trials", "1", "--check", "numerics", "--quiet")
+
+
+def test_two_revisions_and_the_working_tree_side_by_side(repo, tmp_path):
+    out = tmp_path / "r.json"
+    scratch = tmp_path / "scratch"   # the run's temporary folders go here, so we can see they are gone
+    scratch.mkdir()
+    worktrees_before = git(repo, "worktree", "list")
+    r = cli("compare", "--repo", str(repo),
+            "--variant", "old=git:HEAD~1:mypkg/ops/gn.py::group_norm_forward",
+            "--variant", "new=git:HEAD:mypkg/ops/gn.py::group_norm_forward",
+            "--variant", f"wt={repo / 'mypkg/ops/gn.py'}::group_norm_forward",
+            *TINY, "--json", str(out), env={**os.environ, "TMPDIR": str(scratch)})
+    assert r.returncode == 0, r.stderr
+    data = json.loads(out.read_text())
+    assert data["baseline"] == "old"
+    head, parent = git(repo, "rev-parse", "HEAD").strip(), git(repo, "rev-parse", "HEAD~1").strip()
+    origins = {v["name"]: v["origin"] for v in data["variants"]}
+    assert origins["old"] == f"git:HEAD~1 ({parent[:7]}) mypkg/ops/gn.py::group_norm_forward"
+    assert origins["new"] == f"git:HEAD ({head[:7]}) mypkg/ops/gn.py::group_norm_forward"
+    assert origins["wt"].endswith("mypkg/ops/gn.py::group_norm_forward")
+    assert all(v["status"] == "ok" for v in data["variants"])
+
+    case = data["numerics"]["cases"][0]
+    status = {v["variant"]: v for v in case["variants"]}
+    assert status["old"]["status"] == "pass"          # HEAD~1 ran with HEAD~1's helper (offset 0.0)
+    assert status["new"]["status"] == "fail"          # HEAD ran with HEAD's helper (offset 1.0) ...
+    assert status["wt"]["status"] == "fail"
+    errors = {e["output"]: e for e in status["new"]["outputs"]}
+    assert errors["y"]["max_abs"] == pytest.approx(1.0, abs=1e-3)   # ... on y only, by the helper's constant
+    assert errors["mean"]["beyond_tol"] == 0 and errors["rstd"]["beyond_tol"] == 0
+
+    bits = {(p["a"], p["b"], p["output"]): p["n_diff"] for p in case["pairs"]}
+    numel = 2 * 8 * 16
+    assert bits[("old", "new", "y")] == numel           # every y differs between the revisions
+    assert bits[("old", "new", "mean")] == 0 and bits[("old", "new", "rstd")] == 0
+    assert all(bits[("new", "wt", o)] == 0 for o in ("y", "mean", "rstd"))   # HEAD == the unchanged working tree
+
+    assert list(scratch.iterdir()) == []                  # materialized trees removed
+    assert git(repo, "worktree", "list") == worktrees_before
+    assert git(repo, "status", "--porcelain") == ""       # the repository is untouched
+
+
+def test_a_kernel_that_does_not_import_is_reported_and_the_others_still_run(repo, tmp_path):
+    out = tmp_path / "r.json"
+    r = cli("compare", "explicit_offset", "--repo", str(repo),
+            "--variant", "broken=git:HEAD:mypkg/ops/broken.py::group_norm_forward",
+            "--variant", "old=git:HEAD~1:mypkg/ops/gn.py::group_norm_forward", *TINY, "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    data = json.loads(out.read_text())
+    info = {v["name"]: v for v in data["variants"]}
+    assert info["broken"]["status"] == "failed"
+    assert "cannot import name 'no_such_helper'" in info["broken"]["error"]
+    assert "git:HEAD:mypkg/ops/broken.py" in info["broken"]["error"]   # the place, not a vanished temp path
+    assert "/tmp" not in info["broken"]["error"] and "kernel-ab-byok" not in info["broken"]["error"]
+    assert [v["variant"] for v in data["numerics"]["cases"][0]["variants"]] == ["explicit_offset", "old"]
+    assert "variant broken could not be loaded" in r.stdout
+    # HEAD~1's kernel is the reference algorithm with explicit offsets and a `range` inner loop:
+    pair = {p["output"]: p["n_diff"] for p in data["numerics"]["cases"][0]["pairs"]}
+    assert set(pair) == {"y", "mean", "rstd"}
+
+
+def test_every_variant_failing_to_load_is_exit_1(repo):
+    r = cli("compare", "--repo", str(repo), "--variant", "broken=git:HEAD:mypkg/ops/broken.py::f", *TINY)
+    assert r.returncode == 1
+    assert "broken could not be loaded" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("spec, expected", [
+    ("x=nosuch/kernel.py::group_norm_forward", "no such file nosuch/kernel.py"),
+    ("x=git:nosuchrev:mypkg/ops/gn.py::group_norm_forward", "revision 'nosuchrev' not found"),
+    ("x=git:HEAD~1:mypkg/ops/broken.py::group_norm_forward", "mypkg/ops/broken.py does not exist at HEAD~1"),
+    ("x=git:HEAD:mypkg/ops/gn.py::no_such_fn", "has no function no_such_fn; Triton kernels there: group_norm_forward"),
+    ("x=git:HEAD:mypkg/ops/utils.py::not_a_kernel", "not_a_kernel is not a @triton.jit kernel"),
+    ("x=git:HEAD:mypkg/ops/utils.py::OFFSET", "OFFSET is not a @triton.jit kernel"),
+    ("x=git:HEAD:mypkg/ops/gn.py::wrong_params", "parameters do not match group_norm's launcher: missing Y_row_stride"),
+    ("x=git:HEAD:mypkg/ops/utils.py::scale_shift", "missing Y_ptr"),
+    ("flat=git:HEAD:mypkg/ops/gn.py::group_norm_forward", "--variant flat: the name is already taken"),
+    ("x", "expected NAME=PATH::FUNCTION or NAME=git:REV:PATH::FUNCTION"),
+    ("x=mypkg/ops/gn.py", "expected NAME=PATH::FUNCTION"),
+    ("x=git:HEAD::group_norm_forward", "a git spec is git:REV:PATH::FUNCTION"),
+    ("bad name=mypkg/ops/gn.py::f", "must be an identifier"),
+])
+def test_bad_variant_is_one_line_and_exit_2(repo, spec, expected):
+    r = cli("compare", "--repo", str(repo), "--variant", spec, *TINY)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert expected in lines[0]
+    assert "Traceback" not in r.stderr and r.stdout == ""
+
+
+def test_repo_and_family_errors_are_one_line_and_exit_2(repo, tmp_path):
+    for args, expected in [
+        (("--repo", str(tmp_path), "--variant", "x=git:HEAD:a.py::f"), "not a git repository"),
+        (("--repo", str(tmp_path / "nope"), "--variant", "x=git:HEAD:a.py::f"), "no such folder"),
+        (("--family", "conv", "--variant", "x=a.py::f"), "unknown family 'conv'; known families: group_norm"),
+        (("--repo", str(repo), "--variant", "x=git:HEAD:mypkg/ops/gn.py::group_norm_forward",
+          "--variant", "x=git:HEAD~1:mypkg/ops/gn.py::group_norm_forward"), "--variant x: the name is already taken"),
+    ]:
+        r = cli("compare", *args, *TINY)
+        assert r.returncode == 2, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1 and expected in r.stderr, r.stderr
+
+
+def test_loading_in_process_leaves_nothing_behind(repo):
+    reg = registry()
+    path_before, modules_before = list(sys.path), set(sys.modules)
+    with ExternalKernels(repo) as kernels:
+        reg2, names, failed = add_to(reg, kernels, [
+            "old=git:HEAD~1:mypkg/ops/gn.py::group_norm_forward",
+            "new=git:HEAD:mypkg/ops/gn.py::group_norm_forward",
+            "broken=git:HEAD:mypkg/ops/broken.py::group_norm_forward",
+        ], FAMILY)
+        assert names == ("old", "new")
+        assert [f.name for f in failed] == ["broken"] and isinstance(failed[0], FailedLoad)
+        old, new = reg2.get("old").kernel, reg2.get("new").kernel
+        # each kernel sees its own revision's helper module
+        assert old.fn.__globals__["scale_shift"] is not new.fn.__globals__["scale_shift"]
+        assert "+ 0.0" in Path(old.fn.__globals__["scale_shift"].fn.__code__.co_filename).read_text()
+        assert "+ 1.0" in Path(new.fn.__globals__["scale_shift"].fn.__code__.co_filename).read_text()
+        roots = reg2.get("old").import_roots
+        assert roots and all(Path(r).is_dir() for r in roots)
+        assert Path(old.fn.__code__.co_filename).is_relative_to(roots[0])
+        assert sys.path == path_before                      # restored right after each import
+        assert not any(m == "mypkg" or m.startswith("mypkg.") for m in sys.modules)
+        assert "flat" in reg2.variants and "old" not in reg.variants   # the original registry is unchanged
+    assert not any(Path(r).exists() for r in roots)         # trees removed at exit
+    assert sys.path == path_before
+    assert set(sys.modules) - modules_before <= {m for m in sys.modules if m.startswith(("triton", "numpy"))}
+
+
+def test_cleanup_happens_on_error_too(repo):
+    with pytest.raises(BadSpec):
+        with ExternalKernels(repo) as kernels:
+            kernels.load("old=git:HEAD~1:mypkg/ops/gn.py::group_norm_forward", registry().family(FAMILY))
+            tree = kernels._tmp
+            assert tree is not None and tree.is_dir()
+            kernels.load("x=git:HEAD:mypkg/ops/gn.py::nope", registry().family(FAMILY))
+    assert not tree.exists()
+
+
+def test_the_projects_own_variants_load_from_a_revision_without_clobbering_them():
+    """Loading kernel-ab's own `variants` package from a revision must not replace the live one."""
+    import variants
+    import variants.group_norm.common as live_common
+    reg = registry()
+    with ExternalKernels(ROOT) as kernels:
+        v = kernels.load("old=git:HEAD:variants/group_norm/explicit_offset.py::group_norm_forward", reg.family(FAMILY))
+        assert sys.modules["variants"] is variants and sys.modules["variants.group_norm.common"] is live_common
+        assert v.kernel.fn.__globals__["group_statistics"] is not live_common.group_statistics
+        assert v.kernel is not reg.get("explicit_offset").kernel
+
+
+def test_family_launcher_params_match_every_registered_kernel():
+    """The family's forward_params, which loaded kernels are checked against, are what its own kernels take."""
+    import inspect
+    reg = registry()
+    family = reg.family(FAMILY)
+    for v in reg.variants.values():
+        if v.kind == "triton":
+            assert tuple(inspect.signature(v.kernel.fn).parameters) == family.forward_params, v.name
+
+
+def test_parse():
+    assert parse("a=git:origin/main:pkg/k.py::fwd") == parse("a=git:origin/main:pkg/k.py::fwd")
+    s = parse("a=git:origin/main:pkg/k.py::fwd")
+    assert (s.name, s.rev, s.path, s.function) == ("a", "origin/main", "pkg/k.py", "fwd")
+    s = parse("b=some/dir/k.py::fwd")
+    assert (s.name, s.rev, s.path, s.function) == ("b", None, "some/dir/k.py", "fwd")
+    with pytest.raises(BadSpec):
+        parse("c=k.py::not-a-name")
