@@ -105,6 +105,14 @@ def run(request: Request, registry: Registry, backend: Backend,
         step: Callable[[str], None] = lambda _: None, failed: tuple[VariantInfo, ...] = ()) -> Report:
     """The report for `request`; `failed` (from `loaded`) lists variants that could not be loaded."""
     family, chosen, preset, dtype = resolve(request, registry)
+    if not backend.interpreted:  # a Triton kernel that does not compile is a failed variant, not a crash
+        from variants.external import compile_failures
+        broken = compile_failures(family, chosen, preset.shapes[0], dtype, backend.device)
+        failed = tuple(failed) + tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, status="failed",
+                                                   error=broken[v.name]) for v in chosen if v.name in broken)
+        chosen = [v for v in chosen if v.name not in broken]
+        if not chosen:
+            raise NothingToCompare("; ".join(f"{i.name} could not be loaded: {i.error.splitlines()[0]}" for i in failed))
     infos = tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin) for v in chosen) + tuple(failed)
     numerics_section = None
     if "numerics" in request.checks:

@@ -123,6 +123,7 @@ def repo(tmp_path_factory) -> Path:
     git(repo, "commit", "-q", "-m", "first")
     write(repo, "1.0", "tl.range")
     (repo / "mypkg" / "ops" / "broken.py").write_text(BROKEN)
+    (repo / "mypkg" / "ops" / "syntax.py").write_text("import triton\n\ndef f(:\n    pass\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "second")
     return repo
@@ -261,9 +262,12 @@ def test_loading_in_process_leaves_nothing_behind(repo):
             "old=git:HEAD~1:mypkg/ops/gn.py::group_norm_forward",
             "new=git:HEAD:mypkg/ops/gn.py::group_norm_forward",
             "broken=git:HEAD:mypkg/ops/broken.py::group_norm_forward",
+            "syntax=git:HEAD:mypkg/ops/syntax.py::f",
         ], FAMILY)
         assert names == ("old", "new")
-        assert [f.name for f in failed] == ["broken"] and isinstance(failed[0], FailedLoad)
+        assert [f.name for f in failed] == ["broken", "syntax"] and isinstance(failed[0], FailedLoad)
+        assert failed[1].error.splitlines()[0].startswith("import of mypkg/ops/syntax.py failed: SyntaxError: ")
+        assert "git:HEAD:mypkg/ops/syntax.py:3: def f(:" in failed[1].error
         old, new = reg2.get("old").kernel, reg2.get("new").kernel
         # each kernel sees its own revision's helper module
         assert old.fn.__globals__["scale_shift"] is not new.fn.__globals__["scale_shift"]
@@ -320,3 +324,33 @@ def test_parse():
     assert (s.name, s.rev, s.path, s.function) == ("b", None, "some/dir/k.py", "fwd")
     with pytest.raises(BadSpec):
         parse("c=k.py::not-a-name")
+
+
+def test_a_kernel_that_does_not_compile_is_a_failed_variant():
+    """compile_failures (used on a GPU, where Triton compiles) lists the variant whose launch raises
+    Triton's CompilationError, with its message and kernel line, and leaves crashes to the numerics."""
+    import ast
+    import dataclasses as dc
+    from triton.compiler.errors import CompilationError
+    from variants.external import compile_failures
+
+    reg = registry()
+    family = reg.family(FAMILY)
+    good = reg.get("explicit_offset")
+    src = "def k(X_ptr):\n    y = tl.nosuch(X_ptr)\n"
+    node = ast.parse(src).body[0].body[0]
+
+    def no_compile(*_):
+        raise CompilationError(src, node, "AttributeError(\"module 'triton.language' has no attribute 'nosuch'\")")
+
+    def crash(*_):
+        raise RuntimeError("out of bounds")
+
+    variants = [good, dc.replace(good, name="nocompile", run=no_compile), dc.replace(good, name="crash", run=crash)]
+    shape = family.parse_shape("2,8,2,16").shapes[0]
+    import torch
+    failures = compile_failures(family, variants, shape, torch.float32, "cpu")
+    assert list(failures) == ["nocompile"]
+    assert failures["nocompile"].splitlines() == [
+        "does not compile: CompilationError: AttributeError(\"module 'triton.language' has no attribute 'nosuch'\")",
+        "at line 2 of the kernel: y = tl.nosuch(X_ptr)"]

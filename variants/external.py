@@ -160,8 +160,11 @@ def check_params(kernel, family: Family, where: str) -> None:
 def _error_lines(exc: BaseException, replace: dict[str, str]) -> str:
     """The first lines of an import error, with the place in the kernel's tree it was raised and the
     temporary folders' paths replaced by what they stand for."""
-    text = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()
-    lines = [ln for ln in text if ln.strip()][:ERROR_LINES]
+    if isinstance(exc, SyntaxError):  # the message first, then where
+        lines = [f"{type(exc).__name__}: {exc.msg}", f"{exc.filename}:{exc.lineno}: {(exc.text or '').strip()}"]
+    else:
+        text = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()
+        lines = [ln for ln in text if ln.strip()][:ERROR_LINES]
     where = ""
     frames = traceback.extract_tb(exc.__traceback__)
     for frame in reversed(frames):
@@ -333,3 +336,39 @@ def add_to(registry: Registry, kernels: ExternalKernels, texts, family_name: str
             registry = registry.with_variant(result)
             names.append(result.name)
     return registry, tuple(names), tuple(failed)
+
+
+def _compile_error_lines(exc: BaseException) -> str:
+    """The first lines of a Triton compilation error: what went wrong, and the kernel line it is at."""
+    message = getattr(exc, "error_message", None) or (repr(exc.__cause__) if exc.__cause__ else "")
+    if not message:
+        message = next((ln for ln in reversed(str(exc).splitlines()) if ln.strip()), "")
+    lines = [f"{type(exc).__name__}: {message}"[:300]]
+    node, src = getattr(exc, "node", None), getattr(exc, "src", None)
+    lineno = getattr(node, "lineno", None)
+    if isinstance(src, str) and isinstance(lineno, int) and 0 < lineno <= len(src.splitlines()):
+        lines.append(f"at line {lineno} of the kernel: {src.splitlines()[lineno - 1].strip()}"[:300])
+    return "\n".join(lines)
+
+
+def compile_failures(family: Family, variants, shape, dtype, device: str) -> dict[str, str]:
+    """{variant name: first lines of the error} for Triton variants that do not compile, found by
+    launching each once on `shape` (compiled Triton only: the interpreter compiles nothing). A variant
+    that compiles but crashes is not listed here; the numerics report it."""
+    try:
+        from triton.compiler.errors import CompilationError
+    except ImportError:  # pragma: no cover - a Triton without it
+        return {}
+    failures = {}
+    for v in variants:
+        if v.kind != "triton":
+            continue
+        inputs = family.make_inputs(shape, dtype, device, 0)
+        outputs = family.alloc_outputs(shape, dtype, device)
+        try:
+            v.run(inputs, outputs, shape)
+        except CompilationError as exc:
+            failures[v.name] = f"does not compile: {_compile_error_lines(exc)}"
+        except Exception:  # noqa: BLE001 - crashes are the numerics' to report
+            pass
+    return failures
