@@ -157,7 +157,7 @@ def check_params(kernel, family: Family, where: str) -> None:
     raise BadSpec(f"{where}: parameters do not match {family.name}'s launcher: {'; '.join(parts)}")
 
 
-def _error_lines(exc: BaseException, replace: dict[str, str]) -> str:
+def _error_lines(exc: BaseException, roots, replace: dict[str, str]) -> str:
     """The first lines of an import error, with the place in the kernel's tree it was raised and the
     temporary folders' paths replaced by what they stand for."""
     if isinstance(exc, SyntaxError):  # the message first, then where
@@ -168,7 +168,7 @@ def _error_lines(exc: BaseException, replace: dict[str, str]) -> str:
     where = ""
     frames = traceback.extract_tb(exc.__traceback__)
     for frame in reversed(frames):
-        if any(frame.filename.startswith(prefix) for prefix in replace):
+        if any(frame.filename.startswith(str(root) + os.sep) for root in roots):
             where = f" (at {frame.filename}:{frame.lineno})"
             break
     out = "\n".join(lines) + where
@@ -276,7 +276,7 @@ class ExternalKernels:
             module = self._import_isolated(module_name, roots)
         except Exception as exc:  # a kernel file that does not import is reported, the others still run
             return FailedLoad(spec.name, family.name, spec.where, origin,
-                              f"import of {spec.path} failed: {_error_lines(exc, labels)}")
+                              f"import of {spec.path} failed: {_error_lines(exc, roots, labels)}")
         self._modules.append(module)
         if not hasattr(module, spec.function):
             kernels = sorted(n for n, v in vars(module).items() if _is_triton_kernel(v))
