@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
-import io
 import linecache
 import os
 import re
@@ -99,7 +98,7 @@ def _git(repo: Path, *args: str, binary: bool = False) -> subprocess.CompletedPr
 
 def _package_root(file: Path, stop: Path | None = None) -> tuple[Path, str]:
     """The folder to put on sys.path and the dotted module name of `file`: walk up while folders are packages."""
-    root, parts = file.parent, [file.stem]
+    root, parts = file.parent, ([] if file.stem == "__init__" else [file.stem])
     while (root / "__init__.py").is_file() and root != stop and root.parent != root:
         parts.insert(0, root.name)
         root = root.parent
@@ -107,7 +106,8 @@ def _package_root(file: Path, stop: Path | None = None) -> tuple[Path, str]:
 
 
 def _top_names(folder: Path) -> set[str]:
-    """Top-level module names a folder on sys.path provides."""
+    """Top-level module names a folder on sys.path provides (never the standard library's: a tree
+    that shadows one does not get it hidden, so stdlib modules are never imported twice)."""
     names = set()
     try:
         for entry in folder.iterdir():
@@ -117,7 +117,7 @@ def _top_names(folder: Path) -> set[str]:
                 names.add(entry.stem)
     except OSError:
         pass
-    return names
+    return names - set(getattr(sys, "stdlib_module_names", ())) - set(sys.builtin_module_names)
 
 
 def _is_triton_kernel(obj) -> bool:
@@ -231,14 +231,21 @@ class ExternalKernels:
             self._tmp = Path(tempfile.mkdtemp(prefix="kernel-ab-byok-"))
         dest = self._tmp / commit[:12]
         dest.mkdir()
-        r = _git(self._repo_top(), "archive", "--format=tar", commit, binary=True)
-        if r.returncode:
-            raise BadSpec(f"git archive of {commit[:12]} failed: {r.stderr.decode(errors='replace').strip()[:200]}")
-        with tarfile.open(fileobj=io.BytesIO(r.stdout)) as tar:
-            if hasattr(tarfile, "data_filter"):
-                tar.extractall(dest, filter="data")
-            else:  # pragma: no cover - Pythons without extraction filters
-                tar.extractall(dest)
+        with tempfile.TemporaryFile() as err:  # stream the archive: a large tree is never held in memory
+            proc = subprocess.Popen(["git", "-C", str(self._repo_top()), "archive", "--format=tar", commit],
+                                    stdout=subprocess.PIPE, stderr=err)
+            try:
+                with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
+                    if hasattr(tarfile, "data_filter"):
+                        tar.extractall(dest, filter="data")
+                    else:  # pragma: no cover - Pythons without extraction filters
+                        tar.extractall(dest)
+            finally:
+                proc.stdout.close()
+                code = proc.wait()
+            if code:
+                err.seek(0)
+                raise BadSpec(f"git archive of {commit[:12]} failed: {err.read().decode(errors='replace').strip()[:200]}")
         self._trees[commit] = dest
         return dest
 
@@ -294,6 +301,7 @@ class ExternalKernels:
         """Import `module_name` with `roots` first on sys.path and none of the modules their trees
         provide visible from earlier imports; put sys.path and sys.modules back afterwards."""
         provided = set().union(*(_top_names(r) for r in roots)) | {module_name.split(".")[0]}
+        provided -= set(getattr(sys, "stdlib_module_names", ()))
         provided -= _NEVER_HIDE
 
         def ours(key: str) -> bool:
