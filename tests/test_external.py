@@ -154,7 +154,7 @@ def test_two_revisions_and_the_working_tree_side_by_side(repo, tmp_path):
     origins = {v["name"]: v["origin"] for v in data["variants"]}
     assert origins["old"] == f"git:HEAD~1 ({parent[:7]}) mypkg/ops/gn.py::group_norm_forward"
     assert origins["new"] == f"git:HEAD ({head[:7]}) mypkg/ops/gn.py::group_norm_forward"
-    assert origins["wt"].endswith("mypkg/ops/gn.py::group_norm_forward")
+    assert origins["wt"] == f"{repo / 'mypkg/ops/gn.py'}::group_norm_forward (working tree of {head[:7]})"
     assert all(v["status"] == "ok" for v in data["variants"])
 
     case = data["numerics"]["cases"][0]
@@ -356,3 +356,22 @@ def test_a_kernel_that_does_not_compile_is_a_failed_variant():
     assert failures["nocompile"].splitlines() == [
         "does not compile: CompilationError: AttributeError(\"module 'triton.language' has no attribute 'nosuch'\")",
         "at line 2 of the kernel: y = tl.nosuch(X_ptr)"]
+
+
+def test_working_tree_origin_says_commit_and_whether_modified(tmp_path):
+    from variants.external import _working_tree_note
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    (loose / "k.py").write_text("x = 1\n")
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "k.py").write_text("x = 1\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "one")
+    short = git(repo, "rev-parse", "--short=7", "HEAD").strip()
+    assert _working_tree_note(repo / "k.py") == f" (working tree of {short})"
+    (repo / "k.py").write_text("x = 2\n")
+    assert _working_tree_note(repo / "k.py") == f" (working tree of {short}, modified)"
+    if subprocess.run(["git", "-C", str(loose), "rev-parse"], capture_output=True).returncode:
+        assert _working_tree_note(loose / "k.py") == ""

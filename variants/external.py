@@ -177,6 +177,21 @@ def _error_lines(exc: BaseException, roots, replace: dict[str, str]) -> str:
     return out
 
 
+def _working_tree_note(file: Path) -> str:
+    """' (working tree of abc1234)', with ', modified' when the file differs from that commit; '' outside git."""
+    try:
+        head = subprocess.run(["git", "-C", str(file.parent), "rev-parse", "--short=7", "HEAD"],
+                              capture_output=True, text=True, check=False)
+        if head.returncode:
+            return ""
+        status = subprocess.run(["git", "-C", str(file.parent), "status", "--porcelain", "--", file.name],
+                                capture_output=True, text=True, check=False)
+    except OSError:
+        return ""
+    modified = ", modified" if status.returncode or status.stdout.strip() else ""
+    return f" (working tree of {head.stdout.strip()}{modified})"
+
+
 class ExternalKernels:
     """Loads --variant kernels for the length of a `with` block; removes what it materialized at exit.
 
@@ -186,7 +201,6 @@ class ExternalKernels:
         self.repo = Path(repo)
         self._tmp: Path | None = None
         self._trees: dict[str, Path] = {}      # commit -> materialized tree
-        self._labels: dict[str, str] = {}      # temp path prefix -> what it stands for, for messages
         self._modules: list = []               # loaded modules, kept alive for the run
         self._toplevel: Path | None = None
 
@@ -260,7 +274,7 @@ class ExternalKernels:
             file = file.resolve()
             root, module_name = _package_root(file)
             roots = (root,)
-            origin = spec.where
+            origin = spec.where + _working_tree_note(file)
             labels = {}
         else:
             commit = self._commit(spec.rev)
@@ -278,10 +292,9 @@ class ExternalKernels:
             roots = tuple(dict.fromkeys((root, tree)))
             origin = f"git:{spec.rev} ({short}) {spec.path}::{spec.function}"
             labels = {str(tree) + os.sep: f"git:{spec.rev}:"}
-        self._labels.update(labels)
         try:
             module = self._import_isolated(module_name, roots)
-        except Exception as exc:  # a kernel file that does not import is reported, the others still run
+        except (Exception, SystemExit) as exc:  # a kernel file that does not import is reported, the others still run
             return FailedLoad(spec.name, family.name, spec.where, origin,
                               f"import of {spec.path} failed: {_error_lines(exc, roots, labels)}")
         self._modules.append(module)
