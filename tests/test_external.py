@@ -329,10 +329,13 @@ def test_parse():
 
 
 def test_a_kernel_that_does_not_compile_is_a_failed_variant():
-    """compile_failures (used on a GPU, where Triton compiles) lists the variant whose launch raises
-    Triton's CompilationError, with its message and kernel line, and leaves crashes to the numerics."""
+    """compile_failures (used on a GPU, where Triton compiles) compiles each kernel through the family's
+    launcher without launching it, lists the one that raises Triton's CompilationError with its
+    message and kernel line, and leaves other errors to the numerics."""
     import ast
     import dataclasses as dc
+
+    import torch
     from triton.compiler.errors import CompilationError
     from variants.external import compile_failures
 
@@ -341,21 +344,30 @@ def test_a_kernel_that_does_not_compile_is_a_failed_variant():
     good = reg.get("explicit_offset")
     src = "def k(X_ptr):\n    y = tl.nosuch(X_ptr)\n"
     node = ast.parse(src).body[0].body[0]
+    seen = []
 
-    def no_compile(*_):
-        raise CompilationError(src, node, "AttributeError(\"module 'triton.language' has no attribute 'nosuch'\")")
+    class Fake:
+        def __init__(self, exc):
+            self.exc = exc
 
-    def crash(*_):
-        raise RuntimeError("out of bounds")
+        def warmup(self, *args, grid, **kwargs):
+            seen.append((len(args), grid, sorted(kwargs)))
+            raise self.exc
 
-    variants = [good, dc.replace(good, name="nocompile", run=no_compile), dc.replace(good, name="crash", run=crash)]
+        def __getitem__(self, grid):
+            raise AssertionError("compile_failures must not launch a kernel")
+
+    no_compile = Fake(CompilationError(src, node, "AttributeError(\"module 'triton.language' has no attribute 'nosuch'\")"))
+    variants = [good, dc.replace(good, name="nocompile", kernel=no_compile),
+                dc.replace(good, name="crash", kernel=Fake(RuntimeError("out of bounds")))]
     shape = family.parse_shape("2,8,2,16").shapes[0]
-    import torch
     failures = compile_failures(family, variants, shape, torch.float32, "cpu")
     assert list(failures) == ["nocompile"]
     assert failures["nocompile"].splitlines() == [
         "does not compile: CompilationError: AttributeError(\"module 'triton.language' has no attribute 'nosuch'\")",
         "at line 2 of the kernel: y = tl.nosuch(X_ptr)"]
+    # the launcher's real arguments reached warmup: 17 positional, BLOCK_SIZE by name, grid (batch, groups)
+    assert seen == [(17, (2, 2), ["BLOCK_SIZE"])] * 2
 
 
 def test_working_tree_origin_says_commit_and_whether_modified(tmp_path):

@@ -372,24 +372,35 @@ def _compile_error_lines(exc: BaseException) -> str:
     return "\n".join(lines)
 
 
+class _CompileOnly:
+    """Stands in for a kernel in the family's launcher: `kernel[grid](...)` compiles (Triton's
+    `warmup`) and launches nothing."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.kernel.warmup(*args, grid=grid, **kwargs)
+
+
 def compile_failures(family: Family, variants, shape, dtype, device: str) -> dict[str, str]:
-    """{variant name: first lines of the error} for Triton variants that do not compile, found by
-    launching each once on `shape` (compiled Triton only: the interpreter compiles nothing). A variant
-    that compiles but crashes is not listed here; the numerics report it."""
+    """{variant name: first lines of the error} for Triton variants that do not compile for `shape`:
+    each kernel is compiled through the family's launcher with the real arguments, not launched.
+    For compiled Triton (the interpreter compiles nothing). Other errors are left to the numerics."""
     try:
         from triton.compiler.errors import CompilationError
     except ImportError:  # pragma: no cover - a Triton without it
         return {}
     failures = {}
     for v in variants:
-        if v.kind != "triton":
+        if v.kind != "triton" or not hasattr(v.kernel, "warmup"):
             continue
         inputs = family.make_inputs(shape, dtype, device, 0)
         outputs = family.alloc_outputs(shape, dtype, device)
         try:
-            v.run(inputs, outputs, shape)
+            family.triton_variant(v.name, _CompileOnly(v.kernel), v.why, v.origin).run(inputs, outputs, shape)
         except CompilationError as exc:
             failures[v.name] = f"does not compile: {_compile_error_lines(exc)}"
-        except Exception:  # noqa: BLE001 - crashes are the numerics' to report
+        except Exception:  # noqa: BLE001 - anything else is the numerics' to report
             pass
     return failures
