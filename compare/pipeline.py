@@ -94,25 +94,36 @@ def loaded(request: Request, registry: Registry) -> Iterator[tuple[Request, Regi
             registry, names, failed = add_to(registry, kernels, request.external, request.family)
         except (BadSpec, ValueError) as exc:
             raise UsageError(str(exc)) from None
-        infos = tuple(VariantInfo(f.name, f.family, "triton", f"{f.where.rpartition('::')[2]}, loaded with --variant (failed)", f.origin,
-                                  status="failed", error=f.error) for f in failed)
+        infos = tuple(VariantInfo(f.name, f.family, "triton", f"{f.where.rpartition('::')[2]}, loaded with --variant",
+                                  f.origin, status="failed", error=f.error) for f in failed)
         if not request.variants and not names:
-            raise NothingToCompare("; ".join(f"{i.name} could not be loaded: {i.error.splitlines()[0]}" for i in infos))
+            raise _nothing_left(infos)
         yield dataclasses.replace(request, variants=request.variants + names, external=()), registry, infos
+
+
+def _nothing_left(failed: tuple[VariantInfo, ...]) -> NothingToCompare:
+    return NothingToCompare("; ".join(f"{i.name} could not be loaded: {i.error.splitlines()[0]}" for i in failed))
+
+
+def _compiled(family, chosen: list, shape, dtype, backend: Backend, failed: tuple[VariantInfo, ...]):
+    """On compiled Triton, move the variants whose kernels do not compile from `chosen` to `failed`."""
+    if backend.interpreted:  # the interpreter compiles nothing; its errors are the numerics'
+        return chosen, failed
+    from variants.external import compile_failures
+    broken = compile_failures(family, chosen, shape, dtype, backend.device)
+    failed += tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, status="failed", error=broken[v.name])
+                    for v in chosen if v.name in broken)
+    chosen = [v for v in chosen if v.name not in broken]
+    if not chosen:
+        raise _nothing_left(failed)
+    return chosen, failed
 
 
 def run(request: Request, registry: Registry, backend: Backend,
         step: Callable[[str], None] = lambda _: None, failed: tuple[VariantInfo, ...] = ()) -> Report:
     """The report for `request`; `failed` (from `loaded`) lists variants that could not be loaded."""
     family, chosen, preset, dtype = resolve(request, registry)
-    if not backend.interpreted:  # a Triton kernel that does not compile is a failed variant, not a crash
-        from variants.external import compile_failures
-        broken = compile_failures(family, chosen, preset.shapes[0], dtype, backend.device)
-        failed = tuple(failed) + tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, status="failed",
-                                                   error=broken[v.name]) for v in chosen if v.name in broken)
-        chosen = [v for v in chosen if v.name not in broken]
-        if not chosen:
-            raise NothingToCompare("; ".join(f"{i.name} could not be loaded: {i.error.splitlines()[0]}" for i in failed))
+    chosen, failed = _compiled(family, chosen, preset.shapes[0], dtype, backend, tuple(failed))
     infos = tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin) for v in chosen) + tuple(failed)
     numerics_section = None
     if "numerics" in request.checks:

@@ -387,3 +387,32 @@ def test_working_tree_origin_says_commit_and_whether_modified(tmp_path):
     assert _working_tree_note(repo / "k.py") == f" (working tree of {short}, modified)"
     if subprocess.run(["git", "-C", str(loose), "rev-parse"], capture_output=True).returncode:
         assert _working_tree_note(loose / "k.py") == ""
+
+
+def test_on_compiled_triton_a_kernel_that_does_not_compile_is_reported_failed_and_the_rest_compared():
+    """pipeline.run on a compiled backend (faked here: the interpreter's kernels, whose warmup compiles
+    nothing, plus one kernel whose compile raises) lists the broken one as failed and compares the rest."""
+    import ast
+    import dataclasses as dc
+
+    from triton.compiler.errors import CompilationError
+
+    from compare import pipeline
+    from compare.backend import Backend
+
+    src = "def k(X_ptr):\n    y = tl.nosuch(X_ptr)\n"
+
+    class NoCompile:
+        def warmup(self, *args, grid, **kwargs):
+            raise CompilationError(src, ast.parse(src).body[0].body[0], "AttributeError('nosuch')")
+
+    reg = registry()
+    reg = reg.with_variant(dc.replace(reg.get("flat"), name="nocompile", kernel=NoCompile()))
+    request = pipeline.Request(("explicit_offset", "nocompile", "flat"), shape="2,8,2,16", trials=1)
+    report = pipeline.run(request, reg, Backend("cpu", False, "compiled (faked for the test)"))
+    assert [(v.name, v.status) for v in report.variants] == [
+        ("explicit_offset", "ok"), ("flat", "ok"), ("nocompile", "failed")]
+    assert report.variants[2].error.startswith("does not compile: CompilationError: AttributeError('nosuch')")
+    assert [v.variant for v in report.numerics.cases[0].variants] == ["explicit_offset", "flat"]
+    with pytest.raises(pipeline.NothingToCompare):
+        pipeline.run(dc.replace(request, variants=("nocompile",)), reg, Backend("cpu", False, "faked"))
