@@ -96,9 +96,13 @@ def loaded(request: Request, registry: Registry) -> Iterator[tuple[Request, Regi
             raise UsageError(str(exc)) from None
         infos = tuple(VariantInfo(f.name, f.family, "triton", f"{f.where.rpartition('::')[2]}, loaded with --variant",
                                   f.origin, status="failed", error=f.error) for f in failed)
-        if not request.variants and not names:
+        if not set(request.variants) - {f.name for f in failed} and not names:
             raise _nothing_left(infos)
-        yield dataclasses.replace(request, variants=request.variants + names, external=()), registry, infos
+        # a --variant name may also be among the names, to set its place (e.g. make it the baseline)
+        lost = {f.name for f in failed}
+        ordered = tuple(n for n in request.variants if n not in lost)
+        ordered += tuple(n for n in names if n not in ordered)
+        yield dataclasses.replace(request, variants=ordered, external=()), registry, infos
 
 
 def _nothing_left(failed: tuple[VariantInfo, ...]) -> NothingToCompare:

@@ -198,6 +198,19 @@ def test_a_kernel_that_does_not_import_is_reported_and_the_others_still_run(repo
     assert pair["mean"] == 0 and pair["rstd"] == 0
 
 
+def test_a_variant_named_among_the_names_takes_that_place(repo, tmp_path):
+    out = tmp_path / "r.json"
+    r = cli("compare", "new", "flat", "broken", "--repo", str(repo),
+            "--variant", "broken=git:HEAD:mypkg/ops/broken.py::group_norm_forward",
+            "--variant", "old=git:HEAD~1:mypkg/ops/gn.py::group_norm_forward",
+            "--variant", "new=git:HEAD:mypkg/ops/gn.py::group_norm_forward", *TINY, "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    data = json.loads(out.read_text())
+    assert data["baseline"] == "new"
+    assert [v["name"] for v in data["variants"]] == ["new", "flat", "old", "broken"]
+    assert [v["variant"] for v in data["numerics"]["cases"][0]["variants"]] == ["new", "flat", "old"]
+
+
 def test_every_variant_failing_to_load_is_exit_1(repo):
     r = cli("compare", "--repo", str(repo), "--variant", "broken=git:HEAD:mypkg/ops/broken.py::f", *TINY)
     assert r.returncode == 1
