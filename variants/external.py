@@ -23,7 +23,6 @@ import importlib
 import inspect
 import linecache
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -32,9 +31,8 @@ import tempfile
 import traceback
 from pathlib import Path
 
-from variants import Family, Registry, UnknownName, Variant
+from variants import _NAME, Family, Registry, UnknownName, Variant  # _NAME: what a variant name may be
 
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 FORMS = "NAME=PATH::FUNCTION or NAME=git:REV:PATH::FUNCTION"
 ERROR_LINES = 3          # lines of an import error kept in the report
 # never hidden from sys.modules while a kernel imports, whatever the kernel's tree holds
