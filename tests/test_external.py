@@ -91,6 +91,28 @@ def group_norm_forward(
 @triton.jit
 def wrong_params(Y_ptr, X_ptr, hidden_size, eps, BLOCK_SIZE: tl.constexpr):
     pass
+
+
+@triton.jit
+def swapped(X_ptr, X_row_stride, X_col_stride, Y_ptr, Y_row_stride, Y_col_stride,
+            Mean_ptr, Mean_row_stride, Mean_col_stride, RSTD_ptr, RSTD_row_stride, RSTD_col_stride,
+            W_ptr, B_ptr, hidden_size, channels_per_group, eps, BLOCK_SIZE: tl.constexpr):
+    pass
+
+
+@triton.jit
+def extra_required(Y_ptr, Y_row_stride, Y_col_stride, X_ptr, X_row_stride, X_col_stride,
+                   Mean_ptr, Mean_row_stride, Mean_col_stride, RSTD_ptr, RSTD_row_stride, RSTD_col_stride,
+                   W_ptr, B_ptr, hidden_size, channels_per_group, eps, BLOCK_SIZE: tl.constexpr, SCALE):
+    pass
+
+
+@triton.jit
+def extra_with_default(Y_ptr, Y_row_stride, Y_col_stride, X_ptr, X_row_stride, X_col_stride,
+                       Mean_ptr, Mean_row_stride, Mean_col_stride, RSTD_ptr, RSTD_row_stride, RSTD_col_stride,
+                       W_ptr, B_ptr, hidden_size, channels_per_group, eps, BLOCK_SIZE: tl.constexpr,
+                       SCALE: tl.constexpr = 1):
+    pass
 '''
 
 BROKEN = "from mypkg.ops.utils import no_such_helper\n"
@@ -220,11 +242,16 @@ def test_every_variant_failing_to_load_is_exit_1(repo):
     ("x=nosuch/kernel.py::group_norm_forward", "no such file nosuch/kernel.py"),
     ("x=git:nosuchrev:mypkg/ops/gn.py::group_norm_forward", "revision 'nosuchrev' not found"),
     ("x=git:HEAD~1:mypkg/ops/broken.py::group_norm_forward", "mypkg/ops/broken.py does not exist at HEAD~1"),
-    ("x=git:HEAD:mypkg/ops/gn.py::no_such_fn", "has no function no_such_fn; Triton kernels there: group_norm_forward"),
+    ("x=git:HEAD:mypkg/ops/gn.py::no_such_fn", "has no function no_such_fn; Triton kernels it defines: extra_required, extra_with_default, "
+                                                 "group_norm_forward, swapped, wrong_params"),
+    ("x=git:HEAD:mypkg/__init__.py::f", "mypkg/__init__.py has no function f; it defines no Triton kernel"),
+
     ("x=git:HEAD:mypkg/ops/utils.py::not_a_kernel", "not_a_kernel is not a @triton.jit kernel"),
     ("x=git:HEAD:mypkg/ops/utils.py::OFFSET", "OFFSET is not a @triton.jit kernel"),
     ("x=git:HEAD:mypkg/ops/gn.py::wrong_params", "parameters do not match group_norm's launcher: missing Y_row_stride"),
     ("x=git:HEAD:mypkg/ops/utils.py::scale_shift", "missing Y_ptr"),
+    ("x=git:HEAD:mypkg/ops/gn.py::swapped", "parameter 1 is X_ptr, the launcher passes Y_ptr there"),
+    ("x=git:HEAD:mypkg/ops/gn.py::extra_required", "unexpected SCALE"),
     ("flat=git:HEAD:mypkg/ops/gn.py::group_norm_forward", "--variant flat: the name is already taken"),
     ("x", "expected NAME=PATH::FUNCTION or NAME=git:REV:PATH::FUNCTION"),
     ("x=mypkg/ops/gn.py", "expected NAME=PATH::FUNCTION"),
@@ -277,8 +304,9 @@ def test_loading_in_process_leaves_nothing_behind(repo):
             "new=git:HEAD:mypkg/ops/gn.py::group_norm_forward",
             "broken=git:HEAD:mypkg/ops/broken.py::group_norm_forward",
             "syntax=git:HEAD:mypkg/ops/syntax.py::f",
+            "extra=git:HEAD:mypkg/ops/gn.py::extra_with_default",   # a trailing parameter with a default is fine
         ], FAMILY)
-        assert names == ("old", "new")
+        assert names == ("old", "new", "extra")
         assert [f.name for f in failed] == ["broken", "syntax"] and isinstance(failed[0], FailedLoad)
         assert failed[1].error.splitlines()[0].startswith("import of mypkg/ops/syntax.py failed: SyntaxError: ")
         assert "git:HEAD:mypkg/ops/syntax.py:3: def f(:" in failed[1].error

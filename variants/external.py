@@ -297,8 +297,9 @@ class ExternalKernels:
                               f"import of {spec.path} failed: {_error_lines(exc, roots, labels)}")
         self._modules.append(module)
         if not hasattr(module, spec.function):
-            kernels = sorted(n for n, v in vars(module).items() if _is_triton_kernel(v))
-            hint = f"; Triton kernels there: {', '.join(kernels)}" if kernels else "; it defines no Triton kernel"
+            kernels = sorted(n for n, v in vars(module).items()
+                             if _is_triton_kernel(v) and getattr(v.fn, "__module__", None) == module.__name__)
+            hint = f"; Triton kernels it defines: {', '.join(kernels)}" if kernels else "; it defines no Triton kernel"
             raise BadSpec(f"--variant {spec.name}: {spec.path} has no function {spec.function}{hint}")
         kernel = getattr(module, spec.function)
         if not _is_triton_kernel(kernel):
