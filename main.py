@@ -3,6 +3,7 @@
     python main.py list
     python main.py compare [A B ...] [--preset NAME | --shape N,C,G,S] [--dtype float32] [--check CHECK]
                            [--json PATH] [--out DIR] [--fail-on-numerics] [--fail-if-slower PCT]
+    python main.py compare [A ...] --variant NAME=git:REV:PATH::FUNCTION --variant NAME=PATH::FUNCTION [--repo DIR]
     python main.py ir [A B ...] [--stage ttir|ttgir|llir|ptx|sass] [--target sm_90] [--preset NAME | --shape ...] [--full]
     python main.py report FILE.json [--format terminal|markdown]
 
@@ -29,6 +30,15 @@ def _shape_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", default="float32", help="float32, float16 or bfloat16 (default float32)")
     p.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"),
                    help="where kernels run: auto (GPU if present), cuda, or cpu (Triton interpreter)")
+
+
+def _variant_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("bring your own kernel")
+    g.add_argument("--variant", action="append", dest="external", metavar="NAME=[git:REV:]PATH::FUNCTION",
+                   help="also compare a @triton.jit kernel from a file, or from a file at a git revision "
+                        "(repeatable; compared after the named variants, in the order given)")
+    g.add_argument("--repo", default=".", help="the git repository of git: variants (default: the current directory)")
+    g.add_argument("--family", default="group_norm", help="the family --variant kernels join (default group_norm)")
 
 
 def _timing_options(p: argparse.ArgumentParser) -> None:
@@ -70,12 +80,14 @@ def _parser() -> argparse.ArgumentParser:
                    help="run only this check (repeatable): numerics, timing, ir (default all)")
     c.add_argument("--trials", type=int, default=3, help="fresh-input trials per shape (default 3)")
     c.add_argument("--seed", type=int, default=0, help="first seed of the trials (default 0)")
+    _variant_options(c)
     _timing_options(c)
     _ir_options(c)
     _output_options(c)
     i = sub.add_parser("ir", help="compare the compiled code of Triton variants, stage by stage "
                                   "(the preset's first shape fixes the specialization)")
     _shape_options(i)
+    _variant_options(i)
     _ir_options(i)
     _output_options(i)
     i.set_defaults(checks=["ir"], trials=1, seed=0, modes="forward", noise=0.01, rounds=60, calls=5,
@@ -115,7 +127,8 @@ def _request(args):
     return pipeline.Request(variants=tuple(args.variants), preset=args.preset, shape=args.shape, eps=args.eps,
                             dtype=args.dtype, checks=tuple(args.checks or pipeline.CHECKS), trials=args.trials,
                             seed=args.seed, timing=timing, target=args.target, stages=tuple(args.stages or ()),
-                            full=args.full)
+                            full=args.full, external=tuple(args.external or ()), repo=args.repo,
+                            family=args.family)
 
 
 def cmd_compare(args, registry, backend) -> int:
@@ -123,7 +136,6 @@ def cmd_compare(args, registry, backend) -> int:
     from compare.progress import reporter
     from compare.render import files, json_report, terminal
     request = _request(args)
-    pipeline.resolve(request, registry)  # bad input fails before any work
     if args.out and args.out.exists() and not args.out.is_dir():
         raise pipeline.UsageError(f"--out {args.out} exists and is not a folder")
     if args.fail_if_slower is not None and args.fail_if_slower < 0:
@@ -131,8 +143,10 @@ def cmd_compare(args, registry, backend) -> int:
     for flag, path in (("--json", args.json), ("--markdown", args.markdown)):
         if path and not path.parent.exists():
             raise pipeline.UsageError(f"{flag} {path}: folder {path.parent} does not exist")
-    with reporter(pipeline.count_steps(request, registry, backend), not args.quiet) as step:
-        report = pipeline.run(request, registry, backend, step)
+    with pipeline.loaded(request, registry) as (request, registry, failed):  # --variant kernels, removed at exit
+        pipeline.resolve(request, registry)  # bad input fails before any work
+        with reporter(pipeline.count_steps(request, registry, backend), not args.quiet) as step:
+            report = pipeline.run(request, registry, backend, step, failed=failed)
     terminal.render(report)
     if args.json:
         args.json.write_text(json_report.render(report))
@@ -172,7 +186,7 @@ def cmd_report(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from compare.backend import BackendError, configure
-    from compare.pipeline import UsageError
+    from compare.pipeline import NothingToCompare, UsageError
     try:
         if args.command == "report":
             return cmd_report(args)
@@ -184,6 +198,12 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_compare(args, reg, backend)
     except (UsageError, BackendError) as exc:
         return _fail(str(exc))
+    except NothingToCompare as exc:
+        print(f"kernel-ab: nothing to compare: {exc}", file=sys.stderr)
+        return 1
+    except NothingToCompare as exc:
+        print(f"kernel-ab: nothing to compare: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

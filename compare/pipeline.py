@@ -1,9 +1,10 @@
 """From a comparison request to a Report: resolve names, run the asked-for checks, collect provenance."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
-from typing import Callable
+from typing import Callable, Iterator
 
 from compare import numerics
 from compare.backend import Backend
@@ -17,6 +18,10 @@ CHECKS = ("numerics", "timing", "ir")
 
 class UsageError(ValueError):
     """Bad input from the user: the message is one line saying what was wrong and what would be right."""
+
+
+class NothingToCompare(RuntimeError):
+    """Every variant asked for failed to load; the message says which and why, one line each."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,6 +39,9 @@ class Request:
     target: str = "sm_90"          # ir: the target of offline compiles (no GPU)
     stages: tuple[str, ...] = ()   # ir: stages to summarize and diff (empty: all)
     full: bool = False             # ir: keep whole normalized listings and uncut diffs
+    external: tuple[str, ...] = ()   # --variant specs: NAME=PATH::FUNCTION or NAME=git:REV:PATH::FUNCTION
+    repo: str = "."                  # the git repository of git: specs
+    family: str = "group_norm"       # the family loaded kernels join
 
 
 def resolve(request: Request, registry: Registry):
@@ -108,12 +116,59 @@ def _ir(request: Request, chosen, preset, backend: Backend, step) -> tuple:
                       request.stages or ir.STAGES, request.full, step=step), ()
     except RuntimeError as exc:
         return None, (f"ir: {exc}",)
+@contextlib.contextmanager
+def loaded(request: Request, registry: Registry) -> Iterator[tuple[Request, Registry, tuple[VariantInfo, ...]]]:
+    """Load the request's --variant kernels for the length of the block (variants.external).
+
+    Yields the request naming them after its own names, the registry holding them, and a failed
+    VariantInfo for each kernel file that did not import. What was materialized is removed at exit,
+    also on error. Bad input is a UsageError; NothingToCompare when every variant asked for failed."""
+    if request.family not in registry.families:
+        raise UsageError(f"--family: unknown family {request.family!r}; known families: {', '.join(registry.families)}")
+    if not request.external:
+        yield request, registry, ()
+        return
+    from variants.external import BadSpec, ExternalKernels, add_to
+    with ExternalKernels(request.repo) as kernels:
+        try:
+            registry, names, failed = add_to(registry, kernels, request.external, request.family)
+        except (BadSpec, ValueError) as exc:
+            raise UsageError(str(exc)) from None
+        infos = tuple(VariantInfo(f.name, f.family, "triton", f"{f.where.rpartition('::')[2]}, loaded with --variant",
+                                  f.origin, status="failed", error=f.error) for f in failed)
+        if not set(request.variants) - {f.name for f in failed} and not names:
+            raise _nothing_left(infos)
+        # a --variant name may also be among the names, to set its place (e.g. make it the baseline)
+        lost = {f.name for f in failed}
+        ordered = tuple(n for n in request.variants if n not in lost)
+        ordered += tuple(n for n in names if n not in ordered)
+        yield dataclasses.replace(request, variants=ordered, external=()), registry, infos
+
+
+def _nothing_left(failed: tuple[VariantInfo, ...]) -> NothingToCompare:
+    return NothingToCompare("; ".join(f"{i.name} could not be loaded: {i.error.splitlines()[0]}" for i in failed))
+
+
+def _compiled(family, chosen: list, shape, dtype, backend: Backend, failed: tuple[VariantInfo, ...]):
+    """On compiled Triton, move the variants whose kernels do not compile from `chosen` to `failed`."""
+    if backend.interpreted:  # the interpreter compiles nothing; its errors are the numerics'
+        return chosen, failed
+    from variants.external import compile_failures
+    broken = compile_failures(family, chosen, shape, dtype, backend.device)
+    failed += tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, status="failed", error=broken[v.name])
+                    for v in chosen if v.name in broken)
+    chosen = [v for v in chosen if v.name not in broken]
+    if not chosen:
+        raise _nothing_left(failed)
+    return chosen, failed
 
 
 def run(request: Request, registry: Registry, backend: Backend,
-        step: Callable[[str], None] = lambda _: None) -> Report:
+        step: Callable[[str], None] = lambda _: None, failed: tuple[VariantInfo, ...] = ()) -> Report:
+    """The report for `request`; `failed` (from `loaded`) lists variants that could not be loaded."""
     family, chosen, preset, dtype = resolve(request, registry)
-    infos = tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin) for v in chosen)
+    chosen, failed = _compiled(family, chosen, preset.shapes[0], dtype, backend, tuple(failed))
+    infos = tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin) for v in chosen) + tuple(failed)
     numerics_section = None
     if "numerics" in request.checks:
         seeds = range(request.seed, request.seed + request.trials)

@@ -68,6 +68,7 @@ class Family:
     bench_call: Callable[..., Callable[[], None]]
     triton_variant: Callable[..., Variant]
     variants: Callable[[], list]
+    forward_params: tuple[str, ...] = ()   # parameter names, in order, that the launcher passes a Triton kernel
 
     def __post_init__(self):
         if self.default_preset not in self.presets:

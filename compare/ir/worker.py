@@ -35,10 +35,14 @@ def _tool(name: str) -> str:
 
 def load_kernel(spec: dict):
     """The @triton.jit function named in `spec`, imported again in this (compiling) process."""
-    for root in [spec["root"], *spec.get("import_roots", ())]:
-        if root and root not in sys.path:
-            sys.path.insert(0, root)
+    if spec["root"] not in sys.path:
+        sys.path.insert(0, spec["root"])
     module_name = spec.get("module") or ""
+    if spec.get("import_roots") and module_name:
+        # a kernel loaded with --variant: import it as its own revision's package, isolated from any other
+        # revision of the same package compiled in this process (as variants.external loaded it)
+        from variants.external import import_isolated
+        return getattr(import_isolated(module_name, tuple(Path(r) for r in spec["import_roots"])), spec["function"])
     module = None
     if module_name and not module_name.startswith("__"):
         try:

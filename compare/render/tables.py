@@ -179,7 +179,7 @@ def build(report: Report) -> tuple[Summary, list[Section]]:
     sections: list[Section] = []
     failed = [v for v in report.variants if v.status != "ok"]
     for v in failed:
-        summary.append(("fail", f"variant {v.name} could not be loaded: {v.error}"))
+        summary.append(("fail", f"variant {v.name} could not be loaded: {' / '.join(v.error.splitlines())}"))
     if report.numerics is not None:
         summary.extend(numerics_summary(report.numerics, report.baseline))
         tables = [t for case in report.numerics.cases for t in _numerics_tables(case)]

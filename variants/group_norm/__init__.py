@@ -191,6 +191,18 @@ def bytes_moved(shape: Shape, dtype: torch.dtype, mode: str) -> int:
     raise ValueError(f"unknown mode {mode!r}; known modes: forward, backward, full")
 
 
+# The spec's forward signature: what `launch_forward` passes, in this order (BLOCK_SIZE by name).
+FORWARD_PARAMS = (
+    "Y_ptr", "Y_row_stride", "Y_col_stride",
+    "X_ptr", "X_row_stride", "X_col_stride",
+    "Mean_ptr", "Mean_row_stride", "Mean_col_stride",
+    "RSTD_ptr", "RSTD_row_stride", "RSTD_col_stride",
+    "W_ptr", "B_ptr",
+    "hidden_size", "channels_per_group", "eps",
+    "BLOCK_SIZE",
+)
+
+
 def launch_forward(kernel, inputs: Inputs, outputs: dict[str, torch.Tensor], shape: Shape) -> None:
     """The shared launcher: one program per (batch, group) over the (batch, groups, hidden) view."""
     n, g, h = shape.batch, shape.num_groups, shape.hidden_size
@@ -288,4 +300,5 @@ FAMILY = Family(
     bench_call=bench_call,
     triton_variant=triton_variant,
     variants=variants,
+    forward_params=FORWARD_PARAMS,
 )

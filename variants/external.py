@@ -1,0 +1,405 @@
+"""Bring your own kernel: a `@triton.jit` function loaded from a file, or from a file at a git revision.
+
+A spec names the variant and where its kernel is:
+
+    NAME=PATH::FUNCTION               the file as it is now (the working tree)
+    NAME=git:REV:PATH::FUNCTION       the file at revision REV of the repository (PATH from its top level)
+
+A revision's tree is materialized with `git archive` into a temporary folder, so the kernel's own
+package (`from mypkg.ops.utils import helper`) imports from that revision. Each load imports in
+isolation: the tree's top-level names are taken out of `sys.modules` for the import and the previous
+entries put back after it, so two revisions of one package load side by side in one process; the
+kernel's function keeps its own module (and, through its globals, its own helpers) alive.
+
+`ExternalKernels` is a context manager around the whole run: the temporary trees stay while kernels
+may be run or re-imported from their files (`Variant.import_roots`), and are removed at exit, also
+on error. Bad input raises `BadSpec` (one line); a kernel file that fails to import gives a
+`FailedLoad` carrying the first lines of its error, so the run can go on with the others.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import linecache
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import traceback
+from pathlib import Path
+
+from variants import _NAME, Family, Registry, UnknownName, Variant  # _NAME: what a variant name may be
+
+FORMS = "NAME=PATH::FUNCTION or NAME=git:REV:PATH::FUNCTION"
+ERROR_LINES = 3          # lines of an import error kept in the report
+# never hidden from sys.modules while a kernel imports, whatever the kernel's tree holds
+_NEVER_HIDE = frozenset({"triton", "torch", "numpy", "variants.external"})
+
+
+class BadSpec(ValueError):
+    """A --variant spec that cannot be honoured (bad form, missing file, revision or function, not a
+    Triton kernel, parameters that do not match the family's launcher); the message is one line."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    name: str
+    path: str
+    function: str
+    rev: str | None = None     # None: the file as it is now
+    text: str = ""
+
+    @property
+    def where(self) -> str:
+        return f"git:{self.rev}:{self.path}::{self.function}" if self.rev is not None else f"{self.path}::{self.function}"
+
+
+@dataclasses.dataclass(frozen=True)
+class FailedLoad:
+    """A kernel that could not be loaded: its name, where it was to come from, and the first lines of the error."""
+
+    name: str
+    family: str
+    where: str      # the spec, less the name
+    origin: str
+    error: str
+
+
+def parse(text: str) -> Spec:
+    """A Spec from 'NAME=PATH::FUNCTION' or 'NAME=git:REV:PATH::FUNCTION' (BadSpec if malformed)."""
+    name, eq, rest = text.partition("=")
+    name = name.strip()
+    if not eq or not name:
+        raise BadSpec(f"--variant {text!r}: expected {FORMS}")
+    if not _NAME.match(name):
+        raise BadSpec(f"--variant {text!r}: variant name {name!r} must be an identifier (letters, digits, _ . -)")
+    where, sep, function = rest.rpartition("::")
+    if not sep or not where or not function.isidentifier():
+        raise BadSpec(f"--variant {text!r}: expected {FORMS} (FUNCTION a Python name after '::')")
+    rev = None
+    if where.startswith("git:"):
+        rev, colon, where = where[len("git:"):].partition(":")
+        if not colon or not rev or not where:
+            raise BadSpec(f"--variant {text!r}: a git spec is git:REV:PATH::FUNCTION, e.g. git:HEAD~1:pkg/kernel.py::fwd")
+    return Spec(name, where, function, rev, text)
+
+
+def _git(repo: Path, *args: str, binary: bool = False) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=not binary, check=False)
+    except FileNotFoundError:
+        raise BadSpec("git specs need the `git` program, which is not on PATH") from None
+
+
+def _package_root(file: Path, stop: Path | None = None) -> tuple[Path, str]:
+    """The folder to put on sys.path and the dotted module name of `file`: walk up while folders are packages."""
+    root, parts = file.parent, ([] if file.stem == "__init__" else [file.stem])
+    while (root / "__init__.py").is_file() and root != stop and root.parent != root:
+        parts.insert(0, root.name)
+        root = root.parent
+    return root, ".".join(parts)
+
+
+def _top_names(folder: Path) -> set[str]:
+    """Top-level module names a folder on sys.path provides (never the standard library's: a tree
+    that shadows one does not get it hidden, so stdlib modules are never imported twice)."""
+    names = set()
+    try:
+        for entry in folder.iterdir():
+            if entry.is_dir() and entry.name.isidentifier():
+                names.add(entry.name)
+            elif entry.suffix == ".py" and entry.stem.isidentifier():
+                names.add(entry.stem)
+    except OSError:
+        pass
+    return names - set(getattr(sys, "stdlib_module_names", ())) - set(sys.builtin_module_names)
+
+
+def _is_triton_kernel(obj) -> bool:
+    from triton.runtime.jit import JITFunction
+    kinds: tuple[type, ...] = (JITFunction,)
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+        kinds += (InterpretedFunction,)
+    except ImportError:  # pragma: no cover - a Triton without the interpreter
+        pass
+    return isinstance(obj, kinds)
+
+
+def check_params(kernel, family: Family, where: str) -> None:
+    """BadSpec naming the differing parameters unless `kernel` takes what the family's launcher passes
+    (extra parameters after those are allowed when they have defaults)."""
+    expected = family.forward_params
+    if not expected:
+        raise BadSpec(f"{where}: family {family.name} does not say what parameters its launcher passes; "
+                      "it cannot take loaded kernels")
+    params = list(inspect.signature(kernel.fn).parameters.values())
+    got = [p.name for p in params]
+    head = got[:len(expected)]
+    extra_required = [p.name for p in params[len(expected):] if p.default is inspect.Parameter.empty]
+    if head == list(expected) and not extra_required:
+        return
+    missing = [n for n in expected if n not in got]
+    unexpected = [n for n in got if n not in expected and n in extra_required + head]
+    parts = []
+    if missing:
+        parts.append(f"missing {', '.join(missing)}")
+    if unexpected:
+        parts.append(f"unexpected {', '.join(unexpected)}")
+    if not parts:
+        first = next(i for i, (a, b) in enumerate(zip(head, expected)) if a != b)
+        parts.append(f"parameter {first + 1} is {head[first]}, the launcher passes {expected[first]} there")
+    raise BadSpec(f"{where}: parameters do not match {family.name}'s launcher: {'; '.join(parts)}")
+
+
+def _error_lines(exc: BaseException, roots, replace: dict[str, str]) -> str:
+    """The first lines of an import error, with the place in the kernel's tree it was raised and the
+    temporary folders' paths replaced by what they stand for."""
+    if isinstance(exc, SyntaxError):  # the message first, then where
+        lines = [f"{type(exc).__name__}: {exc.msg}", f"{exc.filename}:{exc.lineno}: {(exc.text or '').strip()}"]
+    else:
+        text = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()
+        lines = [ln for ln in text if ln.strip()][:ERROR_LINES]
+    where = ""
+    frames = traceback.extract_tb(exc.__traceback__)
+    for frame in reversed(frames):
+        if any(frame.filename.startswith(str(root) + os.sep) for root in roots):
+            where = f" (at {frame.filename}:{frame.lineno})"
+            break
+    out = "\n".join(lines) + where
+    for prefix, label in sorted(replace.items(), key=lambda kv: -len(kv[0])):
+        out = out.replace(prefix, label)
+    return out
+
+
+def _working_tree_note(file: Path) -> str:
+    """' (working tree of abc1234)', with ', modified' when the file differs from that commit; '' outside git."""
+    try:
+        head = subprocess.run(["git", "-C", str(file.parent), "rev-parse", "--short=7", "HEAD"],
+                              capture_output=True, text=True, check=False)
+        if head.returncode:
+            return ""
+        status = subprocess.run(["git", "-C", str(file.parent), "status", "--porcelain", "--", file.name],
+                                capture_output=True, text=True, check=False)
+    except OSError:
+        return ""
+    modified = ", modified" if status.returncode or status.stdout.strip() else ""
+    return f" (working tree of {head.stdout.strip()}{modified})"
+
+
+class ExternalKernels:
+    """Loads --variant kernels for the length of a `with` block; removes what it materialized at exit.
+
+    `load(spec_text, family)` returns a Variant of `family` or a FailedLoad; bad input raises BadSpec."""
+
+    def __init__(self, repo: str | os.PathLike = "."):
+        self.repo = Path(repo)
+        self._tmp: Path | None = None
+        self._trees: dict[str, Path] = {}      # commit -> materialized tree
+        self._modules: list = []               # loaded modules, kept alive for the run
+        self._toplevel: Path | None = None
+
+    def __enter__(self) -> "ExternalKernels":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._modules.clear()
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+        self._trees.clear()
+        linecache.checkcache()   # forget the source lines of files that are gone
+
+    # ------------------------------------------------------------ git
+    def _repo_top(self) -> Path:
+        if self._toplevel is None:
+            if not self.repo.is_dir():
+                raise BadSpec(f"--repo {self.repo}: no such folder")
+            r = _git(self.repo, "rev-parse", "--show-toplevel")
+            if r.returncode:
+                raise BadSpec(f"--repo {self.repo}: not a git repository")
+            self._toplevel = Path(r.stdout.strip())
+        return self._toplevel
+
+    def _commit(self, rev: str) -> str:
+        top = self._repo_top()
+        if rev.startswith("-"):
+            raise BadSpec(f"revision {rev!r} not found in {top}")
+        r = _git(top, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+        if r.returncode:
+            raise BadSpec(f"revision {rev!r} not found in {top}")
+        return r.stdout.strip()
+
+    def _materialize(self, commit: str) -> Path:
+        if commit in self._trees:
+            return self._trees[commit]
+        if self._tmp is None:
+            self._tmp = Path(tempfile.mkdtemp(prefix="kernel-ab-byok-"))
+        dest = self._tmp / commit[:12]
+        dest.mkdir()
+        with tempfile.TemporaryFile() as err:  # stream the archive: a large tree is never held in memory
+            proc = subprocess.Popen(["git", "-C", str(self._repo_top()), "archive", "--format=tar", commit],
+                                    stdout=subprocess.PIPE, stderr=err)
+            try:
+                with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
+                    if hasattr(tarfile, "data_filter"):
+                        tar.extractall(dest, filter="data")
+                    else:  # pragma: no cover - Pythons without extraction filters
+                        tar.extractall(dest)
+            finally:
+                proc.stdout.close()
+                code = proc.wait()
+            if code:
+                err.seek(0)
+                raise BadSpec(f"git archive of {commit[:12]} failed: {err.read().decode(errors='replace').strip()[:200]}")
+        self._trees[commit] = dest
+        return dest
+
+    # ------------------------------------------------------------ loading
+    def load(self, spec: Spec | str, family: Family) -> Variant | FailedLoad:
+        if isinstance(spec, str):
+            spec = parse(spec)
+        if spec.rev is None:
+            file = Path(spec.path)
+            if not file.is_file():
+                raise BadSpec(f"--variant {spec.name}: no such file {spec.path}")
+            file = file.resolve()
+            root, module_name = _package_root(file)
+            roots = (root,)
+            origin = spec.where + _working_tree_note(file)
+            labels = {}
+        else:
+            commit = self._commit(spec.rev)
+            short = commit[:7]
+            rel = Path(spec.path)
+            if rel.is_absolute() or ".." in rel.parts:
+                raise BadSpec(f"--variant {spec.name}: PATH {spec.path} must be relative to the repository's top level")
+            if _git(self._repo_top(), "cat-file", "-e", f"{commit}:{rel.as_posix()}").returncode:
+                raise BadSpec(f"--variant {spec.name}: {spec.path} does not exist at {spec.rev} ({short})")
+            tree = self._materialize(commit)
+            file = tree / rel
+            if not file.is_file():
+                raise BadSpec(f"--variant {spec.name}: {spec.path} at {spec.rev} ({short}) is not a file")
+            root, module_name = _package_root(file, stop=tree)
+            roots = tuple(dict.fromkeys((root, tree)))
+            origin = f"git:{spec.rev} ({short}) {spec.path}::{spec.function}"
+            labels = {str(tree) + os.sep: f"git:{spec.rev}:"}
+        try:
+            module = import_isolated(module_name, roots)
+        except (Exception, SystemExit) as exc:  # a kernel file that does not import is reported, the others still run
+            return FailedLoad(spec.name, family.name, spec.where, origin,
+                              f"import of {spec.path} failed: {_error_lines(exc, roots, labels)}")
+        self._modules.append(module)
+        if not hasattr(module, spec.function):
+            kernels = sorted(n for n, v in vars(module).items()
+                             if _is_triton_kernel(v) and getattr(v.fn, "__module__", None) == module.__name__)
+            hint = f"; Triton kernels it defines: {', '.join(kernels)}" if kernels else "; it defines no Triton kernel"
+            raise BadSpec(f"--variant {spec.name}: {spec.path} has no function {spec.function}{hint}")
+        kernel = getattr(module, spec.function)
+        if not _is_triton_kernel(kernel):
+            raise BadSpec(f"--variant {spec.name}: {spec.path}::{spec.function} is not a @triton.jit kernel "
+                          f"(it is {type(kernel).__name__})")
+        check_params(kernel, family, f"--variant {spec.name}")
+        variant = family.triton_variant(spec.name, kernel, f"{spec.function}, loaded with --variant", origin)
+        return dataclasses.replace(variant, import_roots=tuple(str(r) for r in roots))
+
+def import_isolated(module_name: str, roots) -> object:
+    """Import `module_name` with `roots` first on sys.path and none of the modules their trees
+    provide visible from earlier imports; put sys.path and sys.modules back afterwards."""
+    provided = set().union(*(_top_names(r) for r in roots)) | {module_name.split(".")[0]}
+    provided -= set(getattr(sys, "stdlib_module_names", ()))
+    provided -= _NEVER_HIDE
+
+    def ours(key: str) -> bool:
+        return key.split(".")[0] in provided and key not in _NEVER_HIDE
+
+    hidden = {k: sys.modules.pop(k) for k in list(sys.modules) if ours(k)}
+    saved_path = list(sys.path)
+    sys.path[:0] = [str(r) for r in roots]
+    importlib.invalidate_caches()
+    try:
+        return importlib.import_module(module_name)
+    finally:
+        for key in [k for k in sys.modules if ours(k)]:
+            del sys.modules[key]
+        sys.modules.update(hidden)
+        sys.path[:] = saved_path
+
+
+def add_to(registry: Registry, kernels: ExternalKernels, texts, family_name: str):
+    """(registry with the loaded kernels, their names in order, failed loads) for the spec texts.
+
+    BadSpec for bad input, including a name already taken or given twice; every spec is parsed
+    before any is loaded."""
+    try:
+        family = registry.family(family_name)
+    except UnknownName as exc:
+        raise BadSpec(f"--family: {exc}") from None
+    specs = [parse(text) for text in texts]
+    seen: set[str] = set()
+    for spec in specs:
+        if spec.name in registry.variants or spec.name in seen:
+            raise BadSpec(f"--variant {spec.name}: the name is already taken; pick another")
+        seen.add(spec.name)
+    names, failed = [], []
+    for spec in specs:
+        result = kernels.load(spec, family)
+        if isinstance(result, FailedLoad):
+            failed.append(result)
+        else:
+            registry = registry.with_variant(result)
+            names.append(result.name)
+    return registry, tuple(names), tuple(failed)
+
+
+def _compile_error_lines(exc: BaseException) -> str:
+    """The first lines of a Triton compilation error: what went wrong, and the kernel line it is at."""
+    message = getattr(exc, "error_message", None) or (repr(exc.__cause__) if exc.__cause__ else "")
+    if not message:
+        message = next((ln for ln in reversed(str(exc).splitlines()) if ln.strip()), "")
+    lines = [f"{type(exc).__name__}: {message}"[:300]]
+    node, src = getattr(exc, "node", None), getattr(exc, "src", None)
+    lineno = getattr(node, "lineno", None)
+    if isinstance(src, str) and isinstance(lineno, int) and 0 < lineno <= len(src.splitlines()):
+        lines.append(f"at line {lineno} of the kernel: {src.splitlines()[lineno - 1].strip()}"[:300])
+    return "\n".join(lines)
+
+
+class _CompileOnly:
+    """Stands in for a kernel in the family's launcher: `kernel[grid](...)` compiles (Triton's
+    `warmup`) and launches nothing."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.kernel.warmup(*args, grid=grid, **kwargs)
+
+
+def compile_failures(family: Family, variants, shape, dtype, device: str) -> dict[str, str]:
+    """{variant name: first lines of the error} for Triton variants that do not compile for `shape`:
+    each kernel is compiled through the family's launcher with the real arguments, not launched.
+    For compiled Triton (the interpreter compiles nothing). Other errors are left to the numerics."""
+    try:
+        from triton.compiler.errors import CompilationError
+    except ImportError:  # pragma: no cover - a Triton without it
+        return {}
+    failures = {}
+    for v in variants:
+        if v.kind != "triton" or not hasattr(v.kernel, "warmup"):
+            continue
+        inputs = family.make_inputs(shape, dtype, device, 0)
+        outputs = family.alloc_outputs(shape, dtype, device)
+        try:
+            family.triton_variant(v.name, _CompileOnly(v.kernel), v.why, v.origin).run(inputs, outputs, shape)
+        except CompilationError as exc:
+            failures[v.name] = f"does not compile: {_compile_error_lines(exc)}"
+        except Exception:  # noqa: BLE001 - anything else is the numerics' to report
+            pass
+    return failures
