@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import re
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Optional
 
 KINDS = ("triton", "torch", "inductor")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
@@ -67,6 +67,11 @@ class Family:
     bytes_moved: Callable[..., int]
     triton_variant: Callable[..., Variant]
     variants: Callable[[], list]
+    # the backward pass, for families that have one (None: forward only)
+    reference_backward: Optional[Callable[..., dict]] = None
+    alloc_grads: Optional[Callable[..., dict]] = None
+    run_backward: Optional[Callable[..., None]] = None
+    backward_unsupported: Optional[Callable[..., Optional[str]]] = None
 
     def __post_init__(self):
         if self.default_preset not in self.presets:
