@@ -1,7 +1,8 @@
 """kernel-ab: put variants of a Triton kernel side by side (numerics, timing, compiled code).
 
     python main.py list
-    python main.py compare [A B ...] [--preset NAME] [--dtype float32] [--check numerics] [--json PATH]
+    python main.py compare [A B ...] [--preset NAME] [--dtype float32[,float16|all]] [--inputs KIND[,KIND]|all]
+                           [--check numerics] [--check backward] [--json PATH]
 """
 from __future__ import annotations
 
@@ -25,8 +26,12 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--preset", help="shape preset (default: the family's default)")
     c.add_argument("--shape", help="one shape instead of a preset: BATCH,CHANNELS,GROUPS,SPATIAL (e.g. 16,320,32,64x64)")
     c.add_argument("--eps", type=float, default=1e-6, help="eps for --shape (default 1e-6)")
-    c.add_argument("--dtype", default="float32", help="float32, float16 or bfloat16 (default float32)")
-    c.add_argument("--check", action="append", dest="checks", help="run only this check (repeatable): numerics")
+    c.add_argument("--dtype", default="float32",
+                   help="float32, float16, bfloat16, a comma list of them, or all (default float32)")
+    c.add_argument("--inputs", help="input kinds, comma list or all: normal, large_mean, all_equal, huge, tiny, "
+                                    "nonfinite (default: all, the non-normal ones on the first shape, 1 trial)")
+    c.add_argument("--check", action="append", dest="checks",
+                   help="run only this check (repeatable): numerics (forward), backward (default: both)")
     c.add_argument("--trials", type=int, default=3, help="fresh-input trials per shape (default 3)")
     c.add_argument("--seed", type=int, default=0, help="first seed of the trials (default 0)")
     c.add_argument("--json", type=Path, help="also write the report as JSON here")
@@ -58,7 +63,8 @@ def cmd_compare(args, registry, backend) -> int:
     from compare.progress import reporter
     from compare.render import json_report, terminal
     request = pipeline.Request(variants=tuple(args.variants), preset=args.preset, shape=args.shape, eps=args.eps, dtype=args.dtype,
-                               checks=tuple(args.checks or pipeline.CHECKS), trials=args.trials, seed=args.seed)
+                               checks=tuple(args.checks or pipeline.CHECKS), trials=args.trials, seed=args.seed,
+                               inputs=args.inputs)
     pipeline.resolve(request, registry)  # bad input fails before any work
     if args.json and not args.json.parent.exists():
         raise pipeline.UsageError(f"--json {args.json}: folder {args.json.parent} does not exist")

@@ -19,6 +19,8 @@ def cli(*args, timeout=300):
     (["compare", "--preset", "huge"], "unknown preset 'huge'"),
     (["compare", "--dtype", "float8"], "unknown dtype 'float8'; known dtypes: float32, float16, bfloat16"),
     (["compare", "--check", "vibes"], "unknown check 'vibes'"),
+    (["compare", "--inputs", "normal,spiky"], "unknown input kind 'spiky'; known input kinds: normal, large_mean"),
+    (["compare", "--dtype", "float32,float8"], "unknown dtype 'float8'"),
     (["compare", "--shape", "2,30,4,16"], "channels (30) must be divisible by num_groups (4)"),
     (["compare", "--shape", "2,30"], "is not BATCH,CHANNELS,GROUPS,SPATIAL"),
     (["compare", "--shape", "2,8,2,16", "--preset", "seed"], "not both"),
@@ -45,9 +47,13 @@ def test_list_names_every_variant_and_preset():
 
 def test_compare_writes_terminal_and_json(tmp_path):
     out = tmp_path / "r.json"
-    r = cli("compare", "explicit_offset", "flat", "--shape", "2,8,2,4x4", "--trials", "1", "--json", str(out))
+    r = cli("compare", "explicit_offset", "flat", "--shape", "2,8,2,4x4", "--trials", "1", "--json", str(out),
+            "--inputs", "normal", "--check", "numerics")
     assert r.returncode == 0, r.stderr
     assert "numerics: flat within tolerance" in r.stdout
     data = json.loads(out.read_text())
     assert data["baseline"] == "explicit_offset"
-    assert [v["variant"] for v in data["numerics"]["cases"][0]["variants"]] == ["explicit_offset", "flat"]
+    # torch joins, unnamed, as the accuracy reference point
+    assert [v["variant"] for v in data["numerics"]["cases"][0]["variants"]] == ["explicit_offset", "flat", "torch"]
+    assert data["numerics"]["added_reference"] == "torch"
+    assert [c["direction"] for c in data["numerics"]["cases"]] == ["forward"]
