@@ -95,7 +95,8 @@ def run(request: Request, registry: Registry, backend: Backend,
     directions = [d for c, d in (("numerics", "forward"), ("backward", "backward")) if c in request.checks]
     if directions:
         numerics_section = run_numerics(request, family, chosen, preset, backend, registry, directions, step)
-    return Report(family=family.name, preset=preset.name, dtype=request.dtype, baseline=chosen[0].name,
+    dtype_names = ",".join(str(d).removeprefix("torch.") for d in resolve_matrix(request)[0])
+    return Report(family=family.name, preset=preset.name, dtype=dtype_names, baseline=chosen[0].name,
                   variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
                   numerics=numerics_section)
 

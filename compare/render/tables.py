@@ -147,7 +147,7 @@ def numerics_summary(section: NumericsSection, baseline: str) -> list[tuple[str,
             lines.append(("warn", f"numerics: {label} not run in {len(not_run)} cases: {not_run[0][1].reasons[0]}"))
     lines.extend(_reference_callouts(section))
     for other in names:
-        if other == baseline:
+        if other in (baseline, section.added_reference):
             continue
         pairs = [p for c in section.cases for p in c.pairs
                  if {p.a, p.b} == {baseline, other}]
