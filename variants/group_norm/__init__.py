@@ -1,5 +1,6 @@
-"""The group-norm family (shared/specs/group_norm.md): shapes, presets, inputs, reference,
-bytes moved, the shared launcher, and the registered variants.
+"""The group-norm family (shared/specs/group_norm.md): shapes, presets, input kinds, reference,
+bytes moved, the shared launcher, the backward pass (float64 autograd reference, and the runner that
+puts each variant's forward in front of the shared backward kernel), and the registered variants.
 
 Every Triton variant has the spec's forward signature, so `launch_forward` runs any of them,
 including kernels loaded from elsewhere that follow it.
