@@ -8,7 +8,8 @@ that is why compare/numerics.py marks bfloat16 as not trustworthy on the interpr
 same tests assert round-to-nearest-even for both dtypes, which is the evidence that the bfloat16
 numbers reported there can be trusted.
 """
-import pytest
+import warnings
+
 import torch
 
 from compare import numerics
@@ -65,3 +66,46 @@ def test_untrusted_dtype_is_marked_not_measured():
         assert case.pairs == () and case.verdicts == ()
     else:
         assert by["explicit_offset"].status == "pass"
+
+
+def _store_as(dtype, values):
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def cast_store(X, Y, n, TO: tl.constexpr, BLOCK: tl.constexpr):
+        o = tl.arange(0, BLOCK)
+        tl.store(Y + o, tl.load(X + o, mask=o < n).to(TO), mask=o < n)
+
+    src = torch.tensor(values, dtype=torch.float32, device=BACKEND.device)
+    dst = torch.empty(len(values), dtype=dtype, device=BACKEND.device)
+    to = {torch.float16: triton.language.float16, torch.bfloat16: triton.language.bfloat16}[dtype]
+    with warnings.catch_warnings():   # numpy's "overflow in cast" for 7e4 -> float16 inf, which is the point
+        warnings.simplefilter("ignore", RuntimeWarning)
+        cast_store[(1,)](src, dst, len(values), TO=to, BLOCK=triton.next_power_of_2(len(values)))
+    numerics.synchronize(BACKEND)
+    return src.cpu(), dst.cpu()
+
+
+# ties, values just past a tie, subnormals of each dtype, overflow, signed zero, NaN, Inf
+SPECIALS = [1.0 + 2 ** -11, 1.0 + 2 ** -11 + 2 ** -20, 1.0 + 2 ** -8, 1.0 + 2 ** -8 + 2 ** -10, 3e-6, 1e-7, -5.9e-8,
+            7e4, -1e5, -0.0, float("nan"), float("inf"), 1e-40, 3e38, 0.1, -2.7182817]
+
+
+def test_float16_store_of_special_values_is_exact():
+    src, dst = _store_as(torch.float16, SPECIALS)
+    expected = src.to(torch.float16)
+    assert torch.equal(dst.view(torch.int16)[~torch.isnan(expected)], expected.view(torch.int16)[~torch.isnan(expected)])
+    assert torch.isnan(dst[torch.isnan(expected)]).all()
+
+
+def test_bfloat16_store_of_special_values():
+    src, dst = _store_as(torch.bfloat16, SPECIALS)
+    expected = src.to(torch.bfloat16)
+    finite = torch.isfinite(expected)
+    same = dst.view(torch.int16)[finite] == expected.view(torch.int16)[finite]
+    if BACKEND.interpreted:
+        assert not same.all()            # 1 + 2^-8 + 2^-10 rounds up to nearest, is truncated here
+        assert float(dst[3]) == 1.0 and float(expected[3]) == 1.0078125
+    else:
+        assert same.all()
