@@ -247,8 +247,9 @@ def _verdicts(results: list[VariantNumerics], pairs: list[PairBitwise], referenc
 
 def verdict(a: VariantNumerics, b: VariantNumerics, bitwise_equal: bool, dtype: torch.dtype,
             factor: float = VERDICT_FACTOR) -> PairVerdict:
-    """Is B at least as accurate as A (see PairVerdict)? `dtype` is the case's dtype, whose machine
-    epsilon (one unit in the last place at 1) is the floor under which error differences do not count."""
+    """Is B at least as accurate as A (see PairVerdict)? `dtype` is the case's dtype; differences
+    below its machine epsilon u (rel L2) or u/2 x max|ref| (max abs: the rounding of the output
+    alone) do not count."""
     if bitwise_equal:
         return PairVerdict(a.variant, b.variant, True, "bitwise equal")
     u = float(torch.finfo(dtype).eps)
@@ -264,7 +265,7 @@ def verdict(a: VariantNumerics, b: VariantNumerics, bitwise_equal: bool, dtype: 
             continue
         if eb.rel_l2 > factor * ea.rel_l2 + u:
             worse.append(f"{eb.output}: rel L2 {eb.rel_l2:.2e} against {ea.rel_l2:.2e}")
-        floor = u * max(ea.ref_max, eb.ref_max)
+        floor = u / 2 * max(ea.ref_max, eb.ref_max)    # half an ULP of the largest |reference|
         if eb.max_abs > factor * ea.max_abs + floor:
             worse.append(f"{eb.output}: max abs {eb.max_abs:.2e} against {ea.max_abs:.2e}")
     if worse:

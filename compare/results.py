@@ -68,8 +68,8 @@ class PairBitwise:
 class PairVerdict:
     """Is B at least as accurate as A in this case? Yes if every output is bitwise equal, or if no
     output of B has more non-finite-mismatched or unwritten elements than A's and each output's rel L2
-    and max abs error of B is within `factor` times A's (plus a floor of the case dtype's machine
-    epsilon, relative to the reference's magnitude)."""
+    and max abs error of B is within `factor` times A's, plus a floor: the case dtype's machine epsilon
+    u for rel L2, u/2 x max|reference| (half an ULP at the largest value) for max abs."""
 
     a: str
     b: str
