@@ -249,7 +249,7 @@ def verdict(a: VariantNumerics, b: VariantNumerics, bitwise_equal: bool, dtype: 
             factor: float = VERDICT_FACTOR) -> PairVerdict:
     """Is B at least as accurate as A (see PairVerdict)? `dtype` is the case's dtype; differences
     below its machine epsilon u (rel L2) or u/2 x max|ref| (max abs: the rounding of the output
-    alone) do not count."""
+    alone) do not count, nor does a max abs error of B that is within 1 ULP at every element."""
     if bitwise_equal:
         return PairVerdict(a.variant, b.variant, True, "bitwise equal")
     u = float(torch.finfo(dtype).eps)
@@ -266,7 +266,7 @@ def verdict(a: VariantNumerics, b: VariantNumerics, bitwise_equal: bool, dtype: 
         if eb.rel_l2 > factor * ea.rel_l2 + u:
             worse.append(f"{eb.output}: rel L2 {eb.rel_l2:.2e} against {ea.rel_l2:.2e}")
         floor = u / 2 * max(ea.ref_max, eb.ref_max)    # half an ULP of the largest |reference|
-        if eb.max_abs > factor * ea.max_abs + floor:
+        if eb.max_abs > factor * ea.max_abs + floor and eb.max_ulp > 1.0:   # within 1 ULP everywhere: no loss
             worse.append(f"{eb.output}: max abs {eb.max_abs:.2e} against {ea.max_abs:.2e}")
     if worse:
         return PairVerdict(a.variant, b.variant, False, "less accurate", tuple(worse))

@@ -69,7 +69,8 @@ class PairVerdict:
     """Is B at least as accurate as A in this case? Yes if every output is bitwise equal, or if no
     output of B has more non-finite-mismatched or unwritten elements than A's and each output's rel L2
     and max abs error of B is within `factor` times A's, plus a floor: the case dtype's machine epsilon
-    u for rel L2, u/2 x max|reference| (half an ULP at the largest value) for max abs."""
+    u for rel L2, u/2 x max|reference| (half an ULP at the largest value) for max abs; a B within
+    1 ULP of the reference at every element passes the max abs test."""
 
     a: str
     b: str

@@ -101,8 +101,8 @@ def test_one_pass_variance_failures_are_reported():
     assert {e.output: e for e in huge.variants[0].outputs}["y"].nonfinite_mismatch == SHAPE.numel
 
 
-def _v(name, rel, max_abs, mismatch=0):
-    e = OutputError("y", "float32", 10, max_abs, rel, 1.0, 0, 1e-6, 1e-5, 0, 0, mismatch, 0, 1.0)
+def _v(name, rel, max_abs, mismatch=0, max_ulp=10.0):
+    e = OutputError("y", "float32", 10, max_abs, rel, max_ulp, 0, 1e-6, 1e-5, 0, 0, mismatch, 0, 1.0)
     return VariantNumerics(name, "pass", (), (e,))
 
 
@@ -114,3 +114,6 @@ def test_verdict_rule():
     assert not numerics.verdict(_v("a", 1e-3, 1e-3), _v("b", 0, 0, mismatch=1), False, torch.float32).as_accurate
     # below the floor (machine epsilon of the dtype) differences do not count
     assert numerics.verdict(_v("a", 0, 0), _v("b", 1e-8, 1e-8), False, torch.float32).as_accurate
+    # a max abs loss within 1 ULP everywhere is no loss; the same loss at 1.5 ULP is
+    assert numerics.verdict(_v("a", 0, 0), _v("b", 0, 1e-6, max_ulp=1.0), False, torch.float32).as_accurate
+    assert not numerics.verdict(_v("a", 0, 0), _v("b", 0, 1e-6, max_ulp=1.5), False, torch.float32).as_accurate

@@ -64,7 +64,7 @@ BACKWARD_PAIRS_LEGEND = ("dW, dB: atomic adds land in whatever order programs fi
 def verdict_legend(factor: float) -> tuple[str, ...]:
     return (f"B at least as accurate as A: every output bitwise equal, or, for every output, B has no more "
             f"non-finite-mismatched or unwritten elements than A, and B's rel L2 <= {factor:g} x A's + u and "
-            f"B's max abs <= {factor:g} x A's + u/2 x max|ref| (u: machine epsilon of the case's dtype)",)
+            f"B's max abs <= {factor:g} x A's + u/2 x max|ref| or B's ULP <= 1 (u: machine epsilon of the case's dtype)",)
 
 
 def _label(name: str, case: NumericsCase, added: str) -> str:
