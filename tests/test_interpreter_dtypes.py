@@ -6,10 +6,11 @@ differs. Compiled Triton rounds float32 to float16/bfloat16 to nearest even. On 
 (triton 3.9, numpy underneath) float16 does too, bit for bit, but bfloat16 is truncated toward zero:
 that is why compare/numerics.py marks bfloat16 as not trustworthy on the interpreter. On a GPU the
 same tests assert round-to-nearest-even for both dtypes, which is the evidence that the bfloat16
-numbers reported there can be trusted.
+numbers reported there can be trusted (the cast-store tests; the whole-kernel ones are interpreter-only).
 """
 import warnings
 
+import pytest
 import torch
 
 from compare import numerics
@@ -23,7 +24,13 @@ SHAPE = Shape(2, 8, 2, (32,))
 
 
 def _y_low_and_y32(dtype):
-    """(y of the kernel on `dtype` inputs, y of the same kernel on the float32 upcast of them)."""
+    """(y of the kernel on `dtype` inputs, y of the same kernel on the float32 upcast of them).
+
+    Interpreter only: compiled kernels may pick another layout, and so another summation order,
+    for another input dtype, so on a GPU the float32 run is no bit-exact twin (the store tests
+    below carry the GPU evidence)."""
+    if not BACKEND.interpreted:
+        pytest.skip("compiled code may reduce in another order per dtype; see the cast-store tests")
     v = REG.get("pointer_mutation")
     low = FAMILY.make_inputs(SHAPE, dtype, BACKEND.device, 0)
     up = Inputs(low.x.float(), low.weight.float(), low.bias.float(), low.seed, low.kind)
