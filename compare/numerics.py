@@ -176,7 +176,8 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
         if v.needs_gpu and not backend.gpu:
             status[v.name] = VariantNumerics(v.name, "not_run", ("needs a GPU; this run has none",))
         elif untrusted and v.kind == "triton":
-            status[v.name] = VariantNumerics(v.name, "untrusted", (f"{dtype}: {untrusted}",))
+            status[v.name] = VariantNumerics(v.name, "untrusted",
+                                             (f"{str(dtype).removeprefix('torch.')}: {untrusted}",))
         elif runners[v.name][0]:
             status[v.name] = VariantNumerics(v.name, "not_run", (runners[v.name][0],))
     ref_fn = next((r[3] for r in runners.values() if r[3] is not None), None)
