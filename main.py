@@ -3,6 +3,7 @@
     python main.py list
     python main.py compare [A B ...] [--preset NAME | --shape N,C,G,S] [--dtype float32] [--check CHECK]
                            [--json PATH] [--out DIR] [--fail-on-numerics] [--fail-if-slower PCT]
+    python main.py compare [A B ...] [--dtype float32[,float16|all]] [--inputs KIND[,KIND]|all] [--check backward]
     python main.py compare [A ...] --variant NAME=git:REV:PATH::FUNCTION --variant NAME=PATH::FUNCTION [--repo DIR]
     python main.py ir [A B ...] [--stage ttir|ttgir|llir|ptx|sass] [--target sm_90] [--preset NAME | --shape ...] [--full]
     python main.py report FILE.json [--format terminal|markdown]
@@ -27,7 +28,8 @@ def _shape_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", help="shape preset (default: the family's default)")
     p.add_argument("--shape", help="one shape instead of a preset: BATCH,CHANNELS,GROUPS,SPATIAL (e.g. 16,320,32,64x64)")
     p.add_argument("--eps", type=float, default=1e-6, help="eps for --shape (default 1e-6)")
-    p.add_argument("--dtype", default="float32", help="float32, float16 or bfloat16 (default float32)")
+    p.add_argument("--dtype", default="float32",
+                   help="float32, float16, bfloat16, a comma list of them, or all (default float32)")
     p.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"),
                    help="where kernels run: auto (GPU if present), cuda, or cpu (Triton interpreter)")
 
@@ -76,8 +78,10 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("list", help="list the registered variants and presets")
     c = sub.add_parser("compare", help="compare variants (default: pointer_mutation against explicit_offset)")
     _shape_options(c)
+    c.add_argument("--inputs", help="input kinds, comma list or all: normal, large_mean, all_equal, huge, tiny, "
+                                    "nonfinite (default: all, the non-normal ones on the first shape, 1 trial)")
     c.add_argument("--check", action="append", dest="checks",
-                   help="run only this check (repeatable): numerics, timing, ir (default all)")
+                   help="run only this check (repeatable): numerics (forward), backward, timing, ir (default all)")
     c.add_argument("--trials", type=int, default=3, help="fresh-input trials per shape (default 3)")
     c.add_argument("--seed", type=int, default=0, help="first seed of the trials (default 0)")
     _variant_options(c)
@@ -128,7 +132,7 @@ def _request(args):
                             dtype=args.dtype, checks=tuple(args.checks or pipeline.CHECKS), trials=args.trials,
                             seed=args.seed, timing=timing, target=args.target, stages=tuple(args.stages or ()),
                             full=args.full, external=tuple(args.external or ()), repo=args.repo,
-                            family=args.family)
+                            family=args.family, inputs=getattr(args, "inputs", None))
 
 
 def cmd_compare(args, registry, backend) -> int:

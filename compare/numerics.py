@@ -1,18 +1,24 @@
-"""The numerics comparison: each variant against the float64 reference, and each pair bit by bit.
+"""The numerics comparison: each variant against the float64 reference, and each pair bit by bit,
+forward (y, mean, rstd) or backward (dx, dW, dB), with an accuracy verdict per pair.
 
 Every output buffer is filled with a NaN of a distinctive payload before the launch, so an element
 the kernel never wrote is told apart from a NaN it computed. Inputs are drawn fresh for every trial.
+Tolerances are those of the case's dtype (`TOLERANCES`) for every output, including the float32
+statistics and gradient accumulators, which carry the dtype's inputs. Dtypes that Triton's CPU
+interpreter is known not to run faithfully (`INTERPRETER_UNTRUSTED`) are not run there for Triton
+variants: they are reported as "untrusted" with the reason.
 """
 from __future__ import annotations
 
 import itertools
+import warnings
 from typing import Callable, Iterable, Optional
 
 import torch
 
 from compare.backend import Backend, synchronize
 from compare.errors import summarize
-from compare.results import NumericsCase, OutputError, PairBitwise, VariantNumerics
+from compare.results import NumericsCase, OutputError, PairBitwise, PairVerdict, VariantNumerics
 
 # assert_close's default tolerances (torch.testing), by dtype
 TOLERANCES = {
@@ -21,6 +27,16 @@ TOLERANCES = {
     torch.bfloat16: (1.6e-2, 1e-5),
     torch.float64: (1e-7, 1e-7),
 }
+# B is "at least as accurate as A" if its errors are within this factor of A's (PairVerdict)
+VERDICT_FACTOR = 2.0
+
+# Dtypes Triton's CPU interpreter does not compute faithfully (found with triton 3.9, pinned by
+# tests/test_interpreter_dtypes.py): dtype name -> reason shown instead of numbers.
+INTERPRETER_UNTRUSTED = {
+    "bfloat16": "not trustworthy on the interpreter: it rounds float32 to bfloat16 by truncation (toward zero) "
+                "instead of to nearest even as compiled Triton does, and mis-rounds subnormals",
+}
+
 # (integer view dtype, poison bit pattern: a quiet NaN with a payload no arithmetic produces)
 _POISON = {
     torch.float32: (torch.int32, 0x7FC0DEAD),
@@ -51,9 +67,11 @@ def ulp(ref: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return torch.exp2(exponent - mantissa)
 
 
-def measure(out: torch.Tensor, ref: torch.Tensor, name: str) -> OutputError:
-    """Error statistics of one output against its float64 reference."""
-    rtol, atol = TOLERANCES[out.dtype]
+def measure(out: torch.Tensor, ref: torch.Tensor, name: str, tol_dtype: torch.dtype | None = None) -> OutputError:
+    """Error statistics of one output against its float64 reference, at the tolerance of `tol_dtype`
+    (default: the output's own dtype). An element non-finite in both is not an error (NaN and Inf
+    must propagate where the reference's do, and nowhere else)."""
+    rtol, atol = TOLERANCES[tol_dtype or out.dtype]
     unwritten = unwritten_mask(out)
     o = out.detach().to(torch.float64)
     ref = ref.to(o.device, torch.float64)
@@ -63,17 +81,18 @@ def measure(out: torch.Tensor, ref: torch.Tensor, name: str) -> OutputError:
     diff = (o - ref).abs()[both]
     r = ref[both]
     max_abs = float(diff.max()) if diff.numel() else 0.0
+    ref_max = float(r.abs().max()) if r.numel() else 0.0
     ref_norm = float(torch.linalg.vector_norm(r)) if r.numel() else 0.0
     err_norm = float(torch.linalg.vector_norm(diff)) if diff.numel() else 0.0
     rel_l2 = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else float("inf"))
     max_ulp = float((diff / ulp(r, out.dtype)).max()) if diff.numel() else 0.0
-    close = torch.isclose(o, ref, rtol=rtol, atol=atol, equal_nan=True)
+    close = torch.isclose(o, ref, rtol=rtol, atol=atol, equal_nan=True) | (~o_fin & ~r_fin)
     beyond = int((~close & written).sum())
     nan = int((torch.isnan(o) & written).sum())
     inf = int(torch.isinf(o).sum())
     mismatch = int(((o_fin != r_fin) & written).sum())
     return OutputError(name, str(out.dtype).removeprefix("torch."), out.numel(), max_abs, rel_l2, max_ulp,
-                       beyond, rtol, atol, nan, inf, mismatch, int(unwritten.sum()))
+                       beyond, rtol, atol, nan, inf, mismatch, int(unwritten.sum()), ref_max)
 
 
 def merge(errors: list[OutputError]) -> OutputError:
@@ -83,7 +102,8 @@ def merge(errors: list[OutputError]) -> OutputError:
         first.output, first.dtype, sum(e.numel for e in errors),
         max(e.max_abs for e in errors), max(e.rel_l2 for e in errors), max(e.max_ulp for e in errors),
         sum(e.beyond_tol for e in errors), first.rtol, first.atol, sum(e.nan for e in errors),
-        sum(e.inf for e in errors), sum(e.nonfinite_mismatch for e in errors), sum(e.unwritten for e in errors))
+        sum(e.inf for e in errors), sum(e.nonfinite_mismatch for e in errors), sum(e.unwritten for e in errors),
+        max(e.ref_max for e in errors))
 
 
 def failure_reasons(e: OutputError) -> list[str]:
@@ -114,34 +134,74 @@ def bitwise(a: torch.Tensor, b: torch.Tensor) -> tuple[int, Optional[tuple[int, 
 
 
 
+def interpreter_untrusted(backend: Backend, dtype: torch.dtype) -> str | None:
+    """Why Triton kernels in `dtype` cannot be trusted on this backend, or None."""
+    if not backend.interpreted:
+        return None
+    return INTERPRETER_UNTRUSTED.get(str(dtype).removeprefix("torch."))
+
+
+def _runner(family, v, direction: str, shape, dtype, backend):
+    """(reason it cannot run or None, alloc(), run(inputs, outputs), reference(inputs)) for one pass."""
+    if direction == "forward":
+        return (None, lambda: family.alloc_outputs(shape, dtype, backend.device),
+                lambda inputs, out: v.run(inputs, out, shape), lambda inputs: family.reference(inputs, shape))
+    if family.run_backward is None:
+        return (f"family {family.name} has no backward pass", None, None, None)
+    return ((family.backward_unsupported(v) if family.backward_unsupported else None),
+            lambda: family.alloc_grads(shape, dtype, backend.device),
+            lambda inputs, out: family.run_backward(v, inputs, out, shape),
+            lambda inputs: family.reference_backward(inputs, shape))
+
+
 def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seeds: Iterable[int],
-             input_kind: str = "normal", progress: Callable[[str], None] = lambda _: None) -> NumericsCase:
-    """Run every variant on fresh inputs for each seed; compare with the reference and pairwise."""
+             input_kind: str = "normal", progress: Callable[[str], None] = lambda _: None,
+             direction: str = "forward", reference: str = "") -> NumericsCase:
+    """Run every variant on fresh inputs for each seed; compare with the reference and pairwise.
+
+    direction "forward" checks y, mean, rstd; "backward" checks dx, dW, dB (family.run_backward).
+    `reference`, if one of the variants, is the one every other variant also gets a verdict against."""
+    if direction not in ("forward", "backward"):
+        raise ValueError(f"unknown direction {direction!r}; known: forward, backward")
     seeds = tuple(seeds)
     errors: dict[str, list[OutputError]] = {v.name: [] for v in variants}
     status: dict[str, VariantNumerics] = {}
     diffs: dict[tuple[str, str, str], list] = {}
+    runners = {}
+    untrusted = interpreter_untrusted(backend, dtype)
     for v in variants:
+        runners[v.name] = _runner(family, v, direction, shape, dtype, backend)
         if v.needs_gpu and not backend.gpu:
             status[v.name] = VariantNumerics(v.name, "not_run", ("needs a GPU; this run has none",))
+        elif untrusted and v.kind == "triton":
+            status[v.name] = VariantNumerics(v.name, "untrusted",
+                                             (f"{str(dtype).removeprefix('torch.')}: {untrusted}",))
+        elif runners[v.name][0]:
+            status[v.name] = VariantNumerics(v.name, "not_run", (runners[v.name][0],))
+    ref_fn = next((r[3] for r in runners.values() if r[3] is not None), None)
     for seed in seeds:
+        if all(v.name in status for v in variants):
+            break
         inputs = family.make_inputs(shape, dtype, backend.device, seed, input_kind)
-        ref = family.reference(inputs, shape)
+        ref = ref_fn(inputs)
         produced: dict[str, dict[str, torch.Tensor]] = {}
         for v in variants:
             if v.name in status:
                 continue
-            progress(f"numerics {shape.label} {dtype} {input_kind} seed {seed}: {v.name}")
-            outputs = {k: poison_(t) for k, t in family.alloc_outputs(shape, dtype, backend.device).items()}
+            progress(f"numerics {direction} {shape.label} {dtype} {input_kind} seed {seed}: {v.name}")
+            _, alloc, run, _ = runners[v.name]
+            outputs = {k: poison_(t) for k, t in alloc().items()}
             try:
-                v.run(inputs, outputs, shape)
+                with warnings.catch_warnings():  # numpy's overflow/invalid warnings from the interpreter:
+                    warnings.simplefilter("ignore", RuntimeWarning)  # the measured NaN/Inf say it better
+                    run(inputs, outputs)
                 synchronize(backend)
             except Exception as exc:  # a crashing variant is reported, the others still run
                 status[v.name] = VariantNumerics(v.name, "error", (summarize(exc),))
                 continue
             produced[v.name] = outputs
             for name, t in outputs.items():
-                errors[v.name].append(measure(t, ref[name], name))
+                errors[v.name].append(measure(t, ref[name], name, dtype))
         if hasattr(progress, "advance"):
             progress.advance()
         for a, b in itertools.combinations(produced, 2):
@@ -165,7 +225,53 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
         numel = _total_numel(errors[a], name)
         first = next((idx for n, idx in trials if n), None)
         pairs.append(PairBitwise(a, b, name, numel, sum(n for n, _ in trials), first))
-    return NumericsCase(shape.label, str(dtype).removeprefix("torch."), input_kind, seeds, tuple(results), tuple(pairs))
+    verdicts = _verdicts(results, pairs, reference, dtype)
+    return NumericsCase(shape.label, str(dtype).removeprefix("torch."), input_kind, seeds, tuple(results),
+                        tuple(pairs), direction, verdicts, reference if reference in errors else "")
+
+
+def _verdicts(results: list[VariantNumerics], pairs: list[PairBitwise], reference: str,
+              dtype: torch.dtype) -> tuple[PairVerdict, ...]:
+    """A verdict for every pair (A, B) with A before B in the variant order, and (reference, B) for
+    every other B, among variants that produced numbers."""
+    ran = [r for r in results if r.status in ("pass", "fail")]
+    by_name = {r.variant: r for r in ran}
+    ordered = list(itertools.combinations([r.variant for r in ran], 2))
+    if reference in by_name:
+        ordered += [(reference, r.variant) for r in ran if r.variant != reference and (reference, r.variant) not in ordered]
+    out = []
+    for a, b in ordered:
+        equal = [p.equal for p in pairs if {p.a, p.b} == {a, b}]
+        out.append(verdict(by_name[a], by_name[b], bool(equal) and all(equal), dtype))
+    return tuple(out)
+
+
+def verdict(a: VariantNumerics, b: VariantNumerics, bitwise_equal: bool, dtype: torch.dtype,
+            factor: float = VERDICT_FACTOR) -> PairVerdict:
+    """Is B at least as accurate as A (see PairVerdict)? `dtype` is the case's dtype; differences
+    below its machine epsilon u (rel L2) or u/2 x max|ref| (max abs: the rounding of the output
+    alone) do not count, nor does a max abs error of B that is within 1 ULP at every element."""
+    if bitwise_equal:
+        return PairVerdict(a.variant, b.variant, True, "bitwise equal")
+    u = float(torch.finfo(dtype).eps)
+    a_out = {e.output: e for e in a.outputs}
+    worse = []
+    for eb in b.outputs:
+        ea = a_out.get(eb.output)
+        if ea is None:
+            continue
+        bad_a, bad_b = ea.nonfinite_mismatch + ea.unwritten, eb.nonfinite_mismatch + eb.unwritten
+        if bad_b > bad_a:
+            worse.append(f"{eb.output}: {bad_b} non-finite-mismatched or unwritten elements against {bad_a}")
+            continue
+        if eb.rel_l2 > factor * ea.rel_l2 + u:
+            worse.append(f"{eb.output}: rel L2 {eb.rel_l2:.2e} against {ea.rel_l2:.2e}")
+        floor = u / 2 * max(ea.ref_max, eb.ref_max)    # half an ULP of the largest |reference|
+        if eb.max_abs > factor * ea.max_abs + floor and eb.max_ulp > 1.0:   # within 1 ULP everywhere: no loss
+            worse.append(f"{eb.output}: max abs {eb.max_abs:.2e} against {ea.max_abs:.2e}")
+    if worse:
+        return PairVerdict(a.variant, b.variant, False, "less accurate", tuple(worse))
+    return PairVerdict(a.variant, b.variant, True, "error within factor")
 
 
 def _total_numel(errors: list[OutputError], name: str) -> int:

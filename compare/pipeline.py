@@ -13,7 +13,9 @@ from compare.results import NumericsSection, Report, TimingSection, VariantInfo
 from compare.timing import TimingConfig
 from variants import Registry, UnknownName
 
-CHECKS = ("numerics", "timing", "ir")
+CHECKS = ("numerics", "backward", "timing", "ir")
+# the variant run in numerics as an accuracy reference point when the user did not name it
+ACCURACY_REFERENCE = "torch"
 
 
 class UsageError(ValueError):
@@ -34,7 +36,8 @@ class Request:
     checks: tuple[str, ...] = CHECKS
     trials: int = 3
     seed: int = 0
-    input_kind: str = "normal"
+    input_kind: str = "normal"       # the one input kind of checks that take one (numerics takes `inputs`)
+    inputs: str | None = None        # input kinds, comma-separated, or "all" (None: all of the family's)
     timing: TimingConfig = TimingConfig()
     target: str = "sm_90"          # ir: the target of offline compiles (no GPU)
     stages: tuple[str, ...] = ()   # ir: stages to summarize and diff (empty: all)
@@ -71,9 +74,7 @@ def resolve(request: Request, registry: Registry):
         if isinstance(exc, UsageError):
             raise
         raise UsageError(str(exc)) from None
-    from variants.group_norm import DTYPES
-    if request.dtype not in DTYPES:
-        raise UsageError(f"unknown dtype {request.dtype!r}; known dtypes: {', '.join(DTYPES)}")
+    dtypes, _ = resolve_matrix(request)
     unknown = [c for c in request.checks if c not in CHECKS]
     if unknown:
         raise UsageError(f"unknown check {unknown[0]!r}; known checks: {', '.join(CHECKS)}")
@@ -81,15 +82,32 @@ def resolve(request: Request, registry: Registry):
         raise UsageError(f"--trials must be at least 1, got {request.trials}")
     if "ir" in request.checks:
         _check_ir(request)
-    return family, chosen, preset, DTYPES[request.dtype]
+    return family, chosen, preset, dtypes[0]
+
+
+def _names(text: str, known, what: str, flag: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",")))
+    if names == ("all",):
+        return tuple(known)
+    for n in names:
+        if n not in known:
+            raise UsageError(f"unknown {what} {n!r}; known {what}s: {', '.join(known)} (or all; {flag} takes a comma list)")
+    return names
+
+
+def resolve_matrix(request: Request):
+    """(torch dtypes, input kinds) the request asks for; UsageError naming the known ones."""
+    from variants.group_norm import DTYPES, INPUT_KINDS
+    dtypes = tuple(DTYPES[n] for n in _names(request.dtype, DTYPES, "dtype", "--dtype"))
+    kinds = tuple(INPUT_KINDS) if request.inputs is None else _names(request.inputs, INPUT_KINDS, "input kind", "--inputs")
+    return dtypes, kinds
 
 
 def count_steps(request: Request, registry: Registry, backend: Backend) -> int:
     """Units of work `run` will advance through, for the progress bar."""
     _, chosen, preset, _ = resolve(request, registry)
     steps = 0
-    if "numerics" in request.checks:
-        steps += len(preset.shapes) * request.trials
+    steps += sum(len(seeds) for *_, seeds in numerics_plan(request, preset, _directions(request)))
     if "timing" in request.checks and backend.gpu:
         steps += len(preset.shapes) * len(request.timing.modes)
     if "ir" in request.checks:
@@ -170,11 +188,9 @@ def run(request: Request, registry: Registry, backend: Backend,
     chosen, failed = _compiled(family, chosen, preset.shapes[0], dtype, backend, tuple(failed))
     infos = tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin) for v in chosen) + tuple(failed)
     numerics_section = None
-    if "numerics" in request.checks:
-        seeds = range(request.seed, request.seed + request.trials)
-        cases = tuple(numerics.run_case(family, chosen, shape, dtype, backend, seeds, request.input_kind, step)
-                      for shape in preset.shapes)
-        numerics_section = NumericsSection(backend.device, backend.note, cases)
+    directions = _directions(request)
+    if directions:
+        numerics_section = run_numerics(request, family, chosen, preset, backend, registry, directions, step)
     skipped = []
     timing_section = None
     if "timing" in request.checks:
@@ -189,7 +205,8 @@ def run(request: Request, registry: Registry, backend: Backend,
         if hasattr(step, "advance"):
             step.advance()
         skipped.extend(ir_skipped)
-    return Report(family=family.name, preset=preset.name, dtype=request.dtype, baseline=chosen[0].name,
+    dtype_names = ",".join(str(d).removeprefix("torch.") for d in resolve_matrix(request)[0])
+    return Report(family=family.name, preset=preset.name, dtype=dtype_names, baseline=chosen[0].name,
                   variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
                   x_name=preset.x_name, x_values=tuple(float(preset.x_value(s)) for s in preset.shapes),
                   shape_params=tuple(json.dumps(s.as_dict(), sort_keys=True) for s in preset.shapes),
@@ -222,3 +239,52 @@ def run_timing(family, chosen, preset, dtype, request: Request, step) -> TimingS
               f"95% paired bootstrap interval over rounds; sign-flip permutation p-value")
     return TimingSection(torch.cuda.get_device_name(), copy_gbs, config.noise, 0.95, method, tuple(cases),
                          compile_seconds)
+
+
+def numerics_plan(request: Request, preset, directions) -> list[tuple]:
+    """(direction, dtype, input kind, shape, seeds) of every numerics case, in run order. Without
+    --inputs (the quick plan) only the forward on normal inputs covers every shape and trial."""
+    dtypes, kinds = resolve_matrix(request)
+    full_seeds = tuple(range(request.seed, request.seed + request.trials))
+    quick = request.inputs is None
+    plan = []
+    for direction in directions:
+        for dtype in dtypes:
+            for kind in kinds:
+                light = quick and (kind != "normal" or direction == "backward")
+                for shape in (preset.shapes[:1] if light else preset.shapes):
+                    plan.append((direction, dtype, kind, shape, full_seeds[:1] if light else full_seeds))
+    return plan
+
+
+def _directions(request: Request) -> list[str]:
+    return [d for c, d in (("numerics", "forward"), ("backward", "backward")) if c in request.checks]
+
+
+def run_numerics(request: Request, family, chosen, preset, backend: Backend, registry: Registry,
+                 directions, step: Callable[[str], None] = lambda _: None) -> NumericsSection:
+    """Every (direction, dtype, input kind, shape) case. The torch variant joins as an accuracy
+    reference point when not named. Without --inputs (the quick plan, so the default run stays
+    quick on the CPU interpreter) only the forward pass on normal inputs runs on every shape with
+    every trial; every other case runs on the preset's first shape with one trial. Naming kinds
+    (`--inputs all`) runs every case on every shape and trial."""
+    dtypes, kinds = resolve_matrix(request)
+    variants = list(chosen)
+    added = ""
+    if ACCURACY_REFERENCE in registry.variants and ACCURACY_REFERENCE not in {v.name for v in chosen} \
+            and registry.get(ACCURACY_REFERENCE).family == family.name:
+        variants.append(registry.get(ACCURACY_REFERENCE))
+        added = ACCURACY_REFERENCE
+    reference = ACCURACY_REFERENCE if ACCURACY_REFERENCE in {v.name for v in variants} else ""
+    full_seeds = tuple(range(request.seed, request.seed + request.trials))
+    plan = [f"checks: {', '.join(directions)}; dtypes: {', '.join(str(d).removeprefix('torch.') for d in dtypes)}; "
+            f"input kinds: {', '.join(kinds)}"]
+    if request.inputs is None:
+        plan.append(f"quick plan (no --inputs): forward with normal inputs on every shape, {len(full_seeds)} trials; "
+                    f"every other case on the first shape ({preset.shapes[0].label}), 1 trial; "
+                    f"--inputs all runs every case on every shape and trial")
+    else:
+        plan.append(f"every case on every shape, {len(full_seeds)} trials")
+    cases = [numerics.run_case(family, variants, shape, dtype, backend, seeds, kind, step, direction, reference)
+             for direction, dtype, kind, shape, seeds in numerics_plan(request, preset, directions)]
+    return NumericsSection(backend.device, backend.note, tuple(cases), numerics.VERDICT_FACTOR, added, tuple(plan))

@@ -32,6 +32,7 @@ class OutputError:
     inf: int
     nonfinite_mismatch: int  # non-finite where the reference is finite, or finite where it is not
     unwritten: int          # elements still holding the poison the buffer was filled with
+    ref_max: float = 0.0    # largest |reference| over the elements the errors are measured on
 
     @property
     def ok(self) -> bool:
@@ -41,7 +42,8 @@ class OutputError:
 @dataclasses.dataclass(frozen=True)
 class VariantNumerics:
     variant: str
-    status: str                     # "pass", "fail", "error" (crashed) or "not_run"
+    status: str                     # "pass", "fail", "error" (crashed), "not_run", or "untrusted" (not run:
+                                    # the backend is known not to compute this dtype faithfully; reasons say why)
     reasons: tuple[str, ...] = ()   # why it failed, crashed or was not run, one line each
     outputs: tuple[OutputError, ...] = ()
 
@@ -63,6 +65,21 @@ class PairBitwise:
 
 
 @dataclasses.dataclass(frozen=True)
+class PairVerdict:
+    """Is B at least as accurate as A in this case? Yes if every output is bitwise equal, or if no
+    output of B has more non-finite-mismatched or unwritten elements than A's and each output's rel L2
+    and max abs error of B is within `factor` times A's, plus a floor: the case dtype's machine epsilon
+    u for rel L2, u/2 x max|reference| (half an ULP at the largest value) for max abs; a B within
+    1 ULP of the reference at every element passes the max abs test."""
+
+    a: str
+    b: str
+    as_accurate: bool
+    basis: str                        # "bitwise equal" or "error within factor" or "less accurate"
+    detail: tuple[str, ...] = ()      # for "less accurate": each output and measure where B lost
+
+
+@dataclasses.dataclass(frozen=True)
 class NumericsCase:
     shape: str
     dtype: str
@@ -70,6 +87,9 @@ class NumericsCase:
     seeds: tuple[int, ...]
     variants: tuple[VariantNumerics, ...]
     pairs: tuple[PairBitwise, ...]
+    direction: str = "forward"        # "forward" (y, mean, rstd) or "backward" (dx, dW, dB)
+    verdicts: tuple[PairVerdict, ...] = ()
+    reference: str = ""               # the variant every other one is also judged against (e.g. torch), if run
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,6 +97,9 @@ class NumericsSection:
     backend: str
     note: str
     cases: tuple[NumericsCase, ...]
+    verdict_factor: float = 2.0       # the factor of PairVerdict
+    added_reference: str = ""         # a variant run as an accuracy reference point though not named
+    plan: tuple[str, ...] = ()        # how the cases were chosen (input kinds, dtypes, trials), one line each
 
 
 # ---------------------------------------------------------------- timing

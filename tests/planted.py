@@ -23,3 +23,19 @@ def mutant(tmp_path: Path, base_module, name: str, old: str, new: str, count: in
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return triton_variant(name, module.group_norm_forward, f"planted fault: {new.strip()}", str(path))
+
+
+def mutant_backward(tmp_path: Path, name: str, old: str, new: str, count: int = 1):
+    """The shared backward kernel (variants/group_norm/backward.py) with one edit: its @triton.jit
+    function, to pass to `run_backward(..., backward_kernel=...)`."""
+    import variants.group_norm.backward as backward
+    source = inspect.getsource(backward)
+    found = source.count(old)
+    assert found == count, f"planted fault {name}: expected {count} match(es) of {old!r}, found {found}"
+    path = tmp_path / f"{name}.py"
+    path.write_text(source.replace(old, new))
+    spec = importlib.util.spec_from_file_location(f"planted_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module.group_norm_backward

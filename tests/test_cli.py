@@ -19,6 +19,8 @@ def cli(*args, timeout=300):
     (["compare", "--preset", "huge"], "unknown preset 'huge'"),
     (["compare", "--dtype", "float8"], "unknown dtype 'float8'; known dtypes: float32, float16, bfloat16"),
     (["compare", "--check", "vibes"], "unknown check 'vibes'"),
+    (["compare", "--inputs", "normal,spiky"], "unknown input kind 'spiky'; known input kinds: normal, large_mean"),
+    (["compare", "--dtype", "float32,float8"], "unknown dtype 'float8'"),
     (["compare", "--shape", "2,30,4,16"], "channels (30) must be divisible by num_groups (4)"),
     (["compare", "--shape", "2,30"], "is not BATCH,CHANNELS,GROUPS,SPATIAL"),
     (["compare", "--shape", "2,8,2,16", "--preset", "seed"], "not both"),
@@ -49,18 +51,22 @@ def test_list_names_every_variant_and_preset():
 
 def test_compare_writes_terminal_and_json(tmp_path):
     out = tmp_path / "r.json"
-    r = cli("compare", "explicit_offset", "flat", "--shape", "2,8,2,4x4", "--trials", "1", "--json", str(out))
+    r = cli("compare", "explicit_offset", "flat", "--shape", "2,8,2,4x4", "--trials", "1", "--json", str(out),
+            "--inputs", "normal", "--check", "numerics")
     assert r.returncode == 0, r.stderr
     assert "numerics: flat within tolerance" in r.stdout
     data = json.loads(out.read_text())
     assert data["baseline"] == "explicit_offset"
-    assert [v["variant"] for v in data["numerics"]["cases"][0]["variants"]] == ["explicit_offset", "flat"]
+    # torch joins, unnamed, as the accuracy reference point
+    assert [v["variant"] for v in data["numerics"]["cases"][0]["variants"]] == ["explicit_offset", "flat", "torch"]
+    assert data["numerics"]["added_reference"] == "torch"
+    assert [c["direction"] for c in data["numerics"]["cases"]] == ["forward"]
 
 
 def test_out_writes_files_and_report_rerenders_the_same_markdown(tmp_path):
     out = tmp_path / "out"
     r = cli("compare", "pointer_mutation", "explicit_offset", "--shape", "2,8,2,16", "--trials", "1",
-            "--out", str(out), "--fail-on-numerics")
+            "--inputs", "normal", "--out", str(out), "--fail-on-numerics")
     assert r.returncode == 0, r.stderr
     assert sorted(p.name for p in out.iterdir()) == ["report.json", "report.md"]
     assert "skipped: timing: needs a CUDA GPU" in (out / "report.md").read_text()
@@ -69,3 +75,12 @@ def test_out_writes_files_and_report_rerenders_the_same_markdown(tmp_path):
     assert again.stdout == (out / "report.md").read_text()
     term = cli("report", str(out / "report.json"))
     assert term.returncode == 0 and "numerics: explicit_offset within tolerance" in term.stdout
+
+
+def test_fail_on_numerics_exits_1_when_a_named_variant_fails():
+    # the one-pass variance of both seed kernels gives NaN on a large mean (a real failure, see reports/)
+    r = cli("compare", "pointer_mutation", "--shape", "2,8,2,16", "--trials", "1", "--inputs", "large_mean",
+            "--check", "numerics", "--fail-on-numerics", "--quiet")
+    assert r.returncode == 1, r.stderr
+    gates = [line for line in r.stderr.splitlines() if line.startswith("kernel-ab: gate failed")]
+    assert gates and all("pointer_mutation" in line for line in gates)   # torch, the reference point, is not gated

@@ -210,11 +210,12 @@ def test_a_kernel_that_does_not_import_is_reported_and_the_others_still_run(repo
     assert "cannot import name 'no_such_helper'" in info["broken"]["error"]
     assert "git:HEAD:mypkg/ops/broken.py" in info["broken"]["error"]   # the place, not a vanished temp path
     assert "/tmp" not in info["broken"]["error"] and "kernel-ab-byok" not in info["broken"]["error"]
-    assert [v["variant"] for v in data["numerics"]["cases"][0]["variants"]] == ["explicit_offset", "old"]
+    # torch joins numerics, unnamed, as the accuracy reference point
+    assert [v["variant"] for v in data["numerics"]["cases"][0]["variants"]] == ["explicit_offset", "old", "torch"]
     assert "variant broken could not be loaded" in r.stdout
     # HEAD~1's kernel computes the statistics as the registered kernels do, so they agree bit for bit
     case = data["numerics"]["cases"][0]
-    assert {v["variant"]: v["status"] for v in case["variants"]} == {"explicit_offset": "pass", "old": "pass"}
+    assert {v["variant"]: v["status"] for v in case["variants"]} == {"explicit_offset": "pass", "old": "pass", "torch": "pass"}
     pair = {p["output"]: p["n_diff"] for p in case["pairs"] if (p["a"], p["b"]) == ("explicit_offset", "old")}
     assert pair["mean"] == 0 and pair["rstd"] == 0
 
@@ -229,7 +230,7 @@ def test_a_variant_named_among_the_names_takes_that_place(repo, tmp_path):
     data = json.loads(out.read_text())
     assert data["baseline"] == "new"
     assert [v["name"] for v in data["variants"]] == ["new", "flat", "old", "broken"]
-    assert [v["variant"] for v in data["numerics"]["cases"][0]["variants"]] == ["new", "flat", "old"]
+    assert [v["variant"] for v in data["numerics"]["cases"][0]["variants"]] == ["new", "flat", "old", "torch"]
 
 
 def test_every_variant_failing_to_load_is_exit_1(repo):
@@ -453,7 +454,7 @@ def test_on_compiled_triton_a_kernel_that_does_not_compile_is_reported_failed_an
     assert [(v.name, v.status) for v in report.variants] == [
         ("explicit_offset", "ok"), ("flat", "ok"), ("nocompile", "failed")]
     assert report.variants[2].error.startswith("does not compile: CompilationError: AttributeError('nosuch')")
-    assert [v.variant for v in report.numerics.cases[0].variants] == ["explicit_offset", "flat"]
+    assert [v.variant for v in report.numerics.cases[0].variants] == ["explicit_offset", "flat", "torch"]
     with pytest.raises(pipeline.NothingToCompare):
         pipeline.run(dc.replace(request, variants=("nocompile",)), reg, Backend("cpu", False, "faked"))
 

@@ -10,7 +10,7 @@ def test_no_gate_asked_means_no_failure():
 def test_fail_on_numerics():
     assert gates.failures(fixed_report(), fail_on_numerics=True) == []
     broken = gates.failures(fixed_report(failing=True), fail_on_numerics=True)
-    assert broken == ["numerics: B fail on N2 C8 G2 S256 float32 normal"]
+    assert broken == ["numerics: B fail on N2 C8 G2 S256 float32 normal forward"]
 
 
 def test_fail_if_slower_acts_only_on_significant_verdicts_over_the_limit():

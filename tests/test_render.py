@@ -53,7 +53,7 @@ def test_terminal_report_has_summary_first_and_legends():
     buf = io.StringIO()
     terminal.render(fixed_report(failing=True), Console(file=buf, width=200))
     text = buf.getvalue()
-    assert text.index("FAIL") < text.index("Numerics: N2")
+    assert text.index("FAIL") < text.index("Numerics: forward, N2")
     assert "numerics: B FAILED in 1 of 1 cases" in text
     assert "verdict: faster/slower only when p < 0.05" in text
     assert "inductor: compiled in 2.5 s (reported, not timed)" in text

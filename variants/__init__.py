@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import re
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Optional
 
 KINDS = ("triton", "torch", "inductor")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
@@ -69,6 +69,11 @@ class Family:
     triton_variant: Callable[..., Variant]
     variants: Callable[[], list]
     forward_params: tuple[str, ...] = ()   # parameter names, in order, that the launcher passes a Triton kernel
+    # the backward pass, for families that have one (None: forward only)
+    reference_backward: Optional[Callable[..., dict]] = None
+    alloc_grads: Optional[Callable[..., dict]] = None
+    run_backward: Optional[Callable[..., None]] = None
+    backward_unsupported: Optional[Callable[..., Optional[str]]] = None
 
     def __post_init__(self):
         if self.default_preset not in self.presets:

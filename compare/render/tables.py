@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 
 from compare.render import ir_tables
-from compare.results import IRSection, NumericsCase, NumericsSection, Report, TimingCase, TimingSection
+from compare.results import IRSection, NumericsCase, NumericsSection, Report, TimingCase, TimingSection, VariantNumerics
 
 
 IR_TITLE = "Compiled code (IR)"
@@ -38,43 +38,94 @@ def sci(x: float) -> str:
 
 
 NUMERICS_LEGEND = (
-    "status: pass = every output within tolerance, fully written, non-finite only where the reference is",
+    "status: pass = every output within tolerance, fully written, non-finite only where the reference is "
+    "(an element non-finite in both counts as agreement)",
     "max abs / rel L2: worst |out - ref| and ||out - ref|| / ||ref|| against float64, over elements finite in both",
     "ULP: worst error in units in the last place of the output's dtype",
-    "beyond tol: elements outside torch.testing.assert_close's default rtol/atol for the dtype",
+    "beyond tol: elements outside the case dtype's tolerance (torch.testing.assert_close's defaults: float32 "
+    "rtol 1.3e-6 atol 1e-5, float16 rtol 1e-3 atol 1e-5, bfloat16 rtol 1.6e-2 atol 1e-5), applied to every "
+    "output of the case, the float32 statistics included",
     "NaN/Inf: non-finite values the kernel wrote; unwritten: elements still holding the NaN poison after the launch",
     "Worst case over all trials; inputs drawn fresh for every trial.",
 )
+BACKWARD_LEGEND = (
+    "backward: each Triton variant's own forward gives mean and rstd, then the one shared backward kernel "
+    "(variants/group_norm/backward.py) gives dx, dW, dB; torch: autograd through torch's group_norm in the dtype; "
+    "reference: float64 autograd, upstream gradient dy standard normal",
+    "dx is poisoned before the launch like the forward's outputs; dW and dB are atomic adds into zeroed float32 "
+    "buffers (then cast to the dtype), so a missing or wrong add cannot show as unwritten: it shows as error",
+)
+UNTRUSTED_LEGEND = ("untrusted: not run, because this backend is known not to compute the dtype faithfully "
+                    "(the note says why); numbers from it would not hold on a GPU",)
 PAIRS_LEGEND = (
     "bitwise: raw bits of the two outputs compared (-0.0 vs +0.0 and NaN payloads count as different)",
     "differing: elements whose bits differ, summed over trials; first at: index of the first such element",
 )
+BACKWARD_PAIRS_LEGEND = ("dW, dB: atomic adds land in whatever order programs finish, so on a GPU their bits "
+                         "may differ from run to run, even for one variant against itself",)
 
 
-def _numerics_tables(case: NumericsCase) -> list[Table]:
-    headers = ("variant", "status", "y max abs", "y rel L2", "y ULP", "y beyond tol",
-               "mean max abs", "rstd max abs", "NaN/Inf", "unwritten")
+def verdict_legend(factor: float) -> tuple[str, ...]:
+    return (f"B at least as accurate as A: every output bitwise equal, or, for every output, B has no more "
+            f"non-finite-mismatched or unwritten elements than A, and B's rel L2 <= {factor:g} x A's + u and "
+            f"B's max abs <= {factor:g} x A's + u/2 x max|ref| or B's ULP <= 1 (u: machine epsilon of the case's dtype)",)
+
+
+def _label(name: str, case: NumericsCase, added: str) -> str:
+    return f"{name} (reference point)" if name == added else name
+
+
+def _numerics_tables(case: NumericsCase, added: str = "", factor: float = 2.0) -> list[Table]:
+    names = list(dict.fromkeys(e.output for v in case.variants for e in v.outputs))
+    if not names:
+        names = ["y", "mean", "rstd"] if case.direction == "forward" else ["dx", "dW", "dB"]
+    first, rest = names[0], names[1:]
+    headers = ("variant", "status", f"{first} max abs", f"{first} rel L2", f"{first} ULP", f"{first} beyond tol",
+               *(h for n in rest for h in (f"{n} max abs", f"{n} rel L2")), "NaN/Inf", "unwritten")
     rows, notes = [], []
     for v in case.variants:
         out = {e.output: e for e in v.outputs}
-        if v.status in ("not_run", "error"):
-            rows.append((v.variant, v.status.replace("_", " "), *(["-"] * 8)))
+        label = _label(v.variant, case, added)
+        if v.status in ("not_run", "error", "untrusted") or first not in out:
+            rows.append((label, v.status.replace("_", " "), *(["-"] * (len(headers) - 2))))
         else:
-            y, mean, rstd = out.get("y"), out.get("mean"), out.get("rstd")
-            nonfinite = sum(e.nan + e.inf for e in v.outputs)
-            unwritten = sum(e.unwritten for e in v.outputs)
-            rows.append((v.variant, v.status, sci(y.max_abs), sci(y.rel_l2), f"{y.max_ulp:.1f}",
-                         str(y.beyond_tol), sci(mean.max_abs) if mean else "-", sci(rstd.max_abs) if rstd else "-",
-                         str(nonfinite), str(unwritten)))
+            e = out[first]
+            cells = [sci(e.max_abs), sci(e.rel_l2), f"{e.max_ulp:.1f}", str(e.beyond_tol)]
+            for n in rest:
+                cells += [sci(out[n].max_abs), sci(out[n].rel_l2)] if n in out else ["-", "-"]
+            rows.append((label, v.status, *cells, str(sum(x.nan + x.inf for x in v.outputs)),
+                         str(sum(x.unwritten for x in v.outputs))))
         notes.extend(f"{v.variant}: {r}" for r in v.reasons)
-    title = f"Numerics: {case.shape}, {case.dtype}, {case.input_kind} inputs, {len(case.seeds)} trials"
-    tables = [Table(title, headers, tuple(rows), NUMERICS_LEGEND, tuple(notes))]
+    legend = NUMERICS_LEGEND + (BACKWARD_LEGEND if case.direction == "backward" else ())
+    if any(v.status == "untrusted" for v in case.variants):
+        legend += UNTRUSTED_LEGEND
+    where = f"{case.direction}, {case.shape}, {case.dtype}, {case.input_kind} inputs"
+    tables = [Table(f"Numerics: {where}, {len(case.seeds)} trials", headers, tuple(rows), legend, tuple(notes))]
     if case.pairs:
         prow = tuple((p.a, p.b, p.output, "equal" if p.equal else "DIFFER", str(p.n_diff),
                       "-" if p.first_diff is None else str(list(p.first_diff))) for p in case.pairs)
-        tables.append(Table(f"Bitwise: {case.shape}, {case.dtype}, {case.input_kind} inputs",
-                            ("A", "B", "output", "bitwise", "differing", "first at"), prow, PAIRS_LEGEND))
+        legend = PAIRS_LEGEND + (BACKWARD_PAIRS_LEGEND if case.direction == "backward" else ())
+        tables.append(Table(f"Bitwise: {where}", ("A", "B", "output", "bitwise", "differing", "first at"), prow, legend))
+    if case.verdicts:
+        vrow = tuple((_label(v.a, case, added), _label(v.b, case, added), "yes" if v.as_accurate else "NO",
+                      v.basis, "; ".join(v.detail) or "-") for v in case.verdicts)
+        tables.append(Table(f"Accuracy verdicts: {where}", ("A", "B", "B at least as accurate as A", "basis", "where B lost"),
+                            vrow, verdict_legend(factor)))
     return tables
+
+
+def _case_key(c: NumericsCase) -> str:
+    return f"{c.direction} {c.dtype} {c.input_kind}"
+
+
+def _grouped(items, limit: int = 4) -> str:
+    """'key (first detail; n shapes), ...' for (case, detail) items, grouped by direction/dtype/kind."""
+    groups: dict[str, list[str]] = {}
+    for c, detail in items:
+        groups.setdefault(_case_key(c), []).append(detail)
+    parts = [f"{k} ({d[0]}{'' if len(d) == 1 else f'; {len(d)} shapes'})" for k, d in groups.items()]
+    more = f"; and {len(parts) - limit} more" if len(parts) > limit else ""
+    return "; ".join(parts[:limit]) + more
 
 
 def numerics_summary(section: NumericsSection, baseline: str) -> list[tuple[str, str]]:
@@ -82,18 +133,25 @@ def numerics_summary(section: NumericsSection, baseline: str) -> list[tuple[str,
     names = list(dict.fromkeys(v.variant for c in section.cases for v in c.variants))
     for name in names:
         results = [(c, v) for c in section.cases for v in c.variants if v.variant == name]
+        label = f"{name} (reference point)" if name == section.added_reference else name
         bad = [(c, v) for c, v in results if v.status in ("fail", "error")]
         not_run = [(c, v) for c, v in results if v.status == "not_run"]
+        untrusted = [(c, v) for c, v in results if v.status == "untrusted"]
+        ran = len(results) - len(not_run) - len(untrusted)
         if bad:
-            c, v = bad[0]
-            lines.append(("fail", f"numerics: {name} FAILED in {len(bad)} of {len(results)} cases; first: "
-                                  f"{c.shape} {c.dtype} {c.input_kind}: {v.reasons[0] if v.reasons else v.status}"))
-        elif not_run and len(not_run) == len(results):
-            lines.append(("warn", f"numerics: {name} not run: {not_run[0][1].reasons[0]}"))
-        else:
-            lines.append(("ok", f"numerics: {name} within tolerance in all {len(results) - len(not_run)} cases run"))
+            lines.append(("fail", f"numerics: {label} FAILED in {len(bad)} of {ran} cases run: " + _grouped(
+                (c, v.reasons[0] if v.reasons else v.status) for c, v in bad)))
+        elif ran:
+            lines.append(("ok", f"numerics: {label} within tolerance in all {ran} cases run"))
+        if untrusted:
+            dts = sorted({c.dtype for c, _ in untrusted})
+            lines.append(("warn", f"numerics: {label} in {', '.join(dts)} ({len(untrusted)} cases): "
+                                  f"{untrusted[0][1].reasons[0].split(': ', 1)[-1]}"))
+        if not_run:
+            lines.append(("warn", f"numerics: {label} not run in {len(not_run)} cases: {not_run[0][1].reasons[0]}"))
+    lines.extend(_reference_callouts(section))
     for other in names:
-        if other == baseline:
+        if other in (baseline, section.added_reference):
             continue
         pairs = [p for c in section.cases for p in c.pairs
                  if {p.a, p.b} == {baseline, other}]
@@ -174,6 +232,27 @@ def timing_summary(section: TimingSection) -> list[tuple[str, str]]:
     return lines
 
 
+def _reference_callouts(section: NumericsSection) -> list[tuple[str, str]]:
+    """Every case where a variant is less accurate than the reference point (torch), by the verdict rule."""
+    lines = []
+    refs = {c.reference for c in section.cases if c.reference}
+    for ref in sorted(refs):
+        losers: dict[str, list] = {}
+        for c in section.cases:
+            for v in c.verdicts:
+                if v.a == ref and c.reference == ref and not v.as_accurate:
+                    losers.setdefault(v.b, []).append((c, f"{c.shape}: {v.detail[0] if v.detail else v.basis}"))
+        judged = any(v.a == ref for c in section.cases for v in c.verdicts)
+        for name, items in losers.items():
+            for key in dict.fromkeys(_case_key(c) for c, _ in items):
+                these = [(c, d) for c, d in items if _case_key(c) == key]
+                lines.append(("fail", f"less accurate than {ref}: {name}, {key}: " + "; ".join(d for _, d in these)))
+        if judged and not losers:
+            lines.append(("ok", f"accuracy: every variant at least as accurate as {ref} in every case judged "
+                                f"(factor {section.verdict_factor:g})"))
+    return lines
+
+
 def build(report: Report) -> tuple[Summary, list[Section]]:
     summary: list[tuple[str, str]] = []
     sections: list[Section] = []
@@ -182,8 +261,13 @@ def build(report: Report) -> tuple[Summary, list[Section]]:
         summary.append(("fail", f"variant {v.name} could not be loaded: {' / '.join(v.error.splitlines())}"))
     if report.numerics is not None:
         summary.extend(numerics_summary(report.numerics, report.baseline))
-        tables = [t for case in report.numerics.cases for t in _numerics_tables(case)]
-        sections.append(Section("Numerics", (report.numerics.note,), tuple(tables)))
+        n = report.numerics
+        tables = [t for case in n.cases for t in _numerics_tables(case, n.added_reference, n.verdict_factor)]
+        intro = (n.note, *n.plan)
+        if n.added_reference:
+            intro += (f"{n.added_reference} was not named; it runs as a reference point for the accuracy "
+                      f"verdicts (labelled 'reference point').",)
+        sections.append(Section("Numerics", intro, tuple(tables)))
     if report.timing is not None:
         summary.extend(timing_summary(report.timing))
         legend = timing_legend(report.timing)

@@ -17,7 +17,8 @@ def _table(console: Console, table: Table) -> None:
     for h in table.headers:
         rt.add_column(h, overflow="fold")
     for row in table.rows:
-        styled = [f"[red]{c}[/red]" if c in ("fail", "error", "DIFFER") else c for c in row]
+        styled = [f"[red]{c}[/red]" if c in ("fail", "error", "DIFFER", "NO")
+                  else f"[yellow]{c}[/yellow]" if c == "untrusted" else c for c in row]
         rt.add_row(*styled)
     console.print(rt)
     for note in table.notes:

@@ -1,5 +1,6 @@
-"""The group-norm family (shared/specs/group_norm.md): shapes, presets, inputs, reference,
-bytes moved, the shared launcher, and the registered variants.
+"""The group-norm family (shared/specs/group_norm.md): shapes, presets, input kinds, reference,
+bytes moved, the shared launcher, the backward pass (float64 autograd reference, and the runner that
+puts each variant's forward in front of the shared backward kernel), and the registered variants.
 
 Every Triton variant has the spec's forward signature, so `launch_forward` runs any of them,
 including kernels loaded from elsewhere that follow it.
@@ -133,25 +134,96 @@ class Inputs:
     bias: torch.Tensor
     seed: int
     kind: str
+    dy: torch.Tensor | None = None    # upstream gradient for the backward pass, standard normal
 
 
-def _normal(shape: Shape, gen: torch.Generator) -> torch.Tensor:
+def _normal(shape: Shape, gen: torch.Generator, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Standard normal values: the easy case."""
     return torch.randn(shape.batch, shape.channels, *shape.spatial, generator=gen, dtype=torch.float64)
 
 
-INPUT_KINDS: dict[str, Callable[[Shape, torch.Generator], torch.Tensor]] = {"normal": _normal}
+def _grouped(shape: Shape, t: torch.Tensor) -> torch.Tensor:
+    return t.view(shape.batch, shape.num_groups, -1)
+
+
+def _large_mean(shape: Shape, gen: torch.Generator, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """1000 + s * randn: a mean large against the spread, where var = E[x^2] - E[x]^2 cancels
+    catastrophically. s = 0.01, or 16 units in the last place of 1000 in `dtype` where that is
+    larger (float16: 8, bfloat16: 64), so that the spread survives the cast to the dtype."""
+    spread = max(0.01, 16 * _ulp_at(1000.0, dtype))
+    return 1000.0 + spread * _normal(shape, gen)
+
+
+def _all_equal(shape: Shape, gen: torch.Generator, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Every even-numbered group of every sample holds one value repeated (var = 0, so
+    rstd = 1/sqrt(eps) and y = B exactly); odd-numbered groups are standard normal. The values are
+    drawn as 4 * randn, so most are not exactly representable squares."""
+    x = _normal(shape, gen)
+    g = _grouped(shape, x)
+    const = 4.0 * torch.randn(shape.batch, shape.num_groups, 1, generator=gen, dtype=torch.float64)
+    g[:, 0::2, :] = const[:, 0::2, :].to(dtype).to(torch.float64)
+    return x
+
+
+def _huge(shape: Shape, gen: torch.Generator, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Magnitudes near the top of the dtype's range: random sign, |x| uniform in
+    [finfo.max / 16, finfo.max / 8]. Every value is representable; a float32 sum of squares (and for
+    float32 and bfloat16 even the plain sum) of such values overflows, which the float64 reference
+    does not."""
+    top = torch.finfo(dtype).max
+    n = _normal(shape, gen)
+    u = torch.rand(n.shape, generator=gen, dtype=torch.float64)
+    return torch.sign(n) * (top / 16) * (1.0 + u)
+
+
+def _tiny(shape: Shape, gen: torch.Generator, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Tiny magnitudes: 8 * (smallest normal of the dtype) * randn, so some values are subnormal
+    and every square underflows (var << eps, so rstd is about 1/sqrt(eps))."""
+    return 8.0 * torch.finfo(dtype).tiny * _normal(shape, gen)
+
+
+def _nonfinite(shape: Shape, gen: torch.Generator, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Standard normal, with a NaN in one group, a +Inf in another and a -Inf in a third (of
+    sample 0; fewer groups, fewer kinds), each at a seeded position. The reference's outputs are
+    non-finite exactly in those groups; a kernel must be non-finite there and nowhere else."""
+    x = _normal(shape, gen)
+    g = _grouped(shape, x)
+    h = g.shape[-1]
+    for group, value in zip(range(shape.num_groups), (float("nan"), float("inf"), float("-inf"))):
+        pos = int(torch.randint(h, (1,), generator=gen))
+        g[0, group, pos] = value
+    return x
+
+
+def _ulp_at(value: float, dtype: torch.dtype) -> float:
+    """The spacing of `dtype` at the normal number `value`."""
+    return float(torch.finfo(dtype).eps) * 2.0 ** math.floor(math.log2(abs(value)))
+
+
+# name -> generator(shape, torch.Generator, dtype) -> float64 tensor (cast to the dtype by make_inputs)
+INPUT_KINDS: dict[str, Callable[..., torch.Tensor]] = {
+    "normal": _normal,
+    "large_mean": _large_mean,
+    "all_equal": _all_equal,
+    "huge": _huge,
+    "tiny": _tiny,
+    "nonfinite": _nonfinite,
+}
 
 
 def make_inputs(shape: Shape, dtype: torch.dtype, device: str, seed: int, kind: str = "normal") -> Inputs:
     """Fresh inputs for one trial, drawn on the CPU from `seed` (so CPU and GPU runs see the same
-    values) and moved to `device` in `dtype`."""
+    values) and moved to `device` in `dtype`: x from the generator of input `kind` (INPUT_KINDS), then
+    W, B and the upstream gradient dy (for the backward pass) from the same seeded stream."""
     if kind not in INPUT_KINDS:
         raise ValueError(f"unknown input kind {kind!r}; known kinds: {', '.join(INPUT_KINDS)}")
     gen = torch.Generator().manual_seed(seed)
-    x = INPUT_KINDS[kind](shape, gen)
+    x = INPUT_KINDS[kind](shape, gen, dtype)
     weight = 1.0 + 0.5 * torch.randn(shape.channels, generator=gen, dtype=torch.float64)
     bias = 0.5 * torch.randn(shape.channels, generator=gen, dtype=torch.float64)
-    return Inputs(*(t.to(dtype=dtype, device=device) for t in (x, weight, bias)), seed=seed, kind=kind)
+    dy = torch.randn(x.shape, generator=gen, dtype=torch.float64)
+    x, weight, bias, dy = (t.to(dtype=dtype, device=device) for t in (x, weight, bias, dy))
+    return Inputs(x, weight, bias, seed=seed, kind=kind, dy=dy)
 
 
 def reference(inputs: Inputs, shape: Shape) -> dict[str, torch.Tensor]:
@@ -234,7 +306,14 @@ class InductorForward:
 
     def __init__(self):
         self._compiled = None
+        self._autograd = None
         self.compile_seconds: float | None = None
+
+    def autograd_function(self):
+        """torch.nn.functional.group_norm through torch.compile, for the timed backward (compiled on first call)."""
+        if self._autograd is None:
+            self._autograd = torch.compile(torch.nn.functional.group_norm, dynamic=False)
+        return self._autograd
 
     def __call__(self, inputs: Inputs, outputs: dict[str, torch.Tensor], shape: Shape) -> None:
         first = self._compiled is None
@@ -251,12 +330,101 @@ class InductorForward:
         outputs["rstd"].copy_(rstd.view(shape.batch, shape.num_groups))
 
 
+GRADS = ("dx", "dW", "dB")
+
+
+def reference_backward(inputs: Inputs, shape: Shape) -> dict[str, torch.Tensor]:
+    """dx, dW and dB in float64 on the inputs' device: autograd through float64 group_norm, upstream gradient dy."""
+    x, w, b, dy = (t.detach().to(torch.float64) for t in (inputs.x, inputs.weight, inputs.bias, inputs.dy))
+    x, w, b = (t.clone().requires_grad_(True) for t in (x, w, b))
+    y = torch.nn.functional.group_norm(x, shape.num_groups, w, b, shape.eps)
+    dx, dw, db = torch.autograd.grad(y, (x, w, b), dy)
+    return {"dx": dx, "dW": dw, "dB": db}
+
+
+def alloc_grads(shape: Shape, dtype: torch.dtype, device: str) -> dict[str, torch.Tensor]:
+    """Uninitialised gradient buffers, all in the input's dtype (as autograd returns them)."""
+    return {
+        "dx": torch.empty(shape.batch, shape.channels, *shape.spatial, dtype=dtype, device=device),
+        "dW": torch.empty(shape.channels, dtype=dtype, device=device),
+        "dB": torch.empty(shape.channels, dtype=dtype, device=device),
+    }
+
+
+def backward_unsupported(variant: Variant) -> str | None:
+    """Why `run_backward` cannot run this variant's backward, or None if it can."""
+    if variant.kind in ("triton", "torch"):
+        return None
+    return f"no backward for {variant.kind} variants (the spec's backward is the shared Triton kernel)"
+
+
+def run_backward(variant: Variant, inputs: Inputs, grads: dict[str, torch.Tensor], shape: Shape,
+                 backward_kernel=None) -> None:
+    """The backward pass of one variant into `grads` (alloc_grads).
+
+    Triton variants: the variant's own forward gives mean and rstd, then the shared backward kernel
+    (variants/group_norm/backward.py, or `backward_kernel` of the same signature) computes dx into
+    grads["dx"] and atomically adds dW, dB into zeroed float32 buffers, which are then cast to the
+    input's dtype. torch: autograd through torch.nn.functional.group_norm in the input's dtype."""
+    if variant.kind == "torch":
+        x, w, b = (t.detach().clone().requires_grad_(True) for t in (inputs.x, inputs.weight, inputs.bias))
+        y = torch.nn.functional.group_norm(x, shape.num_groups, w, b, shape.eps)
+        for name, g in zip(GRADS, torch.autograd.grad(y, (x, w, b), inputs.dy)):
+            grads[name].copy_(g)
+        return
+    reason = backward_unsupported(variant)
+    if reason:
+        raise ValueError(reason)
+    from variants.group_norm.backward import group_norm_backward, launch_backward
+    forward = alloc_outputs(shape, inputs.x.dtype, inputs.x.device)
+    variant.run(inputs, forward, shape)
+    dw = torch.zeros(shape.channels, dtype=torch.float32, device=inputs.x.device)
+    db = torch.zeros_like(dw)
+    launch_backward(backward_kernel or group_norm_backward, inputs.x, inputs.dy, inputs.weight,
+                    forward["mean"], forward["rstd"], grads["dx"], dw, db, shape)
+    grads["dW"].copy_(dw)
+    grads["dB"].copy_(db)
+
+
 def bench_call(variant: Variant, inputs: Inputs, shape: Shape, mode: str) -> Callable[[], None]:
-    """A zero-argument closure that runs one pass of `variant` for timing, buffers allocated up front."""
-    if mode != "forward":
-        raise ValueError(f"mode {mode!r} is not available for group_norm yet; available: forward")
+    """A zero-argument closure that runs one pass of `variant` for timing, buffers allocated up front.
+
+    forward: the variant's forward. backward: for Triton variants the shared backward kernel (dW, dB
+    accumulators zeroed each call, as a backward pass must) on the mean and rstd of the variant's own
+    forward; for torch and inductor autograd's backward through a graph kept across calls. full: both."""
+    if mode not in ("forward", "backward", "full"):
+        raise ValueError(f"unknown mode {mode!r}; known modes: forward, backward, full")
     outputs = alloc_outputs(shape, inputs.x.dtype, inputs.x.device)
-    return lambda: variant.run(inputs, outputs, shape)
+
+    def forward():
+        variant.run(inputs, outputs, shape)
+    if mode == "forward":
+        return forward
+    if variant.kind == "triton":
+        from variants.group_norm.backward import group_norm_backward, launch_backward
+        forward()
+        dx = torch.empty_like(inputs.x)
+        dw = torch.zeros(shape.channels, dtype=torch.float32, device=inputs.x.device)
+        db = torch.zeros_like(dw)
+
+        def backward():
+            dw.zero_()
+            db.zero_()
+            launch_backward(group_norm_backward, inputs.x, inputs.dy, inputs.weight, outputs["mean"],
+                            outputs["rstd"], dx, dw, db, shape)
+        if mode == "backward":
+            return backward
+
+        def full():
+            forward()
+            backward()
+        return full
+    fn = torch.nn.functional.group_norm if variant.kind == "torch" else variant.run.autograd_function()
+    x, w, b = (t.detach().clone().requires_grad_(True) for t in (inputs.x, inputs.weight, inputs.bias))
+    if mode == "backward":
+        y = fn(x, shape.num_groups, w, b, shape.eps)
+        return lambda: torch.autograd.grad(y, (x, w, b), inputs.dy, retain_graph=True)
+    return lambda: torch.autograd.grad(fn(x, shape.num_groups, w, b, shape.eps), (x, w, b), inputs.dy)
 
 
 TRITON_VARIANTS = (
@@ -301,4 +469,8 @@ FAMILY = Family(
     triton_variant=triton_variant,
     variants=variants,
     forward_params=FORWARD_PARAMS,
+    reference_backward=reference_backward,
+    alloc_grads=alloc_grads,
+    run_backward=run_backward,
+    backward_unsupported=backward_unsupported,
 )
