@@ -145,6 +145,7 @@ class TimingCase:
     seconds: float                    # measurement time of the case, warm-up excluded
     variants: tuple[TimingVariant, ...]
     comparisons: tuple[TimingComparison, ...]
+    note: str = ""                   # e.g. why a case meant for graph replay was timed eagerly
 
 
 @dataclasses.dataclass(frozen=True)

@@ -133,15 +133,27 @@ def time_case(calls: dict[str, Callable[[], None]], bytes_moved: int, copy_gbs: 
     eager_ms = {name: _one_call_ms(t, flush) for name, t in timed.items()}
     use_graph = config.graph == "on" or (config.graph == "auto" and eager_ms and
                                          min(eager_ms.values()) < GRAPH_AUTO_BELOW_MS)
+    note = ""
     if use_graph:
+        broken = {}
         for name, t in list(timed.items()):
             try:
                 t.capture()
                 _one_call_ms(t, flush)
             except Exception as exc:
-                failed[name] = f"CUDA graph capture failed: {summarize(exc)}"
-                del timed[name]
+                broken[name] = summarize(exc)
+                t.graph = None
                 torch.cuda.synchronize()
+        if broken and config.graph == "on":   # graphs were demanded: a variant that cannot be captured fails
+            for name, reason in broken.items():
+                failed[name] = f"CUDA graph capture failed: {reason}"
+                del timed[name]
+        elif broken:   # auto: compare like with like, so every variant of the case is timed eagerly
+            for t in timed.values():
+                t.graph = None
+            use_graph = False
+            note = (f"CUDA graph capture failed for {', '.join(broken)} ({next(iter(broken.values()))}); "
+                    "every variant of this case was timed from eager launches instead")
     rng = random.Random(config.seed)
     samples: dict[str, list[list[float]]] = {name: [] for name in timed}
     order = list(timed)
@@ -190,4 +202,5 @@ def time_case(calls: dict[str, Callable[[], None]], bytes_moved: int, copy_gbs: 
         est = stats.ratio_with_interval(samples[baseline], samples[name], seed=config.seed)
         comparisons.append(TimingComparison(baseline, name, stats.verdict(est, config.noise), est.ratio,
                                             est.ci_low, est.ci_high, est.p_value, est.rounds))
-    return TimingCase(shape_label, mode, bool(use_graph), round(seconds, 3), tuple(variants), tuple(comparisons))
+    return TimingCase(shape_label, mode, bool(use_graph), round(seconds, 3), tuple(variants), tuple(comparisons),
+                      note)

@@ -42,7 +42,10 @@ def test_real_variants_and_torch_pass_backward(shape):
         assert outputs(v)["dx"].rel_l2 < 1e-6
     # the seed's pair share the backward kernel and, here, bitwise-equal statistics
     seed_pairs = [p for p in case.pairs if {p.a, p.b} == {"pointer_mutation", "explicit_offset"}]
-    assert [p.output for p in seed_pairs] == ["dx", "dW", "dB"] and all(p.equal for p in seed_pairs)
+    assert [p.output for p in seed_pairs] == ["dx", "dW", "dB"]
+    # dW and dB are atomic adds: on a GPU their order, and so their last bits, can change from run to run
+    deterministic = ("dx",) if BACKEND.gpu else ("dx", "dW", "dB")
+    assert all(p.equal for p in seed_pairs if p.output in deterministic)
     assert {(v.a, v.b) for v in case.verdicts} >= {("torch", "pointer_mutation"), ("torch", "flat")}
 
 

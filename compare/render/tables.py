@@ -206,6 +206,8 @@ def _timing_table(case: TimingCase, legend: tuple[str, ...]) -> Table:
     graph = ", CUDA graph replay" if case.graph else ""
     rounds = max((v.rounds for v in case.variants), default=0)
     title = f"Timing: {case.shape}, {case.mode}{graph}, {rounds} rounds in {case.seconds:.1f} s"
+    if case.note:
+        notes.append(case.note)
     return Table(title, headers, tuple(rows), legend, tuple(notes))
 
 
