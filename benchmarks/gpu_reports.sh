@@ -3,12 +3,12 @@
 #   bash benchmarks/gpu_reports.sh 1   the whole test suite on the GPU
 #   bash benchmarks/gpu_reports.sh 2   the seed comparison (--out), every input kind and dtype, the timing
 #                                      validation, and the tests that exercise the GPU paths
-# Everything lands under $OUT/work and is packed into $OUT/gpu_reports_<part>.tgz. Set
+# Everything lands in a scratch folder and is packed into $OUT/gpu_reports_<part>.tgz. Set
 # KERNEL_AB_GIT_COMMIT to the commit the tree was copied from (the copy has no .git).
 set -uo pipefail
 part=${1:?part 1 or 2}
 OUT=${OUT:-out}
-W="$OUT/work"; mkdir -p "$W"
+W=$(mktemp -d); mkdir -p "$OUT"   # packed into $OUT at the end (few files may come back from $OUT)
 export PYTHONUNBUFFERED=1
 step() {  # step NAME SECONDS COMMAND...: run with a time limit, log to $W/NAME.log, record command and wall time
     local name=$1 limit=$2; shift 2
@@ -35,3 +35,4 @@ else                       # the reports, then the tests that exercise the GPU p
 fi
 for f in "$W"/*.log; do echo "== $f"; tail -n 3 "$f"; done
 tar czf "$OUT/gpu_reports_$part.tgz" -C "$W" .
+cp "$W/steps.txt" "$OUT/" 2>/dev/null
