@@ -22,7 +22,7 @@ from compare.backend import configure  # noqa: E402
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=int, default=20)
-    p.add_argument("--slow-fraction", type=float, default=0.04,
+    p.add_argument("--slow-fraction", type=float, default=0.025,
                    help="fraction of x the planted slowdown copies once more per call")
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args()

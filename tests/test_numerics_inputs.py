@@ -98,7 +98,10 @@ def test_one_pass_variance_failures_are_reported():
     assert {e.output: e for e in pm.outputs}["rstd"].nonfinite_mismatch > 0
     assert not next(v for v in large.verdicts if (v.a, v.b) == ("torch", "pointer_mutation")).as_accurate
     huge = numerics.run_case(FAMILY, vs[:1], SHAPE, torch.float32, BACKEND, (0,), "huge")
-    assert {e.output: e for e in huge.variants[0].outputs}["y"].nonfinite_mismatch == SHAPE.numel
+    y = {e.output: e for e in huge.variants[0].outputs}["y"]
+    assert huge.variants[0].status == "fail" and y.nonfinite_mismatch > 0   # the float32 sum of squares overflows
+    if not BACKEND.gpu:   # the interpreter's numpy overflows every group; compiled code (FMA, order) only some
+        assert y.nonfinite_mismatch == SHAPE.numel
 
 
 def _v(name, rel, max_abs, mismatch=0, max_ulp=10.0):

@@ -26,15 +26,29 @@ def _table(table: Table, heading: str = "####") -> str:
 FOLD_OVER = 2   # a section with more tables than this is folded into a <details> block
 
 
-def _section(section) -> str:
-    block = [f"### {section.title}", ""]
-    block.extend(f"{line}\n" for line in section.intro)
-    fold = len(section.tables) > FOLD_OVER
+def _section(section, diffs: tuple[str, ...] = (), budget: int | None = None) -> str:
+    """A section's Markdown. `diffs` (the IR diffs) come right after the section's first table. With a
+    `budget`, only the parts that fit in it are kept, in order, and a line says how many were left out."""
+    head = [f"### {section.title}", ""]
+    head.extend(f"{line}\n" for line in section.intro)
+    tables = [_table(t) for t in section.tables]
+    parts = tables[:1] + list(diffs) + tables[1:]
+    kept, used = [], len("\n".join(head)) + 300
+    for text in parts:
+        if budget is not None and used + len(text) > budget:
+            break
+        kept.append(text)
+        used += len(text) + 1
+    fold = len(kept) > FOLD_OVER
+    block = list(head)
     if fold:
-        block.append(f"<details><summary>{len(section.tables)} tables</summary>\n")
-    block.extend(_table(t) for t in section.tables)
+        block.append(f"<details><summary>{len(kept)} parts</summary>\n")
+    block.extend(kept)
     if fold:
         block.append("</details>\n")
+    if len(kept) < len(parts):
+        block.append(f"> **Cut:** {len(parts) - len(kept)} of this section's {len(parts)} parts (tables, diffs) "
+                     "were left out to stay under GitHub's comment limit; report.json holds everything.\n")
     return "\n".join(block) + "\n"
 
 
@@ -46,29 +60,27 @@ def _ir_diff(block) -> str:
 
 
 def render(report: Report, limit: int = COMMENT_LIMIT) -> str:
-    """The report as one GitHub comment of at most `limit` characters; sections that do not fit are
-    dropped whole, with a note saying so."""
+    """The report as one GitHub comment of at most `limit` characters. When everything does not fit,
+    each section gets an even share of the room left and keeps the tables that fit in it, with a note
+    saying how many were left out."""
     summary, sections = build(report)
     head = [f"## kernel-ab: {report.family}, preset `{report.preset}`, {report.dtype}, baseline `{report.baseline}`",
             "", "| | verdict |", "|---|---|"]
     head.extend(f"| {_MARK[level]} | {text.replace('|', '/')} |" for level, text in summary.lines)
     head += ["", _table(variants_table(report)), ""]
     head_text = "\n".join(head)
-    body = [_section(s) for s in sections]
-    if report.ir is not None:   # the diffs go with the compiled-code section, so a cut drops them together
+    extras = [() for _ in sections]
+    if report.ir is not None:   # the diffs go with the compiled-code section
         at = next(i for i, s in enumerate(sections) if s.title == IR_TITLE)
-        body[at] += "".join(_ir_diff(block) for block in diff_blocks(report.ir))
+        extras[at] = tuple(_ir_diff(block) for block in diff_blocks(report.ir))
     tail = "\n".join(["<details><summary>Environment</summary>", "",
                       *(f"- {line}" for line in environment_lines(report)), "", "</details>", ""])
-    text = head_text + "".join(body) + tail
+    text = head_text + "".join(_section(s, e) for s, e in zip(sections, extras)) + tail
     if len(text) <= limit:
         return text
-    kept, dropped = head_text, []
-    for section, block in zip(sections, body):
-        if dropped or len(kept) + len(block) + 400 + len(tail) > limit:
-            dropped.append(section.title)
-        else:
-            kept += block
-    note = (f"\n> **Cut:** this report is over GitHub's {limit}-character comment limit, so these sections were "
-            f"left out: {', '.join(dropped)}. The JSON report holds everything.\n\n")
-    return kept + note + tail
+    room = limit - len(head_text) - len(tail)
+    body = ""
+    for i, (section, extra) in enumerate(zip(sections, extras)):
+        share = (room - len(body)) // (len(sections) - i)
+        body += _section(section, extra, budget=share)
+    return head_text + body + tail

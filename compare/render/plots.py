@@ -6,6 +6,8 @@ from pathlib import Path
 
 from compare.results import Report
 
+FOCUS = 0.5   # the ratio panel leaves out variants more than 50% away from the baseline, so small gaps stay visible
+
 
 def available() -> bool:
     try:
@@ -28,20 +30,23 @@ def write(report: Report, folder: Path) -> list[Path]:
         cases = [c for c in report.timing.cases if c.mode == mode]
         fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8))
         names = list(dict.fromkeys(v.variant for c in cases for v in c.variants))
+        colors = {name: f"C{i % 10}" for i, name in enumerate(names)}   # one colour per variant in both panels
+        far = sorted({k.variant for c in cases for k in c.comparisons
+                      if k.verdict != "n/a" and abs(k.ratio - 1) > FOCUS}, key=names.index)
         for name in names:
             pts = [(x_of[c.shape], v.median_ms, v.p20_ms, v.p80_ms) for c in cases for v in c.variants
                    if v.variant == name and v.status == "ok"]
             if pts:
                 xs, med, lo, hi = zip(*pts)
                 left.errorbar(xs, med, yerr=[[m - l for m, l in zip(med, lo)], [h - m for m, h in zip(med, hi)]],
-                              marker="o", capsize=3, label=name)
+                              marker="o", capsize=3, label=name, color=colors[name])
             comps = [(x_of[c.shape], k.ratio, k.ci_low, k.ci_high) for c in cases for k in c.comparisons
                      if k.variant == name and k.verdict != "n/a"]
-            if comps:
+            if comps and name not in far:
                 xs, r, lo, hi = zip(*comps)
                 right.errorbar(xs, [(v - 1) * 100 for v in r],
                                yerr=[[(a - b) * 100 for a, b in zip(r, lo)], [(b - a) * 100 for a, b in zip(r, hi)]],
-                               marker="o", capsize=3, label=name)
+                               marker="o", capsize=3, label=name, color=colors[name])
         band = report.timing.noise * 100
         right.axhspan(-band, band, color="grey", alpha=0.2, label=f"noise band ±{band:g}%")
         right.axhline(0, color="black", linewidth=0.8)
@@ -54,6 +59,8 @@ def write(report: Report, folder: Path) -> list[Path]:
         left.set_ylabel("median ms (bars: p20-p80)")
         left.set_yscale("log")
         right.set_ylabel(f"time vs {report.baseline}, % (bars: 95% interval)")
+        if far:
+            right.set_title(f"beyond ±{FOCUS:.0%} somewhere, so left out here: {', '.join(far)}", fontsize=9)
         fig.suptitle(f"{report.family} {mode}, {report.dtype}, {report.timing.gpu}")
         fig.tight_layout()
         path = folder / f"timing_{mode}.png"
