@@ -57,7 +57,7 @@ def main() -> int:
              f"{config.rounds} rounds x {config.calls_per_round} calls, cap {config.max_seconds:g} s per pair.", ""]
     results = {}
     for label, make_b in (("A/A (explicit_offset vs itself)", lambda: FAMILY.bench_call(base, inputs, shape, "forward")),
-                          (f"planted slowdown (explicit_offset + copy of {args.slow_fraction:.0%} of x)", slow_call)):
+                          (f"planted slowdown (explicit_offset + copy of {args.slow_fraction:.1%} of x)", slow_call)):
         verdicts, widths, ratios, seconds = [], [], [], []
         for i in range(args.repeats):
             calls = {"A": FAMILY.bench_call(base, inputs, shape, "forward"), "B": make_b()}
