@@ -12,16 +12,23 @@ from pathlib import Path
 from variants.group_norm import triton_variant
 
 
-def mutant(tmp_path: Path, base_module, name: str, old: str, new: str, count: int = 1):
-    source = inspect.getsource(base_module)
+def _load_mutated(tmp_path: Path, module, name: str, old: str, new: str, count: int):
+    """`module`'s source with `old` replaced by `new` (which must occur `count` times), imported from a file."""
+    source = inspect.getsource(module)
     found = source.count(old)
     assert found == count, f"planted fault {name}: expected {count} match(es) of {old!r}, found {found}"
     path = tmp_path / f"{name}.py"
     path.write_text(source.replace(old, new))
     spec = importlib.util.spec_from_file_location(f"planted_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    mutated = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mutated
+    spec.loader.exec_module(mutated)
+    return mutated, path
+
+
+def mutant(tmp_path: Path, base_module, name: str, old: str, new: str, count: int = 1):
+    """A forward variant: `base_module` (a variant file) with one edit."""
+    module, path = _load_mutated(tmp_path, base_module, name, old, new, count)
     return triton_variant(name, module.group_norm_forward, f"planted fault: {new.strip()}", str(path))
 
 
@@ -29,13 +36,4 @@ def mutant_backward(tmp_path: Path, name: str, old: str, new: str, count: int = 
     """The shared backward kernel (variants/group_norm/backward.py) with one edit: its @triton.jit
     function, to pass to `run_backward(..., backward_kernel=...)`."""
     import variants.group_norm.backward as backward
-    source = inspect.getsource(backward)
-    found = source.count(old)
-    assert found == count, f"planted fault {name}: expected {count} match(es) of {old!r}, found {found}"
-    path = tmp_path / f"{name}.py"
-    path.write_text(source.replace(old, new))
-    spec = importlib.util.spec_from_file_location(f"planted_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module.group_norm_backward
+    return _load_mutated(tmp_path, backward, name, old, new, count)[0].group_norm_backward
