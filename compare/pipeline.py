@@ -109,7 +109,7 @@ def count_steps(request: Request, registry: Registry, backend: Backend) -> int:
     steps = 0
     steps += sum(len(seeds) for *_, seeds in numerics_plan(request, preset, _directions(request)))
     if "timing" in request.checks and backend.gpu:
-        steps += len(preset.shapes) * len(request.timing.modes)
+        steps += len(preset.shapes) * len(request.timing.modes) * len(resolve_matrix(request)[0])
     if "ir" in request.checks:
         steps += 1
     return steps
@@ -195,7 +195,7 @@ def run(request: Request, registry: Registry, backend: Backend,
     timing_section = None
     if "timing" in request.checks:
         if backend.gpu:
-            timing_section = run_timing(family, chosen, preset, dtype, request, step)
+            timing_section = run_timing(family, chosen, preset, request, step)
         else:
             skipped.append("timing: needs a CUDA GPU and this run has none (Triton ran through its CPU "
                            "interpreter, whose speed says nothing about the GPU)")
@@ -213,24 +213,25 @@ def run(request: Request, registry: Registry, backend: Backend,
                   numerics=numerics_section, timing=timing_section, ir=ir_section, skipped=tuple(skipped))
 
 
-def run_timing(family, chosen, preset, dtype, request: Request, step) -> TimingSection:
+def run_timing(family, chosen, preset, request: Request, step) -> TimingSection:
+    """Every (dtype, shape, mode) case of the request, timed on the GPU."""
     import torch
     from compare import timing
     config = request.timing
     step("timing: measuring device-to-device copy bandwidth")
     copy_gbs = timing.copy_bandwidth_gbs()
     cases = []
-    for shape in preset.shapes:
-        inputs = family.make_inputs(shape, dtype, "cuda", request.seed, request.input_kind)
-        for mode in config.modes:
-            calls = {}
-            for v in chosen:
-                calls[v.name] = family.bench_call(v, inputs, shape, mode)
-            cases.append(timing.time_case(calls, family.bytes_moved(shape, dtype, mode), copy_gbs, shape.label,
-                                          mode, config, step))
-            step.advance()
-        del inputs
-        torch.cuda.empty_cache()
+    for dtype in resolve_matrix(request)[0]:
+        dtype_name = str(dtype).removeprefix("torch.")
+        for shape in preset.shapes:
+            inputs = family.make_inputs(shape, dtype, "cuda", request.seed, request.input_kind)
+            for mode in config.modes:
+                calls = {v.name: family.bench_call(v, inputs, shape, mode) for v in chosen}
+                cases.append(timing.time_case(calls, family.bytes_moved(shape, dtype, mode), copy_gbs, shape.label,
+                                              mode, config, step, dtype=dtype_name))
+                step.advance()
+            del inputs
+            torch.cuda.empty_cache()
     compile_seconds = tuple((v.name, float(v.run.compile_seconds)) for v in chosen
                             if getattr(v.run, "compile_seconds", None) is not None)
     method = (f"interleaved rounds (order shuffled each round), {config.calls_per_round} calls per variant per "

@@ -146,6 +146,7 @@ class TimingCase:
     variants: tuple[TimingVariant, ...]
     comparisons: tuple[TimingComparison, ...]
     note: str = ""                   # e.g. why a case meant for graph replay was timed eagerly
+    dtype: str = ""                  # the inputs' dtype ("" in reports made before it was recorded)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -111,7 +111,8 @@ def _peak_memory(fn) -> int:
 
 
 def time_case(calls: dict[str, Callable[[], None]], bytes_moved: int, copy_gbs: float, shape_label: str,
-              mode: str, config: TimingConfig, step: Callable[[str], None] = lambda _: None) -> TimingCase:
+              mode: str, config: TimingConfig, step: Callable[[str], None] = lambda _: None,
+              dtype: str = "") -> TimingCase:
     """Time every callable (first = baseline) in interleaved rounds and compare each with the baseline."""
     flush = torch.empty(config.flush_bytes // 4, dtype=torch.int32, device="cuda")
     timed: dict[str, _Timed] = {}
@@ -203,4 +204,4 @@ def time_case(calls: dict[str, Callable[[], None]], bytes_moved: int, copy_gbs: 
         comparisons.append(TimingComparison(baseline, name, stats.verdict(est, config.noise), est.ratio,
                                             est.ci_low, est.ci_high, est.p_value, est.rounds))
     return TimingCase(shape_label, mode, bool(use_graph), round(seconds, 3), tuple(variants), tuple(comparisons),
-                      note)
+                      note, dtype)

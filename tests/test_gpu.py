@@ -50,3 +50,17 @@ def test_a_crashing_variant_is_reported_and_the_rest_timed():
     assert [v.status for v in case.variants] == ["ok", "error"]
     assert "planted crash" in case.variants[1].reason
     assert case.comparisons[0].verdict == "n/a"
+
+
+def test_timing_every_dtype_and_mode_through_the_pipeline():
+    from compare import pipeline
+    request = pipeline.Request(("pointer_mutation", "explicit_offset", "torch"), shape="4,64,16,256",
+                               dtype="float32,float16", checks=("timing",),
+                               timing=timing.TimingConfig(modes=("forward", "backward", "full"), rounds=10,
+                                                          min_rounds=10, calls_per_round=2, warmup_ms=5))
+    report = pipeline.run(request, registry(), BACKEND)
+    assert [(c.dtype, c.mode) for c in report.timing.cases] == [
+        (d, m) for d in ("float32", "float16") for m in ("forward", "backward", "full")]
+    for case in report.timing.cases:
+        assert [v.status for v in case.variants] == ["ok", "ok", "ok"], [v.reason for v in case.variants]
+        assert len(case.comparisons) == 2

@@ -68,3 +68,17 @@ def test_benchmark_rows_follow_the_seed_format():
     assert row["x_values"] == [8] and row["y_values_50"] == [pytest.approx(0.206)]
     assert row["kernel_operation_mode"] == "forward" and row["metric_unit"] == "ms"
     assert json.loads(row["extra_benchmark_config_str"])["shapes"][0]["num_groups"] == 2
+
+
+def test_timing_of_several_dtypes_is_summarised_and_tabled_per_dtype():
+    import dataclasses
+    report = fixed_report()
+    case = report.timing.cases[0]
+    cases = (dataclasses.replace(case, dtype="float32"), dataclasses.replace(case, dtype="float16"))
+    report = dataclasses.replace(report, timing=dataclasses.replace(report.timing, cases=cases))
+    text = markdown.render(report)
+    assert "timing forward float32: B vs A: slower" in text and "timing forward float16: B vs A: slower" in text
+    assert "#### Timing: N2 C8 G2 S256, float16, forward" in text
+    rows = benchmark_rows.rows(report)
+    assert sorted((r["kernel_provider"], json.loads(r["extra_benchmark_config_str"])["dtype"]) for r in rows) == [
+        ("A", "float16"), ("A", "float32"), ("B", "float16"), ("B", "float32")]

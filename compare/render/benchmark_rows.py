@@ -10,13 +10,14 @@ from compare.results import Report
 def rows(report: Report) -> list[dict]:
     if report.timing is None:
         return []
-    by_key: dict[tuple[str, str], dict[str, tuple[float, float, float]]] = {}
+    by_key: dict[tuple[str, str, str], dict[str, tuple[float, float, float]]] = {}
     for case in report.timing.cases:
         for v in case.variants:
             if v.status == "ok":
-                by_key.setdefault((v.variant, case.mode), {})[case.shape] = (v.p20_ms, v.median_ms, v.p80_ms)
+                by_key.setdefault((v.variant, case.mode, case.dtype or report.dtype), {})[case.shape] = \
+                    (v.p20_ms, v.median_ms, v.p80_ms)
     out = []
-    for (variant, mode), per_shape in by_key.items():
+    for (variant, mode, dtype), per_shape in by_key.items():
         idx = [i for i, s in enumerate(report.shapes) if s in per_shape]
         values = [per_shape[report.shapes[i]] for i in idx]
         x_values = [report.x_values[i] if report.x_values else i for i in idx]
@@ -34,7 +35,7 @@ def rows(report: Report) -> list[dict]:
             "y_values_80": [v[2] for v in values],
             "timestamp": report.environment.time_utc,
             "kernel_operation_mode": mode,
-            "extra_benchmark_config_str": json.dumps({"preset": report.preset, "dtype": report.dtype,
+            "extra_benchmark_config_str": json.dumps({"preset": report.preset, "dtype": dtype,
                                                       "shapes": [json.loads(p) for p in report.shape_params]}),
             "kernel_ab_commit": report.environment.git_commit,
         })

@@ -18,7 +18,8 @@ def available() -> bool:
 
 
 def write(report: Report, folder: Path) -> list[Path]:
-    """One PNG per timed mode; returns the files written. Needs matplotlib (check `available()`)."""
+    """One PNG per timed mode (and dtype, when several were timed); returns the files written. Needs
+    matplotlib (check `available()`)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -26,8 +27,9 @@ def write(report: Report, folder: Path) -> list[Path]:
         return []
     written = []
     x_of = dict(zip(report.shapes, report.x_values or range(len(report.shapes))))
-    for mode in dict.fromkeys(c.mode for c in report.timing.cases):
-        cases = [c for c in report.timing.cases if c.mode == mode]
+    keys = list(dict.fromkeys((c.mode, c.dtype) for c in report.timing.cases))
+    for mode, dtype in keys:
+        cases = [c for c in report.timing.cases if (c.mode, c.dtype) == (mode, dtype)]
         fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8))
         names = list(dict.fromkeys(v.variant for c in cases for v in c.variants))
         colors = {name: f"C{i % 10}" for i, name in enumerate(names)}   # one colour per variant in both panels
@@ -61,9 +63,9 @@ def write(report: Report, folder: Path) -> list[Path]:
         right.set_ylabel(f"time vs {report.baseline}, % (bars: 95% interval)")
         if far:
             right.set_title(f"beyond ±{FOCUS:.0%} somewhere, so left out here: {', '.join(far)}", fontsize=9)
-        fig.suptitle(f"{report.family} {mode}, {report.dtype}, {report.timing.gpu}")
+        fig.suptitle(f"{report.family} {mode}, {dtype or report.dtype}, {report.timing.gpu}")
         fig.tight_layout()
-        path = folder / f"timing_{mode}.png"
+        path = folder / (f"timing_{mode}_{dtype}.png" if len({d for _, d in keys}) > 1 else f"timing_{mode}.png")
         fig.savefig(path, dpi=110)
         plt.close(fig)
         written.append(path)

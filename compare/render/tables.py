@@ -205,7 +205,8 @@ def _timing_table(case: TimingCase, legend: tuple[str, ...]) -> Table:
                      f"{v.fraction_of_copy:.0%}", f"{v.peak_memory_bytes / 2**20:.1f}", *cmp))
     graph = ", CUDA graph replay" if case.graph else ""
     rounds = max((v.rounds for v in case.variants), default=0)
-    title = f"Timing: {case.shape}, {case.mode}{graph}, {rounds} rounds in {case.seconds:.1f} s"
+    dtype = f", {case.dtype}" if case.dtype else ""
+    title = f"Timing: {case.shape}{dtype}, {case.mode}{graph}, {rounds} rounds in {case.seconds:.1f} s"
     if case.note:
         notes.append(case.note)
     return Table(title, headers, tuple(rows), legend, tuple(notes))
@@ -213,10 +214,13 @@ def _timing_table(case: TimingCase, legend: tuple[str, ...]) -> Table:
 
 def timing_summary(section: TimingSection) -> list[tuple[str, str]]:
     lines = []
-    keys = list(dict.fromkeys((c.baseline, c.variant, case.mode) for case in section.cases for c in case.comparisons))
-    for baseline, variant, mode in keys:
-        comps = [c for case in section.cases for c in case.comparisons
-                 if (c.baseline, c.variant) == (baseline, variant) and case.mode == mode and c.verdict != "n/a"]
+    keys = list(dict.fromkeys((c.baseline, c.variant, case.mode, case.dtype)
+                              for case in section.cases for c in case.comparisons))
+    several = len({k[3] for k in keys}) > 1
+    for baseline, variant, mode, dtype in keys:
+        comps = [c for case in section.cases for c in case.comparisons if (c.baseline, c.variant) == (baseline, variant)
+                 and (case.mode, case.dtype) == (mode, dtype) and c.verdict != "n/a"]
+        mode = f"{mode} {dtype}" if several else mode
         if not comps:
             lines.append(("fail", f"timing {mode}: {variant} vs {baseline}: not compared (a variant failed)"))
             continue
