@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from typing import Callable, Iterable, Optional
+from typing import Iterable, Optional
 
 import torch
 
 from compare.backend import Backend, synchronize
 from compare.errors import summarize
+from compare.progress import Step
 from compare.results import NumericsCase, OutputError, PairBitwise, PairVerdict, VariantNumerics
 
 # assert_close's default tolerances (torch.testing), by dtype
@@ -155,7 +156,7 @@ def _runner(family, v, direction: str, shape, dtype, backend):
 
 
 def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seeds: Iterable[int],
-             input_kind: str = "normal", progress: Callable[[str], None] = lambda _: None,
+             input_kind: str = "normal", progress: Step = Step(),
              direction: str = "forward", reference: str = "") -> NumericsCase:
     """Run every variant on fresh inputs for each seed; compare with the reference and pairwise.
 
@@ -202,8 +203,7 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
             produced[v.name] = outputs
             for name, t in outputs.items():
                 errors[v.name].append(measure(t, ref[name], name, dtype))
-        if hasattr(progress, "advance"):
-            progress.advance()
+        progress.advance()
         for a, b in itertools.combinations(produced, 2):
             for name in produced[a]:
                 diffs.setdefault((a, b, name), []).append(bitwise(produced[a][name], produced[b][name]))

@@ -4,11 +4,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-from typing import Callable, Iterator
+from typing import Iterator
 
 from compare import numerics
 from compare.backend import Backend
 from compare.environment import collect
+from compare.progress import Step
 from compare.results import NumericsSection, Report, TimingSection, VariantInfo
 from compare.timing import TimingConfig
 from variants import Registry, UnknownName
@@ -182,7 +183,7 @@ def _compiled(family, chosen: list, shape, dtype, backend: Backend, failed: tupl
 
 
 def run(request: Request, registry: Registry, backend: Backend,
-        step: Callable[[str], None] = lambda _: None, failed: tuple[VariantInfo, ...] = ()) -> Report:
+        step: Step = Step(), failed: tuple[VariantInfo, ...] = ()) -> Report:
     """The report for `request`; `failed` (from `loaded`) lists variants that could not be loaded."""
     family, chosen, preset, dtype = resolve(request, registry)
     chosen, failed = _compiled(family, chosen, preset.shapes[0], dtype, backend, tuple(failed))
@@ -202,8 +203,7 @@ def run(request: Request, registry: Registry, backend: Backend,
     ir_section = None
     if "ir" in request.checks:
         ir_section, ir_skipped = _ir(request, chosen, preset, backend, step)
-        if hasattr(step, "advance"):
-            step.advance()
+        step.advance()
         skipped.extend(ir_skipped)
     dtype_names = ",".join(str(d).removeprefix("torch.") for d in resolve_matrix(request)[0])
     return Report(family=family.name, preset=preset.name, dtype=dtype_names, baseline=chosen[0].name,
@@ -263,7 +263,7 @@ def _directions(request: Request) -> list[str]:
 
 
 def run_numerics(request: Request, family, chosen, preset, backend: Backend, registry: Registry,
-                 directions, step: Callable[[str], None] = lambda _: None) -> NumericsSection:
+                 directions, step: Step = Step()) -> NumericsSection:
     """Every (direction, dtype, input kind, shape) case. The torch variant joins as an accuracy
     reference point when not named. Without --inputs (the quick plan, so the default run stays
     quick on the CPU interpreter) only the forward pass on normal inputs runs on every shape with

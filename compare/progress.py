@@ -10,6 +10,8 @@ from contextlib import contextmanager
 
 
 class Step:
+    """Progress that goes nowhere (and the interface of those that do)."""
+
     def __call__(self, text: str) -> None:
         pass
 

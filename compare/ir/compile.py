@@ -67,7 +67,7 @@ def specialization(arg_names: list, shape, dtype: str) -> dict:
 
     Assumed, as on a CUDA device: every tensor's data pointer is 16-byte aligned (torch's caching
     allocator aligns to 512 bytes), and the tensors are contiguous views (batch, groups, hidden)."""
-    n, g, h = shape.batch, shape.num_groups, shape.hidden_size
+    g, h = shape.num_groups, shape.hidden_size
     ptr = _PTR_TYPES[dtype]
     values = [("Y_ptr", ptr), ("Y_row_stride", g * h), ("Y_col_stride", h),
               ("X_ptr", ptr), ("X_row_stride", g * h), ("X_col_stride", h),

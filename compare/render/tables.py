@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 
 from compare.render import ir_tables
-from compare.results import IRSection, NumericsCase, NumericsSection, Report, TimingCase, TimingSection, VariantNumerics
+from compare.results import IRSection, NumericsCase, NumericsSection, Report, TimingCase, TimingSection
 
 
 IR_TITLE = "Compiled code (IR)"
@@ -186,7 +186,7 @@ def _pct(x: float) -> str:
 
 def _timing_table(case: TimingCase, legend: tuple[str, ...]) -> Table:
     headers = ("variant", "median ms", "p20-p80 ms", "GB/s", "% copy", "peak MiB", "vs baseline",
-               f"95% interval", "p", "verdict")
+               "95% interval", "p", "verdict")
     comps = {c.variant: c for c in case.comparisons}
     rows, notes = [], []
     for v in case.variants:
