@@ -1,10 +1,10 @@
 """kernel-ab: put variants of a Triton kernel side by side (numerics, timing, compiled code).
 
     python main.py list
-    python main.py compare [A B ...] [--preset NAME | --shape N,C,G,S] [--dtype float32] [--check CHECK]
+    python main.py compare [A B ...] [--family NAME] [--preset NAME | --shape SHAPE] [--dtype float32] [--check CHECK]
                            [--json PATH] [--out DIR] [--fail-on-numerics] [--fail-if-slower PCT]
     python main.py compare [A B ...] [--dtype float32[,float16|all]] [--inputs KIND[,KIND]|all] [--check backward]
-    python main.py compare [A ...] --variant NAME=git:REV:PATH::FUNCTION --variant NAME=PATH::FUNCTION [--repo DIR]
+    python main.py compare [A ...] --variant NAME=git:REV:PATH::FUNCTION[,FUNCTION] --variant NAME=PATH::FUNCTION [--repo DIR]
     python main.py ir [A B ...] [--stage ttir|ttgir|llir|ptx|sass] [--target sm_90] [--preset NAME | --shape ...] [--full]
     python main.py report FILE.json [--format terminal|markdown]
 
@@ -26,7 +26,9 @@ class _Parser(argparse.ArgumentParser):
 def _shape_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("variants", nargs="*", help="variant names; the first is the baseline")
     p.add_argument("--preset", help="shape preset (default: the family's default)")
-    p.add_argument("--shape", help="one shape instead of a preset: BATCH,CHANNELS,GROUPS,SPATIAL (e.g. 16,320,32,64x64)")
+    p.add_argument("--shape", help="one shape instead of a preset, in the family's form (`main.py list` shows it)")
+    p.add_argument("--family", help="the family to compare (default: the named variants' family, else the default "
+                                    "family that `main.py list` names); --variant kernels join it")
     p.add_argument("--eps", type=float, default=1e-6, help="eps for --shape (default 1e-6)")
     p.add_argument("--dtype", default="float32",
                    help="float32, float16, bfloat16, a comma list of them, or all (default float32)")
@@ -36,11 +38,11 @@ def _shape_options(p: argparse.ArgumentParser) -> None:
 
 def _variant_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("bring your own kernel")
-    g.add_argument("--variant", action="append", dest="external", metavar="NAME=[git:REV:]PATH::FUNCTION",
-                   help="also compare a @triton.jit kernel from a file, or from a file at a git revision "
+    g.add_argument("--variant", action="append", dest="external", metavar="NAME=[git:REV:]PATH::FUNCTION[,FUNCTION]",
+                   help="also compare a @triton.jit kernel from a file, or from a file at a git revision: a forward "
+                        "or a backward kernel, told apart by its parameters (two functions, comma-separated: both) "
                         "(repeatable; compared after the named variants, in the order given)")
     g.add_argument("--repo", default=".", help="the git repository of git: variants (default: the current directory)")
-    g.add_argument("--family", default="group_norm", help="the family --variant kernels join (default group_norm)")
 
 
 def _timing_options(p: argparse.ArgumentParser) -> None:
@@ -75,11 +77,11 @@ def _output_options(p: argparse.ArgumentParser) -> None:
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="main.py", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    sub.add_parser("list", help="list the registered variants and presets")
-    c = sub.add_parser("compare", help="compare variants (default: pointer_mutation against explicit_offset)")
+    sub.add_parser("list", help="list the families, their variants, presets, input kinds and dtypes")
+    c = sub.add_parser("compare", help="compare variants (default: the family's default pair)")
     _shape_options(c)
-    c.add_argument("--inputs", help="input kinds, comma list or all: normal, large_mean, all_equal, huge, tiny, "
-                                    "nonfinite (default: all, the non-normal ones on the first shape, 1 trial)")
+    c.add_argument("--inputs", help="input kinds, comma list or all (the family's kinds: `main.py list`; default: "
+                                    "all, the non-normal ones on the first shape, 1 trial)")
     c.add_argument("--check", action="append", dest="checks",
                    help="run only this check (repeatable): numerics (forward), backward, timing, ir (default all)")
     c.add_argument("--trials", type=int, default=3, help="fresh-input trials per shape (default 3)")
@@ -109,10 +111,16 @@ def _fail(message: str) -> int:
 
 def cmd_list(registry) -> int:
     from tabulate import tabulate
-    rows = [(v.name, v.family, v.kind, "GPU" if v.needs_gpu else "any", v.why) for v in registry.variants.values()]
-    print(tabulate(rows, headers=("variant", "family", "kind", "runs on", "what it is"), tablefmt="github"))
+    print(f"families: {', '.join(registry.families)} (default {registry.default_family})")
     for family in registry.families.values():
-        print(f"\npresets of {family.name}:")
+        print(f"\n## family {family.name}: {type(family).__doc__.strip().splitlines()[0]}")
+        rows = [(v.name, v.kind, ", ".join(v.own_kernels) or "op", "GPU" if v.needs_gpu else "any", v.why)
+                for v in registry.variants(family.name)]
+        print(tabulate(rows, headers=("variant", "kind", "kernels", "runs on", "what it is"), tablefmt="github"))
+        print(f"default pair: {' vs '.join(family.default_pair)}; --shape {family.shape_help}")
+        print(f"input kinds: {', '.join(family.input_kinds)}; dtypes: {', '.join(family.dtypes)}")
+        print(f"outputs: {', '.join(family.outputs)}; gradients: {', '.join(family.grads) or 'none'}")
+        print("presets:")
         for preset in family.presets.values():
             default = " (default)" if preset.name == family.default_preset else ""
             print(f"  {preset.name}{default}: {preset.description}; {len(preset.shapes)} shapes")

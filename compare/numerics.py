@@ -1,9 +1,9 @@
 """The numerics comparison: each variant against the float64 reference, and each pair bit by bit,
-forward (y, mean, rstd) or backward (dx, dW, dB), with an accuracy verdict per pair.
+forward (the family's outputs) or backward (its gradients), with an accuracy verdict per pair.
 
 Every output buffer is filled with a NaN of a distinctive payload before the launch, so an element
 the kernel never wrote is told apart from a NaN it computed. Inputs are drawn fresh for every trial.
-Tolerances are those of the case's dtype (`TOLERANCES`) for every output, including the float32
+Tolerances are those of the case's dtype (`TOLERANCES`) for every output, including float32
 statistics and gradient accumulators, which carry the dtype's inputs. Dtypes that Triton's CPU
 interpreter is known not to run faithfully (`INTERPRETER_UNTRUSTED`) are not run there for Triton
 variants: they are reported as "untrusted" with the reason.
@@ -147,10 +147,7 @@ def _runner(family, v, direction: str, shape, dtype, backend):
     if direction == "forward":
         return (None, lambda: family.alloc_outputs(shape, dtype, backend.device),
                 lambda inputs, out: v.run(inputs, out, shape), lambda inputs: family.reference(inputs, shape))
-    if family.run_backward is None:
-        return (f"family {family.name} has no backward pass", None, None, None)
-    return ((family.backward_unsupported(v) if family.backward_unsupported else None),
-            lambda: family.alloc_grads(shape, dtype, backend.device),
+    return (family.backward_unsupported(v), lambda: family.alloc_grads(shape, dtype, backend.device),
             lambda inputs, out: family.run_backward(v, inputs, out, shape),
             lambda inputs: family.reference_backward(inputs, shape))
 
@@ -160,7 +157,7 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
              direction: str = "forward", reference: str = "") -> NumericsCase:
     """Run every variant on fresh inputs for each seed; compare with the reference and pairwise.
 
-    direction "forward" checks y, mean, rstd; "backward" checks dx, dW, dB (family.run_backward).
+    direction "forward" checks the family's outputs; "backward" its gradients (family.run_backward).
     `reference`, if one of the variants, is the one every other variant also gets a verdict against."""
     if direction not in ("forward", "backward"):
         raise ValueError(f"unknown direction {direction!r}; known: forward, backward")

@@ -15,8 +15,6 @@ from compare.timing import TimingConfig
 from variants import Registry, UnknownName
 
 CHECKS = ("numerics", "backward", "timing", "ir")
-# the variant run in numerics as an accuracy reference point when the user did not name it
-ACCURACY_REFERENCE = "torch"
 
 
 class UsageError(ValueError):
@@ -31,7 +29,7 @@ class NothingToCompare(RuntimeError):
 class Request:
     variants: tuple[str, ...]
     preset: str | None = None
-    shape: str | None = None     # one shape instead of a preset: BATCH,CHANNELS,GROUPS,SPATIAL
+    shape: str | None = None     # one shape instead of a preset, in the family's --shape form
     eps: float = 1e-6
     dtype: str = "float32"
     checks: tuple[str, ...] = CHECKS
@@ -45,7 +43,7 @@ class Request:
     full: bool = False             # ir: keep whole normalized listings and uncut diffs
     external: tuple[str, ...] = ()   # --variant specs: NAME=PATH::FUNCTION or NAME=git:REV:PATH::FUNCTION
     repo: str = "."                  # the git repository of git: specs
-    family: str = "group_norm"       # the family loaded kernels join
+    family: str | None = None        # the family compared (None: the named variants', else the default one)
 
 
 def resolve(request: Request, registry: Registry):
@@ -53,9 +51,8 @@ def resolve(request: Request, registry: Registry):
     try:
         names = request.variants
         if not names:
-            family = registry.family("group_norm")
-            names = family.default_pair
-        chosen = [registry.get(n) for n in names]
+            names = registry.family(request.family or registry.default_family).default_pair
+        chosen = [registry.get(n, request.family) for n in names]
         if len(set(names)) != len(names):
             raise UsageError(f"a variant is named twice in {', '.join(names)}; name each once")
         families = {v.family for v in chosen}
@@ -75,7 +72,10 @@ def resolve(request: Request, registry: Registry):
         if isinstance(exc, UsageError):
             raise
         raise UsageError(str(exc)) from None
-    dtypes, _ = resolve_matrix(request)
+    dtypes, _ = resolve_matrix(request, family)
+    if request.input_kind not in family.input_kinds:
+        raise UsageError(f"family {family.name} has no input kind {request.input_kind!r}; "
+                         f"its kinds: {', '.join(family.input_kinds)}")
     unknown = [c for c in request.checks if c not in CHECKS]
     if unknown:
         raise UsageError(f"unknown check {unknown[0]!r}; known checks: {', '.join(CHECKS)}")
@@ -86,31 +86,32 @@ def resolve(request: Request, registry: Registry):
     return family, chosen, preset, dtypes[0]
 
 
-def _names(text: str, known, what: str, flag: str) -> tuple[str, ...]:
+def _names(text: str, known, what: str, flag: str, family) -> tuple[str, ...]:
     names = tuple(dict.fromkeys(n.strip() for n in text.split(",")))
     if names == ("all",):
         return tuple(known)
     for n in names:
         if n not in known:
-            raise UsageError(f"unknown {what} {n!r}; known {what}s: {', '.join(known)} (or all; {flag} takes a comma list)")
+            raise UsageError(f"unknown {what} {n!r}; known {what}s: {', '.join(known)} "
+                             f"(of family {family.name}; or all: {flag} takes a comma list)")
     return names
 
 
-def resolve_matrix(request: Request):
-    """(torch dtypes, input kinds) the request asks for; UsageError naming the known ones."""
-    from variants.group_norm import DTYPES, INPUT_KINDS
-    dtypes = tuple(DTYPES[n] for n in _names(request.dtype, DTYPES, "dtype", "--dtype"))
-    kinds = tuple(INPUT_KINDS) if request.inputs is None else _names(request.inputs, INPUT_KINDS, "input kind", "--inputs")
+def resolve_matrix(request: Request, family):
+    """(torch dtypes, input kinds) the request asks for of `family`; UsageError naming the family's own."""
+    dtypes = tuple(family.dtypes[n] for n in _names(request.dtype, family.dtypes, "dtype", "--dtype", family))
+    kinds = tuple(family.input_kinds) if request.inputs is None else \
+        _names(request.inputs, family.input_kinds, "input kind", "--inputs", family)
     return dtypes, kinds
 
 
 def count_steps(request: Request, registry: Registry, backend: Backend) -> int:
     """Units of work `run` will advance through, for the progress bar."""
-    _, chosen, preset, _ = resolve(request, registry)
+    family, chosen, preset, _ = resolve(request, registry)
     steps = 0
-    steps += sum(len(seeds) for *_, seeds in numerics_plan(request, preset, _directions(request)))
+    steps += sum(len(seeds) for *_, seeds in numerics_plan(request, family, preset, _directions(request, family)))
     if "timing" in request.checks and backend.gpu:
-        steps += len(preset.shapes) * len(request.timing.modes) * len(resolve_matrix(request)[0])
+        steps += len(preset.shapes) * len(request.timing.modes) * len(resolve_matrix(request, family)[0])
     if "ir" in request.checks:
         steps += 1
     return steps
@@ -125,13 +126,14 @@ def _check_ir(request: Request) -> None:
         raise UsageError(f"--target/--stage: {exc}") from None
 
 
-def _ir(request: Request, chosen, preset, backend: Backend, step) -> tuple:
+def _ir(request: Request, family, chosen, preset, backend: Backend, step) -> tuple:
     """(IRSection or None, skipped reasons) for the preset's first shape."""
     from compare import ir
     if not any(v.kind == "triton" for v in chosen):
         return None, ("ir: none of the variants is a Triton kernel",)
     try:
-        return ir.run(chosen, preset.shapes[0], request.dtype, request.target, backend.gpu,
+        first = next(n for n, d in family.dtypes.items() if d == resolve_matrix(request, family)[0][0])
+        return ir.run(family, chosen, preset.shapes[0], first, request.target, backend.gpu,
                       request.stages or ir.STAGES, request.full, step=step), ()
     except RuntimeError as exc:
         return None, (f"ir: {exc}",)
@@ -142,7 +144,7 @@ def loaded(request: Request, registry: Registry) -> Iterator[tuple[Request, Regi
     Yields the request naming them after its own names, the registry holding them, and a failed
     VariantInfo for each kernel file that did not import. What was materialized is removed at exit,
     also on error. Bad input is a UsageError; NothingToCompare when every variant asked for failed."""
-    if request.family not in registry.families:
+    if request.family is not None and request.family not in registry.families:
         raise UsageError(f"--family: unknown family {request.family!r}; known families: {', '.join(registry.families)}")
     if not request.external:
         yield request, registry, ()
@@ -150,7 +152,8 @@ def loaded(request: Request, registry: Registry) -> Iterator[tuple[Request, Regi
     from variants.external import BadSpec, ExternalKernels, add_to
     with ExternalKernels(request.repo) as kernels:
         try:
-            registry, names, failed = add_to(registry, kernels, request.external, request.family)
+            joined = _joined_family(request, registry)
+            registry, names, failed = add_to(registry, kernels, request.external, joined)
         except (BadSpec, ValueError) as exc:
             raise UsageError(str(exc)) from None
         infos = tuple(VariantInfo(f.name, f.family, "triton", f"{f.where.rpartition('::')[2]}, loaded with --variant",
@@ -161,7 +164,18 @@ def loaded(request: Request, registry: Registry) -> Iterator[tuple[Request, Regi
         lost = {f.name for f in failed}
         ordered = tuple(n for n in request.variants if n not in lost)
         ordered += tuple(n for n in names if n not in ordered)
-        yield dataclasses.replace(request, variants=ordered, external=()), registry, infos
+        yield dataclasses.replace(request, variants=ordered, external=(), family=joined), registry, infos
+
+
+def _joined_family(request: Request, registry: Registry) -> str:
+    """The family --variant kernels join: --family, else that of the variants named, else the default."""
+    if request.family:
+        return request.family
+    named = [n for n in request.variants if registry.has(n)]
+    try:
+        return registry.get(named[0]).family if named else registry.default_family
+    except UnknownName as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _nothing_left(failed: tuple[VariantInfo, ...]) -> NothingToCompare:
@@ -174,7 +188,8 @@ def _compiled(family, chosen: list, shape, dtype, backend: Backend, failed: tupl
         return chosen, failed
     from variants.external import compile_failures
     broken = compile_failures(family, chosen, shape, dtype, backend.device)
-    failed += tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, status="failed", error=broken[v.name])
+    failed += tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, status="failed", error=broken[v.name],
+                                kernels=v.own_kernels)
                     for v in chosen if v.name in broken)
     chosen = [v for v in chosen if v.name not in broken]
     if not chosen:
@@ -187,12 +202,15 @@ def run(request: Request, registry: Registry, backend: Backend,
     """The report for `request`; `failed` (from `loaded`) lists variants that could not be loaded."""
     family, chosen, preset, dtype = resolve(request, registry)
     chosen, failed = _compiled(family, chosen, preset.shapes[0], dtype, backend, tuple(failed))
-    infos = tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin) for v in chosen) + tuple(failed)
+    infos = tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, kernels=v.own_kernels)
+                  for v in chosen) + tuple(failed)
     numerics_section = None
-    directions = _directions(request)
+    directions = _directions(request, family)
     if directions:
         numerics_section = run_numerics(request, family, chosen, preset, backend, registry, directions, step)
     skipped = []
+    if "backward" in request.checks and "backward" not in directions:
+        skipped.append(f"backward: family {family.name} has no backward pass")
     timing_section = None
     if "timing" in request.checks:
         if backend.gpu:
@@ -202,10 +220,10 @@ def run(request: Request, registry: Registry, backend: Backend,
                            "interpreter, whose speed says nothing about the GPU)")
     ir_section = None
     if "ir" in request.checks:
-        ir_section, ir_skipped = _ir(request, chosen, preset, backend, step)
+        ir_section, ir_skipped = _ir(request, family, chosen, preset, backend, step)
         step.advance()
         skipped.extend(ir_skipped)
-    dtype_names = ",".join(str(d).removeprefix("torch.") for d in resolve_matrix(request)[0])
+    dtype_names = ",".join(str(d).removeprefix("torch.") for d in resolve_matrix(request, family)[0])
     return Report(family=family.name, preset=preset.name, dtype=dtype_names, baseline=chosen[0].name,
                   variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
                   x_name=preset.x_name, x_values=tuple(float(preset.x_value(s)) for s in preset.shapes),
@@ -221,7 +239,7 @@ def run_timing(family, chosen, preset, request: Request, step) -> TimingSection:
     step("timing: measuring device-to-device copy bandwidth")
     copy_gbs = timing.copy_bandwidth_gbs()
     cases = []
-    for dtype in resolve_matrix(request)[0]:
+    for dtype in resolve_matrix(request, family)[0]:
         dtype_name = str(dtype).removeprefix("torch.")
         for shape in preset.shapes:
             inputs = family.make_inputs(shape, dtype, "cuda", request.seed, request.input_kind)
@@ -242,10 +260,10 @@ def run_timing(family, chosen, preset, request: Request, step) -> TimingSection:
                          compile_seconds)
 
 
-def numerics_plan(request: Request, preset, directions) -> list[tuple]:
+def numerics_plan(request: Request, family, preset, directions) -> list[tuple]:
     """(direction, dtype, input kind, shape, seeds) of every numerics case, in run order. Without
     --inputs (the quick plan) only the forward on normal inputs covers every shape and trial."""
-    dtypes, kinds = resolve_matrix(request)
+    dtypes, kinds = resolve_matrix(request, family)
     full_seeds = tuple(range(request.seed, request.seed + request.trials))
     quick = request.inputs is None
     plan = []
@@ -258,8 +276,10 @@ def numerics_plan(request: Request, preset, directions) -> list[tuple]:
     return plan
 
 
-def _directions(request: Request) -> list[str]:
-    return [d for c, d in (("numerics", "forward"), ("backward", "backward")) if c in request.checks]
+def _directions(request: Request, family) -> list[str]:
+    """The numerics passes asked for that the family has (a family without gradients has no backward)."""
+    return [d for c, d in (("numerics", "forward"), ("backward", "backward"))
+            if c in request.checks and (d == "forward" or family.grads)]
 
 
 def run_numerics(request: Request, family, chosen, preset, backend: Backend, registry: Registry,
@@ -269,14 +289,14 @@ def run_numerics(request: Request, family, chosen, preset, backend: Backend, reg
     quick on the CPU interpreter) only the forward pass on normal inputs runs on every shape with
     every trial; every other case runs on the preset's first shape with one trial. Naming kinds
     (`--inputs all`) runs every case on every shape and trial."""
-    dtypes, kinds = resolve_matrix(request)
+    dtypes, kinds = resolve_matrix(request, family)
     variants = list(chosen)
     added = ""
-    if ACCURACY_REFERENCE in registry.variants and ACCURACY_REFERENCE not in {v.name for v in chosen} \
-            and registry.get(ACCURACY_REFERENCE).family == family.name:
-        variants.append(registry.get(ACCURACY_REFERENCE))
-        added = ACCURACY_REFERENCE
-    reference = ACCURACY_REFERENCE if ACCURACY_REFERENCE in {v.name for v in variants} else ""
+    wanted = family.accuracy_reference
+    if wanted and registry.has(wanted, family.name) and wanted not in {v.name for v in chosen}:
+        variants.append(registry.get(wanted, family.name))
+        added = wanted
+    reference = wanted if wanted and wanted in {v.name for v in variants} else ""
     full_seeds = tuple(range(request.seed, request.seed + request.trials))
     plan = [f"checks: {', '.join(directions)}; dtypes: {', '.join(str(d).removeprefix('torch.') for d in dtypes)}; "
             f"input kinds: {', '.join(kinds)}"]
@@ -287,5 +307,6 @@ def run_numerics(request: Request, family, chosen, preset, backend: Backend, reg
     else:
         plan.append(f"every case on every shape, {len(full_seeds)} trials")
     cases = [numerics.run_case(family, variants, shape, dtype, backend, seeds, kind, step, direction, reference)
-             for direction, dtype, kind, shape, seeds in numerics_plan(request, preset, directions)]
-    return NumericsSection(backend.device, backend.note, tuple(cases), numerics.VERDICT_FACTOR, added, tuple(plan))
+             for direction, dtype, kind, shape, seeds in numerics_plan(request, family, preset, directions)]
+    return NumericsSection(backend.device, backend.note, tuple(cases), numerics.VERDICT_FACTOR, added, tuple(plan),
+                           family.forward_legend, family.backward_legend, family.backward_pairs_legend)

@@ -87,7 +87,7 @@ class NumericsCase:
     seeds: tuple[int, ...]
     variants: tuple[VariantNumerics, ...]
     pairs: tuple[PairBitwise, ...]
-    direction: str = "forward"        # "forward" (y, mean, rstd) or "backward" (dx, dW, dB)
+    direction: str = "forward"        # "forward" (the family's outputs) or "backward" (its gradients)
     verdicts: tuple[PairVerdict, ...] = ()
     reference: str = ""               # the variant every other one is also judged against (e.g. torch), if run
 
@@ -100,6 +100,9 @@ class NumericsSection:
     verdict_factor: float = 2.0       # the factor of PairVerdict
     added_reference: str = ""         # a variant run as an accuracy reference point though not named
     plan: tuple[str, ...] = ()        # how the cases were chosen (input kinds, dtypes, trials), one line each
+    forward_legend: tuple[str, ...] = ()          # the family's words on its outputs, under forward tables
+    backward_legend: tuple[str, ...] = ()         # the family's words on its backward pass, under backward tables
+    backward_pairs_legend: tuple[str, ...] = ()   # ... and under backward bitwise tables
 
 
 # ---------------------------------------------------------------- timing
@@ -263,6 +266,8 @@ class VariantInfo:
     origin: str
     status: str = "ok"       # "ok" or "failed" (could not be loaded)
     error: str = ""
+    kernels: tuple[str, ...] = ()   # the passes whose Triton kernel the variant brings (forward, backward);
+                                    # for the others it runs the family's shared kernel
 
 
 @dataclasses.dataclass(frozen=True)
@@ -352,4 +357,8 @@ def from_dict(data: dict) -> Report:
     version = data.get("schema_version")
     if version != SCHEMA_VERSION:
         raise ValueError(f"report schema version {version!r} is not the supported version {SCHEMA_VERSION}")
-    return _decode(Report, data)
+    report = _decode(Report, data)
+    # reports made before backward kernels could be variants: every Triton variant brought its forward
+    old = [dataclasses.replace(v, kernels=("forward",)) if v.kind == "triton" and "kernels" not in raw else v
+           for v, raw in zip(report.variants, data.get("variants", ()))]
+    return dataclasses.replace(report, variants=tuple(old))

@@ -9,7 +9,7 @@ import inspect
 import sys
 from pathlib import Path
 
-from variants.group_norm import triton_variant
+from variants.group_norm import FAMILY
 
 
 def _load_mutated(tmp_path: Path, module, name: str, old: str, new: str, count: int):
@@ -29,11 +29,11 @@ def _load_mutated(tmp_path: Path, module, name: str, old: str, new: str, count: 
 def mutant(tmp_path: Path, base_module, name: str, old: str, new: str, count: int = 1):
     """A forward variant: `base_module` (a variant file) with one edit."""
     module, path = _load_mutated(tmp_path, base_module, name, old, new, count)
-    return triton_variant(name, module.group_norm_forward, f"planted fault: {new.strip()}", str(path))
+    return FAMILY.triton_variant(name, f"planted fault: {new.strip()}", str(path), forward=module.group_norm_forward)
 
 
 def mutant_backward(tmp_path: Path, name: str, old: str, new: str, count: int = 1):
     """The shared backward kernel (variants/group_norm/backward.py) with one edit: its @triton.jit
-    function, to pass to `run_backward(..., backward_kernel=...)`."""
+    function, to give a variant as its backward kernel (`triton_variant(..., backward=...)`)."""
     import variants.group_norm.backward as backward
     return _load_mutated(tmp_path, backward, name, old, new, count)[0].group_norm_backward

@@ -1,7 +1,5 @@
 """The backward check: the shared backward kernel against float64 autograd, and planted faults in it
 (a missing atomic add, a wrong element count in the normalisation) are caught."""
-import dataclasses
-
 import pytest
 import torch
 
@@ -9,7 +7,7 @@ from compare import numerics
 from compare.backend import configure
 from tests.planted import mutant_backward
 from variants import registry
-from variants.group_norm import FAMILY, Shape, run_backward, triton_variant
+from variants.group_norm import FAMILY, Shape
 import variants.group_norm.pointer_mutation as pointer_mutation
 
 BACKEND = configure("auto")
@@ -49,18 +47,13 @@ def test_real_variants_and_torch_pass_backward(shape):
     assert {(v.a, v.b) for v in case.verdicts} >= {("torch", "pointer_mutation"), ("torch", "flat")}
 
 
-def _family_with(kernels):
-    """The family, but variants named in `kernels` run the backward with that kernel."""
-    def run_bw(v, inputs, grads, shape):
-        run_backward(v, inputs, grads, shape, backward_kernel=kernels.get(v.name))
-    return dataclasses.replace(FAMILY, run_backward=run_bw)
-
-
 def _faulty(tmp_path, name, old, new, count=1):
+    """A variant bringing pointer_mutation's forward and a planted fault in the backward kernel."""
     kernel = mutant_backward(tmp_path, name, old, new, count)
-    variant = triton_variant(name, pointer_mutation.group_norm_forward, f"planted backward fault: {new.strip()}",
-                             "tests/planted.py")
-    return variant, _family_with({name: kernel})
+    variant = FAMILY.triton_variant(name, f"planted backward fault: {new.strip()}", "tests/planted.py",
+                                    forward=pointer_mutation.group_norm_forward, backward=kernel)
+    assert variant.own_kernels == ("forward", "backward")
+    return variant, FAMILY
 
 
 def test_store_instead_of_atomic_add_for_dB_is_caught(tmp_path):

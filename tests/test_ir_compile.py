@@ -15,7 +15,7 @@ from compare.ir.compile import CompileCache
 from compare.results import from_dict
 from tests.planted import mutant
 from variants import registry
-from variants.group_norm import PRESETS, triton_variant
+from variants.group_norm import FAMILY, PRESETS
 import variants.group_norm.explicit_offset as explicit_offset
 import variants.group_norm.pointer_mutation as pointer_mutation
 
@@ -35,7 +35,7 @@ def renamed_copy(tmp_path: Path, module, name: str):
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
-    return triton_variant(name, getattr(mod, f"{name}_kernel"), "a renamed copy", str(path))
+    return FAMILY.triton_variant(name, "a renamed copy", str(path), forward=getattr(mod, f"{name}_kernel"))
 
 
 @pytest.fixture(scope="module")
@@ -46,13 +46,14 @@ def compiled(tmp_path_factory):
     broken = mutant(tmp, explicit_offset, "broken", "w = tl.load(W_ptr + channel)", "w = tl.load(W_ptr + no_such_name)")
     chosen = [REG.get("pointer_mutation"), REG.get("explicit_offset"), copy, broken]
     cache = CompileCache()
-    results = {c.variant: c for c in cache.compile(chosen, SHAPE, "float32", "sm_90", launched=False)}
+    kernels = [(v.name, v.kernel, v.import_roots) for v in chosen]
+    results = {c.variant: c for c in cache.compile(FAMILY, kernels, SHAPE, "float32", "sm_90", launched=False)}
     return {"cache": cache, "copy": copy, "broken": broken, "results": results}
 
 
 def section(compiled, names):
     chosen = [{"copy": compiled["copy"], "broken": compiled["broken"]}.get(n) or REG.get(n) for n in names]
-    return ir.run(chosen, SHAPE, "float32", cache=compiled["cache"])
+    return ir.run(FAMILY, chosen, SHAPE, "float32", cache=compiled["cache"])
 
 
 def test_renamed_copy_has_an_empty_diff_at_every_stage(compiled):
@@ -108,7 +109,7 @@ def test_section_survives_json_and_is_cut_unless_full(compiled):
     assert all(st.listing == "" for v in s.variants for st in v.stages)
     from compare.results import IRSection, _decode, _encode
     assert _decode(IRSection, _encode(s)) == s
-    full = ir.run([REG.get("pointer_mutation"), REG.get("explicit_offset")], SHAPE, "float32",
+    full = ir.run(FAMILY, [REG.get("pointer_mutation"), REG.get("explicit_offset")], SHAPE, "float32",
                   full=True, stages=("ptx",), cache=compiled["cache"])
     assert full.stages == ("ptx",) and full.variants[0].stages[0].listing.startswith(".version")
 

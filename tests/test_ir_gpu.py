@@ -16,7 +16,7 @@ BACKEND = configure("auto")
 def test_registers_and_spills_agree_with_the_launched_kernel(preset, dtype):
     reg = registry()
     names = ["pointer_mutation", "explicit_offset", "explicit_offset_range", "pointer_mutation_tlrange", "flat"]
-    s = ir.run([reg.get(n) for n in names], PRESETS[preset].shapes[0], dtype, gpu=True)
+    s = ir.run(reg.family("group_norm"), [reg.get(n) for n in names], PRESETS[preset].shapes[0], dtype, gpu=True)
     assert s.mode == "launched"
     for v in s.variants:
         assert v.status == "ok", (v.variant, v.error)

@@ -1,104 +1,39 @@
-"""The variant registry: every kernel variant kernel-ab can compare, by name.
+"""The variant registry: every family kernel-ab finds, and every variant of each, by name.
 
-A variant is a frozen, self-validating record (`Variant`); a family (`Family`) owns what every
-comparison needs for its variants: inputs, reference, output buffers, bytes moved, presets and the
-launcher. Nothing here imports Triton: `registry()` imports the families when first asked, after
-`compare.backend.configure()` has decided whether Triton runs compiled or interpreted.
+A family (`variants.family.Family`, documented in variants/README.md) is a package `variants/<name>/`
+whose `__init__.py` sets `FAMILY`; `registry()` finds every such package, so adding a family edits no
+list. A variant (`variants.variant.Variant`) belongs to one family; names are unique within a family
+(every family may have its own `torch`). Nothing here imports Triton: `registry()` imports the families
+when first asked, after `compare.backend.configure()` has decided whether Triton runs compiled or
+interpreted.
 """
 from __future__ import annotations
 
 import dataclasses
 import importlib
-import re
-from typing import Any, Callable, Mapping, Optional
+import pkgutil
+from pathlib import Path
+from typing import Iterable, Mapping, Optional
 
-KINDS = ("triton", "torch", "inductor")
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
-FAMILY_MODULES = {"group_norm": "variants.group_norm"}
+from variants.family import Family, Preset, UnknownName
+from variants.variant import KINDS, NAME as _NAME, Variant
 
+__all__ = ["Family", "Preset", "Registry", "UnknownName", "Variant", "KINDS", "registry", "DEFAULT_FAMILY"]
 
-class UnknownName(LookupError):
-    """A name (variant, preset, family, dtype) that is not registered; the message names the known ones."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Variant:
-    """One kernel variant.
-
-    `run(inputs, outputs, shape)` computes the forward into preallocated `outputs`. For Triton
-    variants `kernel` is the `@triton.jit` function the family's launcher runs (and the IR
-    comparison compiles); `origin` says where its code came from."""
-
-    name: str
-    family: str
-    why: str
-    kind: str
-    run: Callable[..., None]
-    needs_gpu: bool = False
-    kernel: Any = None
-    origin: str = ""
-    import_roots: tuple[str, ...] = ()   # folders to put on sys.path to import the kernel's module again
-
-    def __post_init__(self):
-        if not _NAME.match(self.name):
-            raise ValueError(f"variant name {self.name!r} must be an identifier (letters, digits, _ . -)")
-        if self.kind not in KINDS:
-            raise ValueError(f"variant {self.name}: kind {self.kind!r} is not one of {', '.join(KINDS)}")
-        if not self.why.strip() or "\n" in self.why:
-            raise ValueError(f"variant {self.name}: `why` must be one non-empty line")
-        if self.kind == "triton" and self.kernel is None:
-            raise ValueError(f"variant {self.name}: a Triton variant needs its @triton.jit kernel")
-        if not callable(self.run):
-            raise ValueError(f"variant {self.name}: `run` must be callable")
-
-
-@dataclasses.dataclass(frozen=True)
-class Family:
-    """A kernel family: the shared pieces every comparison of its variants uses."""
-
-    name: str
-    presets: Mapping[str, Any]
-    parse_shape: Callable[..., Any]
-    default_preset: str
-    default_pair: tuple[str, str]
-    make_inputs: Callable[..., Any]
-    reference: Callable[..., dict]
-    alloc_outputs: Callable[..., dict]
-    bytes_moved: Callable[..., int]
-    bench_call: Callable[..., Callable[[], None]]
-    triton_variant: Callable[..., Variant]
-    variants: Callable[[], list]
-    forward_params: tuple[str, ...] = ()   # parameter names, in order, that the launcher passes a Triton kernel
-    # the backward pass, for families that have one (None: forward only)
-    reference_backward: Optional[Callable[..., dict]] = None
-    alloc_grads: Optional[Callable[..., dict]] = None
-    run_backward: Optional[Callable[..., None]] = None
-    backward_unsupported: Optional[Callable[..., Optional[str]]] = None
-
-    def __post_init__(self):
-        if self.default_preset not in self.presets:
-            raise ValueError(f"family {self.name}: default preset {self.default_preset!r} is not a preset")
-
-    def preset(self, name: str):
-        try:
-            return self.presets[name]
-        except KeyError:
-            raise UnknownName(f"unknown preset {name!r} for family {self.name}; "
-                              f"known presets: {', '.join(self.presets)}") from None
+# the family `compare` runs when neither a family nor a variant is named (else the first one found)
+DEFAULT_FAMILY = "group_norm"
 
 
 @dataclasses.dataclass(frozen=True)
 class Registry:
-    """The registered variants, in registration order, and their families."""
+    """The families found and their variants, in registration order."""
 
     families: Mapping[str, Family]
-    variants: Mapping[str, Variant]
+    by_family: Mapping[str, Mapping[str, Variant]]
 
-    def get(self, name: str) -> Variant:
-        try:
-            return self.variants[name]
-        except KeyError:
-            raise UnknownName(f"unknown variant {name!r}; known variants: {', '.join(self.variants)}") from None
+    @property
+    def default_family(self) -> str:
+        return DEFAULT_FAMILY if DEFAULT_FAMILY in self.families else next(iter(self.families))
 
     def family(self, name: str) -> Family:
         try:
@@ -106,23 +41,76 @@ class Registry:
         except KeyError:
             raise UnknownName(f"unknown family {name!r}; known families: {', '.join(self.families)}") from None
 
+    def variants(self, family: Optional[str] = None) -> list[Variant]:
+        """Every variant of `family` (None: of every family, family by family)."""
+        names = [family] if family else list(self.families)
+        return [v for f in names for v in self.by_family.get(f, {}).values()]
+
+    def has(self, name: str, family: Optional[str] = None) -> bool:
+        return any(v.name == name for v in self.variants(family))
+
+    def get(self, name: str, family: Optional[str] = None) -> Variant:
+        """The variant `name` of `family`; without a family, the default family's, else the one family's
+        that has it (UnknownName naming the known ones, or the families to choose from)."""
+        if family is not None:
+            found = self.by_family.get(self.family(family).name, {})
+            if name not in found:
+                raise UnknownName(f"unknown variant {name!r} of family {family}; known variants: {', '.join(found)}")
+            return found[name]
+        default = self.by_family.get(self.default_family, {})
+        if name in default:
+            return default[name]
+        owners = [f for f, vs in self.by_family.items() if name in vs]
+        if len(owners) == 1:
+            return self.by_family[owners[0]][name]
+        if owners:
+            raise UnknownName(f"variant {name!r} exists in families {', '.join(owners)}; pick one with --family")
+        raise UnknownName(f"unknown variant {name!r}; known variants: "
+                          f"{', '.join(v.name for v in self.variants(self.default_family))} "
+                          f"(family {self.default_family}; --family picks another)")
+
     def with_variant(self, variant: Variant) -> "Registry":
-        """A registry that also holds `variant` (a name already taken is an error)."""
-        if variant.name in self.variants:
-            raise ValueError(f"variant name {variant.name!r} is already registered; pick another name")
-        self.family(variant.family)
-        return Registry(self.families, {**self.variants, variant.name: variant})
+        """A registry that also holds `variant` (a name its family already has is an error)."""
+        family = self.family(variant.family).name
+        if variant.name in self.by_family.get(family, {}):
+            raise ValueError(f"variant name {variant.name!r} is already registered in {family}; pick another name")
+        return Registry(self.families, {**self.by_family, family: {**self.by_family.get(family, {}), variant.name: variant}})
+
+    def with_family(self, family: Family) -> "Registry":
+        """A registry that also holds `family` and its variants (for families defined outside variants/)."""
+        if family.name in self.families:
+            raise ValueError(f"family {family.name!r} is already registered")
+        return Registry({**self.families, family.name: family}, {**self.by_family, family.name: _collect(family)})
 
 
-def registry() -> Registry:
-    """Import every family and collect its variants. Call after `compare.backend.configure()`."""
+def _collect(family: Family) -> dict[str, Variant]:
+    found: dict[str, Variant] = {}
+    for variant in family.variants():
+        if variant.name in found:
+            raise ValueError(f"variant {variant.name!r} is registered twice in family {family.name}")
+        if variant.family != family.name:
+            raise ValueError(f"variant {variant.name!r} of family {family.name} says it is of {variant.family!r}")
+        found[variant.name] = variant
+    return found
+
+
+def family_packages() -> list[str]:
+    """The packages under variants/ (the folders with an __init__.py), sorted: where families live."""
+    return sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]) if m.ispkg)
+
+
+def registry(extra: Iterable[Family] = ()) -> Registry:
+    """Every family found under variants/ (plus `extra`) and its variants. Call after
+    `compare.backend.configure()`: families import their Triton kernels here."""
     families: dict[str, Family] = {}
-    variants: dict[str, Variant] = {}
-    for name, module in FAMILY_MODULES.items():
-        family = importlib.import_module(module).FAMILY
-        families[name] = family
-        for variant in family.variants():
-            if variant.name in variants:
-                raise ValueError(f"variant {variant.name!r} is registered twice")
-            variants[variant.name] = variant
-    return Registry(families, variants)
+    for package in family_packages():
+        family = getattr(importlib.import_module(f"variants.{package}"), "FAMILY", None)
+        if family is None:
+            continue
+        if not isinstance(family, Family):
+            raise TypeError(f"variants/{package}: FAMILY is a {type(family).__name__}, not a variants.family.Family")
+        families[family.name] = family
+    reg = Registry(families, {name: _collect(f) for name, f in families.items()})
+    for family in extra:
+        reg = reg.with_family(family)
+    return reg

@@ -4,6 +4,11 @@ A spec names the variant and where its kernel is:
 
     NAME=PATH::FUNCTION               the file as it is now (the working tree)
     NAME=git:REV:PATH::FUNCTION       the file at revision REV of the repository (PATH from its top level)
+    NAME=...::FORWARD,BACKWARD        two kernels of one file: the variant brings both
+
+A kernel is the family's forward or backward kernel by its parameters: those of the family's forward
+launcher (`Family.forward_params`) or of its backward launcher (`backward_params`); the pass a variant
+does not bring runs the family's shared kernel.
 
 A revision's tree is materialized with `git archive` into a temporary folder, so the kernel's own
 package (`from mypkg.ops.utils import helper`) imports from that revision. Each load imports in
@@ -31,17 +36,14 @@ import tempfile
 import traceback
 from pathlib import Path
 
-from variants import _NAME, Family, Registry, UnknownName, Variant  # _NAME: what a variant name may be
+from variants import Family, Registry, UnknownName, Variant
+from variants.kernel_checks import BadSpec, _is_triton_kernel, compile_failures, kernel_role  # noqa: F401 (re-exported)
+from variants.variant import NAME as _NAME  # what a variant name may be
 
 FORMS = "NAME=PATH::FUNCTION or NAME=git:REV:PATH::FUNCTION"
 ERROR_LINES = 3          # lines of an import error kept in the report
 # never hidden from sys.modules while a kernel imports, whatever the kernel's tree holds
-_NEVER_HIDE = frozenset({"triton", "torch", "numpy", "variants.external"})
-
-
-class BadSpec(ValueError):
-    """A --variant spec that cannot be honoured (bad form, missing file, revision or function, not a
-    Triton kernel, parameters that do not match the family's launcher); the message is one line."""
+_NEVER_HIDE = frozenset({"triton", "torch", "numpy", "variants.external", "variants.kernel_checks"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +53,10 @@ class Spec:
     function: str
     rev: str | None = None     # None: the file as it is now
     text: str = ""
+
+    @property
+    def functions(self) -> tuple[str, ...]:
+        return tuple(self.function.split(","))
 
     @property
     def where(self) -> str:
@@ -77,8 +83,9 @@ def parse(text: str) -> Spec:
     if not _NAME.match(name):
         raise BadSpec(f"--variant {text!r}: variant name {name!r} must be an identifier (letters, digits, _ . -)")
     where, sep, function = rest.rpartition("::")
-    if not sep or not where or not function.isidentifier():
-        raise BadSpec(f"--variant {text!r}: expected {FORMS} (FUNCTION a Python name after '::')")
+    if not sep or not where or not all(f.isidentifier() for f in function.split(",")) or function.count(",") > 1:
+        raise BadSpec(f"--variant {text!r}: expected {FORMS} (FUNCTION a Python name after '::', "
+                      "or FORWARD,BACKWARD: two)")
     rev = None
     if where.startswith("git:"):
         rev, colon, where = where[len("git:"):].partition(":")
@@ -116,43 +123,6 @@ def _top_names(folder: Path) -> set[str]:
     except OSError:
         pass
     return names - set(getattr(sys, "stdlib_module_names", ())) - set(sys.builtin_module_names)
-
-
-def _is_triton_kernel(obj) -> bool:
-    from triton.runtime.jit import JITFunction
-    kinds: tuple[type, ...] = (JITFunction,)
-    try:
-        from triton.runtime.interpreter import InterpretedFunction
-        kinds += (InterpretedFunction,)
-    except ImportError:  # pragma: no cover - a Triton without the interpreter
-        pass
-    return isinstance(obj, kinds)
-
-
-def check_params(kernel, family: Family, where: str) -> None:
-    """BadSpec naming the differing parameters unless `kernel` takes what the family's launcher passes
-    (extra parameters after those are allowed when they have defaults)."""
-    expected = family.forward_params
-    if not expected:
-        raise BadSpec(f"{where}: family {family.name} does not say what parameters its launcher passes; "
-                      "it cannot take loaded kernels")
-    params = list(inspect.signature(kernel.fn).parameters.values())
-    got = [p.name for p in params]
-    head = got[:len(expected)]
-    extra_required = [p.name for p in params[len(expected):] if p.default is inspect.Parameter.empty]
-    if head == list(expected) and not extra_required:
-        return
-    missing = [n for n in expected if n not in got]
-    unexpected = [n for n in got if n not in expected and n in extra_required + head]
-    parts = []
-    if missing:
-        parts.append(f"missing {', '.join(missing)}")
-    if unexpected:
-        parts.append(f"unexpected {', '.join(unexpected)}")
-    if not parts:
-        first = next(i for i, (a, b) in enumerate(zip(head, expected)) if a != b)
-        parts.append(f"parameter {first + 1} is {head[first]}, the launcher passes {expected[first]} there")
-    raise BadSpec(f"{where}: parameters do not match {family.name}'s launcher: {'; '.join(parts)}")
 
 
 def _error_lines(exc: BaseException, roots, replace: dict[str, str]) -> str:
@@ -296,18 +266,31 @@ class ExternalKernels:
             return FailedLoad(spec.name, family.name, spec.where, origin,
                               f"import of {spec.path} failed: {_error_lines(exc, roots, labels)}")
         self._modules.append(module)
-        if not hasattr(module, spec.function):
+        kernels = {}
+        for function in spec.functions:
+            kernel = self._kernel(module, spec, function)
+            role = kernel_role(kernel, family, f"--variant {spec.name}" + (f": {function}" if "," in spec.function else ""))
+            if role in kernels:
+                raise BadSpec(f"--variant {spec.name}: {spec.function} are both {role} kernels; give one forward "
+                              "and one backward kernel")
+            kernels[role] = kernel
+        variant = family.triton_variant(spec.name, f"{spec.function}, loaded with --variant", origin,
+                                        forward=kernels.get("forward"), backward=kernels.get("backward"))
+        return dataclasses.replace(variant, import_roots=tuple(str(r) for r in roots))
+
+    @staticmethod
+    def _kernel(module, spec: Spec, function: str):
+        if not hasattr(module, function):
             kernels = sorted(n for n, v in vars(module).items()
                              if _is_triton_kernel(v) and getattr(v.fn, "__module__", None) == module.__name__)
             hint = f"; Triton kernels it defines: {', '.join(kernels)}" if kernels else "; it defines no Triton kernel"
-            raise BadSpec(f"--variant {spec.name}: {spec.path} has no function {spec.function}{hint}")
-        kernel = getattr(module, spec.function)
+            raise BadSpec(f"--variant {spec.name}: {spec.path} has no function {function}{hint}")
+        kernel = getattr(module, function)
         if not _is_triton_kernel(kernel):
-            raise BadSpec(f"--variant {spec.name}: {spec.path}::{spec.function} is not a @triton.jit kernel "
+            raise BadSpec(f"--variant {spec.name}: {spec.path}::{function} is not a @triton.jit kernel "
                           f"(it is {type(kernel).__name__})")
-        check_params(kernel, family, f"--variant {spec.name}")
-        variant = family.triton_variant(spec.name, kernel, f"{spec.function}, loaded with --variant", origin)
-        return dataclasses.replace(variant, import_roots=tuple(str(r) for r in roots))
+        return kernel
+
 
 def import_isolated(module_name: str, roots) -> object:
     """Import `module_name` with `roots` first on sys.path and none of the modules their trees
@@ -344,7 +327,7 @@ def add_to(registry: Registry, kernels: ExternalKernels, texts, family_name: str
     specs = [parse(text) for text in texts]
     seen: set[str] = set()
     for spec in specs:
-        if spec.name in registry.variants or spec.name in seen:
+        if registry.has(spec.name, family.name) or spec.name in seen:
             raise BadSpec(f"--variant {spec.name}: the name is already taken; pick another")
         seen.add(spec.name)
     names, failed = [], []
@@ -358,48 +341,3 @@ def add_to(registry: Registry, kernels: ExternalKernels, texts, family_name: str
     return registry, tuple(names), tuple(failed)
 
 
-def _compile_error_lines(exc: BaseException) -> str:
-    """The first lines of a Triton compilation error: what went wrong, and the kernel line it is at."""
-    message = getattr(exc, "error_message", None) or (repr(exc.__cause__) if exc.__cause__ else "")
-    if not message:
-        message = next((ln for ln in reversed(str(exc).splitlines()) if ln.strip()), "")
-    lines = [f"{type(exc).__name__}: {message}"[:300]]
-    node, src = getattr(exc, "node", None), getattr(exc, "src", None)
-    lineno = getattr(node, "lineno", None)
-    if isinstance(src, str) and isinstance(lineno, int) and 0 < lineno <= len(src.splitlines()):
-        lines.append(f"at line {lineno} of the kernel: {src.splitlines()[lineno - 1].strip()}"[:300])
-    return "\n".join(lines)
-
-
-class _CompileOnly:
-    """Stands in for a kernel in the family's launcher: `kernel[grid](...)` compiles (Triton's
-    `warmup`) and launches nothing."""
-
-    def __init__(self, kernel):
-        self.kernel = kernel
-
-    def __getitem__(self, grid):
-        return lambda *args, **kwargs: self.kernel.warmup(*args, grid=grid, **kwargs)
-
-
-def compile_failures(family: Family, variants, shape, dtype, device: str) -> dict[str, str]:
-    """{variant name: first lines of the error} for Triton variants that do not compile for `shape`:
-    each kernel is compiled through the family's launcher with the real arguments, not launched.
-    For compiled Triton (the interpreter compiles nothing). Other errors are left to the numerics."""
-    try:
-        from triton.compiler.errors import CompilationError
-    except ImportError:  # pragma: no cover - a Triton without it
-        return {}
-    failures = {}
-    for v in variants:
-        if v.kind != "triton" or not hasattr(v.kernel, "warmup"):
-            continue
-        inputs = family.make_inputs(shape, dtype, device, 0)
-        outputs = family.alloc_outputs(shape, dtype, device)
-        try:
-            family.triton_variant(v.name, _CompileOnly(v.kernel), v.why, v.origin).run(inputs, outputs, shape)
-        except CompilationError as exc:
-            failures[v.name] = f"does not compile: {_compile_error_lines(exc)}"
-        except Exception:  # noqa: BLE001 - anything else is the numerics' to report
-            pass
-    return failures

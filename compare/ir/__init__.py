@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from compare.ir.compile import STAGES, CompileCache, TargetError, capability, describe, specialization, arg_names
+from compare.ir.compile import (STAGES, CompileCache, TargetError, capability, describe, recorded_launch,
+                                specialization)
 from compare.ir.diff import raw_changed_lines, raw_diff_length, unified
 from compare.ir.normalize import clean, rename
 from compare.ir.summarize import summarize
@@ -59,9 +60,10 @@ def _pair(a, b, stages, full: bool) -> IRPair:
     return IRPair(a.variant, b.variant, tuple(diffs))
 
 
-def run(variants, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: bool = False, stages=STAGES,
+def run(family, variants, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: bool = False, stages=STAGES,
         full: bool = False, cache: CompileCache | None = None, step=lambda _: None) -> IRSection:
-    """Compile, summarize and diff `variants` (the first is the baseline) for one shape and dtype.
+    """Compile, summarize and diff the forward kernels of `variants` (the first is the baseline) for one
+    shape and dtype, as `family`'s launcher runs them.
 
     On a GPU (`gpu=True`) the kernels are the ones Triton launched for that GPU and `target` is
     ignored; otherwise they are compiled offline for `target`."""
@@ -70,8 +72,12 @@ def run(variants, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: bool = F
     triton_variants = [v for v in variants if v.kind == "triton"]
     step(f"IR: compiling {len(triton_variants)} variants for {shape.label}, {dtype}"
          + ("" if gpu else f", {target} (offline)"))
-    compiled = cache.compile(triton_variants, shape, dtype, target, launched=gpu)
-    spec = describe(specialization(arg_names(triton_variants[0]), shape, dtype)) if triton_variants else ""
+    kernels = [(v.name, family.forward_kernel_of(v), v.import_roots) for v in triton_variants]
+    compiled = cache.compile(family, kernels, shape, dtype, target, launched=gpu)
+    spec = ""
+    if kernels:
+        args, kwargs = recorded_launch(family, "forward", shape, dtype)
+        spec = describe(specialization(kernels[0][1], args, kwargs))
     if gpu and spec:
         spec = f"the JIT's own for the launcher's arguments (offline it would assume: {spec})"
     skipped = [v.name for v in variants if v.kind != "triton"]

@@ -5,8 +5,9 @@ a process that interprets Triton cannot compile it, and so that a crash in one c
 the report down. All variants of a request go to one worker; results are cached per
 (variant, specialization, target, mode) for the life of a `CompileCache`.
 
-The specialization mirrors what Triton's JIT infers for `variants.group_norm.launch_forward`'s
-arguments (see `specialization`): that is the kernel the launcher would run for the shape and dtype.
+The specialization is what Triton's JIT infers from the arguments the family's own launcher passes a
+kernel (`recorded_launch` runs the launcher on meta tensors with a recorder standing in for the
+kernel): that is the kernel the launcher would run for the shape and dtype. Nothing here knows a family.
 """
 from __future__ import annotations
 
@@ -21,8 +22,11 @@ from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 STAGES = ("ttir", "ttgir", "llir", "ptx", "sass")
+ROLES = ("forward", "backward")
 _TARGET = re.compile(r"^sm_(\d{2,3})a?$")
-_PTR_TYPES = {"float32": "*fp32", "float16": "*fp16", "bfloat16": "*bf16"}
+_PTR_TYPES = {"float32": "*fp32", "float16": "*fp16", "bfloat16": "*bf16", "float64": "*fp64",
+              "int32": "*i32", "int64": "*i64", "int8": "*i8", "uint8": "*u8", "bool": "*i1"}
+_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 WORKER_TIMEOUT_S = 600
 
 
@@ -62,31 +66,82 @@ def _int_spec(name: str, value: int, signature: dict, constexprs: dict, divisibl
         divisible.append(name)
 
 
-def specialization(arg_names: list, shape, dtype: str) -> dict:
-    """Signature, constexprs and 16-divisible arguments for `launch_forward(kernel, ..., shape)`.
+class _Recorder:
+    """Stands in for a kernel in a family's launcher: records `kernel[grid](*args, **kwargs)`, launches nothing."""
+
+    def __init__(self):
+        self.calls: list[tuple] = []
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.calls.append((grid, args, kwargs))
+
+
+def recorded_launch(family, role: str, shape, dtype: str) -> tuple[tuple, dict]:
+    """(args, kwargs) the family's launcher passes its `role` kernel for `shape` in `dtype`, from a
+    launch on meta tensors (nothing is computed, nothing allocated on a device)."""
+    import torch
+    torch_dtype = family.dtypes[dtype]
+    rec = _Recorder()
+    inputs = family.make_inputs(shape, torch_dtype, "meta", 0)
+    outputs = family.alloc_outputs(shape, torch_dtype, "meta")
+    with torch.no_grad():
+        if role == "forward":
+            family.launch_forward(rec, inputs, outputs, shape)
+        else:
+            family.backward_call(rec, inputs, outputs, family.alloc_grads(shape, torch_dtype, "meta"), shape)()
+    if len(rec.calls) != 1:
+        raise RuntimeError(f"family {family.name}'s {role} launcher launched {len(rec.calls)} kernels; expected one")
+    return rec.calls[0][1], rec.calls[0][2]
+
+
+def _is_constexpr(param: inspect.Parameter) -> bool:
+    return "constexpr" in str(param.annotation)
+
+
+def _constant(value):
+    """A constexpr value in JSON form (Triton dtypes as {"tl_dtype": name}; the worker turns them back)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    name = getattr(value, "name", None)
+    if type(value).__name__ == "dtype" and isinstance(name, str):
+        return {"tl_dtype": name}
+    raise ValueError(f"cannot pass constexpr value {value!r} to an offline compile")
+
+
+def specialization(kernel, args: tuple, kwargs: dict) -> dict:
+    """Signature, constexprs, 16-divisible arguments and launch options of `kernel` called with these
+    arguments, as Triton's JIT specializes them.
 
     Assumed, as on a CUDA device: every tensor's data pointer is 16-byte aligned (torch's caching
-    allocator aligns to 512 bytes), and the tensors are contiguous views (batch, groups, hidden)."""
-    g, h = shape.num_groups, shape.hidden_size
-    ptr = _PTR_TYPES[dtype]
-    values = [("Y_ptr", ptr), ("Y_row_stride", g * h), ("Y_col_stride", h),
-              ("X_ptr", ptr), ("X_row_stride", g * h), ("X_col_stride", h),
-              ("Mean_ptr", "*fp32"), ("Mean_row_stride", g), ("Mean_col_stride", 1),
-              ("RSTD_ptr", "*fp32"), ("RSTD_row_stride", g), ("RSTD_col_stride", 1),
-              ("W_ptr", ptr), ("B_ptr", ptr),
-              ("hidden_size", h), ("channels_per_group", shape.channels_per_group), ("eps", "fp32")]
-    if len(arg_names) != len(values) + 1:
-        raise ValueError(f"kernel takes {len(arg_names)} arguments; the group-norm launcher passes {len(values) + 1}")
+    allocator aligns to 512 bytes)."""
+    fn = getattr(kernel, "fn", kernel)
+    params = list(inspect.signature(fn).parameters.values())
+    if len(args) > len(params):
+        raise ValueError(f"kernel takes {len(params)} arguments; the launcher passes {len(args)} positionally")
+    values = {p.name: a for p, a in zip(params, args)}
+    options = {k: v for k, v in kwargs.items() if k in _OPTIONS}
+    values.update({k: v for k, v in kwargs.items() if k not in _OPTIONS})
     signature, constexprs, divisible = {}, {}, []
-    for name, (_, value) in zip(arg_names, values):
-        if isinstance(value, str):
-            signature[name] = value
-            if value.startswith("*"):
-                divisible.append(name)
+    for p in params:
+        if p.name not in values:
+            if p.default is inspect.Parameter.empty:
+                raise ValueError(f"the launcher does not pass the kernel's parameter {p.name}")
+            values[p.name] = p.default
+        value = values[p.name]
+        if _is_constexpr(p) or value is None:
+            signature[p.name], constexprs[p.name] = "constexpr", _constant(value)
+        elif hasattr(value, "data_ptr") and hasattr(value, "dtype"):
+            signature[p.name] = _PTR_TYPES[str(value.dtype).removeprefix("torch.")]
+            divisible.append(p.name)
+        elif isinstance(value, bool):
+            signature[p.name] = "i1"
+        elif isinstance(value, int):
+            _int_spec(p.name, value, signature, constexprs, divisible)
+        elif isinstance(value, float):
+            signature[p.name] = "fp32"
         else:
-            _int_spec(name, value, signature, constexprs, divisible)
-    signature[arg_names[-1]], constexprs[arg_names[-1]] = "constexpr", shape.block_size
-    return {"signature": signature, "constexprs": constexprs, "divisible_by_16": divisible}
+            raise ValueError(f"cannot specialize argument {p.name} of type {type(value).__name__}")
+    return {"signature": signature, "constexprs": constexprs, "divisible_by_16": divisible, "options": options}
 
 
 def describe(spec: dict) -> str:
@@ -97,19 +152,15 @@ def describe(spec: dict) -> str:
             parts.append(f"{name}={spec['constexprs'][name]}")
         else:
             parts.append(f"{name}:{ty}{' (div16)' if name in spec['divisible_by_16'] else ''}")
+    parts.extend(f"{k}={v}" for k, v in spec.get("options", {}).items())
     return ", ".join(parts)
 
 
-def kernel_spec(variant) -> dict:
-    """Where the worker finds a variant's kernel again: file, module, function name, import roots."""
-    fn = getattr(variant.kernel, "fn", variant.kernel)
-    return {"name": variant.name, "file": inspect.getsourcefile(fn), "module": fn.__module__,
-            "function": fn.__name__, "root": str(PROJECT_ROOT), "import_roots": list(variant.import_roots)}
-
-
-def arg_names(variant) -> list:
-    fn = getattr(variant.kernel, "fn", variant.kernel)
-    return list(inspect.signature(fn).parameters)
+def kernel_spec(name: str, kernel, import_roots=()) -> dict:
+    """Where the worker finds a kernel again: file, module, function name, import roots."""
+    fn = getattr(kernel, "fn", kernel)
+    return {"name": name, "file": inspect.getsourcefile(fn), "module": fn.__module__,
+            "function": fn.__name__, "root": str(PROJECT_ROOT), "import_roots": list(import_roots)}
 
 
 def run_worker(request: dict) -> list[dict]:
@@ -126,24 +177,27 @@ def run_worker(request: dict) -> list[dict]:
 
 
 class CompileCache:
-    """Compiles through the worker, remembering results per (variant, specialization, target, mode)."""
+    """Compiles through the worker, remembering results per (kernel, specialization, target, mode)."""
 
     def __init__(self):
         self._done: dict[tuple, Compiled] = {}
 
-    def compile(self, variants, shape, dtype: str, target: str, launched: bool) -> list[Compiled]:
+    def compile(self, family, kernels, shape, dtype: str, target: str, launched: bool, role: str = "forward") -> list[Compiled]:
+        """Compile `kernels`, (name, @triton.jit kernel, import roots) each, as the family's `role` launcher runs them."""
         cap = capability(target)
         mode = "launched" if launched else "offline"
+        args, kwargs = recorded_launch(family, role, shape, dtype)
         keyed = []
-        for v in variants:
-            spec = {**kernel_spec(v), "specialization": specialization(arg_names(v), shape, dtype)}
-            keyed.append((v, spec, (json.dumps(spec, sort_keys=True), cap, mode, dtype)))
-        todo = [(v, spec, key) for v, spec, key in keyed if key not in self._done]
+        for name, kernel, roots in kernels:
+            spec = {**kernel_spec(name, kernel, roots), "specialization": specialization(kernel, args, kwargs)}
+            keyed.append((name, spec, (json.dumps(spec, sort_keys=True), cap, mode, dtype, role)))
+        todo = [(n, spec, key) for n, spec, key in keyed if key not in self._done]
         if todo:
-            request = {"mode": mode, "capability": cap, "dtype": dtype, "shape": shape.as_dict(),
+            request = {"mode": mode, "capability": cap, "dtype": dtype, "shape": shape.as_dict(), "role": role,
+                       "family": family.name, "family_module": type(family).__module__,
                        "kernels": [spec for _, spec, _ in todo]}
             results = run_worker(request)
-            for (v, _, key), r in zip(todo, results):
-                self._done[key] = Compiled(v.name, r["ok"], r["error"], r["kernel_name"], r["stages"],
+            for (n, _, key), r in zip(todo, results):
+                self._done[key] = Compiled(n, r["ok"], r["error"], r["kernel_name"], r["stages"],
                                            r["resources"], r["launched"])
         return [self._done[key] for _, _, key in keyed]

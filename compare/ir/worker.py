@@ -6,8 +6,9 @@ gives functions that cannot be compiled. Each kernel is compiled on its own; one
 reported with the first lines of its error and the others still come out.
 
 Two modes: "offline" compiles with `triton.compile(ASTSource(...), target=GPUTarget(...))` and needs no
-GPU; "launched" runs the family's launcher once on the GPU and reads back the kernel the JIT
-compiled and launched, so its stages and registers are exactly what ran.
+GPU; "launched" runs the family's launcher (of the request's `role`: forward or backward) once on the
+GPU and reads back the kernel the JIT compiled and launched, so its stages and registers are exactly
+what ran. The family comes from the request (`family`, `family_module`): nothing here knows one.
 """
 from __future__ import annotations
 
@@ -89,8 +90,28 @@ def compile_offline(fn, spec: dict, req: dict):
     from triton.compiler import ASTSource
     spec = spec["specialization"]
     attrs = {(fn.arg_names.index(name),): [["tt.divisibility", 16]] for name in spec["divisible_by_16"]}
-    src = ASTSource(fn, dict(spec["signature"]), dict(spec["constexprs"]), attrs)
-    return triton.compile(src, target=GPUTarget("cuda", int(req["capability"]), 32))
+    constexprs = {k: _constant(v) for k, v in spec["constexprs"].items()}
+    src = ASTSource(fn, dict(spec["signature"]), constexprs, attrs)
+    return triton.compile(src, target=GPUTarget("cuda", int(req["capability"]), 32),
+                          options=dict(spec.get("options", {})) or None)
+
+
+def _constant(value):
+    """A constexpr value back from its JSON form (see compare.ir.compile._constant)."""
+    if isinstance(value, dict) and "tl_dtype" in value:
+        import triton.language as tl
+        return tl.dtype(value["tl_dtype"])
+    return value
+
+
+def _family(req: dict):
+    """The family object named in the request, from the module that defines it."""
+    from variants.family import Family
+    module = importlib.import_module(req["family_module"])
+    for value in vars(module).values():
+        if isinstance(value, Family) and value.name == req["family"]:
+            return value
+    raise RuntimeError(f"no family {req['family']!r} in module {req['family_module']}")
 
 
 def _launched_kernels(fn) -> list:
@@ -108,11 +129,15 @@ def _launched_kernels(fn) -> list:
 def compile_launched(fn, req: dict):
     """Launch `fn` once through the family's launcher on the GPU, and return the kernel the JIT compiled."""
     import torch
-    from variants.group_norm import DTYPES, Shape, alloc_outputs, launch_forward, make_inputs
-    shape = Shape(**{**req["shape"], "spatial": tuple(req["shape"]["spatial"])})
-    dtype = DTYPES[req["dtype"]]
-    inputs = make_inputs(shape, dtype, "cuda", seed=0)
-    launch_forward(fn, inputs, alloc_outputs(shape, dtype, "cuda"), shape)
+    family = _family(req)
+    shape = family.shape_from_dict(req["shape"])
+    dtype = family.dtypes[req["dtype"]]
+    inputs = family.make_inputs(shape, dtype, "cuda", 0)
+    outputs = family.alloc_outputs(shape, dtype, "cuda")
+    if req.get("role", "forward") == "forward":
+        family.launch_forward(fn, inputs, outputs, shape)
+    else:
+        family.backward_call(fn, inputs, outputs, family.alloc_grads(shape, dtype, "cuda"), shape)()
     torch.cuda.synchronize()
     kernels = _launched_kernels(fn)
     if len(kernels) != 1:

@@ -44,16 +44,9 @@ NUMERICS_LEGEND = (
     "ULP: worst error in units in the last place of the output's dtype",
     "beyond tol: elements outside the case dtype's tolerance (torch.testing.assert_close's defaults: float32 "
     "rtol 1.3e-6 atol 1e-5, float16 rtol 1e-3 atol 1e-5, bfloat16 rtol 1.6e-2 atol 1e-5), applied to every "
-    "output of the case, the float32 statistics included",
+    "output of the case, float32 outputs included",
     "NaN/Inf: non-finite values the kernel wrote; unwritten: elements still holding the NaN poison after the launch",
     "Worst case over all trials; inputs drawn fresh for every trial.",
-)
-BACKWARD_LEGEND = (
-    "backward: each Triton variant's own forward gives mean and rstd, then the one shared backward kernel "
-    "(variants/group_norm/backward.py) gives dx, dW, dB; torch: autograd through torch's group_norm in the dtype; "
-    "reference: float64 autograd, upstream gradient dy standard normal",
-    "dx is poisoned before the launch like the forward's outputs; dW and dB are atomic adds into zeroed float32 "
-    "buffers (then cast to the dtype), so a missing or wrong add cannot show as unwritten: it shows as error",
 )
 UNTRUSTED_LEGEND = ("untrusted: not run, because this backend is known not to compute the dtype faithfully "
                     "(the note says why); numbers from it would not hold on a GPU",)
@@ -61,10 +54,6 @@ PAIRS_LEGEND = (
     "bitwise: raw bits of the two outputs compared (-0.0 vs +0.0 and NaN payloads count as different)",
     "differing: elements whose bits differ, summed over trials; first at: index of the first such element",
 )
-BACKWARD_PAIRS_LEGEND = ("dW, dB: atomic adds land in whatever order programs finish, so on a GPU their bits "
-                         "may differ from run to run, even for one variant against itself",)
-
-
 def verdict_legend(factor: float) -> tuple[str, ...]:
     return (f"B at least as accurate as A: every output bitwise equal, or, for every output, B has no more "
             f"non-finite-mismatched or unwritten elements than A, and B's rel L2 <= {factor:g} x A's + u and "
@@ -75,10 +64,9 @@ def _label(name: str, case: NumericsCase, added: str) -> str:
     return f"{name} (reference point)" if name == added else name
 
 
-def _numerics_tables(case: NumericsCase, added: str = "", factor: float = 2.0) -> list[Table]:
-    names = list(dict.fromkeys(e.output for v in case.variants for e in v.outputs))
-    if not names:
-        names = ["y", "mean", "rstd"] if case.direction == "forward" else ["dx", "dW", "dB"]
+def _numerics_tables(case: NumericsCase, section: NumericsSection) -> list[Table]:
+    added, factor = section.added_reference, section.verdict_factor
+    names = list(dict.fromkeys(e.output for v in case.variants for e in v.outputs)) or ["output"]
     first, rest = names[0], names[1:]
     headers = ("variant", "status", f"{first} max abs", f"{first} rel L2", f"{first} ULP", f"{first} beyond tol",
                *(h for n in rest for h in (f"{n} max abs", f"{n} rel L2")), "NaN/Inf", "unwritten")
@@ -96,7 +84,7 @@ def _numerics_tables(case: NumericsCase, added: str = "", factor: float = 2.0) -
             rows.append((label, v.status, *cells, str(sum(x.nan + x.inf for x in v.outputs)),
                          str(sum(x.unwritten for x in v.outputs))))
         notes.extend(f"{v.variant}: {r}" for r in v.reasons)
-    legend = NUMERICS_LEGEND + (BACKWARD_LEGEND if case.direction == "backward" else ())
+    legend = NUMERICS_LEGEND + (section.backward_legend if case.direction == "backward" else section.forward_legend)
     if any(v.status == "untrusted" for v in case.variants):
         legend += UNTRUSTED_LEGEND
     where = f"{case.direction}, {case.shape}, {case.dtype}, {case.input_kind} inputs"
@@ -104,7 +92,7 @@ def _numerics_tables(case: NumericsCase, added: str = "", factor: float = 2.0) -
     if case.pairs:
         prow = tuple((p.a, p.b, p.output, "equal" if p.equal else "DIFFER", str(p.n_diff),
                       "-" if p.first_diff is None else str(list(p.first_diff))) for p in case.pairs)
-        legend = PAIRS_LEGEND + (BACKWARD_PAIRS_LEGEND if case.direction == "backward" else ())
+        legend = PAIRS_LEGEND + (section.backward_pairs_legend if case.direction == "backward" else ())
         tables.append(Table(f"Bitwise: {where}", ("A", "B", "output", "bitwise", "differing", "first at"), prow, legend))
     if case.verdicts:
         vrow = tuple((_label(v.a, case, added), _label(v.b, case, added), "yes" if v.as_accurate else "NO",
@@ -268,7 +256,7 @@ def build(report: Report) -> tuple[Summary, list[Section]]:
     if report.numerics is not None:
         summary.extend(numerics_summary(report.numerics, report.baseline))
         n = report.numerics
-        tables = [t for case in n.cases for t in _numerics_tables(case, n.added_reference, n.verdict_factor)]
+        tables = [t for case in n.cases for t in _numerics_tables(case, n)]
         intro = (n.note, *n.plan)
         if n.added_reference:
             intro += (f"{n.added_reference} was not named; it runs as a reference point for the accuracy "
@@ -313,8 +301,19 @@ def ir_section(section: IRSection) -> Section:
 
 
 def variants_table(report: Report) -> Table:
-    rows = tuple((v.name, v.kind, v.why, v.origin) for v in report.variants)
-    return Table("Variants", ("variant", "kind", "what it is", "from"), rows)
+    rows = tuple((v.name, v.kind, _kernels(v), v.why, v.origin) for v in report.variants)
+    return Table("Variants", ("variant", "kind", "kernels", "what it is", "from"), rows, VARIANTS_LEGEND)
+
+
+VARIANTS_LEGEND = ("kernels: the Triton kernels a variant brings, by pass; for a pass it does not bring it runs "
+                   "the family's shared kernel; op: torch code (autograd for the backward), no Triton kernel of its own",)
+
+
+def _kernels(v) -> str:
+    if v.kind != "triton":
+        return "op"
+    own = set(v.kernels)
+    return ", ".join(f"{p} {'(own)' if p in own else '(shared)'}" for p in ("forward", "backward"))
 
 
 def environment_lines(report: Report) -> list[str]:

@@ -1,0 +1,286 @@
+"""The family protocol: what a kernel family gives kernel-ab, and what it may leave to the defaults.
+
+A family is one operation (group norm, layer norm, ...) and its variants. `compare/` knows no family by
+name: every shape, input, buffer, launch and legend it needs comes through this class. A family is a
+subclass of `Family` set as `FAMILY` in a package `variants/<name>/__init__.py`; `variants.registry()`
+finds it there (no list to edit). variants/README.md walks through writing one.
+
+What a family must provide (abstract: a subclass that leaves one out cannot be instantiated):
+  name, presets, default_pair           class attributes (default_preset: "default")
+  outputs                               forward output names, e.g. ("y", "mean", "rstd"); the first is the op's result
+  parse_shape(text, eps) -> Preset      one shape from the command line's --shape (ValueError: one line, saying the form)
+  shape_from_dict(d) -> shape           a shape back from `shape.as_dict()` (the IR worker's launch on a GPU)
+  make_inputs(shape, dtype, device, seed, kind) -> Inputs
+  reference(inputs, shape) -> {output: float64 tensor}
+  alloc_outputs(shape, dtype, device) -> {output: tensor}   uninitialised; numerics poisons them
+  bytes_moved(shape, dtype, mode) -> int   fewest bytes a pass moves (mode: forward, backward, full)
+  launch_forward(kernel, inputs, outputs, shape)            runs a forward kernel with `forward_params`
+  variants() -> [Variant]               the registered variants (Triton kernels imported here, lazily)
+
+A shape is a frozen record with `label` (one line), `as_dict()` (JSON-ready) and the attributes its
+presets' x axis names; a Preset (`variants.family.Preset`) holds a tuple of shapes.
+
+What has defaults:
+  dtypes                 float32, float16, bfloat16 (`DTYPES`)
+  input_kinds            {name: generator} (variants/inputs.py); `check_input_kind` refuses the others in one line
+  accuracy_reference     "torch": the variant numerics adds as a reference point when it is not named
+  forward_legend         legend lines for the forward outputs (under the numerics tables)
+  grads, backward_legend, backward_pairs_legend: the backward pass; grads () means the family has none
+  forward_params / backward_params: the parameter names, in order, that the launchers pass a kernel;
+                         a kernel loaded with --variant is a forward or a backward kernel by which it takes
+  shared_forward() / shared_backward(): the kernel a Triton variant runs for a pass it does not replace
+  reference_backward, alloc_grads, backward_call(kernel, inputs, saved, grads, shape) -> closure
+  op_params, op_grads, op_arguments(inputs, shape), torch_op(...): the op as its users call it (canonical
+                         argument names; which argument each gradient belongs to); op_call / op_backward
+                         call any op through autograd with those arguments (torch, inductor, op-level variants)
+  triton_variant(...), run_backward(...), backward_unsupported(...), bench_call(...): built from the above.
+"""
+from __future__ import annotations
+
+import abc
+import dataclasses
+from typing import Any, Callable, Mapping, Optional
+
+import torch
+
+from variants.inputs import DTYPES, INPUT_KINDS, Inputs
+from variants.variant import Variant
+
+MODES = ("forward", "backward", "full")
+
+
+class UnknownName(LookupError):
+    """A name (variant, preset, family, dtype, input kind) that is not registered; the message names the known ones."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+    """Named shapes; `x_name` is the shape attribute plots and benchmark rows put on the x axis."""
+
+    name: str
+    description: str
+    shapes: tuple
+    x_name: str = "hidden_size"
+
+    def x_value(self, shape):
+        return getattr(shape, self.x_name)
+
+
+class Family(abc.ABC):
+    """A kernel family: everything a comparison of its variants needs. See the module docstring."""
+
+    # ---------------------------------------------------------------- what every family states
+    name: str = ""
+    presets: Mapping[str, Preset] = {}
+    default_preset: str = "default"
+    default_pair: tuple[str, str] = ("", "")
+    outputs: tuple[str, ...] = ()
+    shape_help: str = ""          # the --shape form, e.g. "ROWS,COLS (e.g. 4096,1024)"
+
+    # ---------------------------------------------------------------- defaults
+    dtypes: Mapping[str, torch.dtype] = DTYPES
+    input_kinds: Mapping[str, Callable[..., torch.Tensor]] = INPUT_KINDS
+    accuracy_reference: str = "torch"
+    forward_legend: tuple[str, ...] = ()
+    grads: tuple[str, ...] = ()
+    backward_legend: tuple[str, ...] = ()
+    backward_pairs_legend: tuple[str, ...] = ()
+    forward_params: tuple[str, ...] = ()
+    backward_params: tuple[str, ...] = ()
+    op_params: tuple[str, ...] = ()           # the op's canonical arguments, in the order torch_op takes them
+    op_grads: Mapping[str, str] = {}          # gradient name -> the op argument it is the gradient of
+
+    def __init__(self):
+        missing = [a for a in ("name", "presets", "outputs") if not getattr(self, a)]
+        if missing or not all(self.default_pair):
+            raise TypeError(f"family {self.name or type(self).__name__} does not set {', '.join(missing) or 'default_pair'}")
+        if self.default_preset not in self.presets:
+            raise ValueError(f"family {self.name}: default preset {self.default_preset!r} is not a preset")
+        unknown = set(self.op_grads) - set(self.grads)
+        if unknown or set(self.op_grads.values()) - set(self.op_params):
+            raise ValueError(f"family {self.name}: op_grads must map its grads to op_params")
+
+    def __repr__(self) -> str:
+        return f"<family {self.name}>"
+
+    # ---------------------------------------------------------------- shapes and inputs
+    def preset(self, name: str) -> Preset:
+        try:
+            return self.presets[name]
+        except KeyError:
+            raise UnknownName(f"unknown preset {name!r} for family {self.name}; "
+                              f"known presets: {', '.join(self.presets)}") from None
+
+    @abc.abstractmethod
+    def parse_shape(self, text: str, eps: float = 1e-6) -> Preset:
+        """A one-shape preset named "custom" from --shape text; ValueError (one line, giving the form) if bad."""
+
+    @abc.abstractmethod
+    def shape_from_dict(self, d: dict):
+        """The shape whose `as_dict()` is `d`."""
+
+    def check_input_kind(self, kind: str) -> None:
+        """ValueError naming the kinds this family draws, for any other kind (never a silent fallback)."""
+        if kind not in self.input_kinds:
+            raise ValueError(f"family {self.name} has no input kind {kind!r}; its kinds: {', '.join(self.input_kinds)}")
+
+    @abc.abstractmethod
+    def make_inputs(self, shape, dtype: torch.dtype, device: str, seed: int, kind: str = "normal") -> Inputs:
+        """Fresh inputs drawn on the CPU from `seed` (CPU and GPU runs see the same values), moved to `device`."""
+
+    # ---------------------------------------------------------------- forward
+    @abc.abstractmethod
+    def reference(self, inputs: Inputs, shape) -> dict[str, torch.Tensor]:
+        """Every output in float64, from the inputs as the kernels see them."""
+
+    @abc.abstractmethod
+    def alloc_outputs(self, shape, dtype: torch.dtype, device) -> dict[str, torch.Tensor]:
+        """Uninitialised output buffers, keyed as `outputs`."""
+
+    @abc.abstractmethod
+    def bytes_moved(self, shape, dtype: torch.dtype, mode: str) -> int:
+        """The fewest bytes a pass must move through device memory: each input read once, each output written once."""
+
+    @abc.abstractmethod
+    def launch_forward(self, kernel, inputs: Inputs, outputs: dict, shape) -> None:
+        """Run a forward kernel (taking `forward_params`) into `outputs`: `kernel[grid](...)`."""
+
+    @abc.abstractmethod
+    def variants(self) -> list[Variant]:
+        """The family's registered variants."""
+
+    def shared_forward(self):
+        """The forward kernel of Triton variants that replace only the backward (None: each brings its own)."""
+        return None
+
+    # ---------------------------------------------------------------- backward
+    def shared_backward(self):
+        """The backward kernel of Triton variants that replace only the forward (None: no backward)."""
+        return None
+
+    def reference_backward(self, inputs: Inputs, shape) -> dict[str, torch.Tensor]:
+        """Every gradient in float64: autograd through `torch_op` on float64 copies of the inputs, upstream dy."""
+        args = {k: (v.detach().to(torch.float64) if isinstance(v, torch.Tensor) else v)
+                for k, v in self.op_arguments(inputs, shape).items()}
+        return self._autograd(self.torch_op, args, inputs.dy.to(torch.float64))
+
+    def alloc_grads(self, shape, dtype: torch.dtype, device) -> dict[str, torch.Tensor]:
+        """Uninitialised gradient buffers, each like the op argument it belongs to (as autograd returns them)."""
+        inputs = self.make_inputs(shape, dtype, "meta", 0)
+        args = self.op_arguments(inputs, shape)
+        return {g: torch.empty(args[a].shape, dtype=dtype, device=device) for g, a in self.op_grads.items()}
+
+    def backward_call(self, kernel, inputs: Inputs, saved: dict, grads: dict, shape) -> Callable[[], None]:
+        """A closure running the backward kernel `kernel` (taking `backward_params`) into `grads`, from
+        the forward's `saved` outputs; workspaces allocated before, zeroed inside if it accumulates."""
+        raise NotImplementedError(f"family {self.name} has no backward kernel launcher")
+
+    # ---------------------------------------------------------------- the op
+    def op_arguments(self, inputs: Inputs, shape) -> dict[str, Any]:
+        """The op's canonical arguments (`op_params`) for these inputs."""
+        raise NotImplementedError(f"family {self.name} does not define its op's arguments")
+
+    def torch_op(self, *args):
+        """The op as torch computes it, taking `op_params` in order; returns the op's result (outputs[0])."""
+        raise NotImplementedError(f"family {self.name} does not define its op in torch")
+
+    def op_call(self, op, inputs: Inputs, shape, order: Optional[tuple[str, ...]] = None):
+        """(call, leaves): `call()` runs `op` on the canonical arguments in `order` (default op_params);
+        the tensors that have gradients are fresh leaves requiring grad (made once, here), so autograd
+        can run back to them."""
+        args = self.op_arguments(inputs, shape)
+        leaves = {a: args[a].detach().clone().requires_grad_(True) for a in self.op_grads.values()}
+        args.update(leaves)
+        ordered = tuple(args[n] for n in (order or self.op_params))
+        return (lambda: op(*ordered)), leaves
+
+    def op_backward(self, op, inputs: Inputs, grads: dict, shape, order: Optional[tuple[str, ...]] = None) -> None:
+        """Every gradient of `op` through autograd, upstream gradient dy, copied into `grads`."""
+        call, leaves = self.op_call(op, inputs, shape, order)
+        found = dict(zip(leaves, torch.autograd.grad(call(), tuple(leaves.values()), inputs.dy)))
+        for g, a in self.op_grads.items():
+            grads[g].copy_(found[a])
+
+    def _autograd(self, op, args: dict, dy) -> dict[str, torch.Tensor]:
+        leaves = {a: args[a].clone().requires_grad_(True) for a in self.op_grads.values()}
+        result = op(*({**args, **leaves}[n] for n in self.op_params))
+        found = dict(zip(leaves, torch.autograd.grad(result, tuple(leaves.values()), dy)))
+        return {g: found[a] for g, a in self.op_grads.items()}
+
+    # ---------------------------------------------------------------- variants built from the above
+    def triton_variant(self, name: str, why: str, origin: str, forward=None, backward=None) -> Variant:
+        """A Triton variant bringing its own forward kernel, backward kernel, or both; the pass it does
+        not bring runs the family's shared kernel."""
+        fwd = forward if forward is not None else self.shared_forward()
+        if fwd is None:
+            raise ValueError(f"variant {name}: family {self.name} has no shared forward kernel; give the forward")
+
+        def run(inputs, outputs, shape, _kernel=fwd):
+            self.launch_forward(_kernel, inputs, outputs, shape)
+        return Variant(name=name, family=self.name, why=why, kind="triton", run=run, kernel=forward,
+                       backward_kernel=backward, origin=origin)
+
+    def forward_kernel_of(self, variant: Variant):
+        """The forward kernel a Triton variant runs: its own, else the family's shared one."""
+        return variant.kernel if variant.kernel is not None else self.shared_forward()
+
+    def backward_kernel_of(self, variant: Variant):
+        """The backward kernel a Triton variant runs: its own, else the family's shared one."""
+        return variant.backward_kernel if variant.backward_kernel is not None else self.shared_backward()
+
+    def backward_unsupported(self, variant: Variant) -> Optional[str]:
+        """Why `run_backward` cannot run this variant's backward, or None if it can."""
+        if not self.grads:
+            return f"family {self.name} has no backward pass"
+        if variant.op is not None:
+            return None
+        if variant.kind == "triton":
+            return None if self.backward_kernel_of(variant) is not None else \
+                f"family {self.name} has no shared backward kernel and {variant.name} brings none"
+        return f"no backward for {variant.kind} variants without an op"
+
+    def run_backward(self, variant: Variant, inputs: Inputs, grads: dict, shape) -> None:
+        """The backward pass of one variant into `grads`. An op (torch, inductor, op-level variants):
+        autograd through it. A Triton variant: its forward gives the saved outputs, then its backward
+        kernel (own or shared) runs on them."""
+        reason = self.backward_unsupported(variant)
+        if reason:
+            raise ValueError(reason)
+        if variant.op is not None:
+            self.op_backward(variant.op, inputs, grads, shape, variant.op_order or None)
+            return
+        saved = self.alloc_outputs(shape, inputs.x.dtype, inputs.x.device)
+        variant.run(inputs, saved, shape)
+        self.backward_call(self.backward_kernel_of(variant), inputs, saved, grads, shape)()
+
+    def bench_call(self, variant: Variant, inputs: Inputs, shape, mode: str) -> Callable[[], None]:
+        """A zero-argument closure running one pass of `variant` for timing, buffers allocated up front.
+
+        forward: the variant's forward. backward: Triton variants run their backward kernel on the saved
+        outputs of their own forward (accumulators zeroed each call, as a backward pass must); ops run
+        autograd's backward through a graph kept across calls. full: both."""
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; known modes: {', '.join(MODES)}")
+        outputs = self.alloc_outputs(shape, inputs.x.dtype, inputs.x.device)
+
+        def forward():
+            variant.run(inputs, outputs, shape)
+        if mode == "forward":
+            return forward
+        if variant.op is None:
+            forward()
+            grads = self.alloc_grads(shape, inputs.x.dtype, inputs.x.device)
+            backward = self.backward_call(self.backward_kernel_of(variant), inputs, outputs, grads, shape)
+            if mode == "backward":
+                return backward
+
+            def full():
+                forward()
+                backward()
+            return full
+        call, leaves = self.op_call(variant.op, inputs, shape, variant.op_order or None)
+        tensors = tuple(leaves.values())
+        if mode == "backward":
+            result = call()
+            return lambda: torch.autograd.grad(result, tensors, inputs.dy, retain_graph=True)
+        return lambda: torch.autograd.grad(call(), tensors, inputs.dy)

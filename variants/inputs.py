@@ -1,0 +1,113 @@
+"""Inputs and the input kinds every normalization family draws (group norm per group, row norms per row).
+
+A generator takes (shape, torch.Generator, dtype) and returns float64 values of `shape.tensor_shape`,
+which `draw` casts to the dtype. Kinds that plant something per normalized unit use `shape.units(t)`:
+a 3-D view (outer, units, members) of the input, where each unit is normalized on its own (a group
+of a sample for group norm; a row, with outer 1, for row norms).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable, Optional
+
+import torch
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+@dataclasses.dataclass(frozen=True)
+class Inputs:
+    x: torch.Tensor
+    weight: Optional[torch.Tensor]
+    bias: Optional[torch.Tensor]
+    seed: int
+    kind: str
+    dy: Optional[torch.Tensor] = None    # upstream gradient for the backward pass, standard normal
+
+
+def normal(shape, gen: torch.Generator, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Standard normal values: the easy case."""
+    return torch.randn(*shape.tensor_shape, generator=gen, dtype=torch.float64)
+
+
+def large_mean(shape, gen: torch.Generator, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """1000 + s * randn: a mean large against the spread, where var = E[x^2] - E[x]^2 cancels
+    catastrophically. s = 0.01, or 16 units in the last place of 1000 in `dtype` where that is
+    larger (float16: 8, bfloat16: 64), so that the spread survives the cast to the dtype."""
+    spread = max(0.01, 16 * ulp_at(1000.0, dtype))
+    return 1000.0 + spread * normal(shape, gen)
+
+
+def all_equal(shape, gen: torch.Generator, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Every even-numbered unit (group of a sample, or row) holds one value repeated (var = 0, so
+    rstd = 1/sqrt(eps)); odd-numbered units are standard normal. The values are drawn as 4 * randn,
+    so most are not exactly representable squares."""
+    x = normal(shape, gen)
+    g = shape.units(x)
+    const = 4.0 * torch.randn(g.shape[0], g.shape[1], 1, generator=gen, dtype=torch.float64)
+    g[:, 0::2, :] = const[:, 0::2, :].to(dtype).to(torch.float64)
+    return x
+
+
+def huge(shape, gen: torch.Generator, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Magnitudes near the top of the dtype's range: random sign, |x| uniform in
+    [finfo.max / 16, finfo.max / 8]. Every value is representable; a float32 sum of squares (and for
+    float32 and bfloat16 even the plain sum) of such values overflows, which the float64 reference
+    does not."""
+    top = torch.finfo(dtype).max
+    n = normal(shape, gen)
+    u = torch.rand(n.shape, generator=gen, dtype=torch.float64)
+    return torch.sign(n) * (top / 16) * (1.0 + u)
+
+
+def tiny(shape, gen: torch.Generator, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Tiny magnitudes: 8 * (smallest normal of the dtype) * randn, so some values are subnormal
+    and every square underflows (var << eps, so rstd is about 1/sqrt(eps))."""
+    return 8.0 * torch.finfo(dtype).tiny * normal(shape, gen)
+
+
+def nonfinite(shape, gen: torch.Generator, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Standard normal, with a NaN in one unit, a +Inf in another and a -Inf in a third (of the first
+    sample; fewer units, fewer kinds), each at a seeded position. The reference's outputs are
+    non-finite exactly in those units; a kernel must be non-finite there and nowhere else."""
+    x = normal(shape, gen)
+    g = shape.units(x)
+    h = g.shape[-1]
+    for unit, value in zip(range(g.shape[1]), (float("nan"), float("inf"), float("-inf"))):
+        pos = int(torch.randint(h, (1,), generator=gen))
+        g[0, unit, pos] = value
+    return x
+
+
+def ulp_at(value: float, dtype: torch.dtype) -> float:
+    """The spacing of `dtype` at the normal number `value`."""
+    return float(torch.finfo(dtype).eps) * 2.0 ** math.floor(math.log2(abs(value)))
+
+
+# name -> generator(shape, torch.Generator, dtype) -> float64 tensor (cast to the dtype by `draw`)
+INPUT_KINDS: dict[str, Callable[..., torch.Tensor]] = {
+    "normal": normal,
+    "large_mean": large_mean,
+    "all_equal": all_equal,
+    "huge": huge,
+    "tiny": tiny,
+    "nonfinite": nonfinite,
+}
+
+
+def draw(family, shape, dtype: torch.dtype, device, seed: int, kind: str, params: int,
+         weight_scale: float, bias_scale: Optional[float]) -> Inputs:
+    """Inputs for one trial, drawn on the CPU from `seed` and moved to `device` in `dtype`: x from
+    the family's generator of `kind`, then W = 1 + weight_scale * randn(params), B = bias_scale *
+    randn(params) (none when bias_scale is None) and the upstream gradient dy, from the same stream."""
+    family.check_input_kind(kind)
+    gen = torch.Generator().manual_seed(seed)
+    x = family.input_kinds[kind](shape, gen, dtype)
+    weight = 1.0 + weight_scale * torch.randn(params, generator=gen, dtype=torch.float64)
+    bias = None if bias_scale is None else bias_scale * torch.randn(params, generator=gen, dtype=torch.float64)
+    dy = torch.randn(x.shape, generator=gen, dtype=torch.float64)
+    x, weight, dy = (t.to(dtype=dtype, device=device) for t in (x, weight, dy))
+    if bias is not None:
+        bias = bias.to(dtype=dtype, device=device)
+    return Inputs(x, weight, bias, seed=seed, kind=kind, dy=dy)

@@ -1,0 +1,50 @@
+"""One kernel variant: a frozen, self-validating record of what to run and where it came from."""
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any, Callable
+
+KINDS = ("triton", "torch", "inductor")
+NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """One variant of a family.
+
+    `run(inputs, outputs, shape)` computes the forward into preallocated `outputs`. A Triton variant
+    brings its own forward kernel (`kernel`), its own backward kernel (`backward_kernel`), or both;
+    the pass it does not bring runs the family's shared kernel (`Family.shared_forward/backward`).
+    `op`, when set, is the operation as its users call it (canonical arguments `op_order`, default the
+    family's `op_params`): its backward runs through autograd. `origin` says where the code came from."""
+
+    name: str
+    family: str
+    why: str
+    kind: str
+    run: Callable[..., None]
+    needs_gpu: bool = False
+    kernel: Any = None                   # the variant's own forward kernel (@triton.jit), if it brings one
+    origin: str = ""
+    import_roots: tuple[str, ...] = ()   # folders to put on sys.path to import the kernel's module again
+    backward_kernel: Any = None          # the variant's own backward kernel, if it brings one
+    op: Callable[..., Any] | None = None   # the op, called with canonical arguments (autograd runs back through it)
+    op_order: tuple[str, ...] = ()       # the canonical argument names in the order `op` takes them (() : op_params)
+
+    def __post_init__(self):
+        if not NAME.match(self.name):
+            raise ValueError(f"variant name {self.name!r} must be an identifier (letters, digits, _ . -)")
+        if self.kind not in KINDS:
+            raise ValueError(f"variant {self.name}: kind {self.kind!r} is not one of {', '.join(KINDS)}")
+        if not self.why.strip() or "\n" in self.why:
+            raise ValueError(f"variant {self.name}: `why` must be one non-empty line")
+        if self.kind == "triton" and self.kernel is None and self.backward_kernel is None:
+            raise ValueError(f"variant {self.name}: a Triton variant needs its forward or backward @triton.jit kernel")
+        if not callable(self.run):
+            raise ValueError(f"variant {self.name}: `run` must be callable")
+
+    @property
+    def own_kernels(self) -> tuple[str, ...]:
+        """The passes whose kernel this variant brings ("forward", "backward"); the others are the family's."""
+        return tuple(p for p, k in (("forward", self.kernel), ("backward", self.backward_kernel)) if k is not None)
