@@ -52,7 +52,7 @@ def _timing_options(p: argparse.ArgumentParser) -> None:
     t.add_argument("--rounds", type=int, default=60, help="at most this many interleaved rounds per case (default 60)")
     t.add_argument("--calls", type=int, default=5, help="timed calls per variant per round (default 5)")
     t.add_argument("--max-seconds", type=float, default=10.0, help="measurement time cap per case (default 10)")
-    t.add_argument("--graph", default="auto", help="replay from CUDA graphs: auto (tiny shapes), on, off")
+    t.add_argument("--graph", default="auto", help="replay from CUDA graphs: auto (tiny or launch-bound cases), on, off")
 
 
 def _ir_options(p: argparse.ArgumentParser) -> None:

@@ -1,103 +1,209 @@
-"""Does the timing comparison tell the truth? (GPU; writes a Markdown report.)
+"""Does the timing verdict tell the truth? The evidence, on a GPU; writes a Markdown summary (and JSON).
 
-A/A: a variant against itself, N times: at most one verdict other than "no difference beyond noise".
-Planted slowdown: the same variant plus a small extra copy (about 3% more time): "slower" N of N times.
-Interval width: on the seed's 512-channel shape, the 95% interval of explicit_offset / pointer_mutation
-and the measurement seconds per pair.
+1. A/A: one kernel file loaded three times under three names (as `--variant a1=FILE::fn --variant
+   a2=FILE::fn --variant a3=FILE::fn` loads it), timed over every shape of the seed preset in forward,
+   backward and full modes: 21 cases, 42 comparisons, each of which should say "no difference beyond
+   noise". Counted twice: the verdict as reported, and the verdict the interval alone would have given
+   (without the identical-timed-code rule), so the statistics are seen to hold on their own.
+2. A planted slowdown: explicit_offset plus one extra copy of a fraction of x (about 3% more time), on
+   the seed's 512-channel shape, forward, N times with different seeds: "slower" every time.
+3. The seed's pair (pointer_mutation vs explicit_offset) over the seed preset, forward and backward.
 
-    python3 benchmarks/timing_validation.py --repeats 20 --out reports/timing_validation.md
+Every part goes through the tool's own path (registry, --variant loader, pipeline, default settings).
+Run it twice in fresh processes, then put the two runs side by side:
+
+    python3 benchmarks/timing_validation.py --out run1.md --json run1.json
+    python3 benchmarks/timing_validation.py --out run2.md --json run2.json
+    python3 benchmarks/timing_validation.py --between run1.json run2.json --out between.md
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from compare.backend import configure  # noqa: E402
+from compare import stats  # noqa: E402
+from compare.results import TimingCase, TimingComparison  # noqa: E402
+
+KERNEL = "variants/group_norm/explicit_offset.py::group_norm_forward"
+NO_DIFFERENCE = stats.NO_DIFFERENCE
+
+
+def interval_only_verdict(case: TimingCase, c: TimingComparison, noise: float) -> str:
+    """The verdict the interval gives against the noise band and the A/A control, ignoring whether the
+    two variants run the same compiled code."""
+    est = stats.RatioEstimate(c.ratio, c.ci_low, c.ci_high, c.p_value, c.rounds)
+    control = None
+    if case.control is not None and case.control.verdict != "n/a":
+        k = case.control
+        control = stats.RatioEstimate(k.ratio, k.ci_low, k.ci_high, k.p_value, k.rounds)
+    return stats.decide(est, noise, control).verdict
+
+
+def _pct(x: float) -> str:
+    return f"{(x - 1) * 100:+.2f}%"
+
+
+def rows_of(cases, noise: float) -> list[dict]:
+    rows = []
+    for case in cases:
+        aa = case.control
+        for c in case.comparisons:
+            rows.append({"shape": case.shape, "mode": case.mode, "graph": case.graph, "variant": c.variant,
+                         "baseline": c.baseline, "verdict": c.verdict, "basis": c.basis, "ratio": c.ratio,
+                         "ci_low": c.ci_low, "ci_high": c.ci_high, "p": c.p_value, "margin": c.margin,
+                         "interval_only": interval_only_verdict(case, c, noise) if c.verdict != "n/a" else "n/a",
+                         "aa_ratio": aa.ratio if aa else 0.0, "aa_reach": aa.reach if aa else 0.0,
+                         "launch_bound": list(case.launch_bound), "seconds": case.seconds})
+    return rows
+
+
+def table(rows: list[dict]) -> list[str]:
+    out = ["| shape | mode | variant | ratio | 95% interval | p | verdict | basis | interval alone | A/A | graph |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {r['shape']} | {r['mode']} | {r['variant']} vs {r['baseline']} | {_pct(r['ratio'])} | "
+                   f"[{_pct(r['ci_low'])}, {_pct(r['ci_high'])}] | {r['p']:.3g} | {r['verdict']} | {r['basis']} | "
+                   f"{r['interval_only']} | {_pct(r['aa_ratio'])} (±{r['aa_reach'] * 100:.2f}%) | "
+                   f"{'yes' if r['graph'] else 'no'}{' (launch-bound)' if r['launch_bound'] else ''} |")
+    return out
+
+
+def flagged(rows: list[dict], key: str = "verdict") -> int:
+    return sum(r[key] not in (NO_DIFFERENCE, "n/a") for r in rows)
+
+
+def sweep(variants: tuple[str, ...], external: tuple[str, ...], modes: tuple[str, ...], backend, registry):
+    """The timing cases of the seed preset through the pipeline, as `main.py compare` runs them."""
+    from compare import pipeline
+    from compare.timing import TimingConfig
+    request = pipeline.Request(variants, preset="seed", checks=("timing",), timing=TimingConfig(modes=modes),
+                               external=external)
+    with pipeline.loaded(request, registry) as (request, reg, failed):
+        report = pipeline.run(request, reg, backend, failed=failed)
+    return report.timing
+
+
+def planted(repeats: int, fraction: float, registry) -> tuple[list[dict], str]:
+    """explicit_offset against itself plus one copy of `fraction` of x, on the 512-channel shape."""
+    import torch
+    from compare import timing
+    from variants.group_norm import FAMILY, PRESETS, triton_variant
+    base = registry.get("explicit_offset")
+    shape = PRESETS["seed512"].shapes[0]
+    inputs = FAMILY.make_inputs(shape, torch.float32, "cuda", 0)
+    n_extra = int(shape.numel * fraction)
+    scratch = torch.empty(n_extra, dtype=torch.float32, device="cuda")
+    slow = triton_variant("planted_slow", base.kernel, "explicit_offset plus an extra copy", "planted")
+    forward = slow.run
+
+    def run(inputs_, outputs, shape_):
+        forward(inputs_, outputs, shape_)
+        scratch.copy_(inputs_.x.reshape(-1)[:n_extra])
+    slow = dataclasses.replace(slow, run=run)
+    config = timing.TimingConfig()
+    copy_gbs = timing.copy_bandwidth_gbs()
+    cases = []
+    for i in range(repeats):
+        calls, control = timing.case_calls(FAMILY.bench_call, [base, slow], inputs, shape, "forward", config.placements)
+        cases.append(timing.time_case(calls, FAMILY.bytes_moved(shape, torch.float32, "forward"), copy_gbs,
+                                      shape.label, "forward", dataclasses.replace(config, seed=i), control=control))
+    return rows_of(cases, config.noise), shape.label
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--repeats", type=int, default=20)
+    p.add_argument("--repeats", type=int, default=20, help="runs of the planted slowdown")
     p.add_argument("--slow-fraction", type=float, default=0.025,
                    help="fraction of x the planted slowdown copies once more per call")
-    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--out", type=Path, required=True, help="the Markdown summary")
+    p.add_argument("--json", type=Path, help="every comparison, for --between")
+    p.add_argument("--between", type=Path, nargs=2, metavar="RUN.json", help="compare two earlier runs instead")
     args = p.parse_args()
-    backend = configure("cuda")
-    import torch
-    from compare import timing
+    if args.between:
+        args.out.write_text("\n".join(between(*(json.loads(f.read_text()) for f in args.between))) + "\n")
+        print(args.out.read_text())
+        return 0
+    from compare.backend import configure
     from compare.environment import collect
+    from compare.render.tables import environment_lines
+    from compare.results import Report
     from variants import registry
-    from variants.group_norm import FAMILY, PRESETS
-
+    backend = configure("cuda")
     reg = registry()
-    shape = PRESETS["seed512"].shapes[0]
-    dtype = torch.float32
-    inputs = FAMILY.make_inputs(shape, dtype, "cuda", 0)
-    nbytes = FAMILY.bytes_moved(shape, dtype, "forward")
-    copy_gbs = timing.copy_bandwidth_gbs()
-    config = timing.TimingConfig(rounds=60, calls_per_round=5, max_seconds=10.0, graph="on")
-    base = reg.get("explicit_offset")
-    n_extra = int(shape.numel * args.slow_fraction)
-    scratch = torch.empty(n_extra, dtype=dtype, device="cuda")
-    flat_x = inputs.x.reshape(-1)[:n_extra]
-
-    def slow_call():
-        fn = FAMILY.bench_call(base, inputs, shape, "forward")
-
-        def run():
-            fn()
-            scratch.copy_(flat_x)
-        return run
-
-    lines = ["# Timing validation", "", f"Shape {shape.label}, float32, forward, CUDA graph replay; "
-             f"{config.rounds} rounds x {config.calls_per_round} calls, cap {config.max_seconds:g} s per pair.", ""]
-    results = {}
-    for label, make_b in (("A/A (explicit_offset vs itself)", lambda: FAMILY.bench_call(base, inputs, shape, "forward")),
-                          (f"planted slowdown (explicit_offset + copy of {args.slow_fraction:.1%} of x)", slow_call)):
-        verdicts, widths, ratios, seconds = [], [], [], []
-        for i in range(args.repeats):
-            calls = {"A": FAMILY.bench_call(base, inputs, shape, "forward"), "B": make_b()}
-            case = timing.time_case(calls, nbytes, copy_gbs, shape.label, "forward",
-                                    dataclasses.replace(config, seed=i))
-            c = case.comparisons[0]
-            verdicts.append(c.verdict)
-            widths.append((c.ci_high - c.ci_low) / 2 * 100)
-            ratios.append((c.ratio - 1) * 100)
-            seconds.append(case.seconds)
-            print(f"{label} run {i}: {c.verdict}, {ratios[-1]:+.2f}% [{(c.ci_low - 1) * 100:+.2f}%, "
-                  f"{(c.ci_high - 1) * 100:+.2f}%], p={c.p_value:.3g}, {case.seconds:.1f} s", flush=True)
-        counts = {v: verdicts.count(v) for v in dict.fromkeys(verdicts)}
-        results[label] = counts
-        lines += [f"## {label}", "", "| run | verdict | ratio | interval half-width | seconds |", "|---|---|---|---|---|"]
-        lines += [f"| {i} | {v} | {r:+.2f}% | ±{w:.2f}% | {s:.1f} |"
-                  for i, (v, r, w, s) in enumerate(zip(verdicts, ratios, widths, seconds))]
-        lines += ["", f"Verdicts: {counts}; widest half-interval ±{max(widths):.2f}%; longest {max(seconds):.1f} s.", ""]
-
-    pm = reg.get("pointer_mutation")
-    calls = {"pointer_mutation": FAMILY.bench_call(pm, inputs, shape, "forward"),
-             "explicit_offset": FAMILY.bench_call(base, inputs, shape, "forward")}
-    case = timing.time_case(calls, nbytes, copy_gbs, shape.label, "forward", timing.TimingConfig(max_seconds=10.0))
-    c = case.comparisons[0]
-    lines += ["## The seed's pair on its 512-channel shape (eager launches, default settings)", "",
-              f"explicit_offset / pointer_mutation = {(c.ratio - 1) * 100:+.2f}%, 95% interval "
-              f"[{(c.ci_low - 1) * 100:+.2f}%, {(c.ci_high - 1) * 100:+.2f}%] (half-width "
-              f"±{(c.ci_high - c.ci_low) / 2 * 100:.2f}%), p={c.p_value:.3g}, verdict: {c.verdict}, "
-              f"{case.seconds:.1f} s of measurement.", ""]
-    lines += ["## Environment", "", *(f"- {x}" for x in environment_lines_of(collect(backend)))]
+    started = time.perf_counter()
+    specs = tuple(f"{n}={KERNEL}" for n in ("a1", "a2", "a3"))
+    aa_section = sweep(("a1", "a2", "a3"), specs, ("forward", "backward", "full"), backend, reg)
+    aa = rows_of(aa_section.cases, aa_section.noise)
+    slow, slow_shape = planted(args.repeats, args.slow_fraction, reg)
+    pair_section = sweep(("pointer_mutation", "explicit_offset"), (), ("forward", "backward"), backend, reg)
+    pair = rows_of(pair_section.cases, pair_section.noise)
+    seconds = time.perf_counter() - started
+    env = collect(backend)
+    result = {"aa": aa, "planted": slow, "pair": pair, "seconds": seconds, "environment": dataclasses.asdict(env)}
+    lines = ["# Timing validation", "",
+             f"Three copies of `{KERNEL}` (a1, a2, a3, loaded as `--variant` loads them), the planted slowdown "
+             f"({args.slow_fraction:.1%} of x copied once more per call) and the seed's pair, all with the "
+             f"tool's default timing settings. {seconds:.0f} s in all.", "",
+             f"Timing method: {aa_section.method}.", "",
+             "## Summary", "",
+             "| part | comparisons | not \"no difference beyond noise\" | by the interval alone |", "|---|---|---|---|",
+             f"| A/A, seed preset, forward/backward/full | {len(aa)} | {flagged(aa)} | {flagged(aa, 'interval_only')} |"]
+    for mode in ("forward", "backward", "full"):
+        sub = [r for r in aa if r["mode"] == mode]
+        lines.append(f"| A/A, {mode} | {len(sub)} | {flagged(sub)} | {flagged(sub, 'interval_only')} |")
+    n_slow = sum(r["verdict"] == "slower" for r in slow)
+    lines.append(f"| planted slowdown, {slow_shape}, forward: \"slower\" | {len(slow)} | {n_slow} slower | "
+                 f"{sum(r['interval_only'] == 'slower' for r in slow)} slower |")
+    for mode in ("forward", "backward"):
+        sub = [r for r in pair if r["mode"] == mode]
+        verdicts = ", ".join(f"{v} {sum(r['verdict'] == v for r in sub)}" for v in dict.fromkeys(r["verdict"] for r in sub))
+        lines.append(f"| seed pair, {mode} | {len(sub)} | {verdicts} | {flagged(sub, 'interval_only')} |")
+    lines += ["", "\"by the interval alone\": the verdict without the identical-timed-code rule (every Triton variant's "
+              "backward runs the one shared backward kernel), so the statistics are seen to hold on their own.", ""]
+    slow_ratios = [(r["ratio"] - 1) * 100 for r in slow]
+    lines += [f"Planted slowdown: ratio {min(slow_ratios):+.2f}% to {max(slow_ratios):+.2f}%.", ""]
+    lines += ["## A/A: a1, a2, a3 (one kernel, three names)", "", *table(aa), "",
+              "## Planted slowdown", "", *table(slow), "",
+              "## The seed's pair", "", *table(pair), "",
+              "## Environment", "", *(f"- {x}" for x in environment_lines(Report("group_norm", "seed", "float32", "", (), env)))]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines[-12:]))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1))
+    print("\n".join(lines[:20]))
     return 0
 
 
-def environment_lines_of(env) -> list[str]:
-    from compare.render.tables import environment_lines
-    from compare.results import Report
-    return environment_lines(Report("group_norm", "seed512", "float32", "", (), env))
+def between(run1: dict, run2: dict) -> list[str]:
+    """The two runs side by side: verdict counts, and each seed-pair ratio's move between the runs."""
+    lines = ["# Timing validation: two runs in fresh processes", "",
+             "| part | run 1: not \"no difference\" | run 2: not \"no difference\" |", "|---|---|---|",
+             f"| A/A ({len(run1['aa'])} comparisons) | {flagged(run1['aa'])} | {flagged(run2['aa'])} |",
+             f"| A/A by the interval alone | {flagged(run1['aa'], 'interval_only')} | {flagged(run2['aa'], 'interval_only')} |",
+             f"| planted slowdown: \"slower\" | {sum(r['verdict'] == 'slower' for r in run1['planted'])} of "
+             f"{len(run1['planted'])} | {sum(r['verdict'] == 'slower' for r in run2['planted'])} of {len(run2['planted'])} |",
+             "", "## The seed's pair in both runs", "",
+             "| shape | mode | run 1 ratio | verdict | run 2 ratio | verdict | difference (pp) |", "|---|---|---|---|---|---|---|"]
+    worst = {}
+    for a, b in zip(run1["pair"], run2["pair"]):
+        d = (b["ratio"] - a["ratio"]) * 100
+        worst[a["mode"]] = max(worst.get(a["mode"], 0.0), abs(d))
+        lines.append(f"| {a['shape']} | {a['mode']} | {_pct(a['ratio'])} | {a['verdict']} | {_pct(b['ratio'])} | "
+                     f"{b['verdict']} | {d:+.2f} |")
+    lines.append("")
+    for mode, w in worst.items():
+        n1 = sum(r["verdict"] == "slower" for r in run1["pair"] if r["mode"] == mode)
+        n2 = sum(r["verdict"] == "slower" for r in run2["pair"] if r["mode"] == mode)
+        nd = [sum(r["verdict"] == NO_DIFFERENCE for r in run["pair"] if r["mode"] == mode) for run in (run1, run2)]
+        lines.append(f"- {mode}: \"slower\" on {n1} and {n2} shapes, \"no difference beyond noise\" on {nd[0]} and "
+                     f"{nd[1]}; ratios moved at most {w:.2f} percentage points between the runs")
+    return lines
 
 
 if __name__ == "__main__":

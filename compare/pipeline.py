@@ -244,18 +244,16 @@ def run_timing(family, chosen, preset, request: Request, step) -> TimingSection:
         for shape in preset.shapes:
             inputs = family.make_inputs(shape, dtype, "cuda", request.seed, request.input_kind)
             for mode in config.modes:
-                calls = {v.name: family.bench_call(v, inputs, shape, mode) for v in chosen}
+                calls, control = timing.case_calls(family.bench_call, chosen, inputs, shape, mode, config.placements)
                 cases.append(timing.time_case(calls, family.bytes_moved(shape, dtype, mode), copy_gbs, shape.label,
-                                              mode, config, step, dtype=dtype_name))
+                                              mode, config, step, dtype=dtype_name, control=control))
+                del calls, control
                 step.advance()
             del inputs
             torch.cuda.empty_cache()
     compile_seconds = tuple((v.name, float(v.run.compile_seconds)) for v in chosen
                             if getattr(v.run, "compile_seconds", None) is not None)
-    method = (f"interleaved rounds (order shuffled each round), {config.calls_per_round} calls per variant per "
-              f"round, {config.min_rounds}-{config.rounds} rounds or {config.max_seconds:g} s per case, "
-              f"{config.flush_bytes >> 20} MiB L2 flush before every call, CUDA events around each call; "
-              f"95% paired bootstrap interval over rounds; sign-flip permutation p-value")
+    method = timing.method_text(config)
     return TimingSection(torch.cuda.get_device_name(), copy_gbs, config.noise, 0.95, method, tuple(cases),
                          compile_seconds)
 

@@ -123,6 +123,7 @@ class TimingVariant:
     bytes_moved: int = 0              # the family's fewest bytes for this pass
     gbs: float = 0.0                  # bytes_moved / median time
     fraction_of_copy: float = 0.0     # gbs / the measured device-to-device copy bandwidth
+    launch_cpu_ms: float = 0.0        # host time to issue one eager call (0: not measured)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,6 +139,14 @@ class TimingComparison:
     p_value: float = 1.0
     rounds: int = 0
     reason: str = ""
+    margin: float = 0.0               # the interval had to lie wholly outside 1 ± margin for faster/slower
+    basis: str = ""                   # what set the margin: "noise band", "A/A control", or "identical
+                                      # timed code" (both run the same compiled code: measurement noise)
+
+    @property
+    def reach(self) -> float:
+        """How far from 1 this comparison reaches (ratio or either end of its interval), as a fraction."""
+        return max(abs(self.ci_low - 1), abs(self.ci_high - 1), abs(self.ratio - 1))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,6 +159,10 @@ class TimingCase:
     comparisons: tuple[TimingComparison, ...]
     note: str = ""                   # e.g. why a case meant for graph replay was timed eagerly
     dtype: str = ""                  # the inputs' dtype ("" in reports made before it was recorded)
+    control: Optional[TimingComparison] = None   # A/A: the baseline timed again as a hidden entry, against
+                                                 # itself (None in reports made before the control existed)
+    placements: int = 1               # output-buffer sets rotated round by round (shared by all variants)
+    launch_bound: tuple[str, ...] = ()   # variants whose host time per eager call rivals their GPU time
 
 
 @dataclasses.dataclass(frozen=True)

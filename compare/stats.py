@@ -62,13 +62,46 @@ def ratio_with_interval(a: list[list[float]], b: list[list[float]], confidence: 
     return RatioEstimate(ratio, lo, hi, p, rounds)
 
 
-def verdict(est: RatioEstimate, noise: float = DEFAULT_NOISE, alpha: float = ALPHA) -> str:
-    """'slower' or 'faster' only when p < alpha and the whole interval lies outside 1 ± noise."""
-    if est.p_value < alpha and est.ci_low > 1 + noise:
-        return "slower"
-    if est.p_value < alpha and est.ci_high < 1 - noise:
-        return "faster"
-    return "no difference beyond noise"
+NO_DIFFERENCE = "no difference beyond noise"
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """A verdict and what decided it: the margin the interval had to clear, and why that margin."""
+
+    verdict: str        # "faster", "slower" or NO_DIFFERENCE
+    margin: float       # the interval had to lie wholly outside 1 ± margin
+    basis: str          # "noise band", "A/A control" or "identical timed code"
+
+
+def control_deviation(control: RatioEstimate | None) -> float:
+    """How far from 1 the A/A control (the baseline against itself) reaches: the farther end of its
+    interval. A difference no larger than this is one the baseline shows against itself."""
+    if control is None:
+        return 0.0
+    return max(abs(control.ci_low - 1), abs(control.ci_high - 1), abs(control.ratio - 1))
+
+
+def decide(est: RatioEstimate, noise: float = DEFAULT_NOISE, control: RatioEstimate | None = None,
+           same_code: bool = False, alpha: float = ALPHA) -> Decision:
+    """'slower' or 'faster' only when p < alpha and the whole interval lies outside 1 ± margin, the
+    margin being the larger of the noise band and the A/A control's deviation. Two variants whose
+    timed pass runs identical compiled code differ by measurement alone: never faster or slower."""
+    aa = control_deviation(control)
+    margin, basis = (aa, "A/A control") if aa > noise else (noise, "noise band")
+    if same_code:
+        return Decision(NO_DIFFERENCE, margin, "identical timed code")
+    if est.p_value < alpha and est.ci_low > 1 + margin:
+        return Decision("slower", margin, basis)
+    if est.p_value < alpha and est.ci_high < 1 - margin:
+        return Decision("faster", margin, basis)
+    return Decision(NO_DIFFERENCE, margin, basis)
+
+
+def verdict(est: RatioEstimate, noise: float = DEFAULT_NOISE, alpha: float = ALPHA,
+            control: RatioEstimate | None = None, same_code: bool = False) -> str:
+    """The verdict string of `decide`."""
+    return decide(est, noise, control, same_code, alpha).verdict
 
 
 def quantiles(samples: list[float], qs=(0.2, 0.5, 0.8)) -> tuple[float, ...]:

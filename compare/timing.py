@@ -2,14 +2,19 @@
 
 Each round times every variant once (a short batch of calls each) in an order shuffled from round to
 round, on the same inputs; device events bracket each call and nothing else (the flush is outside).
-Every sample is kept; `compare.stats` turns paired rounds into a ratio, an interval and a verdict.
+Where a buffer lands changes a kernel's speed, so the variants of a case write into one shared set of
+output buffers (a placement), and a few placements are rotated round by round: placement moves every
+variant of a round alike, and what it still does shows as spread in the interval, never as a bias.
+The baseline is timed a second time as a hidden entry (the A/A control); a verdict must clear what the
+baseline shows against itself. Every sample is kept; `compare.stats` turns paired rounds into a ratio,
+an interval and a verdict.
 """
 from __future__ import annotations
 
 import dataclasses
 import random
 import time
-from typing import Callable
+from typing import Callable, Sequence
 
 import torch
 
@@ -19,6 +24,8 @@ from compare.results import TimingCase, TimingComparison, TimingVariant
 
 MODES = ("forward", "backward", "full")
 GRAPH_AUTO_BELOW_MS = 0.1   # in graph mode "auto", a case whose fastest eager call is under this is replayed from graphs
+LAUNCH_BOUND_FRACTION = 0.5  # host time per eager call at least this fraction of its GPU time: launch-bound
+CONTROL = "\0A/A"          # the hidden second entry of the baseline (no variant name can hold a NUL)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +40,7 @@ class TimingConfig:
     graph: str = "auto"           # "auto", "on" or "off"
     flush_bytes: int = 256 * 1024 * 1024
     seed: int = 0
+    placements: int = 3           # output-buffer sets rotated round by round (each shared by every variant)
 
     def __post_init__(self):
         bad = [m for m in self.modes if m not in MODES]
@@ -42,8 +50,26 @@ class TimingConfig:
             raise ValueError(f"--graph must be auto, on or off, got {self.graph!r}")
         if self.min_rounds < 2 or self.rounds < self.min_rounds or self.calls_per_round < 1:
             raise ValueError("need rounds >= 2 and calls per round >= 1")
+        if self.placements < 1:
+            raise ValueError(f"placements must be at least 1, got {self.placements}")
         if not 0 <= self.noise < 1:
             raise ValueError(f"--noise is a fraction in [0, 1), got {self.noise}")
+
+
+def method_text(config: TimingConfig) -> str:
+    """How the cases were timed and the verdict decided, for the report."""
+    return (f"interleaved rounds (order shuffled each round), {config.calls_per_round} calls per variant per "
+            f"round, {config.min_rounds}-{config.rounds} rounds or {config.max_seconds:g} s per case, "
+            f"{config.flush_bytes >> 20} MiB L2 flush before every call, CUDA events around each call; "
+            f"the variants of a case write into one shared set of output buffers, {config.placements} such "
+            "sets rotated round by round (placement moves every variant of a round alike); the baseline is "
+            "timed again as a hidden A/A control entry; graph mode auto replays a case from CUDA graphs when "
+            f"its fastest call is under {GRAPH_AUTO_BELOW_MS:g} ms or a variant's host time per eager call "
+            f"is at least {LAUNCH_BOUND_FRACTION:.0%} of its GPU time (launch-bound); 95% paired bootstrap "
+            "interval over rounds; sign-flip permutation p-value; faster/slower only when p < 0.05 and the "
+            "whole interval lies outside 1 ± the larger of the noise band and the A/A control's farthest "
+            "reach from 1; variants whose timed pass runs identical compiled code: measurement noise, never "
+            "faster or slower")
 
 
 def copy_bandwidth_gbs(nbytes: int = 1 << 30, repeats: int = 10) -> float:
@@ -108,53 +134,169 @@ def _peak_memory(fn) -> int:
     return max(0, torch.cuda.max_memory_allocated() - base)
 
 
+def _launch_cpu_ms(fn, flush, repeats: int = 3) -> tuple[float, float]:
+    """(host ms to issue one eager call, its GPU ms), the fastest of a few: an idle queue, so the host
+    time is the launch cost alone."""
+    cpu, gpu = [], []
+    for _ in range(repeats):
+        torch.cuda.synchronize()
+        flush.zero_()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        t0 = time.perf_counter()
+        fn()
+        cpu.append((time.perf_counter() - t0) * 1e3)
+        end.record()
+        end.synchronize()
+        gpu.append(start.elapsed_time(end))
+    return min(cpu), min(gpu)
 
 
-def time_case(calls: dict[str, Callable[[], None]], bytes_moved: int, copy_gbs: float, shape_label: str,
-              mode: str, config: TimingConfig, step: Callable[[str], None] = lambda _: None,
-              dtype: str = "") -> TimingCase:
-    """Time every callable (first = baseline) in interleaved rounds and compare each with the baseline."""
+def _failing(exc: Exception) -> Callable[[], None]:
+    def fail():
+        raise exc
+    return fail
+
+
+def case_calls(bench_call: Callable[..., Callable[[], None]], variants: Sequence, inputs, shape, mode: str,
+               placements: int = 1) -> tuple[dict[str, tuple], tuple]:
+    """Every variant's bench calls for one case, one per placement, and the baseline's again for the A/A
+    control: `placements` sets of buffers, each shared by every variant (bench_call's `buffers`). A
+    variant whose call cannot be built gets a call that raises its error, so it is reported as failed."""
+    sets = [{} for _ in range(placements)]
+
+    def build(variant):
+        try:
+            return tuple(bench_call(variant, inputs, shape, mode, buffers=b) for b in sets)
+        except Exception as exc:  # reported by time_case, the rest still timed
+            return (_failing(exc),) * placements
+    calls = {v.name: build(v) for v in variants}
+    return calls, build(variants[0])
+
+
+def _as_placements(fn, placements: int) -> tuple:
+    fns = tuple(fn) if isinstance(fn, (tuple, list)) else (fn,)
+    if len(fns) != placements:
+        raise ValueError(f"every entry needs {placements} calls (one per placement), got {len(fns)}")
+    return fns
+
+
+def _same_code(a, b) -> bool:
+    """Both timed passes run the same compiled code, as their bench calls say (None: not known)."""
+    ka, kb = getattr(a, "timed_code", None), getattr(b, "timed_code", None)
+    return ka is not None and ka == kb
+
+
+def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]], bytes_moved: int, copy_gbs: float,
+              shape_label: str, mode: str, config: TimingConfig, step: Callable[[str], None] = lambda _: None,
+              dtype: str = "", control: Callable[[], None] | Sequence[Callable[[], None]] | None = None) -> TimingCase:
+    """Time every entry (first = baseline) in interleaved rounds and compare each with the baseline.
+
+    An entry is one callable, or one per placement (all entries the same number); round r runs
+    placement r mod n of every entry. `control` is the baseline's call(s) again: the hidden A/A entry."""
+    placements = len(calls[next(iter(calls))]) if isinstance(calls[next(iter(calls))], (tuple, list)) else 1
+    entries = {name: _as_placements(fn, placements) for name, fn in calls.items()}
+    if control is not None:
+        entries[CONTROL] = _as_placements(control, placements)
     flush = torch.empty(config.flush_bytes // 4, dtype=torch.int32, device="cuda")
-    timed: dict[str, _Timed] = {}
+    timed: dict[str, list[_Timed]] = {}
     failed: dict[str, str] = {}
     memory: dict[str, int] = {}
-    for name, fn in calls.items():
-        step(f"timing {shape_label} {mode}: warm-up {name}")
+    label = lambda name: "A/A control" if name == CONTROL else name  # noqa: E731
+    for name, fns in entries.items():
+        step(f"timing {shape_label} {mode}: warm-up {label(name)}")
         try:
-            t = _Timed(fn)
-            _one_call_ms(t, flush)   # the first call compiles; not a sample
-            memory[name] = _peak_memory(t)
+            ts = [_Timed(fn) for fn in fns]
+            for t in ts:
+                _one_call_ms(t, flush)   # the first call compiles; not a sample
+            memory[name] = _peak_memory(ts[0])
             deadline = time.perf_counter() + config.warmup_ms / 1e3
             while time.perf_counter() < deadline:
-                _one_call_ms(t, flush)
-            timed[name] = t
+                _one_call_ms(ts[0], flush)
+            timed[name] = ts
         except Exception as exc:  # a variant that crashes is reported; the rest are still timed
             failed[name] = summarize(exc)
             torch.cuda.synchronize()
-    eager_ms = {name: _one_call_ms(t, flush) for name, t in timed.items()}
-    use_graph = config.graph == "on" or (config.graph == "auto" and eager_ms and
-                                         min(eager_ms.values()) < GRAPH_AUTO_BELOW_MS)
+    launch = {name: _launch_cpu_ms(ts[0], flush) for name, ts in timed.items()}
+    launch_bound = tuple(n for n, (cpu, gpu) in launch.items() if n != CONTROL and cpu >= LAUNCH_BOUND_FRACTION * gpu)
+    use_graph = config.graph == "on" or (config.graph == "auto" and bool(launch) and (
+        min(gpu for _, gpu in launch.values()) < GRAPH_AUTO_BELOW_MS or bool(launch_bound)))
     note = ""
     if use_graph:
-        broken = {}
-        for name, t in list(timed.items()):
-            try:
+        note = _capture(timed, failed, config.graph == "on", flush)
+        use_graph = any(t.graph is not None for ts in timed.values() for t in ts)
+    samples, seconds = _rounds(timed, placements, config, step, flush, shape_label, mode)
+    variants = []
+    for name in calls:
+        if name in failed:
+            variants.append(TimingVariant(name, "error", failed[name]))
+            continue
+        flat = [s for r in samples[name] for s in r]
+        p20, p50, p80 = stats.quantiles(flat)
+        gbs = bytes_moved / (p50 * 1e-3) / 1e9
+        variants.append(TimingVariant(name, "ok", "", tuple(flat), len(samples[name]), config.calls_per_round,
+                                      p20, p50, p80, memory[name], bytes_moved, gbs,
+                                      gbs / copy_gbs if copy_gbs else 0.0, round(launch[name][0], 4)))
+    names = list(calls)
+    baseline = names[0]
+    control_est = None
+    control_cmp = None
+    if control is not None:
+        if baseline in failed or CONTROL in failed:
+            control_cmp = TimingComparison(baseline, f"{baseline} again", "n/a", reason="the baseline failed")
+        else:
+            control_est = stats.ratio_with_interval(samples[baseline], samples[CONTROL], seed=config.seed)
+            control_cmp = _comparison(baseline, f"{baseline} again", control_est,
+                                      stats.decide(control_est, config.noise))
+    comparisons = []
+    for name in names[1:]:
+        if baseline in failed or name in failed:
+            comparisons.append(TimingComparison(baseline, name, "n/a", reason=f"{baseline if baseline in failed else name} failed"))
+            continue
+        est = stats.ratio_with_interval(samples[baseline], samples[name], seed=config.seed)
+        same = _same_code(entries[baseline][0], entries[name][0])
+        comparisons.append(_comparison(baseline, name, est, stats.decide(est, config.noise, control_est, same)))
+    return TimingCase(shape_label, mode, bool(use_graph), round(seconds, 3), tuple(variants), tuple(comparisons),
+                      note, dtype, control_cmp, placements, launch_bound)
+
+
+def _comparison(baseline: str, name: str, est: stats.RatioEstimate, decision: stats.Decision) -> TimingComparison:
+    return TimingComparison(baseline, name, decision.verdict, est.ratio, est.ci_low, est.ci_high, est.p_value,
+                            est.rounds, margin=decision.margin, basis=decision.basis)
+
+
+def _capture(timed: dict[str, list[_Timed]], failed: dict[str, str], demanded: bool, flush) -> str:
+    """Capture every placement of every entry in a CUDA graph. If one cannot be captured: with graphs
+    demanded it fails; otherwise (auto) every entry is timed eagerly, like with like. Returns the note."""
+    broken = {}
+    for name, ts in list(timed.items()):
+        try:
+            for t in ts:
                 t.capture()
                 _one_call_ms(t, flush)
-            except Exception as exc:
-                broken[name] = summarize(exc)
+        except Exception as exc:
+            broken[name] = summarize(exc)
+            for t in ts:
                 t.graph = None
-                torch.cuda.synchronize()
-        if broken and config.graph == "on":   # graphs were demanded: a variant that cannot be captured fails
-            for name, reason in broken.items():
-                failed[name] = f"CUDA graph capture failed: {reason}"
-                del timed[name]
-        elif broken:   # auto: compare like with like, so every variant of the case is timed eagerly
-            for t in timed.values():
-                t.graph = None
-            use_graph = False
-            note = (f"CUDA graph capture failed for {', '.join(broken)} ({next(iter(broken.values()))}); "
-                    "every variant of this case was timed from eager launches instead")
+            torch.cuda.synchronize()
+    if not broken:
+        return ""
+    shown = ["A/A control" if n == CONTROL else n for n in broken]
+    if demanded:
+        for name, reason in broken.items():
+            failed[name] = f"CUDA graph capture failed: {reason}"
+            del timed[name]
+        return ""
+    for ts in timed.values():
+        for t in ts:
+            t.graph = None
+    return (f"CUDA graph capture failed for {', '.join(shown)} ({next(iter(broken.values()))}); "
+            "every variant of this case was timed from eager launches instead")
+
+
+def _rounds(timed: dict[str, list[_Timed]], placements: int, config: TimingConfig, step, flush,
+            shape_label: str, mode: str) -> tuple[dict[str, list[list[float]]], float]:
+    """Interleaved rounds: every entry's calls in a shuffled order, all on placement (round mod n)."""
     rng = random.Random(config.seed)
     samples: dict[str, list[list[float]]] = {name: [] for name in timed}
     order = list(timed)
@@ -165,11 +307,12 @@ def time_case(calls: dict[str, Callable[[], None]], bytes_moved: int, copy_gbs: 
         rng.shuffle(order)
         events = []
         for name in order:
+            t = timed[name][rounds % placements]
             for _ in range(config.calls_per_round):
                 flush.zero_()
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 start.record()
-                timed[name]()
+                t()
                 end.record()
                 events.append((name, start, end))
         torch.cuda.synchronize()
@@ -181,27 +324,4 @@ def time_case(calls: dict[str, Callable[[], None]], bytes_moved: int, copy_gbs: 
         rounds += 1
         if rounds % 10 == 0:
             step(f"timing {shape_label} {mode}: round {rounds}")
-    seconds = time.perf_counter() - start_time
-    variants = []
-    for name in calls:
-        if name in failed:
-            variants.append(TimingVariant(name, "error", failed[name]))
-            continue
-        flat = [s for r in samples[name] for s in r]
-        p20, p50, p80 = stats.quantiles(flat)
-        gbs = bytes_moved / (p50 * 1e-3) / 1e9
-        variants.append(TimingVariant(name, "ok", "", tuple(flat), len(samples[name]), config.calls_per_round,
-                                      p20, p50, p80, memory[name], bytes_moved, gbs,
-                                      gbs / copy_gbs if copy_gbs else 0.0))
-    comparisons = []
-    names = list(calls)
-    baseline = names[0]
-    for name in names[1:]:
-        if baseline in failed or name in failed:
-            comparisons.append(TimingComparison(baseline, name, "n/a", reason=f"{baseline if baseline in failed else name} failed"))
-            continue
-        est = stats.ratio_with_interval(samples[baseline], samples[name], seed=config.seed)
-        comparisons.append(TimingComparison(baseline, name, stats.verdict(est, config.noise), est.ratio,
-                                            est.ci_low, est.ci_high, est.p_value, est.rounds))
-    return TimingCase(shape_label, mode, bool(use_graph), round(seconds, 3), tuple(variants), tuple(comparisons),
-                      note, dtype)
+    return samples, time.perf_counter() - start_time

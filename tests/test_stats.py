@@ -70,3 +70,70 @@ def test_mismatched_rounds_are_refused():
 
 def test_quantiles():
     assert stats.quantiles([1, 2, 3, 4, 5]) == (1.8, 3.0, 4.2)
+
+
+# ---------------------------------------------------------------- the A/A control and identical code
+def entries(ratios, rounds=40, per_round=5, sigma=0.004, drift=0.03, placement=(), seed=0):
+    """Rounds of samples for several entries timed in the same rounds: each entry's true ratio (an
+    entry-level bias is just a ratio), a per-round drift shared by all, and optionally a per-placement
+    factor, placement = round mod len(placement), shared by every entry of the round (shared buffers)."""
+    rng = random.Random(seed)
+    out = [[] for _ in ratios]
+    for r in range(rounds):
+        level = (1.0 + rng.uniform(-drift, drift)) * (placement[r % len(placement)] if placement else 1.0)
+        for samples, ratio in zip(out, ratios):
+            samples.append([level * ratio * math.exp(rng.gauss(0, sigma)) for _ in range(per_round)])
+    return out
+
+
+def test_placement_shared_by_every_entry_of_a_round_cancels():
+    # three placements moving the time by -4%, +5%, 0%: far more than the noise band, but every variant
+    # of a round writes to the same placement, so the paired comparison does not see it
+    a, b = entries((1.0, 1.0), placement=(0.96, 1.05, 1.0), seed=11)
+    assert stats.verdict(stats.ratio_with_interval(a, b, seed=1)) == stats.NO_DIFFERENCE
+    a, b = entries((1.0, 1.03), placement=(0.96, 1.05, 1.0), seed=12)
+    assert stats.verdict(stats.ratio_with_interval(a, b, seed=1)) == "slower"
+
+
+def test_a_bias_the_control_shows_gives_no_verdict():
+    # each entry with its own buffers: the copy B lands 2% slower, the baseline's A/A copy 2.5% slower,
+    # although all three run the same kernel; without the control, B's bias would be called slower
+    a, b, a_again = entries((1.0, 1.02, 1.025), seed=5)
+    est = stats.ratio_with_interval(a, b, seed=2)
+    control = stats.ratio_with_interval(a, a_again, seed=3)
+    assert stats.verdict(est) == "slower"
+    decision = stats.decide(est, control=control)
+    assert decision.verdict == stats.NO_DIFFERENCE
+    assert decision.basis == "A/A control" and decision.margin > 0.02
+
+
+def test_a_real_three_percent_difference_clears_a_clean_control():
+    a, b, a_again = entries((1.0, 1.03, 1.0), seed=6)
+    est = stats.ratio_with_interval(a, b, seed=2)
+    decision = stats.decide(est, control=stats.ratio_with_interval(a, a_again, seed=3))
+    assert decision.verdict == "slower" and decision.basis == "noise band" and decision.margin == stats.DEFAULT_NOISE
+    a, b, a_again = entries((1.0, 0.97, 1.0), seed=7)
+    est = stats.ratio_with_interval(a, b, seed=2)
+    assert stats.decide(est, control=stats.ratio_with_interval(a, a_again, seed=3)).verdict == "faster"
+
+
+def test_a_difference_larger_than_the_control_still_counts():
+    # the control reaches about 1.5%; a true 5% difference lies well beyond it
+    a, b, a_again = entries((1.0, 1.05, 1.015), seed=8)
+    est = stats.ratio_with_interval(a, b, seed=2)
+    decision = stats.decide(est, control=stats.ratio_with_interval(a, a_again, seed=3))
+    assert decision.verdict == "slower" and decision.basis == "A/A control" and 0.015 < decision.margin < 0.03
+
+
+def test_identical_timed_code_is_never_faster_or_slower():
+    a, b = entries((1.0, 1.05), seed=9)
+    est = stats.ratio_with_interval(a, b, seed=2)
+    assert stats.verdict(est) == "slower"
+    decision = stats.decide(est, same_code=True)
+    assert decision.verdict == stats.NO_DIFFERENCE and decision.basis == "identical timed code"
+
+
+def test_control_deviation_is_the_farthest_reach_from_one():
+    est = stats.RatioEstimate(ratio=0.995, ci_low=0.985, ci_high=1.004, p_value=0.01, rounds=40)
+    assert stats.control_deviation(est) == pytest.approx(0.015)
+    assert stats.control_deviation(None) == 0.0

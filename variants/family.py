@@ -253,34 +253,58 @@ class Family(abc.ABC):
         variant.run(inputs, saved, shape)
         self.backward_call(self.backward_kernel_of(variant), inputs, saved, grads, shape)()
 
-    def bench_call(self, variant: Variant, inputs: Inputs, shape, mode: str) -> Callable[[], None]:
+    def bench_call(self, variant: Variant, inputs: Inputs, shape, mode: str,
+                   buffers: Optional[dict] = None) -> Callable[[], None]:
         """A zero-argument closure running one pass of `variant` for timing, buffers allocated up front.
 
         forward: the variant's forward. backward: Triton variants run their backward kernel on the saved
         outputs of their own forward (accumulators zeroed each call, as a backward pass must); ops run
-        autograd's backward through a graph kept across calls. full: both."""
+        autograd's backward through a graph kept across calls. full: both.
+
+        `buffers` is one placement shared by the variants of a timing case: outputs and gradients are
+        taken from it (made on first use), so every variant writes to the same addresses and where a
+        buffer lands cannot favour one of them. The closure's `timed_code` says what compiled code its
+        timed pass runs, so the comparison can tell two variants timing the same kernel apart from two
+        that differ: a Triton backward is its backward kernel alone; anything else is keyed by the variant
+        (never claimed identical), and ops are None (not known)."""
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; known modes: {', '.join(MODES)}")
-        outputs = self.alloc_outputs(shape, inputs.x.dtype, inputs.x.device)
+        buffers = {} if buffers is None else buffers
+        x = inputs.x
+        outputs = _shared(buffers, "outputs", lambda: self.alloc_outputs(shape, x.dtype, x.device))
 
         def forward():
             variant.run(inputs, outputs, shape)
         if mode == "forward":
-            return forward
+            return _timed(forward, None if variant.op is not None else ("forward", variant.name))
         if variant.op is None:
             forward()
-            grads = self.alloc_grads(shape, inputs.x.dtype, inputs.x.device)
-            backward = self.backward_call(self.backward_kernel_of(variant), inputs, outputs, grads, shape)
+            grads = _shared(buffers, "grads", lambda: self.alloc_grads(shape, x.dtype, x.device))
+            kernel = self.backward_kernel_of(variant)
+            backward = self.backward_call(kernel, inputs, outputs, grads, shape)
             if mode == "backward":
-                return backward
+                return _timed(backward, ("backward", id(kernel), getattr(kernel, "__name__", "")))
 
             def full():
                 forward()
                 backward()
-            return full
+            return _timed(full, ("full", variant.name))
         call, leaves = self.op_call(variant.op, inputs, shape, variant.op_order or None)
         tensors = tuple(leaves.values())
         if mode == "backward":
             result = call()
-            return lambda: torch.autograd.grad(result, tensors, inputs.dy, retain_graph=True)
-        return lambda: torch.autograd.grad(call(), tensors, inputs.dy)
+            return _timed(lambda: torch.autograd.grad(result, tensors, inputs.dy, retain_graph=True), None)
+        return _timed(lambda: torch.autograd.grad(call(), tensors, inputs.dy), None)
+
+
+def _shared(buffers: dict, key: str, make: Callable[[], Any]) -> Any:
+    """The case's buffer under `key`, made on first use, so every variant of the case writes there."""
+    if key not in buffers:
+        buffers[key] = make()
+    return buffers[key]
+
+
+def _timed(fn: Callable[[], None], code) -> Callable[[], None]:
+    """`fn`, labelled with the compiled code its timed pass runs (None: not known)."""
+    fn.timed_code = code
+    return fn

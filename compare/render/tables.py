@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 
 from compare.render import ir_tables
-from compare.results import IRSection, NumericsCase, NumericsSection, Report, TimingCase, TimingSection
+from compare.results import IRSection, NumericsCase, NumericsSection, Report
 
 
 IR_TITLE = "Compiled code (IR)"
@@ -155,77 +155,6 @@ def numerics_summary(section: NumericsSection, baseline: str) -> list[tuple[str,
     return lines
 
 
-def timing_legend(section: TimingSection) -> tuple[str, ...]:
-    return (
-        "median, p20-p80: per-call GPU time over all rounds (ms); GB/s: the family's fewest bytes for the pass "
-        f"over the median; % copy: that against the measured {section.copy_gbs:.0f} GB/s device-to-device copy",
-        "peak MiB: memory one call allocates beyond what was allocated before it",
-        f"ratio: median(variant) / median(baseline), > 1 is slower; {section.confidence:.0%} interval from a paired "
-        "bootstrap over rounds; p: sign-flip permutation test on per-round log ratios",
-        f"verdict: faster/slower only when p < 0.05 and the whole interval lies outside 1 ± {section.noise:g}; "
-        "otherwise no difference beyond noise",
-        f"method: {section.method}",
-    )
-
-
-def _pct(x: float) -> str:
-    return f"{(x - 1) * 100:+.2f}%"
-
-
-def _timing_table(case: TimingCase, legend: tuple[str, ...]) -> Table:
-    headers = ("variant", "median ms", "p20-p80 ms", "GB/s", "% copy", "peak MiB", "vs baseline",
-               "95% interval", "p", "verdict")
-    comps = {c.variant: c for c in case.comparisons}
-    rows, notes = [], []
-    for v in case.variants:
-        if v.status != "ok":
-            rows.append((v.variant, "error", *(["-"] * 8)))
-            notes.append(f"{v.variant}: {v.reason}")
-            continue
-        c = comps.get(v.variant)
-        if c is None:
-            cmp = ("baseline", "", "", "")
-        elif c.verdict == "n/a":
-            cmp = ("-", "-", "-", f"n/a ({c.reason})")
-        else:
-            cmp = (_pct(c.ratio), f"[{_pct(c.ci_low)}, {_pct(c.ci_high)}]", f"{c.p_value:.3g}", c.verdict)
-        rows.append((v.variant, f"{v.median_ms:.4f}", f"{v.p20_ms:.4f}-{v.p80_ms:.4f}", f"{v.gbs:.0f}",
-                     f"{v.fraction_of_copy:.0%}", f"{v.peak_memory_bytes / 2**20:.1f}", *cmp))
-    graph = ", CUDA graph replay" if case.graph else ""
-    rounds = max((v.rounds for v in case.variants), default=0)
-    dtype = f", {case.dtype}" if case.dtype else ""
-    title = f"Timing: {case.shape}{dtype}, {case.mode}{graph}, {rounds} rounds in {case.seconds:.1f} s"
-    if case.note:
-        notes.append(case.note)
-    return Table(title, headers, tuple(rows), legend, tuple(notes))
-
-
-def timing_summary(section: TimingSection) -> list[tuple[str, str]]:
-    lines = []
-    keys = list(dict.fromkeys((c.baseline, c.variant, case.mode, case.dtype)
-                              for case in section.cases for c in case.comparisons))
-    several = len({k[3] for k in keys}) > 1
-    for baseline, variant, mode, dtype in keys:
-        comps = [c for case in section.cases for c in case.comparisons if (c.baseline, c.variant) == (baseline, variant)
-                 and (case.mode, case.dtype) == (mode, dtype) and c.verdict != "n/a"]
-        mode = f"{mode} {dtype}" if several else mode
-        if not comps:
-            lines.append(("fail", f"timing {mode}: {variant} vs {baseline}: not compared (a variant failed)"))
-            continue
-        counts = {}
-        for c in comps:
-            counts[c.verdict] = counts.get(c.verdict, 0) + 1
-        parts = ", ".join(f"{v} in {n} of {len(comps)} shapes" for v, n in counts.items())
-        lo, hi = min(c.ratio for c in comps), max(c.ratio for c in comps)
-        level = "warn" if "slower" in counts else "info"
-        lines.append((level, f"timing {mode}: {variant} vs {baseline}: {parts} (ratio {_pct(lo)} to {_pct(hi)})"))
-    for case in section.cases:
-        for v in case.variants:
-            if v.status != "ok":
-                lines.append(("fail", f"timing {case.mode} {case.shape}: {v.variant} failed: {v.reason}"))
-    return lines
-
-
 def _reference_callouts(section: NumericsSection) -> list[tuple[str, str]]:
     """Every case where a variant is less accurate than the reference point (torch), by the verdict rule."""
     lines = []
@@ -263,11 +192,12 @@ def build(report: Report) -> tuple[Summary, list[Section]]:
                       f"verdicts (labelled 'reference point').",)
         sections.append(Section("Numerics", intro, tuple(tables)))
     if report.timing is not None:
+        from compare.render.timing_tables import timing_legend, timing_summary, timing_table  # it uses Table
         summary.extend(timing_summary(report.timing))
         legend = timing_legend(report.timing)
         intro = [f"GPU: {report.timing.gpu}; device-to-device copy {report.timing.copy_gbs:.0f} GB/s (read + write)"]
         intro.extend(f"{name}: compiled in {sec:.1f} s (reported, not timed)" for name, sec in report.timing.compile_seconds)
-        sections.append(Section("Timing", tuple(intro), tuple(_timing_table(c, legend) for c in report.timing.cases)))
+        sections.append(Section("Timing", tuple(intro), tuple(timing_table(c, legend) for c in report.timing.cases)))
     if report.ir is not None:
         summary.extend(ir_tables.ir_summary(report.ir, report.baseline))
         sections.append(ir_section(report.ir))

@@ -1,0 +1,68 @@
+"""The family's bench calls for timing: one shared placement of buffers per case, and the `timed_code`
+key that tells the comparison when two variants time the same compiled code (CPU interpreter)."""
+import torch
+
+from compare import timing
+from compare.backend import configure
+from variants import registry
+from variants.group_norm import FAMILY, Shape
+
+BACKEND = configure("auto")
+SHAPE = Shape(2, 8, 2, (16,))
+
+
+def _calls(mode, names=("pointer_mutation", "explicit_offset"), placements=2):
+    reg = registry()
+    inputs = FAMILY.make_inputs(SHAPE, torch.float32, BACKEND.device, 0)
+    return timing.case_calls(FAMILY.bench_call, [reg.get(n) for n in names], inputs, SHAPE, mode, placements)
+
+
+def test_variants_of_a_case_write_into_one_shared_placement():
+    reg = registry()
+    inputs = FAMILY.make_inputs(SHAPE, torch.float32, BACKEND.device, 0)
+    buffers = {}
+    first = FAMILY.bench_call(reg.get("pointer_mutation"), inputs, SHAPE, "backward", buffers=buffers)
+    y, dx = buffers["outputs"]["y"], buffers["dx"]
+    second = FAMILY.bench_call(reg.get("explicit_offset"), inputs, SHAPE, "backward", buffers=buffers)
+    assert buffers["outputs"]["y"] is y and buffers["dx"] is dx
+    dx.fill_(float("nan"))
+    second()
+    assert torch.isfinite(dx).all()     # the second variant wrote into the buffer the first one was given
+    dx.fill_(float("nan"))
+    first()
+    assert torch.isfinite(dx).all()
+
+
+def test_each_placement_is_its_own_set_of_buffers_and_the_control_is_the_baseline_again():
+    calls, control = _calls("forward", placements=3)
+    assert set(calls) == {"pointer_mutation", "explicit_offset"}
+    assert all(len(fns) == 3 for fns in calls.values()) and len(control) == 3
+    assert [fn.timed_code for fn in control] == [fn.timed_code for fn in calls["pointer_mutation"]]
+
+
+def test_backward_of_triton_variants_times_identical_code_forward_does_not():
+    backward, _ = _calls("backward")
+    keys = {fn.timed_code for fns in backward.values() for fn in fns}
+    assert len(keys) == 1 and None not in keys
+    for mode in ("forward", "full"):
+        calls, _ = _calls(mode)
+        assert calls["pointer_mutation"][0].timed_code != calls["explicit_offset"][0].timed_code
+
+
+def test_torch_timed_code_is_unknown_so_never_called_identical():
+    calls, _ = _calls("backward", names=("pointer_mutation", "torch"))
+    assert calls["torch"][0].timed_code is None
+    assert not timing._same_code(calls["torch"][0], calls["torch"][1])
+
+
+def test_a_call_that_cannot_be_built_becomes_a_failing_entry():
+    def broken(variant, inputs, shape, mode, buffers=None):
+        raise ValueError("no backward for this kind")
+    reg = registry()
+    calls, _ = timing.case_calls(broken, [reg.get("pointer_mutation")], None, SHAPE, "backward", 2)
+    try:
+        calls["pointer_mutation"][0]()
+    except ValueError as exc:
+        assert "no backward" in str(exc)
+    else:
+        raise AssertionError("the failing entry did not raise")
