@@ -64,3 +64,11 @@ def test_timing_every_dtype_and_mode_through_the_pipeline():
     for case in report.timing.cases:
         assert [v.status for v in case.variants] == ["ok", "ok", "ok"], [v.reason for v in case.variants]
         assert len(case.comparisons) == 2
+        # the A/A control: the baseline again, timed in the same rounds over every buffer placement
+        assert case.control is not None and case.control.variant == "pointer_mutation again"
+        assert case.control.ci_low <= case.control.ratio <= case.control.ci_high
+        assert case.placements == request.timing.placements
+        triton_pair = case.comparisons[0]
+        # both Triton variants time the one shared backward kernel in backward mode, and only there
+        assert (triton_pair.basis == "identical timed code") == (case.mode == "backward"), (case.mode, triton_pair)
+        assert case.comparisons[1].basis != "identical timed code"
