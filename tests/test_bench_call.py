@@ -22,9 +22,9 @@ def test_variants_of_a_case_write_into_one_shared_placement():
     inputs = FAMILY.make_inputs(SHAPE, torch.float32, BACKEND.device, 0)
     buffers = {}
     first = FAMILY.bench_call(reg.get("pointer_mutation"), inputs, SHAPE, "backward", buffers=buffers)
-    y, dx = buffers["outputs"]["y"], buffers["dx"]
+    y, dx = buffers["outputs"]["y"], buffers["grads"]["dx"]
     second = FAMILY.bench_call(reg.get("explicit_offset"), inputs, SHAPE, "backward", buffers=buffers)
-    assert buffers["outputs"]["y"] is y and buffers["dx"] is dx
+    assert buffers["outputs"]["y"] is y and buffers["grads"]["dx"] is dx
     dx.fill_(float("nan"))
     second()
     assert torch.isfinite(dx).all()     # the second variant wrote into the buffer the first one was given
