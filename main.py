@@ -4,7 +4,8 @@
     python main.py compare [A B ...] [--family NAME] [--preset NAME | --shape SHAPE] [--dtype float32] [--check CHECK]
                            [--json PATH] [--out DIR] [--fail-on-numerics] [--fail-if-slower PCT]
     python main.py compare [A B ...] [--dtype float32[,float16|all]] [--inputs KIND[,KIND]|all] [--check backward]
-    python main.py compare [A ...] --variant NAME=git:REV:PATH::FUNCTION[,FUNCTION] --variant NAME=PATH::FUNCTION [--repo DIR]
+    python main.py compare [A ...] --variant NAME=git:REV:PATH::CALLABLE[,BACKWARD] --variant NAME=PATH::CALLABLE [--repo DIR]
+    python main.py compare --variant 'NAME=git:REV:PATH::Fn.apply(X, W, B, num_channels, num_groups, eps)'
     python main.py ir [A B ...] [--stage ttir|ttgir|llir|ptx|sass] [--target sm_90] [--preset NAME | --shape ...] [--full]
     python main.py report FILE.json [--format terminal|markdown]
 
@@ -38,10 +39,16 @@ def _shape_options(p: argparse.ArgumentParser) -> None:
 
 def _variant_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("bring your own kernel")
-    g.add_argument("--variant", action="append", dest="external", metavar="NAME=[git:REV:]PATH::FUNCTION[,FUNCTION]",
-                   help="also compare a @triton.jit kernel from a file, or from a file at a git revision: a forward "
-                        "or a backward kernel, told apart by its parameters (two functions, comma-separated: both) "
-                        "(repeatable; compared after the named variants, in the order given)")
+    g.add_argument("--variant", action="append", dest="external", metavar="NAME=[git:REV:]PATH::CALLABLE[(ARGS)]",
+                   help="also compare code from a file, or from a file at a git revision (repeatable; compared after "
+                        "the named variants, in the order given). CALLABLE is a name or dotted path in the file. A "
+                        "@triton.jit function is a kernel, run by the family's launcher: a forward or a backward "
+                        "kernel, told apart by its parameters (FORWARD,BACKWARD: both). Anything else callable (a "
+                        "Python function, an autograd Function's apply) is an op, compared as its users call it "
+                        "(forward, backward through autograd, timing of each, IR of the kernels it launches). An op "
+                        "whose arguments are not in the family's order lists the family's op arguments (`main.py "
+                        "list` shows them) in its own order: 'Fn.apply(X, W, B, num_channels, num_groups, eps)' "
+                        "(quote it for the shell)")
     g.add_argument("--repo", default=".", help="the git repository of git: variants (default: the current directory)")
 
 
@@ -124,6 +131,11 @@ def cmd_list(registry) -> int:
         for preset in family.presets.values():
             default = " (default)" if preset.name == family.default_preset else ""
             print(f"  {preset.name}{default}: {preset.description}; {len(preset.shapes)} shapes")
+        if family.op_params:
+            from variants.ops import argument_names
+            extra = [n for n in argument_names(family) if n not in family.op_params]
+            also = f"; an argument list may also name {', '.join(extra)}" if extra else ""
+            print(f"op (for --variant ops): ({', '.join(family.op_params)}) -> {family.outputs[0]}{also}")
     return 0
 
 

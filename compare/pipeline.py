@@ -129,8 +129,8 @@ def _check_ir(request: Request) -> None:
 def _ir(request: Request, family, chosen, preset, backend: Backend, step) -> tuple:
     """(IRSection or None, skipped reasons) for the preset's first shape."""
     from compare import ir
-    if not any(v.kind == "triton" for v in chosen):
-        return None, ("ir: none of the variants is a Triton kernel",)
+    if not any(v.kind in ("triton", "op") for v in chosen):
+        return None, ("ir: none of the variants is a Triton kernel or an op that launches them",)
     try:
         first = next(n for n, d in family.dtypes.items() if d == resolve_matrix(request, family)[0][0])
         return ir.run(family, chosen, preset.shapes[0], first, request.target, backend.gpu,

@@ -257,6 +257,22 @@ class IRPair:
 
 
 @dataclasses.dataclass(frozen=True)
+class IRKernelMatch:
+    """A kernel launched by op-level variants, paired by its name: the baseline op's against another's."""
+
+    kernel: str
+    a: str                  # the baseline op
+    b: str
+    status: str             # "identical" (every stage's normalized listing agrees), "changed", "failed" (did not
+                            # compile), or "only in OP" (launched by one of the two ops only)
+    changed_stages: tuple[str, ...] = ()
+
+    @property
+    def identical(self) -> bool:
+        return self.status == "identical"
+
+
+@dataclasses.dataclass(frozen=True)
 class IRSection:
     mode: str               # "offline" (compiled for `target` without a GPU) or "launched" (from the GPU run)
     target: str
@@ -267,6 +283,7 @@ class IRSection:
     stages: tuple[str, ...]
     variants: tuple[IRVariant, ...]
     pairs: tuple[IRPair, ...]
+    kernels: tuple[IRKernelMatch, ...] = ()   # op-level variants' launched kernels, paired by name
 
 
 # ---------------------------------------------------------------- report

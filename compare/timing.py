@@ -98,6 +98,10 @@ class _Timed:
         self.graph = None
 
     def capture(self) -> None:
+        own = getattr(self.fn, "capture_graph", None)   # a pass that knows how to capture itself (an op's)
+        if own is not None:
+            self.graph = own()
+            return
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
@@ -219,8 +223,11 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
             torch.cuda.synchronize()
     launch = {name: _launch_cpu_ms(ts[0], flush) for name, ts in timed.items()}
     launch_bound = tuple(n for n, (cpu, gpu) in launch.items() if n != CONTROL and cpu >= LAUNCH_BOUND_FRACTION * gpu)
+    # op-level passes (prefers_graph) are replayed from graphs in "auto" whatever their time: their Python,
+    # autograd and allocation overhead can exceed a small kernel's time and spreads their samples
+    prefer = any(getattr(t.fn, "prefers_graph", False) for ts in timed.values() for t in ts)
     use_graph = config.graph == "on" or (config.graph == "auto" and bool(launch) and (
-        min(gpu for _, gpu in launch.values()) < GRAPH_AUTO_BELOW_MS or bool(launch_bound)))
+        min(gpu for _, gpu in launch.values()) < GRAPH_AUTO_BELOW_MS or bool(launch_bound) or prefer))
     note = ""
     if use_graph:
         note = _capture(timed, failed, config.graph == "on", flush)
@@ -287,11 +294,39 @@ def _capture(timed: dict[str, list[_Timed]], failed: dict[str, str], demanded: b
             failed[name] = f"CUDA graph capture failed: {reason}"
             del timed[name]
         return ""
+    cost = _eager_cost(timed, flush)
     for ts in timed.values():
         for t in ts:
             t.graph = None
     return (f"CUDA graph capture failed for {', '.join(shown)} ({next(iter(broken.values()))}); "
-            "every variant of this case was timed from eager launches instead")
+            "every variant of this case was timed from eager launches instead" + cost)
+
+
+def _spread(samples: list[float]) -> float:
+    """Half the p20-p80 range over the median: the relative spread of a variant's samples."""
+    p20, p50, p80 = stats.quantiles(samples)
+    return (p80 - p20) / 2 / p50 if p50 > 0 else 0.0
+
+
+def _eager_cost(timed: dict[str, list[_Timed]], flush, calls: int = 20) -> str:
+    """What timing eagerly costs the interval, measured on the entries whose graphs were captured: their
+    samples' median and spread eager against replayed."""
+    parts = []
+    for name, ts in timed.items():
+        t = ts[0]
+        if name == CONTROL or t.graph is None:
+            continue
+        replayed = [_one_call_ms(t, flush) for _ in range(calls)]
+        graph, t.graph = t.graph, None
+        eager = [_one_call_ms(t, flush) for _ in range(calls)]
+        t.graph = graph
+        parts.append(f"{name}: eager median {stats.quantiles(eager)[1] * 1e3:.1f} us spread +/-{_spread(eager):.0%} "
+                     f"against {stats.quantiles(replayed)[1] * 1e3:.1f} us +/-{_spread(replayed):.0%} from a graph")
+    if not parts:
+        return ("; each sample holds the host's launch overhead (for an op: Python, autograd and allocation), "
+                "which widens the interval")
+    return ("; each sample holds the host's launch overhead, which widens the interval: on "
+            f"{calls} calls of those that could be captured, " + "; ".join(parts))
 
 
 def _rounds(timed: dict[str, list[_Timed]], placements: int, config: TimingConfig, step, flush,

@@ -247,16 +247,18 @@ def test_every_variant_failing_to_load_is_exit_1(repo):
                                                  "group_norm_forward, swapped, wrong_params"),
     ("x=git:HEAD:mypkg/__init__.py::f", "mypkg/__init__.py has no function f; it defines no Triton kernel"),
 
-    ("x=git:HEAD:mypkg/ops/utils.py::not_a_kernel", "not_a_kernel is not a @triton.jit kernel"),
-    ("x=git:HEAD:mypkg/ops/utils.py::OFFSET", "OFFSET is not a @triton.jit kernel"),
+    # not a kernel but callable: an op, whose one parameter cannot take group norm's six op arguments
+    ("x=git:HEAD:mypkg/ops/utils.py::not_a_kernel", "the call (X, W, B, num_channels, num_groups, eps) does not fit "
+                                                      "the callable's parameters (Y_ptr): too many positional arguments"),
+    ("x=git:HEAD:mypkg/ops/utils.py::OFFSET", "OFFSET is neither a @triton.jit kernel nor a callable op (it is float)"),
     ("x=git:HEAD:mypkg/ops/gn.py::wrong_params", "parameters do not match group_norm's forward launcher (nor the backward one): missing Y_row_stride"),
     ("x=git:HEAD:mypkg/ops/utils.py::scale_shift", "missing Y_ptr"),
     ("x=git:HEAD:mypkg/ops/gn.py::swapped", "parameter 1 is X_ptr, the launcher passes Y_ptr there"),
     ("x=git:HEAD:mypkg/ops/gn.py::extra_required", "unexpected SCALE"),
     ("flat=git:HEAD:mypkg/ops/gn.py::group_norm_forward", "--variant flat: the name is already taken"),
-    ("x", "expected NAME=PATH::FUNCTION or NAME=git:REV:PATH::FUNCTION"),
-    ("x=mypkg/ops/gn.py", "expected NAME=PATH::FUNCTION"),
-    ("x=git:HEAD::group_norm_forward", "a git spec is git:REV:PATH::FUNCTION"),
+    ("x", "expected NAME=PATH::CALLABLE or NAME=git:REV:PATH::CALLABLE"),
+    ("x=mypkg/ops/gn.py", "expected NAME=PATH::CALLABLE"),
+    ("x=git:HEAD::group_norm_forward", "a git spec is git:REV:PATH::CALLABLE"),
     ("bad name=mypkg/ops/gn.py::f", "must be an identifier"),
 ])
 def test_bad_variant_is_one_line_and_exit_2(repo, spec, expected, capsys):

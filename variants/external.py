@@ -1,12 +1,15 @@
-"""Bring your own kernel: a `@triton.jit` function loaded from a file, or from a file at a git revision.
+"""Bring your own kernel or op: loaded from a file, or from a file at a git revision.
 
-A spec names the variant and where its kernel is:
+A spec (variants/spec.py) names the variant and where its code is:
 
-    NAME=PATH::FUNCTION               the file as it is now (the working tree)
-    NAME=git:REV:PATH::FUNCTION       the file at revision REV of the repository (PATH from its top level)
+    NAME=PATH::CALLABLE               the file as it is now (the working tree)
+    NAME=git:REV:PATH::CALLABLE       the file at revision REV of the repository (PATH from its top level)
     NAME=...::FORWARD,BACKWARD        two kernels of one file: the variant brings both
+    NAME=...::CALLABLE(ARGS)          an op, with the family's arguments in the op's own order
 
-A kernel is the family's forward or backward kernel by its parameters: those of the family's forward
+What CALLABLE names decides what the variant is: a `@triton.jit` function is a kernel; anything else
+callable (a Python function, an autograd Function's `apply`) is an op, called as its users call it
+(variants/ops.py). A kernel is the family's forward or backward kernel by its parameters: those of the family's forward
 launcher (`Family.forward_params`) or of its backward launcher (`backward_params`); the pass a variant
 does not bring runs the family's shared kernel.
 
@@ -37,30 +40,12 @@ import traceback
 from pathlib import Path
 
 from variants import Family, Registry, UnknownName, Variant
+from variants.isolation import _package_root, import_isolated  # noqa: F401 (import_isolated re-exported)
 from variants.kernel_checks import BadSpec, _is_triton_kernel, compile_failures, kernel_role  # noqa: F401 (re-exported)
-from variants.variant import NAME as _NAME  # what a variant name may be
+from variants.ops import op_variant
+from variants.spec import Spec, parse
 
-FORMS = "NAME=PATH::FUNCTION or NAME=git:REV:PATH::FUNCTION"
 ERROR_LINES = 3          # lines of an import error kept in the report
-# never hidden from sys.modules while a kernel imports, whatever the kernel's tree holds
-_NEVER_HIDE = frozenset({"triton", "torch", "numpy", "variants.external", "variants.kernel_checks"})
-
-
-@dataclasses.dataclass(frozen=True)
-class Spec:
-    name: str
-    path: str
-    function: str
-    rev: str | None = None     # None: the file as it is now
-    text: str = ""
-
-    @property
-    def functions(self) -> tuple[str, ...]:
-        return tuple(self.function.split(","))
-
-    @property
-    def where(self) -> str:
-        return f"git:{self.rev}:{self.path}::{self.function}" if self.rev is not None else f"{self.path}::{self.function}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,55 +59,11 @@ class FailedLoad:
     error: str
 
 
-def parse(text: str) -> Spec:
-    """A Spec from 'NAME=PATH::FUNCTION' or 'NAME=git:REV:PATH::FUNCTION' (BadSpec if malformed)."""
-    name, eq, rest = text.partition("=")
-    name = name.strip()
-    if not eq or not name:
-        raise BadSpec(f"--variant {text!r}: expected {FORMS}")
-    if not _NAME.match(name):
-        raise BadSpec(f"--variant {text!r}: variant name {name!r} must be an identifier (letters, digits, _ . -)")
-    where, sep, function = rest.rpartition("::")
-    if not sep or not where or not all(f.isidentifier() for f in function.split(",")) or function.count(",") > 1:
-        raise BadSpec(f"--variant {text!r}: expected {FORMS} (FUNCTION a Python name after '::', "
-                      "or FORWARD,BACKWARD: two)")
-    rev = None
-    if where.startswith("git:"):
-        rev, colon, where = where[len("git:"):].partition(":")
-        if not colon or not rev or not where:
-            raise BadSpec(f"--variant {text!r}: a git spec is git:REV:PATH::FUNCTION, e.g. git:HEAD~1:pkg/kernel.py::fwd")
-    return Spec(name, where, function, rev, text)
-
-
 def _git(repo: Path, *args: str, binary: bool = False) -> subprocess.CompletedProcess:
     try:
         return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=not binary, check=False)
     except FileNotFoundError:
         raise BadSpec("git specs need the `git` program, which is not on PATH") from None
-
-
-def _package_root(file: Path, stop: Path | None = None) -> tuple[Path, str]:
-    """The folder to put on sys.path and the dotted module name of `file`: walk up while folders are packages."""
-    root, parts = file.parent, ([] if file.stem == "__init__" else [file.stem])
-    while (root / "__init__.py").is_file() and root != stop and root.parent != root:
-        parts.insert(0, root.name)
-        root = root.parent
-    return root, ".".join(parts)
-
-
-def _top_names(folder: Path) -> set[str]:
-    """Top-level module names a folder on sys.path provides (never the standard library's: a tree
-    that shadows one does not get it hidden, so stdlib modules are never imported twice)."""
-    names = set()
-    try:
-        for entry in folder.iterdir():
-            if entry.is_dir() and entry.name.isidentifier():
-                names.add(entry.name)
-            elif entry.suffix == ".py" and entry.stem.isidentifier():
-                names.add(entry.stem)
-    except OSError:
-        pass
-    return names - set(getattr(sys, "stdlib_module_names", ())) - set(sys.builtin_module_names)
 
 
 def _error_lines(exc: BaseException, roots, replace: dict[str, str]) -> str:
@@ -258,7 +199,7 @@ class ExternalKernels:
                 raise BadSpec(f"--variant {spec.name}: {spec.path} at {spec.rev} ({short}) is not a file")
             root, module_name = _package_root(file, stop=tree)
             roots = tuple(dict.fromkeys((root, tree)))
-            origin = f"git:{spec.rev} ({short}) {spec.path}::{spec.function}"
+            origin = f"git:{spec.rev} ({short}) {spec.path}::{spec.callable_text}"
             labels = {str(tree) + os.sep: f"git:{spec.rev}:"}
         try:
             module = import_isolated(module_name, roots)
@@ -266,53 +207,67 @@ class ExternalKernels:
             return FailedLoad(spec.name, family.name, spec.where, origin,
                               f"import of {spec.path} failed: {_error_lines(exc, roots, labels)}")
         self._modules.append(module)
+        where = f"--variant {spec.name}"
+        roots_text = tuple(str(r) for r in roots)
+        target = _resolve(module, spec, spec.functions[0]) if len(spec.functions) == 1 else None
+        if target is not None and not _is_triton_kernel(target):
+            return dataclasses.replace(self._op(spec, target, family, origin, where), import_roots=roots_text)
+        if spec.call is not None:
+            raise BadSpec(f"{where}: {spec.function} is a @triton.jit kernel, run by the family's launcher; "
+                          "an argument list is for ops only")
         kernels = {}
         for function in spec.functions:
             kernel = self._kernel(module, spec, function)
-            role = kernel_role(kernel, family, f"--variant {spec.name}" + (f": {function}" if "," in spec.function else ""))
+            role = kernel_role(kernel, family, where + (f": {function}" if "," in spec.function else ""))
             if role in kernels:
-                raise BadSpec(f"--variant {spec.name}: {spec.function} are both {role} kernels; give one forward "
+                raise BadSpec(f"{where}: {spec.function} are both {role} kernels; give one forward "
                               "and one backward kernel")
             kernels[role] = kernel
         variant = family.triton_variant(spec.name, f"{spec.function}, loaded with --variant", origin,
                                         forward=kernels.get("forward"), backward=kernels.get("backward"))
-        return dataclasses.replace(variant, import_roots=tuple(str(r) for r in roots))
+        return dataclasses.replace(variant, import_roots=roots_text)
+
+    @staticmethod
+    def _op(spec: Spec, target, family: Family, origin: str, where: str) -> Variant:
+        """The op variant of a loaded object that is not a @triton.jit kernel (BadSpec if it is no op either)."""
+        if _is_tuned_kernel(target):
+            raise BadSpec(f"{where}: {spec.function} is a Triton kernel behind @triton.autotune or "
+                          "@triton.heuristics, which the family's launcher cannot configure; name the op that "
+                          "launches it instead")
+        if not callable(target):
+            raise BadSpec(f"{where}: {spec.path}::{spec.function} is neither a @triton.jit kernel nor a "
+                          f"callable op (it is {type(target).__name__})")
+        return op_variant(spec.name, target, spec.call, family, f"op {spec.callable_text}, loaded with --variant",
+                          origin, where)
 
     @staticmethod
     def _kernel(module, spec: Spec, function: str):
-        if not hasattr(module, function):
-            kernels = sorted(n for n, v in vars(module).items()
-                             if _is_triton_kernel(v) and getattr(v.fn, "__module__", None) == module.__name__)
-            hint = f"; Triton kernels it defines: {', '.join(kernels)}" if kernels else "; it defines no Triton kernel"
-            raise BadSpec(f"--variant {spec.name}: {spec.path} has no function {function}{hint}")
-        kernel = getattr(module, function)
+        kernel = _resolve(module, spec, function)
         if not _is_triton_kernel(kernel):
             raise BadSpec(f"--variant {spec.name}: {spec.path}::{function} is not a @triton.jit kernel "
                           f"(it is {type(kernel).__name__})")
         return kernel
 
 
-def import_isolated(module_name: str, roots) -> object:
-    """Import `module_name` with `roots` first on sys.path and none of the modules their trees
-    provide visible from earlier imports; put sys.path and sys.modules back afterwards."""
-    provided = set().union(*(_top_names(r) for r in roots)) | {module_name.split(".")[0]}
-    provided -= set(getattr(sys, "stdlib_module_names", ()))
-    provided -= _NEVER_HIDE
+def _is_tuned_kernel(obj) -> bool:
+    from triton.runtime.jit import KernelInterface
+    return isinstance(obj, KernelInterface) and not _is_triton_kernel(obj)
 
-    def ours(key: str) -> bool:
-        return key.split(".")[0] in provided and key not in _NEVER_HIDE
 
-    hidden = {k: sys.modules.pop(k) for k in list(sys.modules) if ours(k)}
-    saved_path = list(sys.path)
-    sys.path[:0] = [str(r) for r in roots]
-    importlib.invalidate_caches()
-    try:
-        return importlib.import_module(module_name)
-    finally:
-        for key in [k for k in sys.modules if ours(k)]:
-            del sys.modules[key]
-        sys.modules.update(hidden)
-        sys.path[:] = saved_path
+def _resolve(module, spec: Spec, function: str):
+    """The object `function` (a name or a dotted path) names in `module`; BadSpec if there is none."""
+    target = module
+    parts = function.split(".")
+    for depth, part in enumerate(parts):
+        if not hasattr(target, part):
+            if depth:
+                raise BadSpec(f"--variant {spec.name}: {spec.path}::{'.'.join(parts[:depth])} has no attribute {part}")
+            kernels = sorted(n for n, v in vars(module).items()
+                             if _is_triton_kernel(v) and getattr(v.fn, "__module__", None) == module.__name__)
+            hint = f"; Triton kernels it defines: {', '.join(kernels)}" if kernels else "; it defines no Triton kernel"
+            raise BadSpec(f"--variant {spec.name}: {spec.path} has no function {function}{hint}")
+        target = getattr(target, part)
+    return target
 
 
 def add_to(registry: Registry, kernels: ExternalKernels, texts, family_name: str):

@@ -266,9 +266,14 @@ class Family(abc.ABC):
         buffer lands cannot favour one of them. The closure's `timed_code` says what compiled code its
         timed pass runs, so the comparison can tell two variants timing the same kernel apart from two
         that differ: a Triton backward is its backward kernel alone; anything else is keyed by the variant
-        (never claimed identical), and ops are None (not known)."""
+        (never claimed identical), and ops are None (not known). Op-level variants give an `OpPass`
+        (variants/ops.py): the op as training calls it, able to capture itself in CUDA graphs; it
+        allocates what the op allocates, so `buffers` does not apply to it."""
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; known modes: {', '.join(MODES)}")
+        if variant.kind == "op":
+            from variants.ops import OpPass
+            return OpPass(self, variant, inputs, shape, mode)
         buffers = {} if buffers is None else buffers
         x = inputs.x
         outputs = _shared(buffers, "outputs", lambda: self.alloc_outputs(shape, x.dtype, x.device))

@@ -5,7 +5,7 @@ import dataclasses
 import re
 from typing import Any, Callable
 
-KINDS = ("triton", "torch", "inductor")
+KINDS = ("triton", "torch", "inductor", "op")   # op: a Python op or autograd Function (variants/ops.py)
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 
 

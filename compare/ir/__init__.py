@@ -10,6 +10,7 @@ import dataclasses
 
 from compare.ir.compile import (STAGES, CompileCache, TargetError, capability, describe, recorded_launch,
                                 specialization)
+from compare.ir import ops as op_ir
 from compare.ir.diff import raw_changed_lines, raw_diff_length, unified
 from compare.ir.normalize import clean, rename
 from compare.ir.summarize import summarize
@@ -66,27 +67,48 @@ def run(family, variants, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: 
     shape and dtype, as `family`'s launcher runs them.
 
     On a GPU (`gpu=True`) the kernels are the ones Triton launched for that GPU and `target` is
-    ignored; otherwise they are compiled offline for `target`."""
+    ignored; otherwise they are compiled offline for `target`. Op-level variants (kind "op")
+    contribute the kernels they launch (compare.ir.ops), listed as OP:KERNEL and paired by kernel
+    name with the first op's."""
     stages = check_stages(stages)
     cache = cache or CompileCache()
     triton_variants = [v for v in variants if v.kind == "triton"]
+    op_variants = [v for v in variants if v.kind == "op"]
     step(f"IR: compiling {len(triton_variants)} variants for {shape.label}, {dtype}"
          + ("" if gpu else f", {target} (offline)"))
     kernels = [(v.name, family.forward_kernel_of(v), v.import_roots) for v in triton_variants]
-    compiled = cache.compile(family, kernels, shape, dtype, target, launched=gpu)
+    compiled = cache.compile(family, kernels, shape, dtype, target, launched=gpu) if kernels else []
     spec = ""
     if kernels:
         args, kwargs = recorded_launch(family, "forward", shape, dtype)
         spec = describe(specialization(kernels[0][1], args, kwargs))
     if gpu and spec:
         spec = f"the JIT's own for the launcher's arguments (offline it would assume: {spec})"
-    skipped = [v.name for v in variants if v.kind != "triton"]
+    skipped = [v.name for v in variants if v.kind not in ("triton", "op")]
     note = ("kernels read back from Triton's JIT cache after one launch of the family launcher on this GPU"
             if gpu else f"compiled offline for {target} (no GPU needed); pointers assumed 16-byte aligned")
     if skipped:
         note += f"; not Triton kernels, no IR: {', '.join(skipped)}"
     ok = [c for c in compiled if c.ok]
     pairs = tuple(_pair(ok[0], c, stages, full) for c in ok[1:]) if ok and ok[0] is compiled[0] else ()
+    rows = [_variant(c, stages, full) for c in compiled]
+    matches: tuple = ()
+    if op_variants:
+        step(f"IR: running {len(op_variants)} ops to find the Triton kernels they launch")
+        found, problems = op_ir.compile_ops(op_variants, family, shape, dtype, capability(target), gpu)
+        for v in op_variants:
+            if v.name in problems:
+                rows.append(IRVariant(v.name, "failed", problems[v.name]))
+            rows.extend(_variant(c, stages, full) for _, c in found.get(v.name, ()))
+        with_kernels = [v.name for v in op_variants if v.name in found]
+        for other in with_kernels[1:]:
+            these, op_pairs = op_ir.match(found, with_kernels[0], other, lambda a, b: _pair(a, b, stages, full))
+            matches += these
+            pairs += op_pairs
+        note += ("; op-level variants: the Triton kernels each launched in one forward and one backward pass, "
+                 + ("as launched on this GPU (after one unrecorded pass)" if gpu else
+                    "compiled offline for the argument types they were launched with under the interpreter")
+                 + f", listed as OP{op_ir.SEPARATOR}KERNEL and paired by kernel name")
     mode = "launched" if gpu else "offline"
     return IRSection(mode, target if not gpu else "the GPU's", shape.label, dtype, spec, note, stages,
-                     tuple(_variant(c, stages, full) for c in compiled), pairs)
+                     tuple(rows), pairs, matches)

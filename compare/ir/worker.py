@@ -42,7 +42,7 @@ def load_kernel(spec: dict):
     if spec.get("import_roots") and module_name:
         # a kernel loaded with --variant: import it as its own revision's package, isolated from any other
         # revision of the same package compiled in this process (as variants.external loaded it)
-        from variants.external import import_isolated
+        from variants.isolation import import_isolated
         return getattr(import_isolated(module_name, tuple(Path(r) for r in spec["import_roots"])), spec["function"])
     module = None
     if module_name and not module_name.startswith("__"):
@@ -158,27 +158,38 @@ def error_lines(exc: BaseException) -> str:
     return "\n".join([head, *message[1:][-(ERROR_LINES - 1):]])
 
 
+def describe(kernel, name: str, launched: bool) -> dict:
+    """Every stage and the resource usage of a compiled kernel (`launched`: also what it reports)."""
+    stages = {s: kernel.asm[s] for s in STAGES}
+    stages["sass"] = sass(kernel.asm["cubin"])
+    res = resource_usage(kernel.asm["cubin"])
+    resources = {"registers": res.get("reg", -1), "spill_bytes": res.get("local", -1),
+                 "stack_bytes": res.get("stack", -1), "local_bytes": res.get("local", -1),
+                 "shared_bytes": int(getattr(kernel.metadata, "shared", -1)),
+                 "num_warps": int(getattr(kernel.metadata, "num_warps", -1))}
+    reported = {}
+    if launched:
+        if hasattr(kernel, "_init_handles"):
+            kernel._init_handles()
+        reported = {"registers": int(kernel.n_regs), "spills": int(kernel.n_spills),
+                    "shared_bytes": int(kernel.metadata.shared)}
+    return {"name": name, "ok": True, "error": "", "kernel_name": kernel.metadata.name,
+            "stages": stages, "resources": resources, "launched": reported}
+
+
+def failed(name: str, exc: BaseException) -> dict:
+    return {"name": name, "ok": False, "error": error_lines(exc), "kernel_name": "",
+            "stages": {}, "resources": {}, "launched": {}}
+
+
 def compile_one(spec: dict, req: dict) -> dict:
     """Every stage and the resource usage of one kernel, or its error."""
     try:
         fn = load_kernel(spec)
         kernel = compile_launched(fn, req) if req["mode"] == "launched" else compile_offline(fn, spec, req)
-        stages = {s: kernel.asm[s] for s in STAGES}
-        stages["sass"] = sass(kernel.asm["cubin"])
-        res = resource_usage(kernel.asm["cubin"])
-        resources = {"registers": res.get("reg", -1), "spill_bytes": res.get("local", -1),
-                     "stack_bytes": res.get("stack", -1), "local_bytes": res.get("local", -1),
-                     "shared_bytes": int(getattr(kernel.metadata, "shared", -1)),
-                     "num_warps": int(getattr(kernel.metadata, "num_warps", -1))}
-        launched = {}
-        if req["mode"] == "launched":
-            launched = {"registers": int(kernel.n_regs), "spills": int(kernel.n_spills),
-                        "shared_bytes": int(kernel.metadata.shared)}
-        return {"name": spec["name"], "ok": True, "error": "", "kernel_name": kernel.metadata.name,
-                "stages": stages, "resources": resources, "launched": launched}
+        return describe(kernel, spec["name"], req["mode"] == "launched")
     except Exception as exc:  # reported per kernel: one failing variant must not hide the others
-        return {"name": spec["name"], "ok": False, "error": error_lines(exc), "kernel_name": "",
-                "stages": {}, "resources": {}, "launched": {}}
+        return failed(spec["name"], exc)
 
 
 def main() -> int:

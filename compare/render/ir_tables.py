@@ -42,6 +42,31 @@ DIFF_LEGEND = (
 )
 
 
+KERNELS_LEGEND = (
+    "op-level variants: the Triton kernels each op launched in one forward and one backward pass, paired by kernel "
+    "name with the baseline op's; identical: every stage's normalized listing agrees; changed: the stages that differ "
+    "(their diffs are below, as OP:KERNEL); only in: launched by one of the two ops",
+    "an op's kernel (OP:KERNEL) is measured in the loop tables against the first op's kernel of the same name",
+)
+
+
+def kernel_rows(section: IRSection) -> tuple:
+    return tuple((m.kernel, m.a, m.b, m.status, ", ".join(STAGE_TITLES[s] for s in m.changed_stages) or "-")
+                 for m in section.kernels)
+
+
+def _kernel_lines(section: IRSection) -> list[tuple[str, str]]:
+    """One line per pair of ops: which of their kernels compiled identically and which changed."""
+    lines = []
+    for a, b in dict.fromkeys((m.a, m.b) for m in section.kernels):
+        these = [m for m in section.kernels if (m.a, m.b) == (a, b)]
+        parts = [f"{m.kernel} {m.status}" + (f" ({', '.join(STAGE_TITLES[s] for s in m.changed_stages)})"
+                                             if m.changed_stages else "") for m in these]
+        level = "warn" if any(m.status == "failed" for m in these) else "info"
+        lines.append((level, f"ir kernels launched by {b} vs {a}, paired by name: {'; '.join(parts)}"))
+    return lines
+
+
 def _loop_of(stage: IRStage, path: str) -> IRLoop | None:
     return next((l for l in stage.loops if l.path == path), None)
 
@@ -77,9 +102,17 @@ def resources_rows(section: IRSection) -> tuple:
     return tuple(rows)
 
 
+def _baseline_of(v: IRVariant, ok: list[IRVariant]) -> IRVariant:
+    """What a variant's loops are measured against: the first variant, or for a kernel an op launched
+    (OP:KERNEL; a variant name holds no ':') the first op's kernel of the same name."""
+    kernel = v.variant.partition(":")[2]
+    if not kernel:
+        return next(u for u in ok if ":" not in u.variant)
+    return next(u for u in ok if u.variant.partition(":")[2] == kernel)
+
+
 def loop_rows(section: IRSection, stage: str) -> tuple:
     ok = [v for v in section.variants if v.status == "ok"]
-    base = _stage(ok[0], stage) if ok else None
     rows = []
     paths = list(dict.fromkeys(l.path for v in ok for l in (_stage(v, stage) or IRStage(stage, 0, 0, (), ())).loops))
     for path in paths:
@@ -89,10 +122,12 @@ def loop_rows(section: IRSection, stage: str) -> tuple:
             if loop is None:
                 rows.append((path, v.variant, "-", "no such loop", "-", "-", "-", "-"))
                 continue
+            first = _baseline_of(v, ok)
+            base = _stage(first, stage)
             b = _loop_of(base, path) if base else None
-            delta = "-" if b is None or v is ok[0] else f"{loop.instructions - b.instructions:+d}"
+            delta = "-" if b is None or v is first else f"{loop.instructions - b.instructions:+d}"
             rows.append((path, v.variant, str(loop.first_line), _carried(loop), str(loop.carried_pointers),
-                         str(loop.instructions), delta, "-" if v is ok[0] else _op_deltas(loop, b)))
+                         str(loop.instructions), delta, "-" if v is first else _op_deltas(loop, b)))
     return tuple(rows)
 
 
@@ -117,7 +152,7 @@ def diff_rows(section: IRSection) -> tuple:
 
 def ir_summary(section: IRSection, baseline: str) -> list[tuple[str, str]]:
     """Verdict lines: failed compiles, pointer-carrying loops per stage, diff sizes and registers."""
-    lines = []
+    lines = _kernel_lines(section)
     for v in section.variants:
         if v.status != "ok":
             lines.append(("fail", f"ir: {v.variant} did not compile: {v.error.splitlines()[0] if v.error else '?'}"))

@@ -216,6 +216,10 @@ def ir_section(section: IRSection) -> Section:
                                              "launched regs / spills", "agree"),
                     ir_tables.resources_rows(section), ir_tables.RESOURCES_LEGEND,
                     tuple(f"{v.variant}: {v.error}" for v in section.variants if v.status != "ok"))]
+    if section.kernels:
+        tables.insert(0, Table("Kernels launched by the ops, paired by name", ("kernel", "A", "B", "compiled code",
+                                                                               "stages that differ"),
+                               ir_tables.kernel_rows(section), ir_tables.KERNELS_LEGEND))
     for stage in section.stages:
         title = ir_tables.STAGE_TITLES[stage]
         tables.append(Table(f"{title} loops", ("loop", "variant", "line", "carried", "pointers", "ops", "delta",

@@ -1,0 +1,94 @@
+"""The Triton kernels an op launches: recorded at launch, with the argument types they were launched with.
+
+`LaunchRecorder` wraps `JITFunction.run` (and, under the interpreter, `InterpretedFunction.run`) for
+the length of a `with` block: every launch (not a warm-up compile) is recorded with its kernel's
+name, the function, the specialization Triton's JIT infers from the actual arguments and the launch
+options (`compare.ir.compile.specialization`), and, on compiled Triton, the kernel the JIT launched.
+Under the interpreter nothing is compiled, so the recorded specialization is what the IR worker
+compiles offline.
+
+A kernel launched twice with the same specialization is recorded once; launched with another, it is
+recorded again as `name#2`, `name#3`, in launch order.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from compare.ir.compile import specialization
+
+
+@dataclasses.dataclass(frozen=True)
+class Launch:
+    name: str              # the kernel's Python name, '#N' added for its N-th specialization
+    function: Any          # the JITFunction (or InterpretedFunction) that was launched
+    specialization: dict   # compare.ir.compile.specialization of the launch's arguments (launch options included)
+    kernel: Any = None     # compiled Triton: the CompiledKernel the JIT launched
+    problem: str = ""      # why the specialization could not be read from the arguments ('' if it was)
+
+
+def python_function(function):
+    """The plain Python function behind a JITFunction or InterpretedFunction."""
+    return getattr(function, "fn", function)
+
+
+def _launched_kernel(result):
+    """The CompiledKernel a JITFunction.run returned (None under the interpreter)."""
+    if result is not None and hasattr(result, "result") and not hasattr(result, "asm"):
+        result = result.result()   # an asynchronous compile's future
+    return result if hasattr(result, "asm") else None
+
+
+class LaunchRecorder:
+    """Records every Triton kernel launch while active (see the module's docstring); `launches` in order."""
+
+    def __init__(self):
+        self.launches: list[Launch] = []
+        self._seen: dict[tuple, str] = {}
+        self._patched: list[tuple[type, Any]] = []
+
+    def _classes(self) -> list[type]:
+        from triton.runtime.jit import JITFunction
+        classes: list[type] = [JITFunction]
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+            classes.append(InterpretedFunction)
+        except ImportError:  # pragma: no cover - a Triton without the interpreter
+            pass
+        return classes
+
+    def __enter__(self) -> "LaunchRecorder":
+        for cls in self._classes():
+            original = cls.run
+            self._patched.append((cls, original))
+            cls.run = self._wrap(original)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for cls, original in reversed(self._patched):
+            cls.run = original
+        self._patched.clear()
+
+    def _wrap(self, original):
+        recorder = self
+
+        def run(function, *args, grid, warmup, **kwargs):
+            result = original(function, *args, grid=grid, warmup=warmup, **kwargs)
+            if not warmup:
+                recorder.record(function, args, kwargs, result)
+            return result
+        return run
+
+    def record(self, function, args: tuple, kwargs: dict, result=None) -> None:
+        try:
+            spec, problem = specialization(function, args, kwargs), ""
+        except (TypeError, ValueError) as exc:   # never break the op's launch; say why instead
+            spec, problem = {}, f"its arguments could not be read: {exc}"
+        base = python_function(function).__name__
+        key = (id(python_function(function)), repr(spec))
+        if key in self._seen:
+            return
+        same_name = sum(1 for launch in self.launches if launch.name.split("#")[0] == base)
+        name = base if not same_name else f"{base}#{same_name + 1}"
+        self._seen[key] = name
+        self.launches.append(Launch(name, function, spec, _launched_kernel(result), problem))

@@ -1,0 +1,118 @@
+"""The compiled code of op-level variants: the kernels each op launched, paired by kernel name.
+
+An op is run once forward and once backward (autograd, through `Family.run_backward`) on the family's inputs
+for the specialization's shape and dtype, under `LaunchRecorder`. On a GPU the op runs once more
+before that, unrecorded, so that JIT compiles and autotuning are done and the recorded launches are
+the ones a user's steady state runs; each kernel's stages are then read from the CompiledKernel the
+JIT launched. Under the interpreter nothing is compiled: each kernel is compiled offline by the IR
+worker for the argument types it was launched with.
+
+Kernels of the baseline op and of every other op are paired by name: a pair is "identical" when every
+stage's normalized listing agrees, "changed" otherwise; a name launched by one op only is "only in"
+that op; a kernel that did not compile is "failed".
+"""
+from __future__ import annotations
+
+from compare.ir.compile import Compiled, kernel_spec, run_worker
+from compare.ir.launches import Launch, LaunchRecorder
+from compare.results import IRKernelMatch
+
+SEPARATOR = ":"   # an op's kernel is listed as OP:KERNEL
+
+
+def label(op: str, kernel: str) -> str:
+    return f"{op}{SEPARATOR}{kernel}"
+
+
+def discover(variant, family, shape, dtype: str, device: str, warm: bool) -> list[Launch]:
+    """The Triton launches of one forward and one backward pass of the op `variant`."""
+    import torch
+    torch_dtype = family.dtypes[dtype]
+    first = family.outputs[0]
+
+    def one_pass():
+        inputs = family.make_inputs(shape, torch_dtype, device, 0)
+        outputs = {k: t for k, t in family.alloc_outputs(shape, torch_dtype, device).items() if k == first}
+        variant.run(inputs, outputs, shape)
+        if family.grads:
+            family.run_backward(variant, inputs, family.alloc_grads(shape, torch_dtype, device), shape)
+    if warm:
+        one_pass()
+    with LaunchRecorder() as recorder:
+        one_pass()
+    if device != "cpu":
+        torch.cuda.synchronize()
+    return recorder.launches
+
+
+def _from_worker(r: dict, name: str) -> Compiled:
+    return Compiled(name, r["ok"], r["error"], r["kernel_name"], r["stages"], r["resources"], r["launched"])
+
+
+def _in_process(name: str, launch: Launch) -> Compiled:
+    """A kernel the JIT launched on this GPU, described here (its stages are in the CompiledKernel)."""
+    from compare.ir import worker
+    kernel = launch.kernel
+    if kernel is None:
+        cached = worker._launched_kernels(launch.function)
+        kernel = cached[0] if len(cached) == 1 else None
+    if kernel is None:
+        return Compiled(name, False, "Triton did not give back the kernel it launched, and its JIT cache holds "
+                                     "other than one", "", {}, {}, {})
+    try:
+        return _from_worker(worker.describe(kernel, name, launched=True), name)
+    except Exception as exc:  # noqa: BLE001 - one kernel that cannot be read must not hide the others
+        return _from_worker(worker.failed(name, exc), name)
+
+
+def compile_ops(ops, family, shape, dtype: str, capability: int, gpu: bool):
+    """({op name: [(kernel name, Compiled)]}, {op name: why it has none}) for the op variants `ops`."""
+    kernels: dict[str, list] = {}
+    problems: dict[str, str] = {}
+    offline: list[tuple[str, str, dict]] = []
+    for v in ops:
+        try:
+            launches = discover(v, family, shape, dtype, "cuda" if gpu else "cpu", warm=gpu)
+        except Exception as exc:  # noqa: BLE001 - an op that crashes is reported, the others still compiled
+            from compare.errors import summarize
+            problems[v.name] = f"the op failed when run to find its kernels: {summarize(exc)}"
+            continue
+        if not launches:
+            problems[v.name] = "the op launched no Triton kernel"
+            continue
+        kernels[v.name] = []
+        for launch in launches:
+            name = label(v.name, launch.name)
+            if gpu:
+                kernels[v.name].append((launch.name, _in_process(name, launch)))
+            elif launch.problem:
+                kernels[v.name].append((launch.name, Compiled(name, False, launch.problem, "", {}, {}, {})))
+            else:
+                kernels[v.name].append((launch.name, None))
+                request = {**kernel_spec(name, launch.function, v.import_roots), "specialization": launch.specialization}
+                offline.append((v.name, launch.name, request))
+    if offline:
+        results = run_worker({"mode": "offline", "capability": capability, "dtype": dtype, "shape": {},
+                              "kernels": [request for *_, request in offline]})
+        done = {(op, kernel): _from_worker(r, label(op, kernel)) for (op, kernel, _), r in zip(offline, results)}
+        kernels = {op: [(k, c if c is not None else done[(op, k)]) for k, c in items] for op, items in kernels.items()}
+    return kernels, problems
+
+
+def match(kernels: dict[str, list], baseline: str, other: str, pair) -> tuple[tuple[IRKernelMatch, ...], tuple]:
+    """Every kernel name launched by `baseline` or `other`, paired by name: (matches, IRPairs of the
+    kernels both compiled, from `pair(a, b)`)."""
+    mine, theirs = dict(kernels.get(baseline, ())), dict(kernels.get(other, ()))
+    matches, pairs = [], []
+    for name in dict.fromkeys([*mine, *theirs]):
+        a, b = mine.get(name), theirs.get(name)
+        if a is None or b is None:
+            matches.append(IRKernelMatch(name, baseline, other, f"only in {baseline if b is None else other}"))
+        elif not (a.ok and b.ok):
+            matches.append(IRKernelMatch(name, baseline, other, "failed"))
+        else:
+            p = pair(a, b)
+            changed = tuple(d.stage for d in p.stages if not d.identical)
+            matches.append(IRKernelMatch(name, baseline, other, "changed" if changed else "identical", changed))
+            pairs.append(p)
+    return tuple(matches), tuple(pairs)

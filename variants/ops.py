@@ -1,0 +1,171 @@
+"""Op-level variants: a Python function or an autograd Function's `apply`, compared as its users call it.
+
+The family defines its op (variants/family.py): the canonical arguments `op_params` (in the order an
+op given without an argument list takes them), their values (`op_arguments(inputs, shape)`, which may
+give more names than `op_params`), which arguments have gradients (`op_grads`), and that the op
+returns the family's first output. `op_variant` turns a loaded callable and its argument mapping
+(`variants.spec.CallMap`) into a `Variant` of kind "op" whose
+- forward (`run`, `OpForward`) calls the op on the trial's inputs and copies its result into the
+  family's first output (only that: an op does not return the statistics a kernel writes);
+- backward runs through autograd (`Family.run_backward`, as for torch: `Variant.op`, `op_order`);
+- timed passes are `OpPass`es: the forward as training calls it (inputs requiring grad, so autograd's
+  graph is built), the backward through one forward's graph kept across calls, or both; an `OpPass`
+  captures itself in CUDA graphs (`capture_graph`), which compare/timing.py replays, so the op's
+  Python, autograd and allocation overhead stays out of the timed interval.
+"""
+from __future__ import annotations
+
+import inspect
+
+from variants.spec import BadSpec, CallMap
+from variants.variant import Variant
+
+MODES = ("forward", "backward", "full")
+
+
+class MappedOp:
+    """`fn` called as its spec says: the family's arguments come in the order `call.names`; the first
+    len(call.positional) are passed positionally, the rest by their keywords."""
+
+    def __init__(self, fn, call: CallMap):
+        self.fn, self.call = fn, call
+
+    def __call__(self, *values):
+        n = len(self.call.positional)
+        return self.fn(*values[:n], **{kw: v for (kw, _), v in zip(self.call.keywords, values[n:])})
+
+
+def result_of(returned):
+    """The op's result: what it returned, or the first of a tuple it returned."""
+    return returned[0] if isinstance(returned, (tuple, list)) else returned
+
+
+def check_call(fn, call: CallMap, known: tuple[str, ...], where: str) -> None:
+    """BadSpec (one line) unless `call` names only arguments the family gives and fits `fn`'s
+    signature where Python can read it (`Function.apply` takes `*args`: anything fits)."""
+    unknown = [n for n in call.names if n not in known]
+    if unknown:
+        raise BadSpec(f"{where}: {unknown[0]!r} is not an argument of the family's op; arguments: {', '.join(known)}")
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):   # a builtin that does not say: the call is tried as given
+        return
+    try:
+        signature.bind(*call.positional, **{kw: None for kw, _ in call.keywords})
+    except TypeError as exc:
+        raise BadSpec(f"{where}: the call {call.text()} does not fit the callable's parameters {signature}: {exc}; "
+                      "say which argument each parameter takes with CALLABLE(arg, ...)") from None
+
+
+def _copy_checked(buffer, value, name: str) -> None:
+    """Copy the op's result into the family's buffer; a shape or dtype that differs is an error, never a
+    silent broadcast or cast."""
+    if not hasattr(value, "shape") or tuple(value.shape) != tuple(buffer.shape) or value.dtype != buffer.dtype:
+        got = f"{value.dtype} {tuple(value.shape)}" if hasattr(value, "shape") else type(value).__name__
+        raise ValueError(f"the op returned {name} as {got}; the family's {name} is {buffer.dtype} {tuple(buffer.shape)}")
+    buffer.copy_(value)
+
+
+class OpForward:
+    """`Variant.run` of an op: the op on the inputs as they are (no gradient asked for), its result
+    copied into the family's first output."""
+
+    def __init__(self, family, op, order: tuple[str, ...]):
+        self.family, self.op, self.order = family, op, order
+
+    def __call__(self, inputs, outputs, shape) -> None:
+        args = self.family.op_arguments(inputs, shape)
+        name = self.family.outputs[0]
+        _copy_checked(outputs[name], result_of(self.op(*(args[n] for n in self.order))), name)
+
+
+class OpPass:
+    """One timed pass of an op on fixed inputs. forward: the op as training calls it; backward:
+    autograd's backward through one forward's graph, kept across calls; full: both."""
+
+    prefers_graph = True   # an op-level call's host overhead can exceed a small kernel's time
+
+    def __init__(self, family, variant: Variant, inputs, shape, mode: str):
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; known modes: {', '.join(MODES)}")
+        self.mode = mode
+        self.call, leaves = family.op_call(variant.op, inputs, shape, variant.op_order or None)
+        self.leaves = tuple(leaves.values())
+        self.dy = inputs.dy
+        self._kept: list = []        # what a captured graph reads or writes: kept alive with the graph
+        self._y = self._forward() if mode == "backward" else None
+
+    def _forward(self):
+        return result_of(self.call())
+
+    def _grad(self, y, retain: bool):
+        import torch
+        return torch.autograd.grad(y, self.leaves, self.dy, retain_graph=retain)
+
+    def __call__(self) -> None:
+        if self.mode == "forward":
+            self._forward()
+        elif self.mode == "backward":
+            self._grad(self._y, retain=True)
+        else:
+            self._grad(self._forward(), retain=False)
+
+    def capture_graph(self):
+        """A CUDA graph whose replay is this pass. Warm-up runs on a side stream first (Triton compiles,
+        autograd and the allocator settle outside the capture). forward and full are captured whole;
+        backward needs its forward captured first on the same capture stream (autograd runs a backward
+        op on its forward op's stream), replayed once so the saved tensors hold values, and then the
+        backward alone is captured into the graph returned, in the forward's memory pool (as
+        torch.cuda.make_graphed_callables does). Raises if the op cannot be captured (e.g. it
+        synchronizes with the host)."""
+        import torch
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                if self.mode == "forward":
+                    self._forward()
+                else:
+                    self._grad(self._forward(), retain=False)
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        capture = torch.cuda.Stream()   # one stream for every capture of this pass (see the backward)
+        graph = torch.cuda.CUDAGraph()
+        if self.mode == "forward":
+            with torch.cuda.graph(graph, stream=capture):
+                self._kept.append(self._forward())
+        elif self.mode == "full":
+            with torch.cuda.graph(graph, stream=capture):
+                y = self._forward()
+                self._kept.extend((y, self._grad(y, retain=False)))
+        else:
+            forward = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(forward, stream=capture):
+                y = self._forward()
+            forward.replay()
+            with torch.cuda.graph(graph, pool=forward.pool(), stream=capture):
+                grads = self._grad(y, retain=True)
+            self._kept.extend((forward, y, grads))
+        torch.cuda.synchronize()
+        return graph
+
+
+def argument_names(family) -> tuple[str, ...]:
+    """Every argument name a mapping may use: `op_params`, then whatever else `op_arguments` gives
+    (asked once on meta tensors of the default preset's first shape: nothing is computed)."""
+    import torch
+    shape = family.preset(family.default_preset).shapes[0]
+    inputs = family.make_inputs(shape, torch.float32, "meta", 0)
+    return tuple(dict.fromkeys((*family.op_params, *family.op_arguments(inputs, shape))))
+
+
+def op_variant(name: str, fn, call: CallMap | None, family, why: str, origin: str, where: str) -> Variant:
+    """A Variant of kind "op" for `fn` in `family` (BadSpec if the family has no op or the call does not fit)."""
+    if not family.op_params:
+        raise BadSpec(f"{where}: family {family.name} does not define its op, so it takes kernels only "
+                      "(a @triton.jit function)")
+    call = call or CallMap(tuple(family.op_params))
+    check_call(fn, call, argument_names(family), where)
+    op = MappedOp(fn, call)
+    return Variant(name=name, family=family.name, why=why, kind="op", run=OpForward(family, op, call.names),
+                   origin=origin, op=op, op_order=call.names)
