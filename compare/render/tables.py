@@ -236,14 +236,21 @@ def ir_section(section: IRSection) -> Section:
 
 def variants_table(report: Report) -> Table:
     rows = tuple((v.name, v.kind, _kernels(v), v.why, v.origin) for v in report.variants)
-    return Table("Variants", ("variant", "kind", "kernels", "what it is", "from"), rows, VARIANTS_LEGEND)
+    legend = VARIANTS_LEGEND + (OP_LEGEND if any(v.kind == "op" for v in report.variants) else ())
+    return Table("Variants", ("variant", "kind", "kernels", "what it is", "from"), rows, legend)
 
 
 VARIANTS_LEGEND = ("kernels: the Triton kernels a variant brings, by pass; for a pass it does not bring it runs "
                    "the family's shared kernel; op: torch code (autograd for the backward), no Triton kernel of its own",)
 
 
+OP_LEGEND = ("kind op: a library's op loaded with --variant, called as its users call it; its kernels are "
+             "\"as launched\": found when it runs, and paired by name in the compiled-code section",)
+
+
 def _kernels(v) -> str:
+    if v.kind == "op":
+        return "as launched"
     if v.kind != "triton":
         return "op"
     own = set(v.kernels)
