@@ -26,27 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.op_package import write  # noqa: E402 - after the project root is on the path
+from tests.op_package import make_repo  # noqa: E402 - after the project root is on the path
 
 FILE = "normlib/norm.py"
-
-
-def git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(repo), "-c", "user.name=kernel-ab", "-c", "user.email=kernel-ab@localhost",
-                    "-c", "commit.gpgsign=false", *args], check=True, capture_output=True)
-
-
-def library(folder: Path) -> Path:
-    """The two revisions: HEAD~1 with dx's terms grouped, HEAD with them expanded (the backward kernel alone)."""
-    repo = folder / "normlib-repo"
-    repo.mkdir()
-    git(repo, "init", "-q")
-    write(repo, "grouped")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "the op")
-    write(repo, "expanded")
-    git(repo, "commit", "-q", "-am", "backward: dx's terms regrouped")
-    return repo
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--preset", default="image", help="group-norm preset unless --shape is given (default image: 16 x 320 x 64x64)")
     args, extra = parser.parse_known_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        repo = library(Path(tmp))
+        repo = make_repo(Path(tmp))
         shapes = [] if "--shape" in extra else ["--preset", args.preset]
         common = [sys.executable, "main.py", "compare", "--repo", str(repo), *shapes,
                   "--inputs", "normal", "--modes", "forward,backward,full", "--quiet", *extra]

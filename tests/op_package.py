@@ -3,13 +3,14 @@ shared/specs/group_norm.md: `GroupNormFunction.apply(X, W, B, num_channels, num_
 own argument order, not torch's) launches a forward and a backward Triton kernel, and
 `group_norm(x, num_groups, weight, bias, eps)` calls it in torch's order.
 
-`write(repo, backward_form)` writes the package into `repo`. The two backward forms compute the same
+`write(repo, backward_form)` writes the package into `repo`; `make_repo(folder)` commits it at two revisions. The two backward forms compute the same
 dx with the terms in another order (the kind of rewrite a pull request makes to one kernel), so
 between two revisions that differ only there, the forward kernel compiles to identical code and the
 backward kernel does not.
 """
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 BACKWARD_FORMS = {
@@ -125,3 +126,22 @@ def write(repo: Path, backward_form: str) -> None:
     pkg.mkdir(parents=True, exist_ok=True)
     (pkg / "__init__.py").write_text("")
     (pkg / "norm.py").write_text(NORM.replace("{backward_form}", BACKWARD_FORMS[backward_form]))
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=kernel-ab test", "-c", "user.email=test@kernel-ab",
+                           "-c", "commit.gpgsign=false", *args], check=True, capture_output=True, text=True).stdout
+
+
+def make_repo(folder: Path) -> Path:
+    """A git repository in `folder` holding normlib at two revisions: HEAD~1 with dx's terms grouped,
+    HEAD with them expanded (only the backward kernel differs)."""
+    repo = folder / "normlib-repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    write(repo, "grouped")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "the op")
+    write(repo, "expanded")
+    git(repo, "commit", "-q", "-am", "backward: dx's terms regrouped")
+    return repo

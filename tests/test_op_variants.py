@@ -18,7 +18,7 @@ import torch
 import main
 from compare.backend import configure
 from compare.ir.launches import LaunchRecorder
-from tests.op_package import write
+from tests.op_package import make_repo
 from variants import registry
 from variants.external import ExternalKernels
 from variants.spec import BadSpec, CallMap, parse
@@ -30,22 +30,9 @@ TORCH_ORDER = "normlib/norm.py::group_norm(X, num_groups, W, B, eps)"   # torch'
 SHAPE = "2,8,2,16"
 
 
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=kernel-ab test", "-c", "user.email=test@kernel-ab",
-                           "-c", "commit.gpgsign=false", *args], check=True, capture_output=True, text=True).stdout
-
-
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory) -> Path:
-    repo = tmp_path_factory.mktemp("ops") / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q")
-    write(repo, "grouped")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "the op")
-    write(repo, "expanded")
-    git(repo, "commit", "-q", "-am", "backward: dx's terms regrouped")
-    return repo
+    return make_repo(tmp_path_factory.mktemp("ops"))
 
 
 @pytest.fixture(scope="module")
