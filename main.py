@@ -230,5 +230,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """The `kernel-ab` console command."""
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    cli()
