@@ -14,14 +14,35 @@ Exit codes: 0 every gate asked for holds; 1 a gate failed; 2 bad usage.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
 
+# options whose value may start with '-' (`--shape -2,8,2,16` is a bad shape, not a missing value)
+_VALUE_OPTIONS = frozenset({"--shape", "--eps", "--seed", "--trials", "--noise", "--rounds", "--calls",
+                            "--max-seconds", "--fail-if-slower", "--dtype", "--inputs", "--modes", "--target"})
+
+
+class _ParseError(Exception):
+    """A command line argparse cannot parse; the message is the one line to show."""
+
+
 class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line and exit 2, instead of usage + message
-        print(f"kernel-ab: error: {message} (see `python main.py {self.prog.split()[-1]} --help`)", file=sys.stderr)
-        sys.exit(2)
+    def error(self, message):  # one line and exit 2 (in main), instead of usage + message
+        command = f"python {self.prog}" if self.prog.startswith("main.py") else self.prog
+        raise _ParseError(f"{message} (see `{command} --help`)")
+
+
+def _join_values(argv: list[str]) -> list[str]:
+    """`--shape -2,...` as `--shape=-2,...`, so that argparse takes a value starting with '-' as the value."""
+    out = []
+    for arg in argv:
+        if out and out[-1] in _VALUE_OPTIONS and arg.startswith("-") and not arg.startswith("--"):
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+    return out
 
 
 def _shape_options(p: argparse.ArgumentParser) -> None:
@@ -30,7 +51,7 @@ def _shape_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shape", help="one shape instead of a preset, in the family's form (`main.py list` shows it)")
     p.add_argument("--family", help="the family to compare (default: the named variants' family, else the default "
                                     "family that `main.py list` names); --variant kernels join it")
-    p.add_argument("--eps", type=float, default=1e-6, help="eps for --shape (default 1e-6)")
+    p.add_argument("--eps", type=float, help="eps for --shape (default 1e-6; a preset has its own)")
     p.add_argument("--dtype", default="float32",
                    help="float32, float16, bfloat16, a comma list of them, or all (default float32)")
     p.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"),
@@ -81,8 +102,8 @@ def _output_options(p: argparse.ArgumentParser) -> None:
     o.add_argument("--quiet", action="store_true", help="no progress output")
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="main.py", description=__doc__.splitlines()[0])
+def _parser(prog: str) -> argparse.ArgumentParser:
+    p = _Parser(prog=prog, description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     sub.add_parser("list", help="list the families, their variants, presets, input kinds and dtypes")
     c = sub.add_parser("compare", help="compare variants (default: the family's default pair)")
@@ -139,6 +160,35 @@ def cmd_list(registry) -> int:
     return 0
 
 
+def _check(args) -> None:
+    """Every value of the command line, before any work (UsageError: one line)."""
+    from compare import usage
+    if args.command in ("report", "list"):
+        return
+    if args.eps is not None and not args.shape:
+        raise usage.UsageError("--eps applies to --shape only (a preset's shapes carry their own eps)")
+    usage.finite("--eps", args.eps, strict=True)
+    usage.comma_list("--dtype", args.dtype)
+    usage.comma_list("--inputs", getattr(args, "inputs", None))
+    usage.comma_list("--modes", args.modes)
+    usage.at_least("--trials", args.trials, 1)
+    usage.at_least("--seed", args.seed, 0, usage.SEED_MAX)
+    usage.at_least("--rounds", args.rounds, 2)
+    usage.at_least("--calls", args.calls, 1)
+    usage.finite("--max-seconds", args.max_seconds, strict=True)
+    usage.finite("--noise", args.noise)
+    usage.finite("--fail-if-slower", args.fail_if_slower, what="a percentage")
+    from compare import ir   # the IR's flags are checked even when the IR is not among the checks
+    try:
+        ir.capability(args.target)
+        ir.check_stages(args.stages or ())
+    except ValueError as exc:
+        raise usage.UsageError(f"--target/--stage: {exc}") from None
+    usage.output_folder("--out", args.out)
+    usage.output_file("--json", args.json)
+    usage.output_file("--markdown", args.markdown)
+
+
 def _request(args):
     from compare import pipeline
     from compare.timing import TimingConfig
@@ -148,7 +198,8 @@ def _request(args):
                               max_seconds=args.max_seconds, noise=args.noise, graph=args.graph, seed=args.seed)
     except ValueError as exc:
         raise pipeline.UsageError(str(exc)) from None
-    return pipeline.Request(variants=tuple(args.variants), preset=args.preset, shape=args.shape, eps=args.eps,
+    return pipeline.Request(variants=tuple(args.variants), preset=args.preset, shape=args.shape,
+                            eps=1e-6 if args.eps is None else args.eps,
                             dtype=args.dtype, checks=tuple(args.checks or pipeline.CHECKS), trials=args.trials,
                             seed=args.seed, timing=timing, target=args.target, stages=tuple(args.stages or ()),
                             full=args.full, external=tuple(args.external or ()), repo=args.repo,
@@ -159,16 +210,12 @@ def cmd_compare(args, registry, backend) -> int:
     from compare import gates, pipeline
     from compare.progress import reporter
     from compare.render import files, json_report, terminal
+    from compare import isolation
     request = _request(args)
-    if args.out and args.out.exists() and not args.out.is_dir():
-        raise pipeline.UsageError(f"--out {args.out} exists and is not a folder")
-    if args.fail_if_slower is not None and args.fail_if_slower < 0:
-        raise pipeline.UsageError(f"--fail-if-slower takes a percentage >= 0, got {args.fail_if_slower}")
-    for flag, path in (("--json", args.json), ("--markdown", args.markdown)):
-        if path and not path.parent.exists():
-            raise pipeline.UsageError(f"{flag} {path}: folder {path.parent} does not exist")
     with pipeline.loaded(request, registry) as (request, registry, failed):  # --variant kernels, removed at exit
         pipeline.resolve(request, registry)  # bad input fails before any work
+        request, failed = pipeline.without_crashed(request, registry, failed, isolation.excluded(),
+                                                   isolation.timing_left_out())
         with reporter(pipeline.count_steps(request, registry, backend), not args.quiet) as step:
             report = pipeline.run(request, registry, backend, step, failed=failed)
     terminal.render(report)
@@ -193,27 +240,76 @@ def cmd_report(args) -> int:
     from compare.pipeline import UsageError
     from compare.render import json_report, markdown, terminal
     try:
-        report = json_report.load(args.file.read_text())
+        text = args.file.read_text()
     except FileNotFoundError:
         raise UsageError(f"report file {args.file} does not exist") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except IsADirectoryError:
+        raise UsageError(f"{args.file} is a folder; give the report.json in it") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{args.file} is not JSON ({exc}); give a report.json written by compare") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {args.file}: {exc.strerror or exc}") from None
+    try:
+        report = json_report.load(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise UsageError(f"{args.file} is not JSON ({exc}); give a report.json written by compare") from None
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise UsageError(f"{args.file} is not a kernel-ab report: {exc}") from None
-    if args.format == "markdown":
-        sys.stdout.write(markdown.render(report))
-    else:
-        terminal.render(report)
+    try:  # a report of the right types may still hold what no renderer expects (say, an unknown IR stage)
+        if args.format == "markdown":
+            sys.stdout.write(markdown.render(report))
+        else:
+            terminal.render(report)
+    except Exception as exc:  # noqa: BLE001 - whatever the values, one line, not a traceback
+        from compare.errors import summarize
+        raise UsageError(f"{args.file} is not a report this version can render: {summarize(exc)}") from None
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+class Terminated(BaseException):
+    """SIGTERM (a CI timeout, a supervisor passing one on): unwinds like Ctrl-C, so temporary trees go."""
+
+
+def _on_sigterm(signum, _frame):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)   # once: a second SIGTERM must not interrupt the cleanup
+    raise Terminated()
+
+
+def _prog() -> str:
+    import os
+    if os.environ.get("KERNEL_AB_PROG") in ("main.py", "kernel-ab"):
+        return os.environ["KERNEL_AB_PROG"]
+    name = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
+    return "main.py" if name.endswith(".py") or not name else "kernel-ab"
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """The command line (`python main.py ...`, `kernel-ab ...`): its exit code."""
+    import threading
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        return _main(_join_values(list(sys.argv[1:] if argv is None else argv)), prog or _prog())
+    except KeyboardInterrupt:
+        print("kernel-ab: interrupted (Ctrl-C); no report", file=sys.stderr)
+        return 130
+    except Terminated:
+        print("kernel-ab: terminated (SIGTERM); no report", file=sys.stderr)
+        return 143
+
+
+def _main(argv: list[str], prog: str) -> int:
+    try:
+        args = _parser(prog).parse_args(argv)
+    except _ParseError as exc:
+        return _fail(str(exc))
     from compare.backend import BackendError, configure
+    from compare.isolation import POISONED_EXIT, ContextPoisoned
     from compare.pipeline import NothingToCompare, UsageError
     try:
         if args.command == "report":
             return cmd_report(args)
+        _check(args)
         backend = configure(getattr(args, "device", "auto"))
         from variants import registry
         reg = registry()
@@ -225,13 +321,25 @@ def main(argv: list[str] | None = None) -> int:
     except NothingToCompare as exc:
         print(f"kernel-ab: nothing to compare: {exc}", file=sys.stderr)
         return 1
-    except NothingToCompare as exc:
-        print(f"kernel-ab: nothing to compare: {exc}", file=sys.stderr)
-        return 1
+    except ContextPoisoned as exc:
+        print(f"kernel-ab: error: variant {exc.variant} {exc.error}; nothing more can run in this process "
+              "(the kernel-ab command reruns without it)", file=sys.stderr)
+        return POISONED_EXIT
 
 
 def cli() -> None:
-    """The `kernel-ab` console command."""
+    """The `kernel-ab` console command (and `python main.py`): `compare` runs in a child process under a
+    supervisor, so that a variant that crashes its process is reported and the others still come out
+    (compare.isolation); KERNEL_AB_ISOLATE=0 runs it in this process."""
+    import os
+    from compare import isolation
+    argv = sys.argv[1:]
+    words = [a for a in argv if not a.startswith("-")]
+    if (words[:1] == ["compare"] and os.environ.get(isolation.ISOLATE_ENV) != "0"
+            and not os.environ.get(isolation.STATUS_ENV)):
+        child = [sys.executable, sys.argv[0], *argv]   # the same command line, so the report records it
+        os.environ["KERNEL_AB_PROG"] = _prog()   # the child names the command the user typed
+        sys.exit(isolation.supervise(child))
     sys.exit(main())
 
 

@@ -48,6 +48,8 @@ def configure(requested: str = "auto") -> Backend:
                                "call compare.backend.configure() first")
     if interpret:
         os.environ["TRITON_INTERPRET"] = "1"
+        from compare import libdevice_bridge
+        libdevice_bridge.install()   # kernels calling libdevice math run on the interpreter too
         note = ("no GPU: Triton kernels ran through Triton's CPU interpreter (numpy), not compiled code; "
                 "numerics there are the interpreter's, timing is skipped")
         return Backend("cpu", True, note)

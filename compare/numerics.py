@@ -16,6 +16,7 @@ from typing import Iterable, Optional
 
 import torch
 
+from compare import isolation
 from compare.backend import Backend, synchronize
 from compare.errors import summarize
 from compare.progress import Step
@@ -192,12 +193,15 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
             progress(f"numerics {direction} {shape.label} {dtype} {input_kind} seed {seed}: {v.name}")
             _, alloc, run, _ = runners[v.name]
             outputs = {k: poison_(t) for k, t in alloc().items()}
+            what = f"numerics {direction} {shape.label} {str(dtype).removeprefix('torch.')} {input_kind} seed {seed}"
             try:
-                with warnings.catch_warnings():  # numpy's overflow/invalid warnings from the interpreter:
-                    warnings.simplefilter("ignore", RuntimeWarning)  # the measured NaN/Inf say it better
-                    run(inputs, outputs)
-                synchronize(backend)
-            except Exception as exc:  # a crashing variant is reported, the others still run
+                with isolation.running((v.name,), what), warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)  # numpy's overflow/invalid warnings from the
+                    run(inputs, outputs)                             # interpreter: the measured NaN/Inf say it better
+                    synchronize(backend)
+            except Exception as exc:  # a failing variant is reported, the others still run
+                if isolation.is_fatal(exc):   # ... unless nothing can run after it (isolation reruns without it)
+                    isolation.poisoned(v.name, f"poisoned the CUDA context ({summarize(exc)})")
                 status[v.name] = VariantNumerics(v.name, "error", (summarize(exc),))
                 continue
             produced[v.name] = outputs

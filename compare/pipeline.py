@@ -6,19 +6,16 @@ import dataclasses
 import json
 from typing import Iterator
 
-from compare import numerics
+from compare import isolation, numerics
 from compare.backend import Backend
 from compare.environment import collect
 from compare.progress import Step
 from compare.results import NumericsSection, Report, TimingSection, VariantInfo
 from compare.timing import TimingConfig
+from compare.usage import UsageError
 from variants import Registry, UnknownName
 
 CHECKS = ("numerics", "backward", "timing", "ir")
-
-
-class UsageError(ValueError):
-    """Bad input from the user: the message is one line saying what was wrong and what would be right."""
 
 
 class NothingToCompare(RuntimeError):
@@ -44,6 +41,7 @@ class Request:
     external: tuple[str, ...] = ()   # --variant specs: NAME=PATH::FUNCTION or NAME=git:REV:PATH::FUNCTION
     repo: str = "."                  # the git repository of git: specs
     family: str | None = None        # the family compared (None: the named variants', else the default one)
+    left_out: tuple[str, ...] = ()   # checks left out by a supervisor, each with its reason (compare.isolation)
 
 
 def resolve(request: Request, registry: Registry):
@@ -131,10 +129,13 @@ def _ir(request: Request, family, chosen, preset, backend: Backend, step) -> tup
     from compare import ir
     if not any(v.kind in ("triton", "op") for v in chosen):
         return None, ("ir: none of the variants is a Triton kernel or an op that launches them",)
+    names = [n for d in resolve_matrix(request, family)[0] for n, fd in family.dtypes.items() if fd == d]
+    first = names[0]   # one specialization: the first dtype asked for
+    skipped = (f"ir: {', '.join(names[1:])} (the compiled code is shown for {first}, the first dtype asked for)",
+               ) if names[1:] else ()
     try:
-        first = next(n for n, d in family.dtypes.items() if d == resolve_matrix(request, family)[0][0])
         return ir.run(family, chosen, preset.shapes[0], first, request.target, backend.gpu,
-                      request.stages or ir.STAGES, request.full, step=step), ()
+                      request.stages or ir.STAGES, request.full, step=step), skipped
     except RuntimeError as exc:
         return None, (f"ir: {exc}",)
 @contextlib.contextmanager
@@ -178,6 +179,25 @@ def _joined_family(request: Request, registry: Registry) -> str:
         raise UsageError(str(exc)) from None
 
 
+def without_crashed(request: Request, registry: Registry, failed: tuple[VariantInfo, ...],
+                    crashed: list[tuple[str, str]], no_timing: str = "") -> tuple[Request, tuple[VariantInfo, ...]]:
+    """The request less the variants that crashed an earlier run (each reported as failed with its
+    reason), and less timing when it crashed (compare.isolation)."""
+    if no_timing:
+        request = dataclasses.replace(request, checks=tuple(c for c in request.checks if c != "timing"),
+                                      left_out=request.left_out + (f"timing: {no_timing}",))
+    if not crashed:
+        return request, failed
+    reasons = dict(crashed)
+    chosen = resolve(request, registry)[1]
+    failed += tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, status="failed", error=reasons[v.name])
+                    for v in chosen if v.name in reasons)
+    names = tuple(v.name for v in chosen if v.name not in reasons)
+    if not names:
+        raise NothingToCompare("; ".join(f"{name} {reason}" for name, reason in crashed))
+    return dataclasses.replace(request, variants=names), failed
+
+
 def _nothing_left(failed: tuple[VariantInfo, ...]) -> NothingToCompare:
     return NothingToCompare("; ".join(f"{i.name} could not be loaded: {i.error.splitlines()[0]}" for i in failed))
 
@@ -208,7 +228,7 @@ def run(request: Request, registry: Registry, backend: Backend,
     directions = _directions(request, family)
     if directions:
         numerics_section = run_numerics(request, family, chosen, preset, backend, registry, directions, step)
-    skipped = []
+    skipped = list(request.left_out)
     if "backward" in request.checks and "backward" not in directions:
         skipped.append(f"backward: family {family.name} has no backward pass")
     timing_section = None
@@ -245,8 +265,9 @@ def run_timing(family, chosen, preset, request: Request, step) -> TimingSection:
             inputs = family.make_inputs(shape, dtype, "cuda", request.seed, request.input_kind)
             for mode in config.modes:
                 calls, control = timing.case_calls(family.bench_call, chosen, inputs, shape, mode, config.placements)
-                cases.append(timing.time_case(calls, family.bytes_moved(shape, dtype, mode), copy_gbs, shape.label,
-                                              mode, config, step, dtype=dtype_name, control=control))
+                with isolation.running(tuple(v.name for v in chosen), f"timing {shape.label} {mode} {dtype_name}"):
+                    cases.append(timing.time_case(calls, family.bytes_moved(shape, dtype, mode), copy_gbs,
+                                                  shape.label, mode, config, step, dtype=dtype_name, control=control))
                 del calls, control
                 step.advance()
             del inputs

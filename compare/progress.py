@@ -49,8 +49,10 @@ def reporter(total: int, enabled: bool = True):
     if sys.stderr.isatty():
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-        with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+        # markup=False: descriptions hold variant names, printed literally (`git:new:...` is no emoji)
+        columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn())
+        with Progress(*columns, console=Console(stderr=True, emoji=False), transient=True) as progress:
             yield _Bar(progress, progress.add_task("starting", total=total))
         return
     yield _Lines(total)

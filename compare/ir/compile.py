@@ -18,12 +18,15 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 STAGES = ("ttir", "ttgir", "llir", "ptx", "sass")
 ROLES = ("forward", "backward")
 _TARGET = re.compile(r"^sm_(\d{2,3})a?$")
+# what Triton's NVIDIA backend compiles for (Turing on), as far as the ptxas it ships knows the GPU
+CAPABILITIES = (75, 80, 86, 87, 89, 90, 100, 101, 103, 120, 121)
 _PTR_TYPES = {"float32": "*fp32", "float16": "*fp16", "bfloat16": "*bf16", "float64": "*fp64",
               "int32": "*i32", "int64": "*i64", "int8": "*i8", "uint8": "*u8", "bool": "*i1"}
 _OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
@@ -48,11 +51,15 @@ class Compiled:
 
 
 def capability(target: str) -> int:
-    """90 for 'sm_90' (or 'sm_90a'); TargetError for anything else."""
+    """90 for 'sm_90' (or 'sm_90a'); TargetError for anything else, or a capability no ptxas here has."""
     m = _TARGET.match(target)
     if not m:
         raise TargetError(f"unknown target {target!r}; use sm_NN, for example sm_80 or sm_90")
-    return int(m.group(1))
+    cap = int(m.group(1))
+    if cap not in CAPABILITIES:
+        raise TargetError(f"unknown target {target!r}; Triton compiles for "
+                          f"{', '.join(f'sm_{c}' for c in CAPABILITIES)}")
+    return cap
 
 
 def _int_spec(name: str, value: int, signature: dict, constexprs: dict, divisible: list) -> None:
@@ -167,8 +174,12 @@ def run_worker(request: dict) -> list[dict]:
     """Run the worker on `request`; its per-kernel results (RuntimeError if the worker itself fails)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")   # Triton 3.9 warns when unset; 1 is the default it keeps
-    proc = subprocess.run([sys.executable, "-m", "compare.ir.worker"], input=json.dumps(request),
-                          capture_output=True, text=True, cwd=PROJECT_ROOT, env=env, timeout=WORKER_TIMEOUT_S)
+    # ptxas's files (Triton keeps them with delete=False) go to a folder of the worker's own, removed
+    # whatever happens: also when the run is interrupted or the worker killed
+    with tempfile.TemporaryDirectory(prefix="kernel-ab-ir-") as tmp:
+        env["TMPDIR"] = tmp
+        proc = subprocess.run([sys.executable, "-m", "compare.ir.worker"], input=json.dumps(request),
+                              capture_output=True, text=True, cwd=PROJECT_ROOT, env=env, timeout=WORKER_TIMEOUT_S)
     try:
         return json.loads(proc.stdout)["results"]
     except (ValueError, KeyError):

@@ -153,9 +153,9 @@ def compile_launched(fn, req: dict):
 def error_lines(exc: BaseException) -> str:
     """At most ERROR_LINES lines: the error's type and first line, then the last lines of its message
     (Triton's compilation errors end with the offending source line and the cause)."""
+    from compare.errors import summarize
     message = [l for l in str(exc).strip().splitlines() if l.strip()] or [""]
-    head = f"{type(exc).__name__}: {message[0]}".strip()
-    return "\n".join([head, *message[1:][-(ERROR_LINES - 1):]])
+    return "\n".join([summarize(exc), *message[1:][-(ERROR_LINES - 1):]])
 
 
 def describe(kernel, name: str, launched: bool) -> dict:

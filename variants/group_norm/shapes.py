@@ -7,14 +7,19 @@ import math
 from variants.family import Preset
 
 BLOCK_CAP = 65536
+MAX_ELEMENTS = 2**31 - 1   # per tensor: the kernels' offsets are 32-bit
 
 
 def triton_next_power_of_2(n: int) -> int:
     return 1 << (n - 1).bit_length()
 
 
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+def _divisors(n: int, limit: int = 24) -> str:
+    """The divisors of n, ascending, at most `limit` of them listed (found up to sqrt(n), so a huge n is quick)."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    found = sorted(set(small + [n // d for d in small]))
+    shown = ", ".join(map(str, found[:limit]))
+    return shown + (f", ... ({len(found)} in all)" if len(found) > limit else "")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,11 +38,14 @@ class Shape:
                 raise ValueError(f"{field} must be a positive integer, got {value!r}")
         if not self.spatial or any((not isinstance(s, int)) or s < 1 for s in self.spatial):
             raise ValueError(f"spatial sizes must be positive integers, got {self.spatial!r}")
+        if self.numel > MAX_ELEMENTS:
+            raise ValueError(f"the input would hold {self.numel:,} elements; at most {MAX_ELEMENTS:,} "
+                             "(2**31 - 1: the kernels index with 32-bit offsets)")
         if self.channels % self.num_groups:
             raise ValueError(f"channels ({self.channels}) must be divisible by num_groups ({self.num_groups}); "
-                             f"divisors of {self.channels} are {', '.join(map(str, _divisors(self.channels)))}")
-        if not self.eps > 0:
-            raise ValueError(f"eps must be positive, got {self.eps!r}")
+                             f"divisors of {self.channels} are {_divisors(self.channels)}")
+        if not (self.eps > 0 and math.isfinite(self.eps)):
+            raise ValueError(f"eps must be a positive finite number, got {self.eps!r}")
 
     @property
     def channels_per_group(self) -> int:
