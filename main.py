@@ -167,6 +167,9 @@ def _check(args) -> None:
         return
     if args.eps is not None and not args.shape:
         raise usage.UsageError("--eps applies to --shape only (a preset's shapes carry their own eps)")
+    usage.not_blank("--shape", args.shape, "BATCH,CHANNELS,GROUPS,SPATIAL, for example 16,320,32,64x64")
+    usage.not_blank("--preset", args.preset, "a preset's name (`list` shows them)")
+    usage.not_blank("--repo", args.repo, "a git repository's folder")
     usage.finite("--eps", args.eps, strict=True)
     usage.comma_list("--dtype", args.dtype)
     usage.comma_list("--inputs", getattr(args, "inputs", None))

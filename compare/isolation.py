@@ -33,6 +33,8 @@ POISONED_EXIT = 75                       # the child's exit code after a fatal d
 _FATAL_DEVICE_ERRORS = ("illegal memory access", "illegal address", "unspecified launch failure",
                         "misaligned address", "illegal instruction", "device-side assert", "launch timed out")
 _MAX_RERUNS = 8
+# how a crashed variant's error starts (the report says "variant X crashed the process (SIGSEGV) while ...")
+CRASHES = ("crashed the process", "poisoned the CUDA context")
 _NOW = {"what": ""}    # what the running launch is doing, for poisoned()
 
 
@@ -128,7 +130,7 @@ def supervise(command: list[str]) -> int:
             if rc == POISONED_EXIT and last.get("variants"):
                 why = last.get("error") or "a fatal device error"
             elif rc < 0 and -rc not in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL, signal.SIGHUP):
-                why = f"crashed the process ({_signal_name(rc)})"
+                why = f"{CRASHES[0]} ({_signal_name(rc)})"
             else:
                 return 130 if rc == -signal.SIGINT else 128 - rc if rc < 0 else rc
             names = last.get("variants") or []

@@ -6,7 +6,8 @@ Compiled, Triton maps those stubs to the backend's library (`__nv_rsqrtf` on CUD
 such kernels fail on the CPU. While interpreting, `install()` puts a bridge in place of each:
 
 - functions Triton's own math has (`rsqrt`, `sqrt`, `exp`, `fma`, ...) call the `triton.language.math`
-  function, so a kernel gives the same bits with `libdevice.rsqrt` as with `tl.rsqrt`;
+  function, so a kernel gives the same bits with `libdevice.rsqrt` as with `tl.rsqrt` (in float64,
+  which libdevice takes and some of tl.math does not, numpy computes them as the interpreter does);
 - common others (`tanh`, `pow`, `log1p`, `atan2`, ...) are computed by numpy in the argument's float
   dtype (float32 or float64, as libdevice takes);
 - any other libdevice function raises, naming itself, in one line.
@@ -47,10 +48,19 @@ class NoBridge(NotImplementedError):
     """A libdevice function kernel-ab cannot run on Triton's CPU interpreter."""
 
 
-def _same_as_tl(tl_name: str):
+# float64 for the functions whose triton.language.math version takes float32 only (libdevice has both)
+FLOAT64 = {"rsqrt": lambda x: 1 / np.sqrt(x), "sqrt": np.sqrt, "sqrt_rn": np.sqrt, "exp": np.exp, "exp2": np.exp2,
+           "log": np.log, "log2": np.log2, "sin": np.sin, "cos": np.cos, "div_rn": np.divide}
+
+
+def _same_as_tl(name: str, tl_name: str):
+    fp64 = _numpy(name, FLOAT64[name], 2 if name == "div_rn" else 1) if name in FLOAT64 else None
+
     def bridge(*args, **kwargs):
         import triton.language as tl
         kwargs.pop("_semantic", None)
+        if fp64 and any(isinstance(a, tl.tensor) and a.type.scalar.name == "fp64" for a in args):
+            return fp64(*args, **kwargs)
         return getattr(tl.math, tl_name)(*args, **kwargs)   # the interpreter's patched tl.math at call time
     return bridge
 
@@ -98,7 +108,7 @@ def _missing(name: str):
 
 def bridge_for(name: str):
     if name in SAME_AS_TL:
-        fn = _same_as_tl(SAME_AS_TL[name])
+        fn = _same_as_tl(name, SAME_AS_TL[name])
     elif name in UNARY:
         fn = _numpy(name, UNARY[name], 1)
     elif name in BINARY:

@@ -201,7 +201,7 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
                     synchronize(backend)
             except Exception as exc:  # a failing variant is reported, the others still run
                 if isolation.is_fatal(exc):   # ... unless nothing can run after it (isolation reruns without it)
-                    isolation.poisoned(v.name, f"poisoned the CUDA context ({summarize(exc)})")
+                    isolation.poisoned(v.name, f"{isolation.CRASHES[1]} ({summarize(exc)})")
                 status[v.name] = VariantNumerics(v.name, "error", (summarize(exc),))
                 continue
             produced[v.name] = outputs

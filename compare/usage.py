@@ -38,6 +38,12 @@ def at_least(flag: str, value: int | None, low: int, high: int | None = None) ->
         raise UsageError(f"{flag} must be {span}, got {value}")
 
 
+def not_blank(flag: str, text: str | None, right: str) -> None:
+    """UsageError for a flag given an empty value (`--shape ''` is not "no --shape")."""
+    if text is not None and not text.strip():
+        raise UsageError(f"{flag} is empty; give {right}")
+
+
 def comma_list(flag: str, text: str | None) -> None:
     """UsageError for a list flag given but empty (`--modes ''`, `--dtype ,`)."""
     if text is not None and not [part for part in text.split(",") if part.strip()]:

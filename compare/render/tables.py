@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from compare.isolation import CRASHES
 from compare.render import ir_tables
 from compare.results import IRSection, NumericsCase, NumericsSection, Report
 
@@ -181,7 +182,9 @@ def build(report: Report) -> tuple[Summary, list[Section]]:
     sections: list[Section] = []
     failed = [v for v in report.variants if v.status != "ok"]
     for v in failed:
-        summary.append(("fail", f"variant {v.name} could not be loaded: {' / '.join(v.error.splitlines())}"))
+        error = " / ".join(v.error.splitlines())
+        how = error if error.startswith(CRASHES) else f"could not be loaded: {error}"
+        summary.append(("fail", f"variant {v.name} {how}"))
     if report.numerics is not None:
         summary.extend(numerics_summary(report.numerics, report.baseline))
         n = report.numerics

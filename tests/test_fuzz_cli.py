@@ -1,0 +1,141 @@
+"""A table of malformed invocations, run in this process through `main.main`: each is one line on
+stderr naming what was wrong, exit code 2, no traceback, nothing on stdout, and no work done first
+(every case returns within seconds, huge shapes included)."""
+import time
+from pathlib import Path
+
+import pytest
+
+import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _cases(tmp: Path):
+    a_file = tmp / "a_file.txt"
+    a_file.write_text("not a folder\n")
+    (tmp / "a_folder").mkdir()
+    (tmp / "list.json").write_text("[]")
+    (tmp / "empty.json").write_text("{}")
+    (tmp / "cut.json").write_text('{"family": "group_norm", ')
+    (tmp / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    (tmp / "binary.json").write_bytes(b"\xff\xfe\x00garbage")
+    f, d = str(a_file), str(tmp / "a_folder")
+    return [
+        # (argv, a piece of the expected line)
+        (["frobnicate"], "invalid choice"),
+        (["compare", "--trials", "x"], "invalid int value"),
+        (["compare", "--device", "gpu"], "invalid choice"),
+        (["compare", "--seed", "99999999999999999999"], "--seed must be from 0 to 4294967295"),
+        (["compare", "--seed", "-1"], "--seed must be from 0"),
+        (["compare", "--trials", "0"], "--trials must be at least 1"),
+        (["compare", "--rounds", "1"], "--rounds must be at least 2"),
+        (["compare", "--calls", "0"], "--calls must be at least 1"),
+        (["compare", "--target", "sm_10"], "unknown target 'sm_10'"),
+        (["compare", "--target", "sm_999"], "unknown target 'sm_999'"),
+        (["ir", "--target", "sm_999"], "unknown target 'sm_999'"),
+        (["compare", "--target", "gfx90a"], "unknown target 'gfx90a'"),
+        (["compare", "--stage", "bogus", "--check", "numerics"], "unknown stage 'bogus'"),
+        (["ir", "--stage", "bogus"], "unknown stage 'bogus'"),
+        (["compare", "--shape", "2,8,2,16", "--eps", "inf"], "--eps takes a finite number > 0, got inf"),
+        (["compare", "--shape", "2,8,2,16", "--eps", "nan"], "--eps takes a finite number > 0"),
+        (["compare", "--shape", "2,8,2,16", "--eps", "-1e-5"], "--eps takes a finite number > 0"),
+        (["compare", "--eps", "1e-5"], "--eps applies to --shape only"),
+        (["compare", "--preset", "edge", "--eps", "1e-5"], "--eps applies to --shape only"),
+        (["compare", "--max-seconds", "-5"], "--max-seconds takes a finite number > 0"),
+        (["compare", "--max-seconds", "nan"], "--max-seconds takes a finite number > 0"),
+        (["compare", "--noise", "inf"], "--noise takes a finite number >= 0"),
+        (["compare", "--modes", ""], "--modes is empty"),
+        (["compare", "--modes", " , "], "--modes is empty"),
+        (["compare", "--dtype", ""], "--dtype is empty"),
+        (["compare", "--inputs", ","], "--inputs is empty"),
+        (["compare", "--dtype", "float32,,float16"], "unknown dtype ''"),
+        (["compare", "--fail-if-slower", "nan"], "--fail-if-slower takes a percentage >= 0"),
+        (["compare", "--fail-if-slower", "inf"], "--fail-if-slower takes a percentage >= 0"),
+        (["compare", "--fail-if-slower", "-1"], "--fail-if-slower takes a percentage >= 0"),
+        (["compare", "--shape", "-2,8,2,16"], "batch must be a positive integer, got -2"),
+        (["compare", "--shape", "2,8,2,0"], "spatial sizes must be positive"),
+        (["compare", "--shape", "2,8,2,16x"], "is not BATCH,CHANNELS,GROUPS,SPATIAL"),
+        (["compare", "--shape", ""], "--shape is empty; give BATCH,CHANNELS,GROUPS,SPATIAL"),
+        (["compare", "--preset", " "], "--preset is empty"),
+        (["compare", "--repo", ""], "--repo is empty"),
+        (["compare", "--shape", "2,1000000000001,2,4"], "at most 2,147,483,647"),
+        (["compare", "--shape", "100000,100000,1,1000x1000"], "at most 2,147,483,647"),
+        (["compare", "--shape", "1,2147483647,7,1"], "must be divisible by num_groups (7); divisors of 2147483647 are 1, 2147483647"),
+        (["compare", "--out", "/proc/kernel-ab-out"], "--out /proc/kernel-ab-out: cannot write in /proc"),
+        (["compare", "--out", f], "exists and is not a folder"),
+        (["compare", "--out", f + "/sub"], "is a file, so no folder can be made under it"),
+        (["compare", "--json", "/proc/r.json"], "cannot write in /proc"),
+        (["compare", "--json", f + "/r.json"], "is not a folder"),
+        (["compare", "--json", str(tmp / "no" / "such" / "r.json")], "does not exist"),
+        (["compare", "--json", d], "is a folder; give a file name"),
+        (["compare", "--markdown", d], "is a folder; give a file name"),
+        (["ir", "--markdown", "/proc/ir.md"], "cannot write in /proc"),
+        (["report", d], "is a folder; give the report.json in it"),
+        (["report", str(tmp / "missing.json")], "does not exist"),
+        (["report", str(tmp / "list.json")], "a report is a JSON object, got a list"),
+        (["report", str(tmp / "empty.json")], "schema version None"),
+        (["report", str(tmp / "cut.json")], "is not JSON"),
+        (["report", str(tmp / "deep.json")], "is not JSON"),
+        (["report", str(tmp / "binary.json")], "is not JSON"),
+        (["compare", "--variant", "x"], "expected NAME=PATH::FUNCTION"),
+        (["compare", "--variant", "n=git:::f"], "a git spec is git:REV:PATH::FUNCTION"),
+        (["compare", "--family", "nosuch"], "unknown family 'nosuch'"),
+    ]
+
+
+def test_every_malformed_invocation_is_one_line_exit_2_no_traceback(tmp_path, capsys):
+    failures = []
+    for argv, expected in _cases(tmp_path):
+        start = time.monotonic()
+        rc = main.main(argv, prog="main.py")
+        seconds = time.monotonic() - start
+        out, err = capsys.readouterr()
+        lines = err.strip().splitlines()
+        ok = (rc == 2 and len(lines) == 1 and lines[0].startswith("kernel-ab: error: ") and expected in lines[0]
+              and "Traceback" not in err and out == "" and seconds < 30)
+        if not ok:
+            failures.append(f"{argv}: rc {rc}, {seconds:.1f} s, stderr {err!r}, stdout {out[:200]!r}")
+    assert not failures, "\n".join(failures)
+    assert not list(Path("/proc").glob("kernel-ab*")) and sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["a_file.txt", "a_folder", "list.json", "empty.json", "cut.json", "deep.json", "binary.json"])
+
+
+@pytest.mark.parametrize("prog, hint", [("main.py", "(see `python main.py --help`)"),
+                                        ("kernel-ab", "(see `kernel-ab --help`)")])
+def test_the_hint_names_the_program_the_user_ran(prog, hint, capsys):
+    assert main.main(["frobnicate"], prog=prog) == 2
+    assert capsys.readouterr().err.strip().endswith(hint)
+    assert main.main(["compare", "--trials", "x"], prog=prog) == 2
+    assert capsys.readouterr().err.strip().endswith(hint.replace(" --help", " compare --help"))
+
+
+def test_the_kernel_ab_command_runs_the_same_cli(monkeypatch, capsys):
+    text = (ROOT / "pyproject.toml").read_text()
+    assert 'kernel-ab = "main:cli"' in text and '"numpy' in text
+    monkeypatch.setattr("sys.argv", ["/venv/bin/kernel-ab", "frobnicate"])
+    with pytest.raises(SystemExit) as exit_:
+        main.cli()
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().endswith("(see `kernel-ab --help`)")
+
+
+def test_interrupt_while_importing_a_variant_file_is_one_line_and_130(tmp_path, capsys):
+    kernel = tmp_path / "slow_kernel.py"
+    kernel.write_text("raise KeyboardInterrupt  # as if Ctrl-C came while this file was importing\n")
+    rc = main.main(["compare", "--variant", f"k={kernel}::fwd", "--check", "numerics"], prog="main.py")
+    err = capsys.readouterr().err
+    assert rc == 130 and err.strip() == "kernel-ab: interrupted (Ctrl-C); no report"
+
+
+def test_readme_first_commands_are_what_ci_runs_in_a_fresh_venv():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("readme_commands", ROOT / ".ci" / "readme_commands.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    first, second = module.commands((ROOT / "README.md").read_text())
+    assert first.startswith("python3 -m pip install torch==") and first.endswith("&& python3 main.py compare")
+    assert "pip install -e ." in first and "[test" not in first   # the main job installs no extras
+    assert second.endswith("&& python3 -m pytest -q -rs")
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "python3 -m venv" in ci and "readme_commands.py" in ci and "set -euo pipefail" in ci

@@ -1,0 +1,150 @@
+"""Variant isolation and interrupted runs (compare/isolation.py, main.py): a variant that crashes its
+process is reported as failed and the others still come out; Ctrl-C and SIGTERM end a run with one
+line, exit 130 / 143, and leave no temporary trees or IR worker files behind."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from compare import isolation
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SEGFAULTING = '''\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def group_norm_forward(Y_ptr, Y_row_stride, Y_col_stride, X_ptr, X_row_stride, X_col_stride,
+                       Mean_ptr, Mean_row_stride, Mean_col_stride, RSTD_ptr, RSTD_row_stride, RSTD_col_stride,
+                       W_ptr, B_ptr, hidden_size, channels_per_group, eps, BLOCK_SIZE: tl.constexpr):
+    far = tl.arange(0, BLOCK_SIZE).to(tl.int64) + (1 << 40)   # far out of bounds: the interpreter's load segfaults
+    tl.store(Y_ptr + tl.arange(0, BLOCK_SIZE), tl.load(X_ptr + far))
+'''
+
+
+def test_a_variant_that_segfaults_is_reported_and_the_others_come_out(tmp_path):
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        pytest.skip("the out-of-bounds load segfaults Triton's CPU interpreter; compiled, it is an illegal address")
+    kernel = tmp_path / "bad.py"
+    kernel.write_text(SEGFAULTING)
+    out = tmp_path / "r.json"
+    r = subprocess.run([sys.executable, "main.py", "compare", "explicit_offset", "--variant",
+                        f"bad={kernel}::group_norm_forward", "--shape", "2,8,2,16", "--check", "numerics",
+                        "--inputs", "normal", "--trials", "1", "--quiet", "--json", str(out)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "kernel-ab: variant bad crashed the process (SIGSEGV) while running numerics forward N2 C8 G2 S16 " \
+           "float32 normal seed 0; running again without it" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert "FAIL variant bad crashed the process (SIGSEGV)" in r.stdout
+    report = json.loads(out.read_text())
+    bad = next(v for v in report["variants"] if v["name"] == "bad")
+    assert bad["status"] == "failed" and "SIGSEGV" in bad["error"]
+    (case,) = report["numerics"]["cases"]
+    assert {v["variant"]: v["status"] for v in case["variants"]} == {"explicit_offset": "pass", "torch": "pass"}
+
+
+FAKE_CHILD = '''\
+import os, signal, sys, json
+sys.path.insert(0, {root!r})
+from compare import isolation
+
+done = []
+for name in ("a", "b", "c"):
+    if name in dict(isolation.excluded()):
+        continue
+    with isolation.running((name,), "case of " + name):
+        if name == "b":
+            try:
+                isolation.poisoned("b", "poisoned the CUDA context (RuntimeError: CUDA error: an illegal memory access)")
+            except isolation.ContextPoisoned:
+                sys.exit(isolation.POISONED_EXIT)
+        if name == "c":
+            os.kill(os.getpid(), signal.SIGABRT)
+    done.append(name)
+print(json.dumps({{"ran": done, "excluded": isolation.excluded()}}))
+'''
+
+
+def test_the_supervisor_reruns_without_each_variant_that_took_the_process_down(tmp_path, capfd):
+    child = tmp_path / "child.py"
+    child.write_text(FAKE_CHILD.format(root=str(ROOT)))
+    rc = isolation.supervise([sys.executable, str(child)])
+    out, err = capfd.readouterr()
+    assert rc == 0, err
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["ran"] == ["a"]
+    assert result["excluded"] == [
+        ["b", "poisoned the CUDA context (RuntimeError: CUDA error: an illegal memory access) while running case of b"],
+        ["c", "crashed the process (SIGABRT) while running case of c"]]
+    assert err.splitlines() == [
+        "kernel-ab: variant b poisoned the CUDA context (RuntimeError: CUDA error: an illegal memory access) "
+        "while running case of b; running again without it",
+        "kernel-ab: variant c crashed the process (SIGABRT) while running case of c; running again without it"]
+
+
+def test_a_crash_outside_any_variant_is_one_line_and_exit_1(tmp_path, capfd):
+    child = tmp_path / "child.py"
+    child.write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    assert isolation.supervise([sys.executable, str(child)]) == 1
+    assert capfd.readouterr().err.strip() == ("kernel-ab: error: the comparison crashed the process (SIGSEGV) "
+                                              "outside any variant's launch; no report")
+
+
+@pytest.mark.parametrize("message, fatal", [
+    ("CUDA error: an illegal memory access was encountered", True),
+    ("CUDA error: unspecified launch failure", True),
+    ("Triton Error [CUDA]: misaligned address", True),
+    ("CUDA out of memory. Tried to allocate 2.00 GiB", False),
+    ("InterpreterError: IndexError('index 3 is out of bounds')", False),
+])
+def test_fatal_device_errors_are_told_from_a_variants_own_errors(message, fatal):
+    assert isolation.is_fatal(RuntimeError(message)) is fatal
+
+
+def _start(args, tmp, **kwargs):
+    env = {**os.environ, "TMPDIR": str(tmp), "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen([sys.executable, "main.py", *args], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def _wait_for(tmp: Path, prefix: str, proc, timeout=120):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and proc.poll() is None:
+        if any(p.name.startswith(prefix) for p in tmp.iterdir()):
+            return
+        time.sleep(0.02)
+    proc.kill()
+    pytest.fail(f"no {prefix}* appeared under {tmp}: {proc.communicate()[1][-2000:]}")
+
+
+GIT_VARIANT = ["compare", "--variant", "old=git:HEAD:variants/group_norm/explicit_offset.py::group_norm_forward",
+               "--check", "numerics", "--inputs", "all", "--quiet"]
+
+
+@pytest.mark.parametrize("how, args, prefix, code, line", [
+    ("sigterm", GIT_VARIANT, "kernel-ab-byok-", 143, "kernel-ab: terminated (SIGTERM); no report"),
+    ("ctrl-c", GIT_VARIANT, "kernel-ab-byok-", 130, "kernel-ab: interrupted (Ctrl-C); no report"),
+    ("sigterm", ["ir", "--shape", "2,8,2,16", "--quiet"], "kernel-ab-ir-", 143,
+     "kernel-ab: terminated (SIGTERM); no report"),
+])
+def test_an_interrupted_run_is_one_line_and_leaves_nothing_behind(how, args, prefix, code, line, tmp_path):
+    proc = _start(args, tmp_path, start_new_session=True)
+    _wait_for(tmp_path, prefix, proc)
+    time.sleep(0.3)
+    if how == "sigterm":
+        proc.send_signal(signal.SIGTERM)     # what a CI timeout does: to the command, not its group
+    else:
+        os.killpg(proc.pid, signal.SIGINT)   # what Ctrl-C does: to the terminal's whole process group
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == code, err
+    assert err.strip().splitlines() == [line]
+    assert list(tmp_path.iterdir()) == []
