@@ -32,7 +32,7 @@ def test_the_ir_gets_one_dtype_whatever_the_dtype_list(dtype, first, monkeypatch
     from compare.backend import configure
     from variants import registry
     seen = []
-    monkeypatch.setattr(ir, "run", lambda variants, shape, dtype, *a, **k: seen.append(dtype) or "section")
+    monkeypatch.setattr(ir, "run", lambda family, variants, shape, dtype, *a, **k: seen.append(dtype) or "section")
     request = pipeline.Request(variants=("explicit_offset", "flat"), shape="2,8,2,16", dtype=dtype, checks=("ir",))
     report = pipeline.run(request, registry(), configure("auto"))
     assert seen == [first] and report.ir == "section"

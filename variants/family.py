@@ -47,6 +47,16 @@ from variants.inputs import DTYPES, INPUT_KINDS, Inputs
 from variants.variant import Variant
 
 MODES = ("forward", "backward", "full")
+# the most elements a shape's input may hold: the kernels index with 32-bit offsets (shapes refuse more
+# up front, before anything is allocated)
+MAX_ELEMENTS = 2**31 - 1
+
+
+def check_elements(numel: int) -> None:
+    """ValueError (one line) for a shape whose input would hold more than MAX_ELEMENTS elements."""
+    if numel > MAX_ELEMENTS:
+        raise ValueError(f"the input would hold {numel:,} elements; at most {MAX_ELEMENTS:,} "
+                         "(2**31 - 1: the kernels index with 32-bit offsets)")
 
 
 class UnknownName(LookupError):

@@ -4,10 +4,11 @@ the row length, persistent backward programs) and the sum of per-program partial
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import torch
 
-from variants.family import Preset
+from variants.family import Preset, check_elements
 
 # The SM count assumed when a launcher runs on meta tensors (the IR's offline compile for sm_90):
 # an H100/H200 SXM has 132 SMs, so a persistent backward gets 132 programs as it would there.
@@ -31,8 +32,9 @@ class RowShape:
         for field, value in (("rows", self.rows), ("cols", self.cols)):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{field} must be a positive integer, got {value!r}")
-        if not self.eps > 0:
-            raise ValueError(f"eps must be positive, got {self.eps!r}")
+        check_elements(self.numel)
+        if not (self.eps > 0 and math.isfinite(self.eps)):
+            raise ValueError(f"eps must be a positive finite number, got {self.eps!r}")
 
     @property
     def hidden_size(self) -> int:

@@ -4,10 +4,9 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from variants.family import Preset
+from variants.family import Preset, check_elements
 
 BLOCK_CAP = 65536
-MAX_ELEMENTS = 2**31 - 1   # per tensor: the kernels' offsets are 32-bit
 
 
 def triton_next_power_of_2(n: int) -> int:
@@ -38,9 +37,7 @@ class Shape:
                 raise ValueError(f"{field} must be a positive integer, got {value!r}")
         if not self.spatial or any((not isinstance(s, int)) or s < 1 for s in self.spatial):
             raise ValueError(f"spatial sizes must be positive integers, got {self.spatial!r}")
-        if self.numel > MAX_ELEMENTS:
-            raise ValueError(f"the input would hold {self.numel:,} elements; at most {MAX_ELEMENTS:,} "
-                             "(2**31 - 1: the kernels index with 32-bit offsets)")
+        check_elements(self.numel)   # before the divisors are listed: a huge count must not be searched
         if self.channels % self.num_groups:
             raise ValueError(f"channels ({self.channels}) must be divisible by num_groups ({self.num_groups}); "
                              f"divisors of {self.channels} are {_divisors(self.channels)}")
