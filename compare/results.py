@@ -419,7 +419,7 @@ def _decode(tp: Any, value: Any, where: str = "report") -> Any:
             raise wrong("a number")
         return float(value)
     if tp in (int, str, bool):
-        if type(value) is not tp:
+        if not isinstance(value, tp) or (tp is int and isinstance(value, bool)):
             raise wrong({int: "an integer", str: "a string", bool: "true or false"}[tp])
         return value
     return value
