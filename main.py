@@ -213,12 +213,12 @@ def cmd_compare(args, registry, backend) -> int:
     from compare import gates, pipeline
     from compare.progress import reporter
     from compare.render import files, json_report, terminal
-    from compare import isolation
+    from compare import supervisor
     request = _request(args)
     with pipeline.loaded(request, registry) as (request, registry, failed):  # --variant kernels, removed at exit
         pipeline.resolve(request, registry)  # bad input fails before any work
-        request, failed = pipeline.without_crashed(request, registry, failed, isolation.excluded(),
-                                                   isolation.timing_left_out())
+        request, failed = pipeline.without_crashed(request, registry, failed, supervisor.excluded(),
+                                                   supervisor.timing_left_out())
         with reporter(pipeline.count_steps(request, registry, backend), not args.quiet) as step:
             report = pipeline.run(request, registry, backend, step, failed=failed)
     terminal.render(report)
@@ -307,7 +307,7 @@ def _main(argv: list[str], prog: str) -> int:
     except _ParseError as exc:
         return _fail(str(exc))
     from compare.backend import BackendError, configure
-    from compare.isolation import POISONED_EXIT, ContextPoisoned
+    from compare.supervisor import POISONED_EXIT, ContextPoisoned
     from compare.pipeline import NothingToCompare, UsageError
     try:
         if args.command == "report":
@@ -333,16 +333,16 @@ def _main(argv: list[str], prog: str) -> int:
 def cli() -> None:
     """The `kernel-ab` console command (and `python main.py`): `compare` runs in a child process under a
     supervisor, so that a variant that crashes its process is reported and the others still come out
-    (compare.isolation); KERNEL_AB_ISOLATE=0 runs it in this process."""
+    (compare.supervisor); KERNEL_AB_ISOLATE=0 runs it in this process."""
     import os
-    from compare import isolation
+    from compare import supervisor
     argv = sys.argv[1:]
     words = [a for a in argv if not a.startswith("-")]
-    if (words[:1] == ["compare"] and os.environ.get(isolation.ISOLATE_ENV) != "0"
-            and not os.environ.get(isolation.STATUS_ENV)):
+    if (words[:1] == ["compare"] and os.environ.get(supervisor.ISOLATE_ENV) != "0"
+            and not os.environ.get(supervisor.STATUS_ENV)):
         child = [sys.executable, sys.argv[0], *argv]   # the same command line, so the report records it
         os.environ["KERNEL_AB_PROG"] = _prog()   # the child names the command the user typed
-        sys.exit(isolation.supervise(child))
+        sys.exit(supervisor.supervise(child))
     sys.exit(main())
 
 

@@ -16,7 +16,7 @@ from typing import Iterable, Optional
 
 import torch
 
-from compare import isolation
+from compare import supervisor
 from compare.backend import Backend, synchronize
 from compare.errors import summarize
 from compare.progress import Step
@@ -195,13 +195,13 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
             outputs = {k: poison_(t) for k, t in alloc().items()}
             what = f"numerics {direction} {shape.label} {str(dtype).removeprefix('torch.')} {input_kind} seed {seed}"
             try:
-                with isolation.running((v.name,), what), warnings.catch_warnings():
+                with supervisor.running((v.name,), what), warnings.catch_warnings():
                     warnings.simplefilter("ignore", RuntimeWarning)  # numpy's overflow/invalid warnings from the
                     run(inputs, outputs)                             # interpreter: the measured NaN/Inf say it better
                     synchronize(backend)
             except Exception as exc:  # a failing variant is reported, the others still run
-                if isolation.is_fatal(exc):   # ... unless nothing can run after it (isolation reruns without it)
-                    isolation.poisoned(v.name, f"{isolation.CRASHES[1]} ({summarize(exc)})")
+                if supervisor.is_fatal(exc):   # ... unless nothing can run after it (the supervisor reruns without it)
+                    supervisor.poisoned(v.name, f"{supervisor.CRASHES[1]} ({summarize(exc)})")
                 status[v.name] = VariantNumerics(v.name, "error", (summarize(exc),))
                 continue
             produced[v.name] = outputs

@@ -6,7 +6,7 @@ import dataclasses
 import json
 from typing import Iterator
 
-from compare import isolation, numerics
+from compare import numerics, supervisor
 from compare.backend import Backend
 from compare.environment import collect
 from compare.progress import Step
@@ -41,7 +41,7 @@ class Request:
     external: tuple[str, ...] = ()   # --variant specs: NAME=PATH::FUNCTION or NAME=git:REV:PATH::FUNCTION
     repo: str = "."                  # the git repository of git: specs
     family: str | None = None        # the family compared (None: the named variants', else the default one)
-    left_out: tuple[str, ...] = ()   # checks left out by a supervisor, each with its reason (compare.isolation)
+    left_out: tuple[str, ...] = ()   # checks left out by a supervisor, each with its reason (compare.supervisor)
 
 
 def resolve(request: Request, registry: Registry):
@@ -182,7 +182,7 @@ def _joined_family(request: Request, registry: Registry) -> str:
 def without_crashed(request: Request, registry: Registry, failed: tuple[VariantInfo, ...],
                     crashed: list[tuple[str, str]], no_timing: str = "") -> tuple[Request, tuple[VariantInfo, ...]]:
     """The request less the variants that crashed an earlier run (each reported as failed with its
-    reason), and less timing when it crashed (compare.isolation)."""
+    reason), and less timing when it crashed (compare.supervisor)."""
     if no_timing:
         request = dataclasses.replace(request, checks=tuple(c for c in request.checks if c != "timing"),
                                       left_out=request.left_out + (f"timing: {no_timing}",))
@@ -265,7 +265,7 @@ def run_timing(family, chosen, preset, request: Request, step) -> TimingSection:
             inputs = family.make_inputs(shape, dtype, "cuda", request.seed, request.input_kind)
             for mode in config.modes:
                 calls, control = timing.case_calls(family.bench_call, chosen, inputs, shape, mode, config.placements)
-                with isolation.running(tuple(v.name for v in chosen), f"timing {shape.label} {mode} {dtype_name}"):
+                with supervisor.running(tuple(v.name for v in chosen), f"timing {shape.label} {mode} {dtype_name}"):
                     cases.append(timing.time_case(calls, family.bytes_moved(shape, dtype, mode), copy_gbs,
                                                   shape.label, mode, config, step, dtype=dtype_name, control=control))
                 del calls, control

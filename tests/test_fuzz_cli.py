@@ -78,8 +78,8 @@ def _cases(tmp: Path):
         (["report", str(tmp / "cut.json")], "is not JSON"),
         (["report", str(tmp / "deep.json")], "is not JSON"),
         (["report", str(tmp / "binary.json")], "is not JSON"),
-        (["compare", "--variant", "x"], "expected NAME=PATH::FUNCTION"),
-        (["compare", "--variant", "n=git:::f"], "a git spec is git:REV:PATH::FUNCTION"),
+        (["compare", "--variant", "x"], "expected NAME=PATH::CALLABLE"),
+        (["compare", "--variant", "n=git:::f"], "a git spec is git:REV:PATH::"),
         (["compare", "--family", "nosuch"], "unknown family 'nosuch'"),
     ]
 

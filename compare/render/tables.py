@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from compare.isolation import CRASHES
+from compare.supervisor import CRASHES
 from compare.render import ir_tables
 from compare.results import IRSection, NumericsCase, NumericsSection, Report
 

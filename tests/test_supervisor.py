@@ -1,4 +1,4 @@
-"""Variant isolation and interrupted runs (compare/isolation.py, main.py): a variant that crashes its
+"""Variant isolation and interrupted runs (compare/supervisor.py, main.py): a variant that crashes its
 process is reported as failed and the others still come out; Ctrl-C and SIGTERM end a run with one
 line, exit 130 / 143, and leave no temporary trees or IR worker files behind."""
 import json
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from compare import isolation
+from compare import supervisor
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -55,29 +55,29 @@ def test_a_variant_that_segfaults_is_reported_and_the_others_come_out(tmp_path):
 FAKE_CHILD = '''\
 import os, signal, sys, json
 sys.path.insert(0, {root!r})
-from compare import isolation
+from compare import supervisor
 
 done = []
 for name in ("a", "b", "c"):
-    if name in dict(isolation.excluded()):
+    if name in dict(supervisor.excluded()):
         continue
-    with isolation.running((name,), "case of " + name):
+    with supervisor.running((name,), "case of " + name):
         if name == "b":
             try:
-                isolation.poisoned("b", "poisoned the CUDA context (RuntimeError: CUDA error: an illegal memory access)")
-            except isolation.ContextPoisoned:
-                sys.exit(isolation.POISONED_EXIT)
+                supervisor.poisoned("b", "poisoned the CUDA context (RuntimeError: CUDA error: an illegal memory access)")
+            except supervisor.ContextPoisoned:
+                sys.exit(supervisor.POISONED_EXIT)
         if name == "c":
             os.kill(os.getpid(), signal.SIGABRT)
     done.append(name)
-print(json.dumps({{"ran": done, "excluded": isolation.excluded()}}))
+print(json.dumps({{"ran": done, "excluded": supervisor.excluded()}}))
 '''
 
 
 def test_the_supervisor_reruns_without_each_variant_that_took_the_process_down(tmp_path, capfd):
     child = tmp_path / "child.py"
     child.write_text(FAKE_CHILD.format(root=str(ROOT)))
-    rc = isolation.supervise([sys.executable, str(child)])
+    rc = supervisor.supervise([sys.executable, str(child)])
     out, err = capfd.readouterr()
     assert rc == 0, err
     result = json.loads(out.strip().splitlines()[-1])
@@ -94,7 +94,7 @@ def test_the_supervisor_reruns_without_each_variant_that_took_the_process_down(t
 def test_a_crash_outside_any_variant_is_one_line_and_exit_1(tmp_path, capfd):
     child = tmp_path / "child.py"
     child.write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
-    assert isolation.supervise([sys.executable, str(child)]) == 1
+    assert supervisor.supervise([sys.executable, str(child)]) == 1
     assert capfd.readouterr().err.strip() == ("kernel-ab: error: the comparison crashed the process (SIGSEGV) "
                                               "outside any variant's launch; no report")
 
@@ -107,7 +107,7 @@ def test_a_crash_outside_any_variant_is_one_line_and_exit_1(tmp_path, capfd):
     ("InterpreterError: IndexError('index 3 is out of bounds')", False),
 ])
 def test_fatal_device_errors_are_told_from_a_variants_own_errors(message, fatal):
-    assert isolation.is_fatal(RuntimeError(message)) is fatal
+    assert supervisor.is_fatal(RuntimeError(message)) is fatal
 
 
 def _start(args, tmp, **kwargs):
