@@ -325,6 +325,10 @@ def run_numerics(request: Request, family, chosen, preset, backend: Backend, reg
                     f"--inputs all runs every case on every shape and trial")
     else:
         plan.append(f"every case on every shape, {len(full_seeds)} trials")
+    ops = [v.name for v in variants if v.kind == "op"]
+    if ops:
+        plan.append(f"op-level variants ({', '.join(ops)}) are called as their users call them: forward, the op's "
+                    f"result ({family.outputs[0]}) alone; backward, every gradient through autograd")
     cases = [numerics.run_case(family, variants, shape, dtype, backend, seeds, kind, step, direction, reference)
              for direction, dtype, kind, shape, seeds in numerics_plan(request, family, preset, directions)]
     return NumericsSection(backend.device, backend.note, tuple(cases), numerics.VERDICT_FACTOR, added, tuple(plan),

@@ -70,6 +70,8 @@ def test_numerics_run_at_op_level_forward_and_backward(report):
     status = {v["variant"]: v for v in forward["variants"]}
     assert status["old"]["status"] == status["new"]["status"] == "pass"
     assert [e["output"] for e in status["old"]["outputs"]] == ["y"]       # an op returns y, not the statistics
+    assert any(line.startswith("op-level variants (old, new) are called as their users call them")
+               for line in report["numerics"]["plan"])
     bits = {(p["a"], p["b"], p["output"]): p["n_diff"] for p in forward["pairs"]}
     assert bits[("old", "new", "y")] == 0                                  # the forward kernel did not change
     assert ("old", "torch", "mean") not in bits                            # only outputs both give are compared
