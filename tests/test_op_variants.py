@@ -209,6 +209,7 @@ def test_parse_op_specs():
     assert s.call == CallMap(("X", "W", "B", "num_channels", "num_groups"), (("eps", "eps"),))
     assert s.where == "git:HEAD:pkg/norm.py::Fn.apply(X, W, B, num_channels, num_groups, eps=eps)"
     assert parse("b=k.py::fwd,bwd").functions == ("fwd", "bwd")
+    assert parse("b=my (copy)/k.py::f(X)").path == "my (copy)/k.py"
     assert parse("b=k.py::fwd").call is None and parse("b=k.py::fwd()").call == CallMap(())
     for bad, message in [("c=k.py::Fn.apply(x, weight", "one list in parentheses at the end"),
                          ("c=k.py::f(x, x)", "argument x is passed twice"),

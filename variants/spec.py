@@ -101,13 +101,13 @@ def parse(text: str) -> Spec:
         raise BadSpec(f"--variant {text!r}: expected {FORMS}")
     if not _NAME.match(name):
         raise BadSpec(f"--variant {text!r}: variant name {name!r} must be an identifier (letters, digits, _ . -)")
-    head, paren, args = rest.partition("(")
-    where, sep, function = head.rpartition("::")
+    where, sep, tail = rest.rpartition("::")
+    function, paren, args = tail.partition("(")
     call = None
     if paren:
         if not args.endswith(")") or "(" in args[:-1] or ")" in args[:-1]:
             raise BadSpec(f"--variant {text!r}: an op's arguments are one list in parentheses at the end, "
-                          f"e.g. ::Fn.apply(x, weight, bias, eps)")
+                          f"e.g. ::Fn.apply(X, W, B, eps)")
         call = _call_map(args[:-1], text)
     function = function.strip()
     two = bool(_TWO_KERNELS.match(function))
