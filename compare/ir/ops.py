@@ -13,6 +13,7 @@ that op; a kernel that did not compile is "failed".
 """
 from __future__ import annotations
 
+from compare import supervisor
 from compare.ir.compile import Compiled, kernel_spec, run_worker
 from compare.ir.launches import Launch, LaunchRecorder
 from compare.results import IRKernelMatch
@@ -72,9 +73,12 @@ def compile_ops(ops, family, shape, dtype: str, capability: int, gpu: bool):
     offline: list[tuple[str, str, dict]] = []
     for v in ops:
         try:
-            launches = discover(v, family, shape, dtype, "cuda" if gpu else "cpu", warm=gpu)
+            with supervisor.running((v.name,), f"ir: running the op for {shape.label} {dtype} to find its kernels"):
+                launches = discover(v, family, shape, dtype, "cuda" if gpu else "cpu", warm=gpu)
         except Exception as exc:  # noqa: BLE001 - an op that crashes is reported, the others still compiled
             from compare.errors import summarize
+            if supervisor.is_fatal(exc):   # ... unless nothing can run after it (the supervisor reruns without it)
+                supervisor.poisoned(v.name, f"{supervisor.CRASHES[1]} ({summarize(exc)})")
             problems[v.name] = f"the op failed when run to find its kernels: {summarize(exc)}"
             continue
         if not launches:
