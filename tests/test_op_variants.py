@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 import main
 from compare.backend import configure
@@ -22,6 +24,13 @@ from tests.op_package import make_repo
 from variants import registry
 from variants.external import ExternalKernels
 from variants.spec import BadSpec, CallMap, parse
+
+
+@triton.jit
+def scale(X_ptr, n, BLOCK: tl.constexpr):   # launched by test_a_kernel_launched_with_two_specializations...
+    offsets = tl.arange(0, BLOCK)
+    tl.store(X_ptr + offsets, tl.load(X_ptr + offsets, mask=offsets < n) * 2, mask=offsets < n)
+
 
 ROOT = Path(__file__).resolve().parent.parent
 BACKEND = configure("auto")
@@ -82,7 +91,8 @@ def test_numerics_run_at_op_level_forward_and_backward(report):
     assert [e["output"] for e in status["old"]["outputs"]] == ["dx", "dW", "dB"]
     bits = {(p["a"], p["b"], p["output"]): p["n_diff"] for p in backward["pairs"]}
     assert bits[("old", "new", "dW")] == 0 and bits[("old", "new", "dB")] == 0
-    assert bits[("old", "new", "dx")] > 0             # the regrouped dx rounds differently somewhere
+    if not BACKEND.gpu:   # seen on the interpreter; compiled code may contract the two forms alike
+        assert bits[("old", "new", "dx")] > 0         # the regrouped dx rounds differently somewhere
 
 
 def test_timing_is_skipped_on_cpu_with_its_reason(report):
@@ -148,7 +158,7 @@ def test_the_op_passes_timing_calls_run_eagerly(repo):
     with kernels:
         family = reg.family("group_norm")
         shape = family.parse_shape(SHAPE).shapes[0]
-        inputs = family.make_inputs(shape, torch.float32, "cpu", 0)
+        inputs = family.make_inputs(shape, torch.float32, BACKEND.device, 0)
         v = reg.get("op")
         for mode in ("forward", "backward", "full"):
             fn = family.bench_call(v, inputs, shape, mode)
@@ -167,8 +177,8 @@ def test_recorded_launches_carry_the_jits_specialization(repo):
     with kernels:
         family = reg.family("group_norm")
         shape = family.parse_shape("2,8,2,16").shapes[0]
-        inputs = family.make_inputs(shape, torch.float32, "cpu", 0)
-        grads = family.alloc_grads(shape, torch.float32, "cpu")
+        inputs = family.make_inputs(shape, torch.float32, BACKEND.device, 0)
+        grads = family.alloc_grads(shape, torch.float32, BACKEND.device)
         with LaunchRecorder() as recorder:
             family.run_backward(reg.get("op"), inputs, grads, shape)
             family.run_backward(reg.get("op"), inputs, grads, shape)   # the same launches again: recorded once
@@ -183,14 +193,7 @@ def test_recorded_launches_carry_the_jits_specialization(repo):
 
 
 def test_a_kernel_launched_with_two_specializations_is_recorded_twice():
-    import triton
-    import triton.language as tl
-
-    @triton.jit
-    def scale(X_ptr, n, BLOCK: tl.constexpr):
-        offsets = tl.arange(0, BLOCK)
-        tl.store(X_ptr + offsets, tl.load(X_ptr + offsets, mask=offsets < n) * 2, mask=offsets < n)
-    x = torch.ones(32)
+    x = torch.ones(32, device=BACKEND.device)
     with LaunchRecorder() as recorder:
         scale[(1,)](x, 32, BLOCK=32)
         scale[(1,)](x, 32, BLOCK=32)
