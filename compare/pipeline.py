@@ -125,19 +125,43 @@ def _check_ir(request: Request) -> None:
 
 
 def _ir(request: Request, family, chosen, preset, backend: Backend, step) -> tuple:
-    """(IRSection or None, skipped reasons) for the preset's first shape."""
+    """(IR sections, skipped reasons) for the preset's first shape: a section per kernel (forward,
+    backward) the Triton variants do not all share; a kernel they all share is identical code, said so."""
     from compare import ir
-    if not any(v.kind in ("triton", "op") for v in chosen):
-        return None, ("ir: none of the variants is a Triton kernel or an op that launches them",)
+    triton = [v for v in chosen if v.kind == "triton"]
+    ops = [v for v in chosen if v.kind == "op"]
+    if not triton and not ops:
+        return (), ("ir: none of the variants is a Triton kernel or an op that launches them",)
     names = [n for d in resolve_matrix(request, family)[0] for n, fd in family.dtypes.items() if fd == d]
     first = names[0]   # one specialization: the first dtype asked for
-    skipped = (f"ir: {', '.join(names[1:])} (the compiled code is shown for {first}, the first dtype asked for)",
-               ) if names[1:] else ()
-    try:
-        return ir.run(family, chosen, preset.shapes[0], first, request.target, backend.gpu,
-                      request.stages or ir.STAGES, request.full, step=step), skipped
-    except RuntimeError as exc:
-        return None, (f"ir: {exc}",)
+    skipped = [f"ir: {', '.join(names[1:])} (the compiled code is shown for {first}, the first dtype asked for)"
+               ] if names[1:] else []
+    sections = []
+
+    def compile_(kernel: str, variants) -> None:
+        try:
+            sections.append(ir.run(family, variants, preset.shapes[0], first, request.target, backend.gpu,
+                                   request.stages or ir.STAGES, request.full, step=step, kernel=kernel))
+        except RuntimeError as exc:
+            skipped.append(f"ir {kernel}: {exc}")
+    for kernel in ("forward", "backward") if family.grads and triton else ("forward",) if triton else ():
+        found = [ir.kernel_of(family, v, kernel) for v in triton]
+        if any(k is None for k, _ in found):
+            continue
+        shared = len({(id(k), launcher) for k, launcher in found}) == 1
+        if shared and len(triton) > 1:
+            fn = getattr(found[0][0], "fn", found[0][0])
+            skipped.append(f"ir {kernel}: every variant runs the same {kernel} kernel ({fn.__module__}.{fn.__name__}): "
+                           "identical code, not compiled")
+            continue
+        if shared and kernel not in triton[0].own_kernels:
+            continue
+        compile_(kernel, [v for v in chosen if v.kind != "op" or not sections])   # ops join the first section
+    if ops and not sections:
+        compile_("forward", ops)
+    return tuple(sections), tuple(skipped)
+
+
 @contextlib.contextmanager
 def loaded(request: Request, registry: Registry) -> Iterator[tuple[Request, Registry, tuple[VariantInfo, ...]]]:
     """Load the request's --variant kernels for the length of the block (variants.external).
@@ -238,9 +262,9 @@ def run(request: Request, registry: Registry, backend: Backend,
         else:
             skipped.append("timing: needs a CUDA GPU and this run has none (Triton ran through its CPU "
                            "interpreter, whose speed says nothing about the GPU)")
-    ir_section = None
+    ir_sections = ()
     if "ir" in request.checks:
-        ir_section, ir_skipped = _ir(request, family, chosen, preset, backend, step)
+        ir_sections, ir_skipped = _ir(request, family, chosen, preset, backend, step)
         step.advance()
         skipped.extend(ir_skipped)
     dtype_names = ",".join(str(d).removeprefix("torch.") for d in resolve_matrix(request, family)[0])
@@ -248,7 +272,8 @@ def run(request: Request, registry: Registry, backend: Backend,
                   variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
                   x_name=preset.x_name, x_values=tuple(float(preset.x_value(s)) for s in preset.shapes),
                   shape_params=tuple(json.dumps(s.as_dict(), sort_keys=True) for s in preset.shapes),
-                  numerics=numerics_section, timing=timing_section, ir=ir_section, skipped=tuple(skipped))
+                  numerics=numerics_section, timing=timing_section, ir=(ir_sections or (None,))[0],
+                  ir_kernels=ir_sections[1:], skipped=tuple(skipped))
 
 
 def run_timing(family, chosen, preset, request: Request, step) -> TimingSection:

@@ -284,6 +284,7 @@ class IRSection:
     variants: tuple[IRVariant, ...]
     pairs: tuple[IRPair, ...]
     kernels: tuple[IRKernelMatch, ...] = ()   # op-level variants' launched kernels, paired by name
+    kernel: str = "forward"   # which kernel of the variants this section compares: "forward", "backward", ...
 
 
 # ---------------------------------------------------------------- report
@@ -335,8 +336,14 @@ class Report:
     numerics: Optional[NumericsSection] = None
     timing: Optional[TimingSection] = None
     ir: Optional[IRSection] = None
+    ir_kernels: tuple[IRSection, ...] = ()   # further kernels compared (e.g. the backward), one section each
     skipped: tuple[str, ...] = ()    # sections not run, each with its reason
     schema_version: int = SCHEMA_VERSION
+
+    @property
+    def ir_sections(self) -> tuple[IRSection, ...]:
+        """Every compiled-code section, the first (`ir`) first."""
+        return ((self.ir,) if self.ir is not None else ()) + self.ir_kernels
 
 
 # ---------------------------------------------------------------- JSON form

@@ -12,7 +12,7 @@ from pathlib import Path
 from variants.group_norm import FAMILY
 
 
-def _load_mutated(tmp_path: Path, module, name: str, old: str, new: str, count: int):
+def load_mutated(tmp_path: Path, module, name: str, old: str, new: str, count: int):
     """`module`'s source with `old` replaced by `new` (which must occur `count` times), imported from a file."""
     source = inspect.getsource(module)
     found = source.count(old)
@@ -28,7 +28,7 @@ def _load_mutated(tmp_path: Path, module, name: str, old: str, new: str, count: 
 
 def mutant(tmp_path: Path, base_module, name: str, old: str, new: str, count: int = 1):
     """A forward variant: `base_module` (a variant file) with one edit."""
-    module, path = _load_mutated(tmp_path, base_module, name, old, new, count)
+    module, path = load_mutated(tmp_path, base_module, name, old, new, count)
     return FAMILY.triton_variant(name, f"planted fault: {new.strip()}", str(path), forward=module.group_norm_forward)
 
 
@@ -36,4 +36,4 @@ def mutant_backward(tmp_path: Path, name: str, old: str, new: str, count: int = 
     """The shared backward kernel (variants/group_norm/backward.py) with one edit: its @triton.jit
     function, to give a variant as its backward kernel (`triton_variant(..., backward=...)`)."""
     import variants.group_norm.backward as backward
-    return _load_mutated(tmp_path, backward, name, old, new, count)[0].group_norm_backward
+    return load_mutated(tmp_path, backward, name, old, new, count)[0].group_norm_backward

@@ -238,6 +238,10 @@ class Family(abc.ABC):
         """The backward kernel a Triton variant runs: its own, else the family's shared one."""
         return variant.backward_kernel if variant.backward_kernel is not None else self.shared_backward()
 
+    def backward_launch_of(self, variant: Variant) -> Callable[..., Callable[[], None]]:
+        """How a Triton variant's backward kernel is launched: its own launcher, else `backward_call`."""
+        return variant.backward_launcher or self.backward_call
+
     def backward_unsupported(self, variant: Variant) -> Optional[str]:
         """Why `run_backward` cannot run this variant's backward, or None if it can."""
         if not self.grads:
@@ -261,7 +265,7 @@ class Family(abc.ABC):
             return
         saved = self.alloc_outputs(shape, inputs.x.dtype, inputs.x.device)
         variant.run(inputs, saved, shape)
-        self.backward_call(self.backward_kernel_of(variant), inputs, saved, grads, shape)()
+        self.backward_launch_of(variant)(self.backward_kernel_of(variant), inputs, saved, grads, shape)()
 
     def bench_call(self, variant: Variant, inputs: Inputs, shape, mode: str,
                    buffers: Optional[dict] = None) -> Callable[[], None]:
@@ -295,10 +299,11 @@ class Family(abc.ABC):
         if variant.op is None:
             forward()
             grads = _shared(buffers, "grads", lambda: self.alloc_grads(shape, x.dtype, x.device))
-            kernel = self.backward_kernel_of(variant)
-            backward = self.backward_call(kernel, inputs, outputs, grads, shape)
+            kernel, launch = self.backward_kernel_of(variant), self.backward_launch_of(variant)
+            backward = launch(kernel, inputs, outputs, grads, shape)
             if mode == "backward":
-                return _timed(backward, ("backward", id(kernel), getattr(kernel, "__name__", "")))
+                return _timed(backward, ("backward", id(kernel), getattr(kernel, "__name__", ""),
+                                         getattr(launch, "__name__", "")))
 
             def full():
                 forward()

@@ -69,16 +69,17 @@ class RowShape:
         return {"rows": self.rows, "cols": self.cols, "eps": self.eps}
 
 
-def presets(family: str) -> dict[str, Preset]:
-    """The spec's presets: `default` small for the CPU interpreter, `llm` rows 4096 x hidden 1024..16384."""
+def presets(family: str, make=RowShape, suffix: str = "", why: str = "") -> dict[str, Preset]:
+    """The spec's presets: `default` small for the CPU interpreter, `llm` rows 4096 x hidden 1024..16384,
+    and edge cases; `make(rows, cols)` builds a shape, `suffix` and `why` name and describe a variation."""
     return {p.name: p for p in (
-        Preset("default", f"small {family} shapes the CPU interpreter runs in seconds: 64 rows, hidden 64, 200, 512",
-               tuple(RowShape(64, c) for c in (64, 200, 512)), x_name="cols"),
-        Preset("llm", "an LLM's activations: 4096 rows (batch 4 x sequence 1024), hidden 1024..16384",
-               tuple(RowShape(4096, c) for c in (1024, 2048, 4096, 8192, 16384)), x_name="cols"),
-        Preset("llm4096", "the llm preset's hidden 4096 alone", (RowShape(4096, 4096),), x_name="cols"),
-        Preset("edge", "edge cases: one row of one element; hidden not a power of two; one long row",
-               (RowShape(1, 1), RowShape(3, 1000), RowShape(2, 40000)), x_name="cols"),
+        Preset(f"default{suffix}", f"small {family} shapes the CPU interpreter runs in seconds: 64 rows, "
+               f"hidden 64, 200, 512{why}", tuple(make(64, c) for c in (64, 200, 512)), x_name="cols"),
+        Preset(f"llm{suffix}", f"an LLM's activations: 4096 rows (batch 4 x sequence 1024), hidden 1024..16384{why}",
+               tuple(make(4096, c) for c in (1024, 2048, 4096, 8192, 16384)), x_name="cols"),
+        Preset(f"llm4096{suffix}", f"the llm preset's hidden 4096 alone{why}", (make(4096, 4096),), x_name="cols"),
+        Preset(f"edge{suffix}", f"edge cases: one row of one element; hidden not a power of two; one long row{why}",
+               (make(1, 1), make(3, 1000), make(2, 40000)), x_name="cols"),
     )}
 
 

@@ -31,6 +31,9 @@ class Variant:
     backward_kernel: Any = None          # the variant's own backward kernel, if it brings one
     op: Callable[..., Any] | None = None   # the op, called with canonical arguments (autograd runs back through it)
     op_order: tuple[str, ...] = ()       # the canonical argument names in the order `op` takes them (() : op_params)
+    # a launcher of its own for its backward kernel, with Family.backward_call's signature, when that kernel
+    # launches differently from the family's (e.g. one program per row instead of persistent programs)
+    backward_launcher: Callable[..., Callable[[], None]] | None = None
 
     def __post_init__(self):
         if not NAME.match(self.name):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from compare.ir.compile import (STAGES, CompileCache, TargetError, capability, describe, recorded_launch,
-                                specialization)
+from compare.ir.compile import (STAGES, CompileCache, TargetError, capability, describe, launcher_name,
+                                recorded_launch, specialization)
 from compare.ir import ops as op_ir
 from compare.ir.diff import raw_changed_lines, raw_diff_length, unified
 from compare.ir.normalize import clean, rename
@@ -62,9 +62,9 @@ def _pair(a, b, stages, full: bool) -> IRPair:
 
 
 def run(family, variants, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: bool = False, stages=STAGES,
-        full: bool = False, cache: CompileCache | None = None, step=lambda _: None) -> IRSection:
-    """Compile, summarize and diff the forward kernels of `variants` (the first is the baseline) for one
-    shape and dtype, as `family`'s launcher runs them.
+        full: bool = False, cache: CompileCache | None = None, step=lambda _: None, kernel: str = "forward") -> IRSection:
+    """Compile, summarize and diff the `kernel` ("forward" or "backward") each of `variants` runs (the first
+    is the baseline), for one shape and dtype, as `family`'s launcher runs it.
 
     On a GPU (`gpu=True`) the kernels are the ones Triton launched for that GPU and `target` is
     ignored; otherwise they are compiled offline for `target`. Op-level variants (kind "op")
@@ -74,13 +74,16 @@ def run(family, variants, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: 
     cache = cache or CompileCache()
     triton_variants = [v for v in variants if v.kind == "triton"]
     op_variants = [v for v in variants if v.kind == "op"]
-    step(f"IR: compiling {len(triton_variants)} variants for {shape.label}, {dtype}"
+    step(f"IR: compiling the {kernel} kernels of {len(triton_variants)} variants for {shape.label}, {dtype}"
          + ("" if gpu else f", {target} (offline)"))
-    kernels = [(v.name, family.forward_kernel_of(v), v.import_roots) for v in triton_variants]
-    compiled = cache.compile(family, kernels, shape, dtype, target, launched=gpu) if kernels else []
+    kernels = []
+    for v in triton_variants:
+        fn, launcher = kernel_of(family, v, kernel)
+        kernels.append((v.name, fn, v.import_roots, launcher))
+    compiled = cache.compile(family, kernels, shape, dtype, target, launched=gpu, role=kernel) if kernels else []
     spec = ""
     if kernels:
-        args, kwargs = recorded_launch(family, "forward", shape, dtype)
+        args, kwargs = recorded_launch(family, kernel, shape, dtype, kernels[0][3])
         spec = describe(specialization(kernels[0][1], args, kwargs))
     if gpu and spec:
         spec = f"the JIT's own for the launcher's arguments (offline it would assume: {spec})"
@@ -111,4 +114,11 @@ def run(family, variants, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: 
                  + f", listed as OP{op_ir.SEPARATOR}KERNEL and paired by kernel name")
     mode = "launched" if gpu else "offline"
     return IRSection(mode, target if not gpu else "the GPU's", shape.label, dtype, spec, note, stages,
-                     tuple(rows), pairs, matches)
+                     tuple(rows), pairs, matches, kernel)
+
+
+def kernel_of(family, variant, kernel: str) -> tuple:
+    """(the @triton.jit kernel, the name of its launcher) a Triton variant runs for `kernel` (forward or backward)."""
+    if kernel == "forward":
+        return family.forward_kernel_of(variant), ""
+    return family.backward_kernel_of(variant), launcher_name(family, variant.backward_launcher)

@@ -83,9 +83,19 @@ class _Recorder:
         return lambda *args, **kwargs: self.calls.append((grid, args, kwargs))
 
 
-def recorded_launch(family, role: str, shape, dtype: str) -> tuple[tuple, dict]:
+def launcher_name(family, launcher) -> str:
+    """The name of a family method launching a backward kernel ("" for the family's `backward_call`), for the worker."""
+    if launcher is None or getattr(launcher, "__func__", None) is type(family).backward_call:
+        return ""
+    if getattr(launcher, "__self__", None) is not family:
+        raise ValueError(f"a backward launcher must be a method of family {family.name}, got {launcher!r}")
+    return launcher.__name__
+
+
+def recorded_launch(family, role: str, shape, dtype: str, launcher: str = "") -> tuple[tuple, dict]:
     """(args, kwargs) the family's launcher passes its `role` kernel for `shape` in `dtype`, from a
-    launch on meta tensors (nothing is computed, nothing allocated on a device)."""
+    launch on meta tensors (nothing is computed, nothing allocated on a device). `launcher` names a
+    family method to launch a backward kernel with instead of `backward_call`."""
     import torch
     torch_dtype = family.dtypes[dtype]
     rec = _Recorder()
@@ -95,7 +105,8 @@ def recorded_launch(family, role: str, shape, dtype: str) -> tuple[tuple, dict]:
         if role == "forward":
             family.launch_forward(rec, inputs, outputs, shape)
         else:
-            family.backward_call(rec, inputs, outputs, family.alloc_grads(shape, torch_dtype, "meta"), shape)()
+            launch = getattr(family, launcher or "backward_call")
+            launch(rec, inputs, outputs, family.alloc_grads(shape, torch_dtype, "meta"), shape)()
     if len(rec.calls) != 1:
         raise RuntimeError(f"family {family.name}'s {role} launcher launched {len(rec.calls)} kernels; expected one")
     return rec.calls[0][1], rec.calls[0][2]
@@ -156,7 +167,8 @@ def describe(spec: dict) -> str:
     parts = []
     for name, ty in spec["signature"].items():
         if ty == "constexpr":
-            parts.append(f"{name}={spec['constexprs'][name]}")
+            value = spec["constexprs"][name]
+            parts.append(f"{name}={value['tl_dtype'] if isinstance(value, dict) else value}")
         else:
             parts.append(f"{name}:{ty}{' (div16)' if name in spec['divisible_by_16'] else ''}")
     parts.extend(f"{k}={v}" for k, v in spec.get("options", {}).items())
@@ -194,13 +206,16 @@ class CompileCache:
         self._done: dict[tuple, Compiled] = {}
 
     def compile(self, family, kernels, shape, dtype: str, target: str, launched: bool, role: str = "forward") -> list[Compiled]:
-        """Compile `kernels`, (name, @triton.jit kernel, import roots) each, as the family's `role` launcher runs them."""
+        """Compile `kernels`, (name, @triton.jit kernel, import roots[, launcher name]) each, as the family's
+        `role` launcher (or the named one) runs them."""
         cap = capability(target)
         mode = "launched" if launched else "offline"
-        args, kwargs = recorded_launch(family, role, shape, dtype)
         keyed = []
-        for name, kernel, roots in kernels:
-            spec = {**kernel_spec(name, kernel, roots), "specialization": specialization(kernel, args, kwargs)}
+        for name, kernel, roots, *launcher in kernels:
+            launcher = launcher[0] if launcher else ""
+            args, kwargs = recorded_launch(family, role, shape, dtype, launcher)
+            spec = {**kernel_spec(name, kernel, roots), "specialization": specialization(kernel, args, kwargs),
+                    "launcher": launcher}
             keyed.append((name, spec, (json.dumps(spec, sort_keys=True), cap, mode, dtype, role)))
         todo = [(n, spec, key) for n, spec, key in keyed if key not in self._done]
         if todo:

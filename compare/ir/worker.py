@@ -126,7 +126,7 @@ def _launched_kernels(fn) -> list:
     return list(unique.values())
 
 
-def compile_launched(fn, req: dict):
+def compile_launched(fn, spec: dict, req: dict):
     """Launch `fn` once through the family's launcher on the GPU, and return the kernel the JIT compiled."""
     import torch
     family = _family(req)
@@ -137,7 +137,8 @@ def compile_launched(fn, req: dict):
     if req.get("role", "forward") == "forward":
         family.launch_forward(fn, inputs, outputs, shape)
     else:
-        family.backward_call(fn, inputs, outputs, family.alloc_grads(shape, dtype, "cuda"), shape)()
+        launch = getattr(family, spec.get("launcher") or "backward_call")
+        launch(fn, inputs, outputs, family.alloc_grads(shape, dtype, "cuda"), shape)()
     torch.cuda.synchronize()
     kernels = _launched_kernels(fn)
     if len(kernels) != 1:
@@ -186,7 +187,7 @@ def compile_one(spec: dict, req: dict) -> dict:
     """Every stage and the resource usage of one kernel, or its error."""
     try:
         fn = load_kernel(spec)
-        kernel = compile_launched(fn, req) if req["mode"] == "launched" else compile_offline(fn, spec, req)
+        kernel = compile_launched(fn, spec, req) if req["mode"] == "launched" else compile_offline(fn, spec, req)
         return describe(kernel, spec["name"], req["mode"] == "launched")
     except Exception as exc:  # reported per kernel: one failing variant must not hide the others
         return failed(spec["name"], exc)

@@ -152,10 +152,11 @@ def diff_rows(section: IRSection) -> tuple:
 
 def ir_summary(section: IRSection, baseline: str) -> list[tuple[str, str]]:
     """Verdict lines: failed compiles, pointer-carrying loops per stage, diff sizes and registers."""
+    ir = "ir" if section.kernel == "forward" else f"ir {section.kernel}"
     lines = _kernel_lines(section)
     for v in section.variants:
         if v.status != "ok":
-            lines.append(("fail", f"ir: {v.variant} did not compile: {v.error.splitlines()[0] if v.error else '?'}"))
+            lines.append(("fail", f"{ir}: {v.variant} did not compile: {v.error.splitlines()[0] if v.error else '?'}"))
     ok = [v for v in section.variants if v.status == "ok"]
     for stage in section.stages:
         if stage == "sass":
@@ -167,15 +168,15 @@ def ir_summary(section: IRSection, baseline: str) -> list[tuple[str, str]]:
             parts.append(f"{v.variant} " + (", ".join(f"loop {l.path} carries {l.carried_pointers} pointer"
                                                      f"{'s' if l.carried_pointers != 1 else ''}" for l in carrying)
                                             or "no loop carries a pointer"))
-        lines.append(("info", f"ir {STAGE_TITLES[stage]}: " + "; ".join(parts)))
+        lines.append(("info", f"{ir} {STAGE_TITLES[stage]}: " + "; ".join(parts)))
     for p in section.pairs:
         sizes = ", ".join(f"{STAGE_TITLES[d.stage]} {'=' if d.identical else d.diff_lines}/{d.raw_diff_lines}"
                           for d in p.stages)
-        lines.append(("info", f"ir diff {p.b} vs {p.a} (normalized/raw diff lines): {sizes}"))
+        lines.append(("info", f"{ir} diff {p.b} vs {p.a} (normalized/raw diff lines): {sizes}"))
     if ok:
         regs = ", ".join(f"{v.variant} {v.registers} regs {v.spill_bytes} B spilled" for v in ok)
         level = "warn" if any(v.spill_bytes > 0 for v in ok) else "info"
-        lines.append((level, f"ir resources: {regs}"))
+        lines.append((level, f"{ir} resources: {regs}"))
     return lines
 
 
@@ -185,7 +186,8 @@ def diff_blocks(section: IRSection) -> list[DiffBlock]:
     for p in section.pairs:
         for d in p.stages:
             if not d.identical:
-                blocks.append(DiffBlock(f"{STAGE_TITLES[d.stage]}: {p.a} -> {p.b}, {d.changed_lines} changed lines "
+                kernel = "" if section.kernel == "forward" else f" ({section.kernel} kernel)"
+                blocks.append(DiffBlock(f"{STAGE_TITLES[d.stage]}{kernel}: {p.a} -> {p.b}, {d.changed_lines} changed lines "
                                         f"(raw diff {d.raw_diff_lines} lines)", d.diff, "diff", p.a, p.b))
     for v in section.variants:
         for s in v.stages:

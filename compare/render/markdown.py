@@ -70,9 +70,9 @@ def render(report: Report, limit: int = COMMENT_LIMIT) -> str:
     head += ["", _table(variants_table(report)), ""]
     head_text = "\n".join(head)
     extras = [() for _ in sections]
-    if report.ir is not None:   # the diffs go with the compiled-code section
-        at = next(i for i, s in enumerate(sections) if s.title == IR_TITLE)
-        extras[at] = tuple(_ir_diff(block) for block in diff_blocks(report.ir))
+    ir_at = [i for i, s in enumerate(sections) if s.title.startswith(IR_TITLE)]
+    for at, ir in zip(ir_at, report.ir_sections):   # the diffs go with their compiled-code section
+        extras[at] = tuple(_ir_diff(block) for block in diff_blocks(ir))
     tail = "\n".join(["<details><summary>Environment</summary>", "",
                       *(f"- {line}" for line in environment_lines(report)), "", "</details>", ""])
     text = head_text + "".join(_section(s, e) for s, e in zip(sections, extras)) + tail

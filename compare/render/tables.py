@@ -201,9 +201,9 @@ def build(report: Report) -> tuple[Summary, list[Section]]:
         intro = [f"GPU: {report.timing.gpu}; device-to-device copy {report.timing.copy_gbs:.0f} GB/s (read + write)"]
         intro.extend(f"{name}: compiled in {sec:.1f} s (reported, not timed)" for name, sec in report.timing.compile_seconds)
         sections.append(Section("Timing", tuple(intro), tuple(timing_table(c, legend) for c in report.timing.cases)))
-    if report.ir is not None:
-        summary.extend(ir_tables.ir_summary(report.ir, report.baseline))
-        sections.append(ir_section(report.ir))
+    for ir in report.ir_sections:
+        summary.extend(ir_tables.ir_summary(ir, report.baseline))
+        sections.append(ir_section(ir))
     for reason in report.skipped:
         summary.append(("skip", f"skipped: {reason}"))
     return Summary(tuple(summary)), sections
@@ -213,6 +213,7 @@ def ir_section(section: IRSection) -> Section:
     """The compiled-code section: resources, then per stage the loop nest and the global memory ops,
     then the sizes of the normalized diffs next to the raw ones (the diff text is in `ir_tables.diff_blocks`)."""
     where = f"{section.mode}, target {section.target}"
+    heading = IR_TITLE if section.kernel == "forward" else f"{IR_TITLE}: {section.kernel} kernel"
     intro = (f"{section.shape}, {section.dtype}; {where}; {section.note}",
              f"specialization: {section.specialization}")
     tables = [Table("Resources per thread", ("variant", "compiled", "registers", "spills", "stack", "shared",
@@ -234,7 +235,7 @@ def ir_section(section: IRSection) -> Section:
         tables.append(Table("Normalized diff against raw diff", ("A", "B", "stage", "changed", "diff lines",
                                                                  "raw changed", "raw diff lines", "diff / raw"),
                             ir_tables.diff_rows(section), ir_tables.DIFF_LEGEND))
-    return Section(IR_TITLE, intro, tuple(tables))
+    return Section(heading, intro, tuple(tables))
 
 
 def variants_table(report: Report) -> Table:

@@ -47,7 +47,7 @@ _SIDE_MARK = {"~": "|", "-": "<", "+": ">", "@": "", " ": ""}
 
 def _ir_diffs(console: Console, report: Report) -> None:
     """The normalized IR diffs side by side (A left, B right); --full listings as they are."""
-    for block in diff_blocks(report.ir):
+    for block in (b for ir in report.ir_sections for b in diff_blocks(ir)):
         console.rule(Text(block.title))
         if block.kind == "listing":
             console.print(Text(block.text))
@@ -78,7 +78,7 @@ def render(report: Report, console: Console | None = None) -> None:
             console.print(Text(line))
         for table in section.tables:
             _table(console, table)
-    if report.ir is not None:
+    if report.ir_sections:
         _ir_diffs(console, report)
     console.rule(Text("Environment"))
     for line in environment_lines(report):
