@@ -1,18 +1,26 @@
 """layer_norm and rms_norm on the CPU interpreter: three families listed; their variants pass against the
 float64 reference, forward and backward; planted faults in a backward kernel and in a forward are caught;
 backward kernels load with --variant by their parameters; the IR says which kernel differs."""
+import inspect
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
 import main
 from compare import numerics, pipeline
 from compare.backend import configure
+from compare.results import from_dict
 from tests.planted import load_mutated
 from variants import registry
 
 BACKEND = configure("auto")
 REG = registry()
 LN, RMS = REG.family("layer_norm"), REG.family("rms_norm")
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(family, names, shape, direction="forward", dtype=torch.float32, extra=()):
@@ -131,3 +139,29 @@ def test_the_atomic_backward_is_compiled_as_its_own_launcher_runs_it():
     _, persistent = recorded_launch(LN, "backward", shape, "float32")
     assert persistent["rows_per_program"] == 32       # 4096 rows over the 132 programs of an offline sm_90 compile
     assert persistent["num_warps"] == kwargs["num_warps"] == 4
+
+
+def test_every_familys_kernels_take_the_parameters_its_launchers_pass():
+    """--variant tells a forward kernel from a backward one by these lists: they must be what the
+    family's own kernels (each variant's and the shared ones) take."""
+    for family in REG.families.values():
+        for v in REG.variants(family.name):
+            if v.kind != "triton":
+                continue
+            for kernel, params in ((family.forward_kernel_of(v), family.forward_params),
+                                   (family.backward_kernel_of(v), family.backward_params)):
+                if kernel is not None:
+                    assert tuple(inspect.signature(kernel.fn).parameters) == params, (family.name, v.name)
+
+
+@pytest.mark.parametrize("family", ["layer_norm", "rms_norm"])
+def test_compare_family_runs_numerics_from_the_command_line(family, tmp_path):
+    out = tmp_path / "report.json"
+    r = subprocess.run([sys.executable, "main.py", "compare", "--family", family, "--check", "numerics",
+                        "--check", "backward", "--inputs", "normal", "--trials", "1", "--quiet", "--json", str(out)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    report = from_dict(json.loads(out.read_text()))
+    assert report.family == family and report.baseline == REG.family(family).default_pair[0]
+    assert {c.direction for c in report.numerics.cases} == {"forward", "backward"}
+    assert all(v.status == "pass" for c in report.numerics.cases for v in c.variants)
