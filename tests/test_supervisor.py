@@ -148,3 +148,24 @@ def test_an_interrupted_run_is_one_line_and_leaves_nothing_behind(how, args, pre
     assert proc.returncode == code, err
     assert err.strip().splitlines() == [line]
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.gpu
+def test_a_variant_that_poisons_the_cuda_context_is_reported_and_the_others_come_out(tmp_path):
+    """Compiled, the same out-of-bounds load is an illegal address: every later launch in the process
+    would fail. The supervisor reruns without the variant; the others' numerics come out."""
+    kernel = tmp_path / "bad.py"
+    kernel.write_text(SEGFAULTING)
+    out = tmp_path / "r.json"
+    r = subprocess.run([sys.executable, "main.py", "compare", "explicit_offset", "--variant",
+                        f"bad={kernel}::group_norm_forward", "--shape", "2,8,2,16", "--check", "numerics",
+                        "--inputs", "normal", "--trials", "1", "--quiet", "--json", str(out)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr
+    report = json.loads(out.read_text())
+    bad = next(v for v in report["variants"] if v["name"] == "bad")
+    assert bad["status"] == "failed" and bad["error"].startswith(("poisoned the CUDA context", "crashed the process"))
+    (case,) = report["numerics"]["cases"]
+    statuses = {v["variant"]: v["status"] for v in case["variants"]}
+    assert statuses["explicit_offset"] == "pass" and "bad" not in statuses
