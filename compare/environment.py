@@ -40,6 +40,13 @@ def _nvidia_smi(query: str) -> str:
     return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else ""
 
 
+def _as_typed(argv: list[str]) -> list[str]:
+    """The command as the user typed it: `kernel-ab ...` for the console command, else `python main.py ...`."""
+    if argv and os.path.basename(argv[0]) == "kernel-ab":
+        return ["kernel-ab", *argv[1:]]
+    return ["python", *argv]
+
+
 def collect(backend: Backend, argv: list[str] | None = None) -> Environment:
     import torch
     import triton
@@ -59,6 +66,6 @@ def collect(backend: Backend, argv: list[str] | None = None) -> Environment:
         gpu_name=gpu_name, gpu_count=count, driver=driver, cuda=cuda,
         torch=torch.__version__, triton=triton.__version__, python=platform.python_version(),
         platform=platform.platform(), clocks=clocks, git_commit=commit, git_dirty=dirty,
-        command=" ".join(shlex.quote(a) for a in ["python", *argv]),
+        command=" ".join(shlex.quote(a) for a in _as_typed(argv)),
         time_utc=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
     )

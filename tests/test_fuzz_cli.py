@@ -139,3 +139,15 @@ def test_readme_first_commands_are_what_ci_runs_in_a_fresh_venv():
     assert second.endswith("&& python3 -m pytest -q -rs")
     ci = (ROOT / ".ci" / "run").read_text()
     assert "python3 -m venv" in ci and "readme_commands.py" in ci and "set -euo pipefail" in ci
+
+
+def test_the_installed_kernel_ab_command_names_itself():
+    import shutil
+    import subprocess
+    exe = shutil.which("kernel-ab")
+    if exe is None:
+        pytest.skip("kernel-ab is not installed here (pip install -e . puts it on PATH; CI's fresh venv has it)")
+    r = subprocess.run([exe, "compare", "--trials", "x"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip().splitlines() == [
+        "kernel-ab: error: argument --trials: invalid int value: 'x' (see `kernel-ab compare --help`)"]
