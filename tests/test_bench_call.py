@@ -66,3 +66,16 @@ def test_a_call_that_cannot_be_built_becomes_a_failing_entry():
         assert "no backward" in str(exc)
     else:
         raise AssertionError("the failing entry did not raise")
+
+
+def test_variants_sharing_the_familys_forward_time_identical_code_and_their_own_backwards_do_not():
+    """layer_norm's variants bring only backward kernels: their forwards run the one shared kernel."""
+    reg = registry()
+    family = reg.family("layer_norm")
+    shape = family.parse_shape("8,40").shapes[0]
+    inputs = family.make_inputs(shape, torch.float32, BACKEND.device, 0)
+    names = ("bwd_pointer_mutation", "bwd_explicit_offset", "bwd_atomic")
+    codes = {mode: [family.bench_call(reg.get(n, "layer_norm"), inputs, shape, mode).timed_code for n in names]
+             for mode in ("forward", "backward", "full")}
+    assert len(set(codes["forward"])) == 1
+    assert len(set(codes["backward"])) == 3 and len(set(codes["full"])) == 3

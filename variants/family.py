@@ -279,8 +279,9 @@ class Family(abc.ABC):
         taken from it (made on first use), so every variant writes to the same addresses and where a
         buffer lands cannot favour one of them. The closure's `timed_code` says what compiled code its
         timed pass runs, so the comparison can tell two variants timing the same kernel apart from two
-        that differ: a Triton backward is its backward kernel alone; anything else is keyed by the variant
-        (never claimed identical), and ops are None (not known). Op-level variants give an `OpPass`
+        that differ: a Triton pass is keyed by the kernels it runs (forward: the forward kernel; backward:
+        the backward kernel and its launcher; full: both), so variants that share the family's kernel for
+        a pass time the same code; ops are None (not known). Op-level variants give an `OpPass`
         (variants/ops.py): the op as training calls it, able to capture itself in CUDA graphs; it
         allocates what the op allocates, so `buffers` does not apply to it."""
         if mode not in MODES:
@@ -294,21 +295,23 @@ class Family(abc.ABC):
 
         def forward():
             variant.run(inputs, outputs, shape)
-        if mode == "forward":
-            return _timed(forward, None if variant.op is not None else ("forward", variant.name))
+        fwd = self.forward_kernel_of(variant) if variant.kind == "triton" else None
+        forward_code = ("forward", id(fwd), getattr(fwd, "__name__", "")) if fwd is not None else ("forward", variant.name)
+        if mode == "forward":   # Triton variants sharing the family's forward kernel time the same code
+            return _timed(forward, None if variant.op is not None else forward_code)
         if variant.op is None:
             forward()
             grads = _shared(buffers, "grads", lambda: self.alloc_grads(shape, x.dtype, x.device))
             kernel, launch = self.backward_kernel_of(variant), self.backward_launch_of(variant)
             backward = launch(kernel, inputs, outputs, grads, shape)
+            backward_code = ("backward", id(kernel), getattr(kernel, "__name__", ""), getattr(launch, "__name__", ""))
             if mode == "backward":
-                return _timed(backward, ("backward", id(kernel), getattr(kernel, "__name__", ""),
-                                         getattr(launch, "__name__", "")))
+                return _timed(backward, backward_code)
 
             def full():
                 forward()
                 backward()
-            return _timed(full, ("full", variant.name))
+            return _timed(full, ("full", forward_code, backward_code))
         call, leaves = self.op_call(variant.op, inputs, shape, variant.op_order or None)
         tensors = tuple(leaves.values())
         if mode == "backward":
