@@ -18,22 +18,26 @@ case "$family" in
     rms_norm)   ALL="pointer_mutation explicit_offset torch inductor"; PAIR="pointer_mutation explicit_offset";;
     *) echo "row_reports.sh: unknown family $family (layer_norm or rms_norm)" >&2; exit 2;;
 esac
+T0=$(date +%s); BUDGET_S=${BUDGET_S:-540}   # every step stops by the deadline
 run() {  # run NAME SECONDS COMMAND...: with a time limit, logged to $W/NAME.log, recorded in $W/steps.txt
     local name=$1 limit=$2 start=$(date +%s); shift 2
+    local left=$(( BUDGET_S - (start - T0) ))
+    if [ "$left" -lt "$limit" ]; then limit=$left; fi
+    if [ "$limit" -lt 20 ]; then echo "$name: not run (out of time): $*" | tee -a "$W/steps.txt"; return; fi
     echo "\$ $*" > "$W/$name.log"
     timeout "$limit" "$@" >> "$W/$name.log" 2>&1
     echo "$name: rc=$?, $(( $(date +%s) - start )) s: $*" | tee -a "$W/steps.txt"
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv > "$W/gpu.txt" 2>&1
-run llm 300 python3 main.py compare --family "$family" $ALL --preset llm --modes forward,backward,full --trials 2 \
-    --out "$W/llm"
-run numerics 120 python3 main.py compare --family "$family" $PAIR --check numerics --check backward --inputs all \
+run llm 330 python3 main.py compare --family "$family" $ALL --preset llm --modes forward,backward,full --trials 2 \
+    --max-seconds 4 --out "$W/llm"
+run numerics 100 python3 main.py compare --family "$family" $PAIR --check numerics --check backward --inputs all \
     --dtype all --out "$W/numerics"
 if [ "$family" = rms_norm ]; then
-    run numerics_gemma 90 python3 main.py compare --family rms_norm $PAIR --preset default_gemma --check numerics \
+    run numerics_gemma 80 python3 main.py compare --family rms_norm $PAIR --preset default_gemma --check numerics \
         --check backward --inputs all --dtype all --out "$W/numerics_gemma"
 fi
-run pytest 60 python3 -m pytest -q -rs -p no:cacheprovider tests/test_row_families.py
+run pytest 50 python3 -m pytest -q -rs -p no:cacheprovider tests/test_row_families.py
 for f in "$W"/*.log; do echo "== $f"; tail -n 3 "$f"; done
 tar czf "$OUT/row_reports_$family.tgz" -C "$W" .
 cp "$W/steps.txt" "$OUT/" 2>/dev/null
