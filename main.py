@@ -96,9 +96,16 @@ def _output_options(p: argparse.ArgumentParser) -> None:
     o.add_argument("--json", type=Path, help="also write the report as JSON here")
     o.add_argument("--markdown", type=Path, help="also write the report as Markdown here")
     o.add_argument("--out", type=Path, help="write report.md, report.json, benchmark rows and plots into this folder")
-    o.add_argument("--fail-on-numerics", action="store_true", help="exit 1 if any variant fails a numerics check")
+    o.add_argument("--fail-on-numerics", action="store_true",
+                   help="exit 1 if a variant could not be loaded, or introduced a numerics problem: one the baseline "
+                        "has not in the same case (a crash, unwritten or non-finite-mismatched elements, errors beyond "
+                        "tolerance, less accurate than the reference point), or is less accurate than the baseline. "
+                        "A problem the baseline already has does not fail (a pull request did not cause it); the "
+                        "reference point (torch) is a yardstick and never fails. With one variant, its own problems count")
     o.add_argument("--fail-if-slower", type=float, metavar="PCT",
-                   help="exit 1 if a variant is significantly slower than the baseline by more than PCT percent")
+                   help="exit 1 if a variant is significantly slower than the baseline by more than PCT percent "
+                        "(the verdict against the baseline: what the change introduced; a difference within the "
+                        "noise never fails)")
     o.add_argument("--quiet", action="store_true", help="no progress output")
 
 

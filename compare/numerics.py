@@ -1,6 +1,10 @@
 """The numerics comparison: each variant against the float64 reference, and each pair bit by bit,
 forward (the family's outputs) or backward (its gradients), with an accuracy verdict per pair.
 
+Each variant also runs a second time on its first trial's inputs: where an output is not
+deterministic (atomic adds), that run-to-run spread is recorded, and a bitwise difference between
+two variants that stays within it is reported as such rather than as a change.
+
 Every output buffer is filled with a NaN of a distinctive payload before the launch, so an element
 the kernel never wrote is told apart from a NaN it computed. Inputs are drawn fresh for every trial.
 Tolerances are those of the case's dtype (`TOLERANCES`) for every output, including float32
@@ -20,7 +24,7 @@ from compare import supervisor
 from compare.backend import Backend, synchronize
 from compare.errors import summarize
 from compare.progress import Step
-from compare.results import NumericsCase, OutputError, PairBitwise, PairVerdict, VariantNumerics
+from compare.results import NumericsCase, OutputError, PairBitwise, PairVerdict, RunSpread, VariantNumerics
 
 # assert_close's default tolerances (torch.testing), by dtype
 TOLERANCES = {
@@ -121,17 +125,25 @@ def failure_reasons(e: OutputError) -> list[str]:
     return reasons
 
 
-def bitwise(a: torch.Tensor, b: torch.Tensor) -> tuple[int, Optional[tuple[int, ...]]]:
-    """Number of elements whose raw bits differ, and the index of the first."""
+def bitwise(a: torch.Tensor, b: torch.Tensor) -> tuple[int, Optional[tuple[int, ...]], float]:
+    """Number of elements whose raw bits differ, the index of the first, and the largest |a - b|
+    among them (inf where one is finite and the other not; two NaNs or equal infinities count 0)."""
     if a.dtype != b.dtype or a.shape != b.shape:
-        return a.numel(), tuple(0 for _ in a.shape)
+        return a.numel(), tuple(0 for _ in a.shape), float("inf")
     int_dtype = _POISON[a.dtype][0]
     differ = a.view(int_dtype) != b.view(int_dtype)
     n = int(differ.sum())
     if not n:
-        return 0, None
+        return 0, None, 0.0
     flat = int(torch.nonzero(differ.reshape(-1))[0])
-    return n, tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), a.shape))
+    da, db = a[differ].to(torch.float64), b[differ].to(torch.float64)
+    fa, fb = torch.isfinite(da), torch.isfinite(db)
+    gap = torch.where(fa & fb, (da - db).abs(), torch.zeros_like(da))
+    if bool((fa != fb).any()) or bool(((~fa & ~fb) & ~(da.isnan() & db.isnan()) & (da != db)).any()):
+        max_abs = float("inf")
+    else:
+        max_abs = float(gap.max())
+    return n, tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), a.shape)), max_abs
 
 
 
@@ -169,6 +181,7 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
     errors: dict[str, list[OutputError]] = {v.name: [] for v in variants}
     status: dict[str, VariantNumerics] = {}
     diffs: dict[tuple[str, str, str], list] = {}
+    spreads: dict[str, dict[str, RunSpread]] = {}
     runners = {}
     untrusted = interpreter_untrusted(backend, dtype)
     for v in variants:
@@ -207,6 +220,8 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
             produced[v.name] = outputs
             for name, t in outputs.items():
                 errors[v.name].append(measure(t, ref[name], name, dtype))
+            if v.name not in spreads:
+                spreads[v.name] = _run_twice(run, alloc, inputs, outputs, backend)
         progress.advance()
         for a, b in itertools.combinations(produced, 2):
             for name in [n for n in produced[a] if n in produced[b]]:   # an op gives only its result
@@ -221,17 +236,38 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
             by_output.setdefault(e.output, []).append(e)
         merged = tuple(merge(es) for es in by_output.values())
         reasons = tuple(r for e in merged for r in failure_reasons(e))
-        results.append(VariantNumerics(v.name, "fail" if reasons else "pass", reasons, merged))
+        results.append(VariantNumerics(v.name, "fail" if reasons else "pass", reasons, merged,
+                                       tuple(spreads.get(v.name, {}).values())))
     pairs = []
     for (a, b, name), trials in diffs.items():
         if a in status or b in status:
             continue
         numel = _total_numel(errors[a], name)
-        first = next((idx for n, idx in trials if n), None)
-        pairs.append(PairBitwise(a, b, name, numel, sum(n for n, _ in trials), first))
+        first = next((idx for n, idx, _ in trials if n), None)
+        own = spreads.get(a, {}).get(name)     # A's: a B noisier than A differs from it
+        pairs.append(PairBitwise(a, b, name, numel, sum(n for n, _, _ in trials), first,
+                                 max(m for _, _, m in trials), own.n_diff if own else 0, own.max_abs if own else 0.0))
     verdicts = _verdicts(results, pairs, reference, dtype)
     return NumericsCase(shape.label, str(dtype).removeprefix("torch."), input_kind, seeds, tuple(results),
                         tuple(pairs), direction, verdicts, reference if reference in errors else "")
+
+
+def _run_twice(run, alloc, inputs, first: dict[str, torch.Tensor], backend: Backend) -> dict[str, RunSpread]:
+    """Run a variant again on the same inputs and compare each output's bits with the first run's.
+    A crash on the repeat (it did not crash the first time) counts as no spread measured."""
+    again = {k: poison_(t) for k, t in alloc().items()}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            run(inputs, again)
+        synchronize(backend)
+    except Exception:
+        return {}
+    out = {}
+    for name, t in first.items():
+        n, _, max_abs = bitwise(t, again[name])
+        out[name] = RunSpread(name, t.numel(), n, max_abs)
+    return out
 
 
 def _verdicts(results: list[VariantNumerics], pairs: list[PairBitwise], reference: str,
@@ -240,7 +276,7 @@ def _verdicts(results: list[VariantNumerics], pairs: list[PairBitwise], referenc
     every other B, among variants that produced numbers."""
     ran = [r for r in results if r.status in ("pass", "fail")]
     by_name = {r.variant: r for r in ran}
-    ordered = list(itertools.combinations([r.variant for r in ran], 2))
+    ordered = [(a, b) for a, b in itertools.combinations([r.variant for r in ran], 2) if b != reference]
     if reference in by_name:
         ordered += [(reference, r.variant) for r in ran if r.variant != reference and (reference, r.variant) not in ordered]
     out = []
@@ -250,14 +286,9 @@ def _verdicts(results: list[VariantNumerics], pairs: list[PairBitwise], referenc
     return tuple(out)
 
 
-def verdict(a: VariantNumerics, b: VariantNumerics, bitwise_equal: bool, dtype: torch.dtype,
-            factor: float = VERDICT_FACTOR) -> PairVerdict:
-    """Is B at least as accurate as A (see PairVerdict)? `dtype` is the case's dtype; differences
-    below its machine epsilon u (rel L2) or u/2 x max|ref| (max abs: the rounding of the output
-    alone) do not count, nor does a max abs error of B that is within 1 ULP at every element."""
-    if bitwise_equal:
-        return PairVerdict(a.variant, b.variant, True, "bitwise equal")
-    u = float(torch.finfo(dtype).eps)
+def _losses(a: VariantNumerics, b: VariantNumerics, u: float, factor: float) -> list[tuple[str, str, float, float]]:
+    """(output, measure, B's figure, A's figure) for every output and measure on which B is worse than
+    A by the PairVerdict rule."""
     a_out = {e.output: e for e in a.outputs}
     worse = []
     for eb in b.outputs:
@@ -265,17 +296,41 @@ def verdict(a: VariantNumerics, b: VariantNumerics, bitwise_equal: bool, dtype: 
         if ea is None:
             continue
         bad_a, bad_b = ea.nonfinite_mismatch + ea.unwritten, eb.nonfinite_mismatch + eb.unwritten
-        if bad_b > bad_a:
-            worse.append(f"{eb.output}: {bad_b} non-finite-mismatched or unwritten elements against {bad_a}")
+        if bad_a != bad_b:   # the errors below are measured over different elements: the count decides
+            if bad_b > bad_a:
+                worse.append((eb.output, "bad", bad_b, bad_a))
             continue
         if eb.rel_l2 > factor * ea.rel_l2 + u:
-            worse.append(f"{eb.output}: rel L2 {eb.rel_l2:.2e} against {ea.rel_l2:.2e}")
+            worse.append((eb.output, "rel L2", eb.rel_l2, ea.rel_l2))
         floor = u / 2 * max(ea.ref_max, eb.ref_max)    # half an ULP of the largest |reference|
         if eb.max_abs > factor * ea.max_abs + floor and eb.max_ulp > 1.0:   # within 1 ULP everywhere: no loss
-            worse.append(f"{eb.output}: max abs {eb.max_abs:.2e} against {ea.max_abs:.2e}")
-    if worse:
-        return PairVerdict(a.variant, b.variant, False, "less accurate", tuple(worse))
-    return PairVerdict(a.variant, b.variant, True, "error within factor")
+            worse.append((eb.output, "max abs", eb.max_abs, ea.max_abs))
+    return worse
+
+
+def _say(output: str, measure: str, b_fig: float, a_fig: float) -> str:
+    if measure == "bad":
+        return f"{output}: {b_fig:.0f} non-finite-mismatched or unwritten elements against {a_fig:.0f}"
+    return f"{output}: {measure} {b_fig:.2e} against {a_fig:.2e}"
+
+
+def verdict(a: VariantNumerics, b: VariantNumerics, bitwise_equal: bool, dtype: torch.dtype,
+            factor: float = VERDICT_FACTOR) -> PairVerdict:
+    """Is B more, as or less accurate than A (see PairVerdict)? `dtype` is the case's dtype;
+    differences below its machine epsilon u (rel L2) or u/2 x max|ref| (max abs: the rounding of the
+    output alone) do not count, nor does a max abs error within 1 ULP at every element."""
+    if bitwise_equal:
+        return PairVerdict(a.variant, b.variant, "as accurate", "bitwise equal")
+    u = float(torch.finfo(dtype).eps)
+    lost = _losses(a, b, u, factor)
+    gained = [(o, m, fig_b, fig_a) for o, m, fig_a, fig_b in _losses(b, a, u, factor)]
+    detail = tuple(_say(*x) for x in lost + gained)
+    outs = (tuple(dict.fromkeys(x[0] for x in lost)), tuple(dict.fromkeys(x[0] for x in gained)))
+    if lost:
+        return PairVerdict(a.variant, b.variant, "less accurate", "mixed" if gained else "B worse", detail, *outs)
+    if gained:
+        return PairVerdict(a.variant, b.variant, "more accurate", "B better", detail, *outs)
+    return PairVerdict(a.variant, b.variant, "as accurate", "error within factor")
 
 
 def _total_numel(errors: list[OutputError], name: str) -> int:

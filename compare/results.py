@@ -5,13 +5,23 @@ back into the same records, so any renderer can re-render it anywhere.
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import types
 import typing
 from typing import Any, Optional
 
-SCHEMA_VERSION = 1
+from compare.migrations import MIGRATIONS
+
+SCHEMA_VERSION = 2   # older versions are migrated by `from_dict` (compare/migrations.py says what each lacks)
+
+# mantissa bits by dtype name, for units in the last place of a stored largest reference value
+_MANTISSA = {"float32": 23, "float16": 10, "bfloat16": 7, "float64": 52}
+# a pair's bitwise difference counts as run-to-run spread when its largest |A - B| is at most this
+# many times the spread A shows when run twice on the same inputs (one repeat only samples the spread)
+SPREAD_FACTOR = 2.0
+ACCURACY = ("more accurate", "as accurate", "less accurate")
 
 
 # ---------------------------------------------------------------- numerics
@@ -38,6 +48,26 @@ class OutputError:
     def ok(self) -> bool:
         return self.unwritten == 0 and self.beyond_tol == 0 and self.nonfinite_mismatch == 0
 
+    @property
+    def ulps_of_max(self) -> float:
+        """max_abs in units in the last place of max|reference| in the output's dtype: unlike the per-element
+        ULP, it stays meaningful where outputs are near zero (an ULP there is tiny)."""
+        mantissa = _MANTISSA.get(self.dtype)
+        if mantissa is None or self.ref_max <= 0 or not math.isfinite(self.ref_max):
+            return float("nan")
+        return self.max_abs / math.ldexp(1.0, math.frexp(self.ref_max)[1] - 1 - mantissa)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSpread:
+    """One output of one variant run twice on the same inputs (first trial): how far the runs differ.
+    Non-zero only where the output is not deterministic (e.g. atomic adds landing in any order)."""
+
+    output: str
+    numel: int
+    n_diff: int             # elements whose bits differ between the two runs
+    max_abs: float          # largest |run1 - run2| among them (inf if one is non-finite and the other not)
+
 
 @dataclasses.dataclass(frozen=True)
 class VariantNumerics:
@@ -46,6 +76,7 @@ class VariantNumerics:
                                     # the backend is known not to compute this dtype faithfully; reasons say why)
     reasons: tuple[str, ...] = ()   # why it failed, crashed or was not run, one line each
     outputs: tuple[OutputError, ...] = ()
+    spread: tuple[RunSpread, ...] = ()   # run-to-run spread per output (empty in reports made before it)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,25 +89,46 @@ class PairBitwise:
     numel: int
     n_diff: int                       # summed over trials
     first_diff: Optional[tuple[int, ...]] = None   # index of the first differing element (first trial that differs)
+    max_abs: float = 0.0              # largest |a - b| where the bits differ (inf: one non-finite, the other not)
+    spread_n_diff: int = 0            # A's run-to-run spread on this output (RunSpread)
+    spread_max_abs: float = 0.0
 
     @property
     def equal(self) -> bool:
         return self.n_diff == 0
 
+    @property
+    def verdict(self) -> str:
+        """"identical", "within run-to-run spread" (A's output is not deterministic, and B differs from A by
+        no more than SPREAD_FACTOR x what A differs from itself when run twice), or "differ"."""
+        if self.n_diff == 0:
+            return "identical"
+        if self.spread_n_diff > 0 and self.max_abs <= SPREAD_FACTOR * self.spread_max_abs:
+            return "within run-to-run spread"
+        return "differ"
+
 
 @dataclasses.dataclass(frozen=True)
 class PairVerdict:
-    """Is B at least as accurate as A in this case? Yes if every output is bitwise equal, or if no
-    output of B has more non-finite-mismatched or unwritten elements than A's and each output's rel L2
-    and max abs error of B is within `factor` times A's, plus a floor: the case dtype's machine epsilon
-    u for rel L2, u/2 x max|reference| (half an ULP at the largest value) for max abs; a B within
-    1 ULP of the reference at every element passes the max abs test."""
+    """Is B more, as or less accurate than A in this case? B loses on an output when it has more
+    non-finite-mismatched or unwritten elements than A, or (as many) when its rel L2 or max abs error
+    exceeds `factor` times A's plus a floor: the case dtype's machine epsilon u for rel L2,
+    u/2 x max|reference| (half an ULP at the largest value) for max abs, and a B within 1 ULP of the
+    reference at every element does not lose on max abs. B gains where A loses by the same rule.
+    Less accurate: B loses on some output (even if it gains on another: never over-claim); more
+    accurate: B gains and loses nowhere; as accurate otherwise, and always when bitwise equal."""
 
     a: str
     b: str
-    as_accurate: bool
-    basis: str                        # "bitwise equal" or "error within factor" or "less accurate"
-    detail: tuple[str, ...] = ()      # for "less accurate": each output and measure where B lost
+    accuracy: str                     # one of ACCURACY
+    basis: str                        # "bitwise equal", "error within factor", "B worse", "B better" or "mixed"
+    detail: tuple[str, ...] = ()      # each output and measure where B lost, then where it gained
+    lost: tuple[str, ...] = ()        # the outputs where B lost
+    gained: tuple[str, ...] = ()      # the outputs where B gained
+
+    @property
+    def as_accurate(self) -> bool:
+        return self.accuracy != "less accurate"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -325,13 +377,18 @@ def _decode(tp: Any, value: Any, where: str = "report") -> Any:
 
 
 def from_dict(data: dict) -> Report:
-    """Load a report saved by `to_dict`; refuses another schema version, and (ReportFormatError, one
-    line naming the field) any value of the wrong type."""
+    """Load a report saved by `to_dict` (or the JSON renderer, whose derived `headline` is dropped: it is
+    recomputed from the rest), migrating older schema versions; refuses unknown ones, and (ReportFormatError,
+    one line naming the field) any value of the wrong type."""
     if not isinstance(data, dict):
         raise ReportFormatError(f"a report is a JSON object, got {_kind(data)}")
+    data = {k: v for k, v in data.items() if k != "headline"}
     version = data.get("schema_version")
+    while version in MIGRATIONS:
+        data = MIGRATIONS[version](copy.deepcopy(data))
+        version = data.get("schema_version")
     if version != SCHEMA_VERSION:
-        raise ValueError(f"report schema version {version!r} is not the supported version {SCHEMA_VERSION}")
+        raise ValueError(f"report schema version {version!r} is not a supported version (1 to {SCHEMA_VERSION})")
     report = _decode(Report, data)
     # reports made before backward kernels could be variants: every Triton variant brought its forward
     old = [dataclasses.replace(v, kernels=("forward",)) if v.kind == "triton" and "kernels" not in raw else v

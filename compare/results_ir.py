@@ -23,6 +23,7 @@ class IRLoop:
     carried: tuple[IRCarried, ...]
     ops: tuple[tuple[str, int], ...]   # operations in the loop itself (nested loops excluded), most first
     instructions: int
+    variable: str = ""      # TTIR/TTGIR: the induction variable as the source names it ("" if none or unknown)
 
     @property
     def carried_pointers(self) -> int:

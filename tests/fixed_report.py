@@ -1,11 +1,11 @@
 """A fixed result model, with every section filled, for renderer and gate tests."""
-from compare.results import (Environment, NumericsCase, NumericsSection, OutputError, PairBitwise, Report,
+from compare.results import (Environment, NumericsCase, NumericsSection, OutputError, PairBitwise, PairVerdict, Report,
                              TimingCase, TimingComparison, TimingSection, TimingVariant, VariantInfo,
                              VariantNumerics)
 
 
 def _err(name, max_abs, beyond=0, unwritten=0):
-    return OutputError(name, "float32", 4096, max_abs, max_abs / 10, 12.0, beyond, 1.3e-6, 1e-5, 0, 0, 0, unwritten)
+    return OutputError(name, "float32", 4096, max_abs, max_abs / 10, 12.0, beyond, 1.3e-6, 1e-5, 0, 0, 0, unwritten, 3.5)
 
 
 def _timed(name, median, samples=(0.1, 0.11)):
@@ -13,16 +13,21 @@ def _timed(name, median, samples=(0.1, 0.11)):
                          400_000_000, 400_000_000 / (median * 1e-3) / 1e9, 0.5)
 
 
-def fixed_report(slower_ratio: float = 1.03, failing: bool = False) -> Report:
+def fixed_report(slower_ratio: float = 1.03, failing: bool = False, baseline_failing: bool = False) -> Report:
+    """`failing`: B leaves 32 elements of y unwritten; `baseline_failing`: A does too."""
     b_status = ("fail", ("y: 32 of 4096 elements never written",)) if failing else ("pass", ())
+    a_status = ("fail", ("y: 32 of 4096 elements never written",)) if baseline_failing else ("pass", ())
     case = NumericsCase(
         "N2 C8 G2 S256", "float32", "normal", (0, 1),
-        (VariantNumerics("A", "pass", (), (_err("y", 1e-6), _err("mean", 1e-8), _err("rstd", 1e-7))),
+        (VariantNumerics("A", a_status[0], a_status[1],
+                         (_err("y", 1e-6, unwritten=32 if baseline_failing else 0), _err("mean", 1e-8),
+                          _err("rstd", 1e-7))),
          VariantNumerics("B", b_status[0], b_status[1],
                          (_err("y", 2e-6, unwritten=32 if failing else 0), _err("mean", 1e-8), _err("rstd", 1e-7))),
          VariantNumerics("inductor", "not_run", ("needs a GPU; this run has none",))),
-        (PairBitwise("A", "B", "y", 8192, 5, (0, 1, 7)), PairBitwise("A", "B", "mean", 8, 0),
-         PairBitwise("A", "B", "rstd", 8, 0)))
+        (PairBitwise("A", "B", "y", 8192, 5, (0, 1, 7), 2e-6), PairBitwise("A", "B", "mean", 8, 0),
+         PairBitwise("A", "B", "rstd", 8, 0)),
+        verdicts=(PairVerdict("A", "B", "as accurate", "error within factor"),))
     timing = TimingSection(
         "NVIDIA H200", 4300.0, 0.01, 0.95, "interleaved rounds",
         (TimingCase("N2 C8 G2 S256", "forward", False, 1.5, (_timed("A", 0.2), _timed("B", 0.2 * slower_ratio)),

@@ -32,6 +32,11 @@ def mutant(tmp_path: Path, base_module, name: str, old: str, new: str, count: in
     return FAMILY.triton_variant(name, f"planted fault: {new.strip()}", str(path), forward=module.group_norm_forward)
 
 
+def mutant_file(tmp_path: Path, base_module, name: str, old: str, new: str, count: int = 1) -> Path:
+    """`base_module` (a variant file) with one edit, written to a file (for `--variant NAME=FILE::FUNCTION`)."""
+    return load_mutated(tmp_path, base_module, name, old, new, count)[1]
+
+
 def mutant_backward(tmp_path: Path, name: str, old: str, new: str, count: int = 1):
     """The shared backward kernel (variants/group_norm/backward.py) with one edit: its @triton.jit
     function, to give a variant as its backward kernel (`triton_variant(..., backward=...)`)."""

@@ -7,10 +7,32 @@ def test_no_gate_asked_means_no_failure():
     assert gates.failures(fixed_report(failing=True, slower_ratio=1.5)) == []
 
 
-def test_fail_on_numerics():
+def test_fail_on_numerics_trips_on_a_problem_only_the_variant_has():
     assert gates.failures(fixed_report(), fail_on_numerics=True) == []
     broken = gates.failures(fixed_report(failing=True), fail_on_numerics=True)
-    assert broken == ["numerics: B fail on N2 C8 G2 S256 float32 normal forward"]
+    assert broken == ["numerics: B has a problem A has not: normal inputs, float32: never written in forward y"]
+
+
+def test_fail_on_numerics_ignores_a_problem_the_baseline_shares():
+    report = fixed_report(failing=True, baseline_failing=True)
+    assert gates.failures(report, fail_on_numerics=True) == []
+    # the shared problem is listed once, under the headline, as shared
+    from compare.headline import headline
+    head = headline(report)
+    assert [line.text for line in head.shared] == ["normal inputs, float32: never written in forward y"]
+    assert head.pairs[0].introduced == ()
+
+
+def test_fail_on_numerics_ignores_what_only_the_baseline_has():
+    assert gates.failures(fixed_report(baseline_failing=True), fail_on_numerics=True) == []
+
+
+def test_fail_on_numerics_with_one_variant_judges_its_own_problems():
+    import dataclasses
+    report = fixed_report(baseline_failing=True)
+    only_a = dataclasses.replace(report, variants=report.variants[:1])
+    assert gates.failures(only_a, fail_on_numerics=True) == [
+        "numerics: A: normal inputs, float32: never written in forward y"]
 
 
 def test_fail_if_slower_acts_only_on_significant_verdicts_over_the_limit():
@@ -18,3 +40,40 @@ def test_fail_if_slower_acts_only_on_significant_verdicts_over_the_limit():
     assert len(gates.failures(fixed_report(slower_ratio=1.03), fail_if_slower_pct=2)) == 1
     # inside the noise band: the verdict is "no difference", so even a 0% limit does not trip
     assert gates.failures(fixed_report(slower_ratio=1.005), fail_if_slower_pct=0) == []
+
+
+def _backward_report(spread_max_abs: float):
+    """A and B alike except dW, whose bits differ by 3e-7; A run twice differs from itself by `spread_max_abs`.
+    The accuracy verdict (which sees one draw of each) says B lost on dW."""
+    import dataclasses
+    from compare.results import NumericsCase, OutputError, PairBitwise, PairVerdict, RunSpread, VariantNumerics
+    report = fixed_report()
+
+    def err(o, beyond=0):
+        return OutputError(o, "float32", 64, 1e-6, 1e-7, 3.0, beyond, 1.3e-6, 1e-5, 0, 0, 0, 0, 2.0)
+    a = VariantNumerics("A", "pass", (), (err("dx"), err("dW")), (RunSpread("dW", 64, 5, spread_max_abs),))
+    b = VariantNumerics("B", "fail", ("dW: 1 of 64 elements beyond",), (err("dx"), err("dW", beyond=1)))
+    case = NumericsCase("N2 C8 G2 S256", "float32", "normal", (0,), (a, b),
+                        (PairBitwise("A", "B", "dx", 64, 0), PairBitwise("A", "B", "dW", 64, 7, (3,), 3e-7, 5,
+                                                                         spread_max_abs)),
+                        "backward", (PairVerdict("A", "B", "less accurate", "B worse", ("dW: max abs 3e-6 against 1e-6",),
+                                                 ("dW",)),))
+    numerics = dataclasses.replace(report.numerics, cases=report.numerics.cases + (case,))
+    return dataclasses.replace(report, numerics=numerics)
+
+
+def test_a_difference_within_the_baselines_run_to_run_spread_is_not_introduced():
+    from compare.headline import headline
+    report = _backward_report(spread_max_abs=2e-7)
+    line = headline(report).pairs[0].lines[0]
+    assert "backward: dx identical bits, dW differ only within A's run-to-run spread" in line.text
+    assert "LESS" not in line.text and "new problems" not in line.text
+    assert gates.failures(report, fail_on_numerics=True) == []
+
+
+def test_a_difference_beyond_the_baselines_run_to_run_spread_is_judged():
+    from compare.headline import headline
+    report = _backward_report(spread_max_abs=1e-8)
+    line = headline(report).pairs[0].lines[0]
+    assert line.text.startswith("numerics: LESS ACCURATE than A in backward float32 normal (dW: max abs")
+    assert len(gates.failures(report, fail_on_numerics=True)) == 2   # less accurate, and beyond tolerance

@@ -124,5 +124,41 @@ def test_ulp_matches_nextafter_for_float32():
 def test_bitwise_counts_signed_zero():
     a = torch.tensor([0.0, 1.0, 2.0])
     b = torch.tensor([-0.0, 1.0, 2.0])
-    assert numerics.bitwise(a, b) == (1, (0,))
-    assert numerics.bitwise(a, a.clone()) == (0, None)
+    assert numerics.bitwise(a, b) == (1, (0,), 0.0)
+    assert numerics.bitwise(a, a.clone()) == (0, None, 0.0)
+    assert numerics.bitwise(a, torch.tensor([0.0, float("nan"), 2.5])) == (2, (1,), float("inf"))
+
+
+def _jittery(name: str, ulps: int, salt: list):
+    """torch's forward with y moved by up to `ulps` float32 ULPs at random, differently on every call:
+    an output that is not deterministic, like an atomic add's."""
+    import dataclasses
+    torch_variant = REG.get("torch")
+
+    def run(inputs, out, shape):
+        torch_variant.run(inputs, out, shape)
+        salt.append(len(salt))
+        g = torch.Generator().manual_seed(1000 + len(salt))
+        steps = torch.randint(-ulps, ulps + 1, out["y"].shape, generator=g)
+        out["y"].copy_(out["y"] + steps * torch.finfo(torch.float32).eps * out["y"].abs())
+    return dataclasses.replace(torch_variant, name=name, run=run, why="torch's forward with run-to-run jitter (test)")
+
+
+def test_difference_within_run_to_run_spread_is_reported_as_such():
+    salt: list = []
+    case = run([_jittery("jitter_a", 2, salt), _jittery("jitter_b", 2, salt), REG.get("torch")])
+    spread = {s.output: s for s in by_name(case)["jitter_a"].spread}
+    assert spread["y"].n_diff > 0 and spread["mean"].n_diff == 0
+    pair = {(p.a, p.b, p.output): p for p in case.pairs}
+    assert pair[("jitter_a", "jitter_b", "y")].verdict == "within run-to-run spread"
+    assert pair[("jitter_a", "jitter_b", "mean")].verdict == "identical"
+    # torch run twice gives the same bits: no spread of its own
+    assert by_name(case)["torch"].spread and all(s.n_diff == 0 for s in by_name(case)["torch"].spread)
+
+
+def test_difference_beyond_run_to_run_spread_differs():
+    salt: list = []
+    case = run([_jittery("small", 1, salt), _jittery("large", 40, salt)])
+    y = next(p for p in case.pairs if p.output == "y")
+    assert y.spread_n_diff > 0 and y.verdict == "differ"   # B noisier than A: not explained by A's spread
+    assert y.max_abs > 2 * next(s for s in by_name(case)["small"].spread if s.output == "y").max_abs

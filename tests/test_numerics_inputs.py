@@ -120,3 +120,27 @@ def test_verdict_rule():
     # a max abs loss within 1 ULP everywhere is no loss; the same loss at 1.5 ULP is
     assert numerics.verdict(_v("a", 0, 0), _v("b", 0, 1e-6, max_ulp=1.0), False, torch.float32).as_accurate
     assert not numerics.verdict(_v("a", 0, 0), _v("b", 0, 1e-6, max_ulp=1.5), False, torch.float32).as_accurate
+
+
+def test_verdict_is_three_way():
+    a, b = _v("a", 1e-3, 1e-3), _v("b", 4e-4, 4e-4)
+    assert numerics.verdict(a, b, False, torch.float32).accuracy == "more accurate"
+    better = numerics.verdict(a, b, False, torch.float32)
+    assert better.gained == ("y",) and better.lost == () and better.detail[0] == "y: rel L2 4.00e-04 against 1.00e-03"
+    assert numerics.verdict(b, a, False, torch.float32).accuracy == "less accurate"
+    assert numerics.verdict(a, _v("b", 1.5e-3, 1e-3), False, torch.float32).accuracy == "as accurate"
+    assert numerics.verdict(a, a, True, torch.float32).basis == "bitwise equal"
+    # finite where A wrote NaN: more accurate, whatever the error over the elements finite in both
+    fixed = numerics.verdict(_v("a", 0, 0, mismatch=7), _v("b", 1e-3, 1e-3), False, torch.float32)
+    assert fixed.accuracy == "more accurate" and fixed.detail == (
+        "y: 0 non-finite-mismatched or unwritten elements against 7",)
+
+
+def test_verdict_never_overclaims_a_mixed_result():
+    def two(name, y_rel, mean_rel):
+        return VariantNumerics(name, "pass", (), tuple(
+            OutputError(o, "float32", 10, r, r, 10.0, 0, 1e-6, 1e-5, 0, 0, 0, 0, 1.0)
+            for o, r in (("y", y_rel), ("mean", mean_rel))))
+    mixed = numerics.verdict(two("a", 1e-3, 1e-3), two("b", 1e-4, 1e-2), False, torch.float32)
+    assert mixed.accuracy == "less accurate" and mixed.basis == "mixed"
+    assert mixed.lost == ("mean",) and mixed.gained == ("y",)

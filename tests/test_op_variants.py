@@ -113,6 +113,14 @@ def test_the_markdown_says_which_kernels_changed(report, tmp_path):
     assert "Kernels launched by the ops, paired by name" in r.stdout
 
 
+def test_the_headline_says_which_launched_kernels_changed(report):
+    pair = report["headline"]["pairs"][0]
+    assert (pair["baseline"], pair["variant"]) == ("old", "new")
+    assert [line["topic"] for line in pair["lines"]] == ["numerics", "timing", "compiled code"]
+    assert pair["lines"][2]["text"] == ("compiled code: launched kernels, paired by name: gn_forward_kernel identical; "
+                                        "gn_backward_kernel changed (TTIR)")
+
+
 def _load(repo, *specs):
     kernels = ExternalKernels(repo)
     from variants.external import add_to

@@ -32,13 +32,30 @@ def test_json_is_pinned_and_loads_back_to_the_same_report():
     assert json_report.load(text) == fixed_report()
 
 
-def test_markdown_opens_with_the_verdict_table():
+def test_markdown_opens_with_the_headline_of_each_pair():
     text = markdown.render(fixed_report())
     lines = text.splitlines()
     assert lines[0].startswith("## kernel-ab")
-    assert lines[2] == "| | verdict |"
-    assert any("timing forward: B vs A: slower in 1 of 1 shapes" in line for line in lines[4:12])
+    assert lines[2] == "**`B`** against **`A`** (baseline)"
+    assert lines[4] == "- ✅ numerics: forward: bits differ in 1 case; as accurate as A where bits differ"
+    assert lines[5] == "- ⚠️ timing: forward: slower in 1 of 1 shape (+3.0%)"
     assert "<details><summary>Environment</summary>" in text
+
+
+def test_markdown_folds_the_shared_problems_under_the_headlines():
+    text = markdown.render(fixed_report(failing=True, baseline_failing=True))
+    fold = "<details><summary><b>Shared by every variant (not introduced by this change)</b>: 1 problem group</summary>"
+    assert fold in text and text.index(fold) < text.index("#### Variants")
+    assert "- normal inputs, float32: never written in forward y" in text
+    assert "❌" not in text.split("#### Variants")[0]
+
+
+def test_headline_is_first_in_the_json_and_ignored_on_load():
+    text = json_report.render(fixed_report(failing=True))
+    data = json.loads(text)
+    assert next(iter(data)) == "headline"
+    assert data["headline"]["pairs"][0]["lines"][0]["level"] == "fail"
+    assert json_report.load(text) == fixed_report(failing=True)
 
 
 def test_markdown_is_cut_under_the_comment_limit_with_a_note():
@@ -56,6 +73,8 @@ def test_terminal_report_has_summary_first_and_legends():
     terminal.render(fixed_report(failing=True), Console(file=buf, width=200))
     text = buf.getvalue()
     assert text.index("FAIL") < text.index("Numerics: forward, N2")
+    assert text.splitlines()[1] == "B against A (baseline):"
+    assert text.splitlines()[2].startswith("FAIL numerics: ") and "new problems (not in A)" in text.splitlines()[2]
     assert "numerics: B FAILED in 1 of 1 cases" in text
     assert "verdict: faster/slower only when p < 0.05" in text
     assert "inductor: compiled in 2.5 s (reported, not timed)" in text
@@ -82,3 +101,23 @@ def test_timing_of_several_dtypes_is_summarised_and_tabled_per_dtype():
     rows = benchmark_rows.rows(report)
     assert sorted((r["kernel_provider"], json.loads(r["extra_benchmark_config_str"])["dtype"]) for r in rows) == [
         ("A", "float16"), ("A", "float32"), ("B", "float16"), ("B", "float32")]
+
+
+SEED = Path(__file__).resolve().parent.parent / "reports" / "h200" / "seed" / "report.json"
+
+
+@pytest.mark.parametrize("limit", [markdown.COMMENT_LIMIT, 30000])
+def test_seven_variant_comment_keeps_every_headline_and_the_shared_list_under_the_limit(limit):
+    from compare.headline import headline
+    report = json_report.load(SEED.read_text())
+    assert len(report.variants) == 7
+    text = markdown.render(report, limit=limit)
+    assert len(text) <= limit
+    head = headline(report)
+    assert len(head.pairs) == 6
+    for pair in head.pairs:
+        assert f"**`{pair.variant}`** against **`{pair.baseline}`** (baseline)" in text
+        for line in pair.lines:
+            assert line.text in text
+    assert all(f"- {line.text}" in text for line in head.shared)
+    assert "**Cut:**" in text      # only detail was cut

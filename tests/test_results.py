@@ -17,7 +17,7 @@ def sample_report() -> Report:
     backward = NumericsCase("N2 C8 G2 S24", "bfloat16", "huge", (0,),
                             (VariantNumerics("a", "untrusted", ("not trustworthy",)),
                              VariantNumerics("torch", "fail", ("dx: ...",), (err,))), (),
-                            direction="backward", verdicts=(PairVerdict("torch", "a", False, "less accurate", ("dx: x",)),),
+                            direction="backward", verdicts=(PairVerdict("torch", "a", "less accurate", "B worse", ("dx: x",), ("dx",)),),
                             reference="torch")
     return Report("group_norm", "default", "float32", "a",
                   (VariantInfo("a", "group_norm", "triton", "why", "here"),),
@@ -41,3 +41,24 @@ def test_other_schema_version_is_refused():
     data["schema_version"] = 999
     with pytest.raises(ValueError, match="schema version 999"):
         from_dict(data)
+
+
+def test_schema_1_report_migrates_its_yes_no_verdicts():
+    data = to_dict(sample_report())
+    data["schema_version"] = 1
+    old = data["numerics"]["cases"][1]["verdicts"][0]
+    for k in ("accuracy", "lost", "gained"):
+        del old[k]
+    old.update(as_accurate=False, basis="less accurate", detail=["dx: 3 non-finite", "dW: rel L2 1 against 0"])
+    data["numerics"]["cases"][1]["verdicts"].append(dict(a="torch", b="a", as_accurate=True, basis="bitwise equal",
+                                                         detail=[]))
+    back = from_dict(data)
+    lost, same = back.numerics.cases[1].verdicts
+    assert (lost.accuracy, lost.lost, lost.basis) == ("less accurate", ("dx", "dW"), "B worse")
+    assert (same.accuracy, same.basis) == ("as accurate", "bitwise equal")
+    assert data["schema_version"] == 1   # the caller's dict is left as it was
+
+
+def test_ulps_of_max_is_measured_at_the_largest_reference_value():
+    e = OutputError("y", "float32", 96, 2 ** -20, 0.0, 1e6, 0, 1.3e-6, 1e-5, 0, 0, 0, 0, ref_max=3.0)
+    assert e.ulps_of_max == 4.0     # an ULP at 3.0 in float32 is 2**-22

@@ -7,6 +7,7 @@ against each other variant) the normalized diff of every stage next to the raw d
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from compare.ir.compile import (STAGES, CompileCache, TargetError, capability, describe, launcher_name,
                                 recorded_launch, specialization)
@@ -14,7 +15,7 @@ from compare.ir import ops as op_ir
 from compare.ir.diff import raw_changed_lines, raw_diff_length, unified
 from compare.ir.normalize import clean, rename
 from compare.ir.summarize import summarize
-from compare.results import IRPair, IRSection, IRStageDiff, IRVariant
+from compare.results import IRPair, IRSection, IRStage, IRStageDiff, IRVariant
 
 __all__ = ["STAGES", "CompileCache", "TargetError", "capability", "check_stages", "run", "DEFAULT_TARGET"]
 DEFAULT_TARGET = "sm_90"
@@ -29,13 +30,31 @@ def check_stages(stages) -> tuple[str, ...]:
     return tuple(s for s in STAGES if s in stages) or STAGES
 
 
+_LOOP_OPENER = re.compile(r"\bscf\.(for|while)\b\s*(?:%([A-Za-z_][\w]*?)(?:_\d+)?\b)?")
+
+
+def _named_loops(stage: IRStage, raw: str) -> IRStage:
+    """TTIR/TTGIR keep the source's names: give each loop its induction variable (`for channel in ...`
+    opens `scf.for %channel`), matching loops to the raw listing's loop openers in order. Renaming in
+    normalization drops these names; they tell a reader which loop of the source a loop is."""
+    if stage.stage not in ("ttir", "ttgir"):
+        return stage
+    openers = [m.group(2) if m.group(1) == "for" else "" for m in _LOOP_OPENER.finditer(raw)
+               if not raw[max(0, m.start() - 1):m.start()].isalnum()]
+    loops = sorted(stage.loops, key=lambda l: l.first_line)
+    if len(openers) != len(loops):
+        return stage
+    names = {l.path: name or "" for l, name in zip(loops, openers)}
+    return dataclasses.replace(stage, loops=tuple(dataclasses.replace(l, variable=names[l.path]) for l in stage.loops))
+
+
 def _variant(c, stages, full: bool) -> IRVariant:
     if not c.ok:
         return IRVariant(c.variant, "failed", c.error)
     summaries = []
     for stage in stages:
         lines = rename(stage, clean(stage, c.stages[stage], c.kernel_name))
-        s = summarize(stage, lines)
+        s = _named_loops(summarize(stage, lines), c.stages[stage])
         summaries.append(dataclasses.replace(s, listing="\n".join(lines)) if full else s)
     r, launched = c.resources, c.launched
     return IRVariant(c.variant, "ok", "", r.get("registers", -1), r.get("spill_bytes", -1), r.get("stack_bytes", -1),

@@ -25,7 +25,8 @@ RESOURCES_LEGEND = (
     "launched: n_regs / n_spills the kernel Triton launched reports (GPU only); agree: both sources give the same",
 )
 LOOPS_LEGEND = (
-    "loop: position in the stage's loop nest (2.1 = first loop inside loop 2); line: first line in the normalized listing",
+    "loop: position in the stage's loop nest (2.1 = first loop inside loop 2), with its induction variable as the "
+    "source names it (TTIR/TTGIR); line: first line in the normalized listing",
     "carried: values carried from one iteration to the next (TTIR/TTGIR iter_args, LLIR header phis, PTX registers "
     "read before written in the loop); * = pointer (PTX: feeds an address); SASS: none given (physical registers)",
     "ops: operations in the loop itself, nested loops excluded; delta: against the baseline's loop at the same position",
@@ -126,7 +127,8 @@ def loop_rows(section: IRSection, stage: str) -> tuple:
             base = _stage(first, stage)
             b = _loop_of(base, path) if base else None
             delta = "-" if b is None or v is first else f"{loop.instructions - b.instructions:+d}"
-            rows.append((path, v.variant, str(loop.first_line), _carried(loop), str(loop.carried_pointers),
+            rows.append((f"{path} ({loop.variable})" if loop.variable else path, v.variant, str(loop.first_line),
+                         _carried(loop), str(loop.carried_pointers),
                          str(loop.instructions), delta, "-" if v is first else _op_deltas(loop, b)))
     return tuple(rows)
 

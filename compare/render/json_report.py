@@ -1,13 +1,15 @@
-"""The JSON report: the result model as data, with its schema version."""
+"""The JSON report: the headline first (derived, for readers of the file; ignored on load), then the
+result model as data, with its schema version."""
 from __future__ import annotations
 
 import json
 
-from compare.results import Report, from_dict, to_dict
+from compare.headline import headline
+from compare.results import Report, _encode, from_dict, to_dict
 
 
 def render(report: Report) -> str:
-    return json.dumps(to_dict(report), indent=2, allow_nan=False) + "\n"
+    return json.dumps({"headline": _encode(headline(report)), **to_dict(report)}, indent=2, allow_nan=False) + "\n"
 
 
 def load(text: str) -> Report:

@@ -1,8 +1,10 @@
-"""The Markdown report, for a pull-request comment: verdicts first, GitHub tables, long parts folded."""
+"""The Markdown report, for a pull-request comment: the headline first (each variant against the baseline,
+then what they all share, folded), GitHub tables, long parts folded; only detail is cut to fit."""
 from __future__ import annotations
 
 from tabulate import tabulate
 
+from compare.headline import Headline, headline
 from compare.render.ir_tables import diff_blocks
 from compare.render.tables import IR_TITLE, Table, build, environment_lines, variants_table
 from compare.results import Report
@@ -30,6 +32,14 @@ def _section(section, diffs: tuple[str, ...] = (), budget: int | None = None) ->
     """A section's Markdown. `diffs` (the IR diffs) come right after the section's first table. With a
     `budget`, only the parts that fit in it are kept, in order, and a line says how many were left out."""
     head = [f"### {section.title}", ""]
+    for i, (level, text) in enumerate(section.lines):
+        line = f"- {_MARK[level]} {text}"
+        if budget is not None and len("\n".join(head)) + len(line) > budget // 2:
+            head.append(f"- … {len(section.lines) - i} more verdict lines of this section in report.json")
+            break
+        head.append(line)
+    if section.lines:
+        head.append("")
     head.extend(f"{line}\n" for line in section.intro)
     tables = [_table(t) for t in section.tables]
     parts = tables[:1] + list(diffs) + tables[1:]
@@ -59,14 +69,28 @@ def _ir_diff(block) -> str:
                       "</details>", ""])
 
 
+def _headline(head: Headline) -> list[str]:
+    out = []
+    for pair in head.pairs:
+        out += [f"**`{pair.variant}`** against **`{pair.baseline}`** (baseline)", ""]
+        out += [f"- {_MARK[line.level]} {line.text}" for line in pair.lines]
+        out.append("")
+    if head.shared:
+        out += [f"<details><summary><b>{head.shared_title[:1].upper() + head.shared_title[1:]}</b>: "
+                f"{len(head.shared)} problem group{'s' if len(head.shared) > 1 else ''}</summary>", ""]
+        out += [f"- {line.text}" for line in head.shared]
+        out += ["", "</details>", ""]
+    return out
+
+
 def render(report: Report, limit: int = COMMENT_LIMIT) -> str:
-    """The report as one GitHub comment of at most `limit` characters. When everything does not fit,
-    each section gets an even share of the room left and keeps the tables that fit in it, with a note
-    saying how many were left out."""
+    """The report as one GitHub comment of at most `limit` characters. The headline, the shared list and
+    each section's verdict lines always stay; when everything does not fit, each section gets an even
+    share of the room left and keeps the tables that fit in it, with a note saying how many were left out."""
     summary, sections = build(report)
     head = [f"## kernel-ab: {report.family}, preset `{report.preset}`, {report.dtype}, baseline `{report.baseline}`",
-            "", "| | verdict |", "|---|---|"]
-    head.extend(f"| {_MARK[level]} | {text.replace('|', '/')} |" for level, text in summary.lines)
+            "", *_headline(headline(report))]
+    head.extend(f"- {_MARK[level]} {text}" for level, text in summary.lines)
     head += ["", _table(variants_table(report)), ""]
     head_text = "\n".join(head)
     extras = [() for _ in sections]

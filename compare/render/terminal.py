@@ -1,10 +1,12 @@
-"""The terminal report (rich): the verdict summary first, then each section's tables with legends."""
+"""The terminal report (rich): the headline first (each variant against the baseline, then what they all
+share), then each section's verdict lines and tables with legends."""
 from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from compare.headline import Headline, headline
 from compare.render.ir_tables import diff_blocks, side_by_side
 from compare.render.tables import Table, build, environment_lines, variants_table
 from compare.results import Report
@@ -23,7 +25,8 @@ def _console() -> Console:
 
 
 def _cell(c: str) -> Text:
-    return Text(c, style="red" if c in ("fail", "error", "DIFFER", "NO") else "yellow" if c == "untrusted" else "")
+    return Text(c, style="red" if c in ("fail", "error", "DIFFER", "NO", "LESS ACCURATE") else "yellow" if c == "untrusted"
+                else "")
 
 
 def _table(console: Console, table: Table) -> None:
@@ -64,16 +67,34 @@ def _ir_diffs(console: Console, report: Report) -> None:
         console.print()
 
 
+def _line(console: Console, level: str, text: str) -> None:
+    console.print(Text.assemble((_MARK[level], _STYLE[level]), " ", text))
+
+
+def _headline(console: Console, head: Headline) -> None:
+    for pair in head.pairs:
+        console.print(Text.assemble((pair.variant, "bold"), " against ", (pair.baseline, "bold"), " (baseline):"))
+        for line in pair.lines:
+            _line(console, line.level, line.text)
+    if head.shared:
+        console.print(Text(f"{head.shared_title[:1].upper() + head.shared_title[1:]}:", style="bold"))
+        for line in head.shared:
+            console.print(Text(f"  - {line.text}"))
+
+
 def render(report: Report, console: Console | None = None) -> None:
     console = console or _console()
     summary, sections = build(report)
     console.rule(Text(f"kernel-ab: {report.family}, preset {report.preset}, {report.dtype}, baseline {report.baseline}"))
+    _headline(console, headline(report))
     for level, text in summary.lines:
-        console.print(Text.assemble((_MARK[level], _STYLE[level]), " ", text))
+        _line(console, level, text)
     console.print()
     _table(console, variants_table(report))
     for section in sections:
         console.rule(Text(section.title))
+        for level, text in section.lines:
+            _line(console, level, text)
         for line in section.intro:
             console.print(Text(line))
         for table in section.tables:

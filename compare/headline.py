@@ -1,0 +1,417 @@
+"""The reviewer's answer first: what each variant changed against the baseline, apart from what they share.
+
+Derived from a Report's sections alone (so a saved report.json re-renders the same headline), and
+read by every renderer and by the gates:
+- per pair (baseline, variant), at most three lines: numerics, timing, compiled code;
+- once, the problems the baseline has that the other variants share (not introduced by the change);
+- per pair, what the variant introduced: a problem it has and the baseline has not in the same case,
+  or a "less accurate" verdict against the baseline. Only these fail `--fail-on-numerics`.
+The reference point (e.g. torch) is a yardstick: it judges the others and is never judged itself.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+from compare.results import IRSection, NumericsCase, NumericsSection, Report, TimingSection, VariantNumerics
+
+# problem kinds, most severe first; an output shows only its most severe one
+KINDS = ("crashed", "never written", "non-finite where the reference is finite (or the reverse)",
+         "beyond tolerance", "less accurate than the reference point")
+_STAGE = {"ttir": "TTIR", "ttgir": "TTGIR", "llir": "LLIR", "ptx": "PTX", "sass": "SASS"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """One problem of one variant in one numerics case."""
+
+    direction: str
+    dtype: str
+    input_kind: str
+    shape: str
+    output: str          # "-" for a crash
+    kind: str            # one of KINDS
+    detail: str = ""     # how to say it, if more precisely than `kind` (not part of its identity)
+    order: int = 0       # the output's place among the case's outputs, for listing
+
+    @property
+    def key(self) -> tuple:
+        return (self.direction, self.dtype, self.input_kind, self.shape, self.output, self.kind)
+
+
+@dataclasses.dataclass(frozen=True)
+class Line:
+    topic: str           # "numerics", "timing" or "compiled code"
+    level: str           # "ok", "fail", "warn", "info" or "skip"
+    text: str
+
+
+@dataclasses.dataclass(frozen=True)
+class PairHeadline:
+    baseline: str
+    variant: str
+    lines: tuple[Line, ...]
+    introduced: tuple[str, ...] = ()   # numerics the variant made worse: what --fail-on-numerics acts on
+
+
+@dataclasses.dataclass(frozen=True)
+class SharedLine:
+    text: str
+    everyone: bool                     # every variant has it (else `text` names who does not)
+
+
+@dataclasses.dataclass(frozen=True)
+class Headline:
+    pairs: tuple[PairHeadline, ...]
+    shared_title: str
+    shared: tuple[SharedLine, ...]
+
+
+# ---------------------------------------------------------------- problems
+def _variant(case: NumericsCase, name: str) -> Optional[VariantNumerics]:
+    return next((v for v in case.variants if v.variant == name), None)
+
+
+def _ran(v: Optional[VariantNumerics]) -> bool:
+    return v is not None and v.status in ("pass", "fail", "error")
+
+
+def problems(case: NumericsCase, name: str) -> set[Problem]:
+    """What is wrong with variant `name` in `case` (empty for the reference point: it is the yardstick)."""
+    v = _variant(case, name)
+    if not _ran(v) or name == case.reference:
+        return set()
+    where = (case.direction, case.dtype, case.input_kind, case.shape)
+    if v.status == "error":
+        return {Problem(*where, "-", KINDS[0], f"crashed ({v.reasons[0]})" if v.reasons else "")}
+    found = set()
+    order = {e.output: i for i, e in enumerate(v.outputs)}
+    for e in v.outputs:
+        nonfinite = "NaN" if e.nan and not e.inf else "Inf" if e.inf and not e.nan else "NaN/Inf"
+        for kind, count, say in ((KINDS[1], e.unwritten, ""),
+                                 (KINDS[2], e.nonfinite_mismatch, f"{nonfinite} where the reference is finite"),
+                                 (KINDS[3], e.beyond_tol, "")):
+            if count:
+                found.add(Problem(*where, e.output, kind, say, order[e.output]))
+    for verdict in case.verdicts:
+        if (verdict.a, verdict.b) == (case.reference, name) and verdict.accuracy == "less accurate":
+            found |= {Problem(*where, o, KINDS[4], f"less accurate than {case.reference}", order.get(o, 0))
+                      for o in verdict.lost}
+    return found
+
+
+def _worst_per_output(items: set[Problem]) -> list[Problem]:
+    worst: dict[tuple, Problem] = {}
+    for p in items:
+        k = (p.direction, p.output)
+        if k not in worst or KINDS.index(p.kind) < KINDS.index(worst[k].kind):
+            worst[k] = p
+    return sorted(worst.values(), key=lambda p: (p.direction != "forward", p.direction, p.order))
+
+
+def describe(items: set[Problem], kinds_order: tuple[str, ...] = ()) -> list[str]:
+    """Problems as lines, one per (input kind, dtype): '<kind> inputs, <dtype>: <what> in <direction> <outputs>; ...',
+    input kinds in `kinds_order` (then the rest)."""
+    groups: dict[tuple[str, str], set[Problem]] = {}
+    for p in items:
+        groups.setdefault((p.input_kind, p.dtype), set()).add(p)
+    rank = {k: i for i, k in enumerate(kinds_order)}
+    lines = []
+    for (kind, dtype), ps in sorted(groups.items(), key=lambda kv: (rank.get(kv[0][0], len(rank)), kv[0])):
+        by_what: dict[str, list[str]] = {}
+        for p in _worst_per_output(ps):
+            by_what.setdefault(p.detail or p.kind, []).append(p.direction if p.output == "-"
+                                                               else f"{p.direction} {p.output}")
+        shapes = len({p.shape for p in ps})
+        on = f", {shapes} shapes" if shapes > 1 else ""
+        lines.append(f"{kind} inputs, {dtype}{on}: " + "; ".join(f"{what} in {_join_outputs(outs)}"
+                                                                 for what, outs in by_what.items()))
+    return lines
+
+
+def _join_outputs(outs: list[str]) -> str:
+    """'forward y', 'forward rstd', 'backward dx' as 'forward y, rstd and backward dx'."""
+    by_dir: dict[str, list[str]] = {}
+    for o in outs:
+        d, _, name = o.partition(" ")
+        by_dir.setdefault(d, []).append(name)
+    return " and ".join(f"{d} {', '.join(n for n in names if n)}".strip() for d, names in by_dir.items())
+
+
+def _kinds(section: NumericsSection) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(c.input_kind for c in section.cases))
+
+
+# ---------------------------------------------------------------- numerics line
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _case_key(c: NumericsCase) -> str:
+    return f"{c.direction} {c.dtype} {c.input_kind}"
+
+
+def _grouped(items: list[tuple[NumericsCase, str]], limit: int = 3) -> str:
+    groups: dict[str, list[str]] = {}
+    for c, detail in items:
+        groups.setdefault(_case_key(c), []).append(detail)
+    parts = [f"{k} ({d[0]}{'' if len(d) == 1 else f'; {len(d)} shapes'})" for k, d in groups.items()]
+    return "; ".join(parts[:limit]) + (f"; and {len(parts) - limit} more" if len(parts) > limit else "")
+
+
+_BITS = ("identical", "within run-to-run spread", "differ")
+
+
+def _bits(case: NumericsCase, a: str, b: str, output: str | None = None) -> str:
+    """The pair's bitwise verdict in `case`, for `output` or the worst over its outputs ("" if none recorded)."""
+    found = [p.verdict for p in case.pairs if {p.a, p.b} == {a, b} and output in (None, p.output)]
+    return max(found, key=_BITS.index, default="")
+
+
+def _bitwise_part(direction: str, cases: list[NumericsCase], a: str, b: str) -> tuple[str, list[NumericsCase]]:
+    """The direction's bits in one phrase, and the cases whose bits differ beyond A's run-to-run spread."""
+    state = [_bits(c, a, b) for c in cases]
+    differ = [c for c, s in zip(cases, state) if s in ("differ", "")]
+    spread = [c for c, s in zip(cases, state) if s == _BITS[1]]
+    n, n_same = len(cases), state.count(_BITS[0])
+    if n_same == n:
+        return f"{direction}: identical bits in {'all ' if n > 1 else ''}{_n(n, 'case')}", []
+    parts = []
+    if spread:
+        outs = list(dict.fromkeys(p.output for c in spread for p in c.pairs if {p.a, p.b} == {a, b}))
+        noisy = [o for o in outs if any(_bits(c, a, b, o) == _BITS[1] for c in spread)]
+        same = [o for o in outs if o not in noisy]
+        where = f"in all {_n(n, 'case')}" if len(spread) == n else f"in {_n(len(spread), 'case')}"
+        parts.append(f"{', '.join(same) + ' identical bits, ' if same else ''}{', '.join(noisy)} differ only within "
+                     f"{a}'s run-to-run spread (run twice on the same inputs) {where}")
+    if n_same and n_same < n:
+        parts.insert(0, f"identical bits in {_n(n_same, 'case')}")
+    if differ:
+        parts.append(f"bits differ in {_n(len(differ), 'case')}")
+    return f"{direction}: " + ", ".join(parts), differ
+
+
+def _produced(case: NumericsCase, name: str) -> bool:
+    v = _variant(case, name)
+    return v is not None and v.status in ("pass", "fail")
+
+
+def _where(case: NumericsCase, verdict, outputs: tuple[str, ...]) -> str:
+    """The verdict's first detail on an output whose bits differ beyond A's run-to-run spread ("" if none:
+    then the verdict only reflects how a non-deterministic output happened to land, and does not count)."""
+    real = [o for o in outputs if _bits(case, verdict.a, verdict.b, o) == "differ"] if outputs else []
+    if outputs and not real:
+        return ""
+    return next((d for d in verdict.detail if d.split(":", 1)[0] in real), verdict.detail[0] if verdict.detail
+                else verdict.basis)
+
+
+def _numerics_line(section: NumericsSection, a: str, b: str, introduced: set[Problem]) -> tuple[Line, list[str]]:
+    """The pair's numerics line and its gate lines (less accurate verdicts, introduced problems, crashes)."""
+    both = [c for c in section.cases if _produced(c, a) and _produced(c, b)]
+    parts, level, gate = [], "ok", []
+    unexplained: list[NumericsCase] = []
+    for direction in dict.fromkeys(c.direction for c in both):
+        text, differ = _bitwise_part(direction, [c for c in both if c.direction == direction], a, b)
+        parts.append(text)
+        unexplained += differ
+    verdicts = [(c, v) for c in unexplained for v in c.verdicts if (v.a, v.b) == (a, b)]
+    less = [(c, _where(c, v, v.lost)) for c, v in verdicts if v.accuracy == "less accurate" and _where(c, v, v.lost)]
+    more = [(c, _where(c, v, v.gained)) for c, v in verdicts
+            if v.accuracy == "more accurate" and _where(c, v, v.gained)]
+    same = len(verdicts) - len(less) - len(more)
+    if less:
+        parts.insert(0, f"LESS ACCURATE than {a} in {_grouped(less)}")
+        gate += [f"numerics: {b} less accurate than {a} on {c.shape} {_case_key(c)} ({d})" for c, d in less]
+        level = "fail"
+    if more:
+        parts.insert(1 if less else 0, f"more accurate than {a} in {_grouped(more)}")
+    if same:
+        parts.append(f"as accurate as {a} in the other {_n(same, 'case')}" if less or more
+                     else f"as accurate as {a} where bits differ")
+    unjudged = [c for c in unexplained if not any((v.a, v.b) == (a, b) for v in c.verdicts)]
+    if unjudged:
+        outs = sorted({p.output for c in unjudged for p in c.pairs if {p.a, p.b} == {a, b} and p.verdict == "differ"})
+        parts.append(f"bits differ in {', '.join(outs)} ({_n(len(unjudged), 'case')}; no accuracy verdict recorded)")
+        level = "warn" if level == "ok" else level
+    if introduced:
+        parts.append(f"new problems (not in {a}): " + " | ".join(describe(introduced, _kinds(section))))
+        gate += [f"numerics: {b} has a problem {a} has not: {line}" for line in describe(introduced)]
+        level = "fail"
+    missing = [c for c in section.cases if _ran(_variant(c, a)) and not _ran(_variant(c, b))]
+    if missing:
+        why = _variant(missing[0], b)
+        parts.append(f"not run in {_n(len(missing), 'case')} ({why.reasons[0] if why and why.reasons else 'no result'})")
+        level = "warn" if level == "ok" else level
+    if not parts:
+        return Line("numerics", "skip", "numerics: no case where both ran"), gate
+    text = "numerics: " + "; ".join(parts)
+    if any(c.reference == b for c in both):   # the yardstick: its distance from A is told, never judged
+        return Line("numerics", "info", text.replace("LESS ACCURATE", "less accurate") + f" ({b} is the yardstick)"), []
+    return Line("numerics", level, text), gate
+
+
+# ---------------------------------------------------------------- timing line
+def _pct(x: float) -> str:
+    return f"{(x - 1) * 100:+.1f}%"
+
+
+def _timing_line(section: Optional[TimingSection], a: str, b: str, skipped: tuple[str, ...]) -> Line:
+    if section is None:
+        why = next((s.removeprefix("timing: ") for s in skipped if s.startswith("timing:")), "not asked for")
+        return Line("timing", "skip", f"timing: not measured ({why.split(' (')[0]})")
+    groups: dict[str, list] = {}
+    several = len({c.dtype for c in section.cases}) > 1
+    for case in section.cases:
+        for c in case.comparisons:
+            if (c.baseline, c.variant) == (a, b):
+                groups.setdefault(f"{case.mode} {case.dtype}" if several else case.mode, []).append(c)
+    if not groups:
+        return Line("timing", "skip", f"timing: {b} not compared with {a}")
+    parts, level = [], "info"
+    for mode, comps in groups.items():
+        judged = [c for c in comps if c.verdict != "n/a"]
+        if not judged:
+            parts.append(f"{mode} not compared ({comps[0].reason or 'a variant failed'})")
+            level = "warn"
+            continue
+        counts: dict[str, int] = {}
+        for c in judged:
+            counts[c.verdict] = counts.get(c.verdict, 0) + 1
+        verdicts = ", ".join(f"{v} in {n}" for v, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+        lo, hi = min(c.ratio for c in judged), max(c.ratio for c in judged)
+        span = _pct(lo) if _pct(lo) == _pct(hi) else f"{_pct(lo)} to {_pct(hi)}"
+        parts.append(f"{mode}: {verdicts} of {_n(len(comps), 'shape')} ({span})")
+        if "slower" in counts:
+            level = "warn"
+    return Line("timing", level, "timing: " + "; ".join(parts))
+
+
+# ---------------------------------------------------------------- compiled-code line
+def _ir_line(section: Optional[IRSection], a: str, b: str, skipped: tuple[str, ...]) -> Line:
+    if section is None:
+        why = next((s.removeprefix("ir: ") for s in skipped if s.startswith("ir:")), "not asked for")
+        return Line("compiled code", "skip", f"compiled code: not compared ({why})")
+    va = next((v for v in section.variants if v.variant == a), None)
+    vb = next((v for v in section.variants if v.variant == b), None)
+    matches = [m for m in section.kernels if (m.a, m.b) == (a, b)]
+    if matches:   # op-level variants: the kernels each launched, paired by name
+        said = [f"{m.kernel} {m.status}" + (f" ({', '.join(_STAGE.get(x, x) for x in m.changed_stages)})"
+                                            if m.changed_stages else "") for m in matches]
+        level = "fail" if any(m.status == "failed" for m in matches) else "info"
+        return Line("compiled code", level, "compiled code: launched kernels, paired by name: " + "; ".join(said))
+    if vb is None or va is None:
+        return Line("compiled code", "skip", f"compiled code: {b} not compared with {a}")
+    if vb.status != "ok":
+        return Line("compiled code", "fail", f"compiled code: {b} did not compile: {vb.error.splitlines()[0] if vb.error else '?'}")
+    if va.status != "ok":
+        return Line("compiled code", "skip", f"compiled code: the baseline {a} did not compile")
+    loops: dict[tuple, list[str]] = {}
+    for stage in section.stages:
+        sa = next((s for s in va.stages if s.stage == stage), None)
+        sb = next((s for s in vb.stages if s.stage == stage), None)
+        if stage == "sass" or sa is None or sb is None:
+            continue
+        for path in dict.fromkeys([l.path for l in sa.loops] + [l.path for l in sb.loops]):
+            la = next((l for l in sa.loops if l.path == path), None)
+            lb = next((l for l in sb.loops if l.path == path), None)
+            ca = la.carried_pointers if la else None
+            cb = lb.carried_pointers if lb else None
+            if ca != cb:
+                loops.setdefault((path, ca, cb), []).append(_STAGE[stage])
+    names = {l.path: l.variable for v in (vb, va) for s in v.stages for l in s.loops if l.variable}
+    parts = []
+    for (path, ca, cb), stages in loops.items():
+        def say(n, who):
+            return f"no loop {path} in {who}" if n is None else f"{n} in {who}"
+        loop = f"loop {path} (for {names[path]})" if path in names else f"loop {path}"
+        parts.append(f"{loop} carried pointers: {say(ca, a)}, {say(cb, b)} ({', '.join(stages)})")
+    for what, x, y in (("registers", va.registers, vb.registers), ("spill bytes", va.spill_bytes, vb.spill_bytes)):
+        if x != y and x >= 0 and y >= 0:
+            parts.append(f"{what} {x} -> {y}")
+    pair = next((p for p in section.pairs if (p.a, p.b) == (a, b)), None)
+    if pair is not None:
+        changed = [d for d in pair.stages if not d.identical]
+        if not changed:
+            parts.append("identical at every stage")
+        else:
+            parts.append("normalized diff " + ", ".join(f"{_STAGE[d.stage]} {d.changed_lines}" for d in changed)
+                         + " changed lines")
+    return Line("compiled code", "info", "compiled code: " + "; ".join(parts or ["no structural change found"]))
+
+
+def _ir_lines(report: Report, a: str, b: str) -> Line:
+    """The compiled-code line over every compiled-code section (the forward kernels, and the kernels of
+    other passes when variants bring their own), each named by its kernel when there are several."""
+    sections = report.ir_sections
+    if len(sections) <= 1:
+        return _ir_line(sections[0] if sections else None, a, b, report.skipped)
+    lines = [(s.kernel, _ir_line(s, a, b, report.skipped)) for s in sections]
+    order = ("fail", "warn", "info", "ok", "skip")
+    level = min((line.level for _, line in lines), key=order.index)
+    return Line("compiled code", level, "compiled code: " + "; ".join(
+        f"{kernel} kernel: {line.text.removeprefix('compiled code: ')}" for kernel, line in lines))
+
+
+# ---------------------------------------------------------------- the headline
+def _judged(report: Report) -> list[str]:
+    """Variants the headline is about: loaded ones, in order, without the reference point added unasked."""
+    added = report.numerics.added_reference if report.numerics else ""
+    return [v.name for v in report.variants if v.status == "ok" and v.name != added]
+
+
+def _has(case: NumericsCase, name: str, other: str, p: Problem) -> bool:
+    """Does `name` have `other`'s problem `p` in `case`? Yes also when the two outputs' bits are identical or
+    differ only within run-to-run spread: then the problem comes and goes with the run, not the variant."""
+    return (p.key in {q.key for q in problems(case, name)}
+            or (p.output != "-" and _bits(case, name, other, p.output) in _BITS[:2]))
+
+
+def headline(report: Report) -> Headline:
+    names = _judged(report)
+    base = report.baseline
+    section = report.numerics
+    pairs = []
+    for b in [n for n in names if n != base]:
+        lines, gate = [], []
+        if section is not None:
+            introduced = {p for c in section.cases if _ran(_variant(c, base))
+                          for p in problems(c, b) if not _has(c, base, b, p)}
+            line, gate = _numerics_line(section, base, b, introduced)
+            lines.append(line)
+        lines.append(_timing_line(report.timing, base, b, report.skipped))
+        lines.append(_ir_lines(report, base, b))
+        pairs.append(PairHeadline(base, b, tuple(lines), tuple(gate)))
+    return Headline(tuple(pairs), *_shared(report, names))
+
+
+def _shared(report: Report, names: list[str]) -> tuple[str, tuple[SharedLine, ...]]:
+    """The baseline's problems, and which of the other variants share each one."""
+    section, base = report.numerics, report.baseline
+    yardsticks = {c.reference for c in section.cases} if section else set()
+    others = [n for n in names if n != base and n not in yardsticks]   # the yardstick is judged by nothing
+    title = ("shared by every variant (not introduced by this change)" if others
+             else f"problems of {base} (the only variant judged)")
+    if section is None:
+        return title, ()
+    everyone: set[Problem] = set()
+    partly: dict[tuple[str, ...], set[Problem]] = {}
+    for c in section.cases:
+        for p in sorted(problems(c, base), key=lambda p: (p.direction, p.order, KINDS.index(p.kind))):
+            without = tuple(n for n in others if _ran(_variant(c, n)) and not _has(c, n, base, p))
+            (partly.setdefault(without, set()) if without else everyone).add(p)
+    lines = [SharedLine(t, True) for t in describe(everyone, _kinds(section))]
+    for without, ps in partly.items():
+        lines += [SharedLine(f"{t} (not in {', '.join(without)})", False) for t in describe(ps, _kinds(section))]
+    return title, tuple(lines)
+
+
+def gate_failures(report: Report) -> list[str]:
+    """What the variants introduced in numerics (see the module docstring); with one variant, its own problems."""
+    if report.numerics is None:
+        return []
+    names = _judged(report)
+    if len(names) == 1:
+        items = {p for c in report.numerics.cases for p in problems(c, names[0])}
+        return [f"numerics: {names[0]}: {line}" for line in describe(items)]
+    return [g for pair in headline(report).pairs for g in pair.introduced]

@@ -1,0 +1,23 @@
+"""What each older schema version of report.json lacks, and how `results.from_dict` brings it up to date.
+
+Each migration takes the JSON form of one version (a plain dict, which it may change in place: the
+caller passes a copy) and returns the next version's."""
+from __future__ import annotations
+
+
+def _migrate_v1(data: dict) -> dict:
+    """Schema 1 -> 2: a yes/no verdict becomes "as accurate" or "less accurate" (schema 1 had no
+    "more accurate"); the outputs lost are the ones its detail lines name."""
+    for case in (data.get("numerics") or {}).get("cases", ()):
+        for v in case.get("verdicts", ()):
+            if "as_accurate" in v:
+                yes = v.pop("as_accurate")
+                v["accuracy"] = "as accurate" if yes else "less accurate"
+                if not yes:
+                    v["basis"] = "B worse"
+                    v["lost"] = list(dict.fromkeys(d.split(":", 1)[0] for d in v.get("detail", ())))
+    data["schema_version"] = 2
+    return data
+
+
+MIGRATIONS = {1: _migrate_v1}   # version -> the migration to the next

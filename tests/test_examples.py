@@ -1,0 +1,37 @@
+"""The example CI workflow: its compare command is one the command line accepts, with the gates on,
+and the comment it posts is the report's Markdown."""
+import shlex
+from pathlib import Path
+
+import yaml
+
+import main
+
+WORKFLOW = Path(__file__).resolve().parent.parent / "examples" / "kernel-ab-pull-request.yml"
+
+
+def _steps():
+    jobs = yaml.safe_load(WORKFLOW.read_text())["jobs"]
+    return [step for job in jobs.values() for step in job["steps"]]
+
+
+def test_workflow_compare_command_parses_with_both_revisions_and_the_gates():
+    run = next(s["run"] for s in _steps() if "main.py compare" in s.get("run", ""))
+    command = run[run.index("python "):].split("\n    echo")[0].split("echo ")[0]
+    command = (command.replace("${{ github.event.pull_request.base.sha }}", "abc123")
+               .replace("${{ github.event.pull_request.head.sha }}", "def456")
+               .replace("$KERNEL", "mypkg/ops/group_norm.py").replace("$FUNCTION", "group_norm_fwd"))
+    argv = shlex.split(command.replace("\\\n", " "))
+    assert argv[:2] == ["python", ".kernel-ab/main.py"]
+    args = main._parser("main.py").parse_args(argv[2:])
+    assert args.command == "compare" and args.fail_on_numerics and args.fail_if_slower == 2
+    assert args.external == ["base=git:abc123:mypkg/ops/group_norm.py::group_norm_fwd",
+                             "head=git:def456:mypkg/ops/group_norm.py::group_norm_fwd"]
+    assert str(args.out) == "kernel-ab-report"
+
+
+def test_workflow_posts_report_md_and_exits_with_the_gates_status():
+    steps = _steps()
+    post = next(s for s in steps if "gh pr comment" in s.get("run", ""))
+    assert "--body-file kernel-ab-report/report.md" in post["run"] and post["if"].startswith("always()")
+    assert steps[-1]["run"] == "exit ${{ steps.compare.outputs.status }}"

@@ -1,0 +1,108 @@
+"""The headline, end to end through the command line with real kernels: a planted accurate fix reads
+"more accurate", planted bugs read "less accurate" first, and the gates act on what B introduced."""
+import inspect
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.planted import mutant_file
+import variants.group_norm.common as common
+import variants.group_norm.explicit_offset as explicit_offset
+import variants.group_norm.pointer_mutation as pointer_mutation
+
+ROOT = Path(__file__).resolve().parent.parent
+SHAPE = "2,8,2,24"
+STATS_IMPORT = "from variants.group_norm.common import group_statistics, store_statistics\n"
+# the statistics of common.py with the variance computed in two passes (mean first, then the squared
+# deviations): finite where the one-pass E[x^2] - E[x]^2 cancels catastrophically
+TWO_PASS = '''from variants.group_norm.common import store_statistics
+
+
+@triton.jit
+def group_statistics(X_ptr, hidden_size, eps, BLOCK_SIZE: tl.constexpr):
+    total = 0.0
+    for start in tl.range(0, hidden_size, BLOCK_SIZE):
+        offsets = start + tl.arange(0, BLOCK_SIZE)
+        total += tl.sum(tl.load(X_ptr + offsets, mask=offsets < hidden_size, other=0.0).to(tl.float32))
+    mean = total / hidden_size
+    total_sq = 0.0
+    for start in tl.range(0, hidden_size, BLOCK_SIZE):
+        offsets = start + tl.arange(0, BLOCK_SIZE)
+        mask = offsets < hidden_size
+        x = tl.load(X_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
+        d = tl.where(mask, x - mean, 0.0)
+        total_sq += tl.sum(d * d)
+    rstd = tl.rsqrt(total_sq / hidden_size + eps)
+    return mean, rstd
+'''
+
+
+def _eps_outside_sqrt() -> str:
+    """common.py's own one-pass statistics, with eps added outside the square root, defined in the variant's file."""
+    source = inspect.getsource(common)
+    start = source.index("@triton.jit\ndef group_statistics(")
+    function = source[start:source.index("\n\n\n", start)] + "\n"
+    old = "rstd = tl.rsqrt(var + eps)"
+    assert function.count(old) == 1, "planted fault eps_outside_sqrt: common.py changed"
+    return "from variants.group_norm.common import store_statistics\n\n\n" + function.replace(
+        old, "rstd = 1.0 / (tl.sqrt(var) + eps)")
+
+
+def compare(tmp_path, baseline, planted: Path, *flags):
+    """Run `compare BASELINE --variant NAME=FILE::group_norm_forward` on the CPU; (exit code, stdout, JSON)."""
+    out = tmp_path / "report.json"
+    args = [sys.executable, "main.py", "compare", baseline, "--variant",
+            f"{planted.stem}={planted}::group_norm_forward", "--shape", SHAPE, "--check", "numerics",
+            "--trials", "1", "--quiet", "--json", str(out), *flags]
+    r = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert r.returncode in (0, 1), r.stderr
+    return r.returncode, r.stdout, json.loads(out.read_text())
+
+
+def _numerics_line(data) -> str:
+    pair = data["headline"]["pairs"][0]
+    line = pair["lines"][0]
+    assert line["topic"] == "numerics"
+    return line["text"]
+
+
+def test_planted_two_pass_variance_is_more_accurate_on_large_mean(tmp_path):
+    fix = mutant_file(tmp_path, explicit_offset, "two_pass", STATS_IMPORT, TWO_PASS)
+    code, stdout, data = compare(tmp_path, "pointer_mutation", fix, "--inputs", "normal,large_mean,all_equal",
+                                 "--fail-on-numerics")
+    line = _numerics_line(data)
+    assert line.startswith("numerics: more accurate than pointer_mutation in forward float32 large_mean"), line
+    assert "all_equal" in line and "LESS" not in line
+    assert data["headline"]["pairs"][0]["introduced"] == [] and code == 0
+    # the baseline's NaN on large-mean inputs is not shared: the fix does not have it
+    assert any("large_mean" in s["text"] and "not in two_pass" in s["text"] for s in data["headline"]["shared"])
+    assert stdout.splitlines()[2].startswith("OK   numerics: more accurate")
+
+
+@pytest.mark.parametrize("name, module, old, new", [
+    ("wrong_bias_channel", pointer_mutation, "b = tl.load(B_ptr + channel)", "b = tl.load(B_ptr + (channel ^ 1))"),
+    ("eps_outside_sqrt", explicit_offset, STATS_IMPORT, _eps_outside_sqrt()),
+])
+def test_planted_bugs_are_less_accurate_first_and_fail_the_gate(tmp_path, name, module, old, new):
+    bug = mutant_file(tmp_path, module, name, old, new)
+    code, stdout, data = compare(tmp_path, "explicit_offset", bug, "--inputs", "normal", "--fail-on-numerics")
+    line = _numerics_line(data)
+    assert line.startswith("numerics: LESS ACCURATE than explicit_offset in forward float32 normal"), line
+    # first in the report: the line right under the title and the pair's name
+    assert stdout.splitlines()[2].startswith("FAIL numerics: LESS ACCURATE"), stdout[:500]
+    assert code == 1 and data["headline"]["pairs"][0]["introduced"]
+
+
+def test_a_problem_both_variants_share_passes_the_gate_and_is_listed_once_as_shared(tmp_path):
+    same = mutant_file(tmp_path, explicit_offset, "renamed", "hidden_per_channel = hidden_size // channels_per_group",
+                  "hidden_per_channel = hidden_size // channels_per_group  # the same kernel")
+    code, stdout, data = compare(tmp_path, "pointer_mutation", same, "--inputs", "large_mean,all_equal",
+                                 "--fail-on-numerics")
+    assert code == 0
+    shared = [s["text"] for s in data["headline"]["shared"]]
+    assert shared and all(s["everyone"] for s in data["headline"]["shared"])
+    assert any(t.startswith("large_mean inputs, float32: ") and "forward y" in t for t in shared), shared
+    assert _numerics_line(data) == "numerics: forward: identical bits in all 2 cases"
