@@ -1,5 +1,7 @@
 """The family's bench calls for timing: one shared placement of buffers per case, and the `timed_code`
 key that tells the comparison when two variants time the same compiled code (CPU interpreter)."""
+import dataclasses
+
 import torch
 
 from compare import timing
@@ -47,6 +49,22 @@ def test_backward_of_triton_variants_times_identical_code_forward_does_not():
     for mode in ("forward", "full"):
         calls, _ = _calls(mode)
         assert calls["pointer_mutation"][0].timed_code != calls["explicit_offset"][0].timed_code
+
+
+def test_a_run_wrapping_the_same_kernel_in_more_work_is_not_identical_code():
+    # the planted slowdown of benchmarks/timing_validation.py: the same forward kernel plus an extra copy
+    base = registry().get("explicit_offset")
+
+    def slower(inputs, outputs, shape):
+        base.run(inputs, outputs, shape)
+        outputs["y"].add_(0)
+    planted = dataclasses.replace(base, name="planted", run=slower)
+    inputs = FAMILY.make_inputs(SHAPE, torch.float32, BACKEND.device, 0)
+    for mode in ("forward", "full"):
+        a, b = (FAMILY.bench_call(v, inputs, SHAPE, mode) for v in (base, planted))
+        assert a.timed_code != b.timed_code, mode
+    a, b = (FAMILY.bench_call(v, inputs, SHAPE, "backward") for v in (base, planted))
+    assert a.timed_code == b.timed_code   # the backward pass runs the one shared backward kernel alone
 
 
 def test_torch_timed_code_is_unknown_so_never_called_identical():

@@ -296,7 +296,10 @@ class Family(abc.ABC):
         def forward():
             variant.run(inputs, outputs, shape)
         fwd = self.forward_kernel_of(variant) if variant.kind == "triton" else None
-        forward_code = ("forward", id(fwd), getattr(fwd, "__name__", "")) if fwd is not None else ("forward", variant.name)
+        # the run's code is part of the key: a run that wraps the same kernel in more work is other code
+        runner = getattr(variant.run, "__code__", variant.run)
+        forward_code = (("forward", id(fwd), getattr(fwd, "__name__", ""), id(runner)) if fwd is not None
+                        else ("forward", variant.name))
         if mode == "forward":   # Triton variants sharing the family's forward kernel time the same code
             return _timed(forward, None if variant.op is not None else forward_code)
         if variant.op is None:
