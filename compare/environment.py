@@ -16,8 +16,12 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 def git_state(path: Path = PROJECT_ROOT) -> tuple[str, bool]:
-    """(commit, dirty) of the git checkout at `path`. A copy of the tree without .git (as sent to a GPU
-    machine) can be told its commit by KERNEL_AB_GIT_COMMIT (and KERNEL_AB_GIT_DIRTY=1); else ("", False)."""
+    """(commit, dirty) of the git checkout at `path`. A copy of the tree (as sent to a GPU machine) is told
+    its commit by KERNEL_AB_GIT_COMMIT (and KERNEL_AB_GIT_DIRTY=1), which wins over whatever .git the copy
+    carries: such a copy may hold a stale .git from another commit. Else ("", False)."""
+    commit = os.environ.get("KERNEL_AB_GIT_COMMIT", "")
+    if commit:
+        return commit, os.environ.get("KERNEL_AB_GIT_DIRTY") == "1"
     try:
         head = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True,
                               text=True, timeout=10)
@@ -27,8 +31,7 @@ def git_state(path: Path = PROJECT_ROOT) -> tuple[str, bool]:
             return head.stdout.strip(), bool(status)
     except (OSError, subprocess.SubprocessError):
         pass
-    commit = os.environ.get("KERNEL_AB_GIT_COMMIT", "")
-    return commit, bool(commit) and os.environ.get("KERNEL_AB_GIT_DIRTY") == "1"
+    return "", False
 
 
 def _nvidia_smi(query: str) -> str:
