@@ -271,9 +271,18 @@ def run(request: Request, registry: Registry, backend: Backend,
     return Report(family=family.name, preset=preset.name, dtype=dtype_names, baseline=chosen[0].name,
                   variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
                   x_name=preset.x_name, x_values=tuple(float(preset.x_value(s)) for s in preset.shapes),
-                  shape_params=tuple(json.dumps(s.as_dict(), sort_keys=True) for s in preset.shapes),
+                  shape_params=tuple(json.dumps(_shape_params(family, s), sort_keys=True) for s in preset.shapes),
                   numerics=numerics_section, timing=timing_section, ir=(ir_sections or (None,))[0],
                   ir_kernels=ir_sections[1:], skipped=tuple(skipped))
+
+
+def _shape_params(family, shape) -> dict:
+    """A shape's parameters, and whether the family says its forward must read x twice."""
+    params = shape.as_dict()
+    reads_x_twice = getattr(family, "reads_x_twice", None)   # optional: families that can say so
+    if reads_x_twice is not None:
+        params["reads_x_twice"] = bool(reads_x_twice(shape))
+    return params
 
 
 def run_timing(family, chosen, preset, request: Request, step) -> TimingSection:

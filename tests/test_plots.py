@@ -1,4 +1,7 @@
 """Plots of a timed report (matplotlib is an optional extra; these skip, saying so, without it)."""
+import dataclasses
+import json
+
 import pytest
 
 from compare.render import files, plots
@@ -18,3 +21,24 @@ def test_out_folder_holds_every_file(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["benchmark_rows.json", "report.json", "report.md",
                                                          "timing_forward.png"]
     assert len(lines) == 4
+
+
+def _flagged(report, reads_twice: bool):
+    params = json.loads(report.shape_params[0])
+    params["reads_x_twice"] = reads_twice
+    return dataclasses.replace(report, shape_params=(json.dumps(params),))
+
+
+def test_roofline_panel_data_is_each_variants_share_of_copy_bandwidth():
+    report = fixed_report()
+    series, capped = plots.roofline(report, report.timing.cases)
+    expected = {v.variant: [(8.0, 100 * v.fraction_of_copy)] for v in report.timing.cases[0].variants}
+    assert series == expected and all(0 < pct for pts in series.values() for _, pct in pts)
+    assert capped == []   # no shape parameter says reads_x_twice: no 2/3 cap
+
+
+def test_roofline_cap_marks_only_shapes_that_read_x_twice(tmp_path):
+    twice = _flagged(fixed_report(), True)
+    assert plots.roofline(twice, twice.timing.cases)[1] == [8.0]
+    assert plots.roofline(_flagged(fixed_report(), False), twice.timing.cases)[1] == []
+    assert [p.name for p in plots.write(twice, tmp_path)] == ["timing_forward.png"]

@@ -1,12 +1,30 @@
 """Plots of a timed report (matplotlib, an optional extra): per mode, time per variant across the
-preset's x axis, and each variant's ratio to the baseline with its interval."""
+preset's x axis, each variant's ratio to the baseline with its interval, and the roofline panel: each
+variant's share of the measured copy bandwidth (the family's fewest bytes over the median time), with
+the 2/3 cap marked on the shapes whose family says the pass must read x twice ("reads_x_twice")."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from compare.results import Report
 
 FOCUS = 0.5   # the ratio panel leaves out variants more than 50% away from the baseline, so small gaps stay visible
+REREAD_CAP = 2 / 3   # x read twice and y written once: at most 2 of every 3 bytes moved are the fewest bytes
+
+
+def roofline(report: Report, cases) -> tuple[dict[str, list[tuple[float, float]]], list[float]]:
+    """For the roofline panel: per variant, (x, % of copy bandwidth) of every shape it was timed on, and
+    the x values of the shapes where the 2/3 cap applies (their shape parameters say reads_x_twice)."""
+    x_of = dict(zip(report.shapes, report.x_values or range(len(report.shapes))))
+    series: dict[str, list[tuple[float, float]]] = {}
+    for c in cases:
+        for v in c.variants:
+            if v.status == "ok" and v.fraction_of_copy > 0:
+                series.setdefault(v.variant, []).append((x_of[c.shape], 100 * v.fraction_of_copy))
+    capped = [x_of[label] for label, params in zip(report.shapes, report.shape_params)
+              if json.loads(params).get("reads_x_twice")]
+    return series, capped
 
 
 def available() -> bool:
@@ -30,7 +48,7 @@ def write(report: Report, folder: Path) -> list[Path]:
     keys = list(dict.fromkeys((c.mode, c.dtype) for c in report.timing.cases))
     for mode, dtype in keys:
         cases = [c for c in report.timing.cases if (c.mode, c.dtype) == (mode, dtype)]
-        fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8))
+        fig, (left, right, roof) = plt.subplots(1, 3, figsize=(19, 4.8))
         names = list(dict.fromkeys(v.variant for c in cases for v in c.variants))
         colors = {name: f"C{i % 10}" for i, name in enumerate(names)}   # one colour per variant in both panels
         far = sorted({k.variant for c in cases for k in c.comparisons
@@ -52,7 +70,14 @@ def write(report: Report, folder: Path) -> list[Path]:
         band = report.timing.noise * 100
         right.axhspan(-band, band, color="grey", alpha=0.2, label=f"noise band ±{band:g}%")
         right.axhline(0, color="black", linewidth=0.8)
-        for ax in (left, right):
+        series, capped = roofline(report, cases)
+        for name, pts in series.items():
+            roof.plot(*zip(*pts), marker="o", label=name, color=colors.get(name))
+        roof.axhline(100, color="black", linewidth=0.8)
+        if capped:
+            roof.scatter(capped, [100 * REREAD_CAP] * len(capped), marker="_", s=900, color="red", zorder=3,
+                         label="2/3 cap: group too large to keep on chip, x read twice")
+        for ax in (left, right, roof):
             ax.set_xlabel(report.x_name or "shape")
             if len(set(x_of.values())) > 1 and min(x_of.values()) > 0:
                 ax.set_xscale("log", base=2)
@@ -61,6 +86,8 @@ def write(report: Report, folder: Path) -> list[Path]:
         left.set_ylabel("median ms (bars: p20-p80)")
         left.set_yscale("log")
         right.set_ylabel(f"time vs {report.baseline}, % (bars: 95% interval)")
+        roof.set_ylabel(f"% of copy bandwidth ({report.timing.copy_gbs:.0f} GB/s), fewest bytes")
+        roof.set_ylim(0, 110)
         if far:
             right.set_title(f"beyond ±{FOCUS:.0%} somewhere, so left out here: {', '.join(far)}", fontsize=9)
         fig.suptitle(f"{report.family} {mode}, {dtype or report.dtype}, {report.timing.gpu}")

@@ -6,6 +6,7 @@ variant brings its own. Shapes and presets are in `shapes.py`, input kinds in va
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from typing import Callable
 
@@ -44,7 +45,14 @@ TRITON_VARIANTS = (
     ("explicit_offset_range", "explicit channel offsets only, inner loop still range (edit 1 of B alone)"),
     ("pointer_mutation_tlrange", "pointer mutation kept, inner loop tl.range (edit 2 of B alone)"),
     ("flat", "no channel loop: one tl.range loop over the group, W and B gathered per element"),
+    ("single_read", "x read once: group held in registers, shifted two-pass variance, own launcher (warps by size)"),
+    ("single_read_tiled", "single_read with [rows, 8] tiles: W/B per row, two fused reductions (not yet timed)"),
 )
+# The largest group one program keeps in registers without spilling: 16 float32 values per thread of a
+# 1,024-thread program (a multiprocessor's 65,536 registers also hold addresses, masks and temporaries).
+# A larger group is read twice (statistics, then normalize), which caps the forward at 2/3 of copy
+# bandwidth unless the second read hits L2.
+ON_CHIP_GROUP = 16384
 
 
 def group_norm_op(X, W, B, num_channels, num_groups, eps):
@@ -151,6 +159,11 @@ class GroupNorm(Family):
             BLOCK_SIZE=shape.block_size,
         )
 
+    def reads_x_twice(self, shape: Shape) -> bool:
+        """Whether a group is too large to keep on one multiprocessor, so the forward reads x twice
+        (recorded per shape in reports; the roofline plot draws the 2/3-of-copy cap there)."""
+        return shape.hidden_size > ON_CHIP_GROUP
+
     def shared_backward(self):
         from variants.group_norm.backward import group_norm_backward
         return group_norm_backward
@@ -177,7 +190,9 @@ class GroupNorm(Family):
         found = []
         for name, why in TRITON_VARIANTS:
             module = importlib.import_module(f"variants.group_norm.{name}")
-            found.append(self.triton_variant(name, why, f"variants/group_norm/{name}.py", forward=module.group_norm_forward))
+            variant = self.triton_variant(name, why, f"variants/group_norm/{name}.py", forward=module.group_norm_forward)
+            # a variant module with its own launcher (warps, blocks by shape) runs through it
+            found.append(dataclasses.replace(variant, run=module.launch) if hasattr(module, "launch") else variant)
         return found + torch_variants(self.name, group_norm_op, torch.native_group_norm, _native_args, _store,
                                       "torch.native_group_norm")
 
