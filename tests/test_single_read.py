@@ -8,7 +8,7 @@ from compare import backend
 backend.configure("cpu")
 
 import variants.group_norm as gn  # noqa: E402
-from tests.planted import _load_mutated  # noqa: E402
+from tests.planted import load_mutated  # noqa: E402
 from variants.group_norm import single_read  # noqa: E402
 
 TOL = {torch.float32: (1.3e-6, 1e-5), torch.bfloat16: (1.6e-2, 1e-5)}
@@ -101,7 +101,7 @@ def test_all_equal_group_gives_exactly_the_bias():
 def test_a_planted_fault_is_caught(tmp_path, old, new):
     """The same check fails on single_read with one edit (the streamed path drops the in-block spread;
     the resident path divides by n - 1, the unbiased variance): the tests above could have failed."""
-    module, _ = _load_mutated(tmp_path, single_read, "single_read_planted", old, new, 1)
+    module, _ = load_mutated(tmp_path, single_read, "single_read_planted", old, new, 1)
     shape = SHAPES[2]
     inputs = gn.make_inputs(shape, torch.float32, "cpu", 3, "normal")
     config = CONFIGS["streamed"] if "delta" in old else None

@@ -5,7 +5,7 @@ import torch
 
 from tests.test_single_read import SHAPES, _problems, _run  # configures the CPU backend first
 import variants.group_norm as gn  # noqa: E402
-from tests.planted import _load_mutated  # noqa: E402
+from tests.planted import load_mutated  # noqa: E402
 from variants.group_norm import pointer_mutation, single_read_tiled as tiled  # noqa: E402
 
 CONFIGS = {
@@ -52,7 +52,7 @@ def test_a_group_of_one_huge_value_repeated_gives_exactly_the_bias(path):
     ("rstd, rstd_t = _finalize(s2 / hidden_size - mean_t * mean_t, a, eps)\n    _write_y",
      "rstd, rstd_t = _finalize(s2 / (hidden_size - 1) - mean_t * mean_t, a, eps)\n    _write_y", "default")])
 def test_a_planted_fault_is_caught(tmp_path, old, new, path):
-    module, _ = _load_mutated(tmp_path, tiled, "single_read_tiled_planted", old, new, 1)
+    module, _ = load_mutated(tmp_path, tiled, "single_read_tiled_planted", old, new, 1)
     shape = SHAPES[0]   # 16 elements per channel: the per-row path
     inputs = gn.make_inputs(shape, torch.float32, "cpu", 3, "normal")
     assert _problems(_run(module, CONFIGS[path], inputs, shape), gn.FAMILY.reference(inputs, shape), torch.float32) != []
