@@ -102,7 +102,9 @@ def problems(case: NumericsCase, name: str) -> set[Problem]:
 
 def _worst_per_output(items: set[Problem]) -> list[Problem]:
     worst: dict[tuple, Problem] = {}
-    for p in items:
+    # sorted, so that among equally bad problems (say NaN on one shape, NaN/Inf on another) the one
+    # shown does not depend on set order: a report must render the same in every process
+    for p in sorted(items, key=lambda p: (KINDS.index(p.kind), p.shape, p.detail, p.dtype, p.input_kind)):
         k = (p.direction, p.output)
         if k not in worst or KINDS.index(p.kind) < KINDS.index(worst[k].kind):
             worst[k] = p
