@@ -13,30 +13,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from compare.results import IRSection, NumericsCase, NumericsSection, Report, TimingSection, VariantNumerics
+from compare.problems import KINDS, Problem, describe, input_kinds, problems, ran, variant_of
+from compare.results import IRSection, NumericsCase, NumericsSection, Report, TimingSection
 
-# problem kinds, most severe first; an output shows only its most severe one
-KINDS = ("crashed", "never written", "non-finite where the reference is finite (or the reverse)",
-         "beyond tolerance", "less accurate than the reference point")
 _STAGE = {"ttir": "TTIR", "ttgir": "TTGIR", "llir": "LLIR", "ptx": "PTX", "sass": "SASS"}
-
-
-@dataclasses.dataclass(frozen=True)
-class Problem:
-    """One problem of one variant in one numerics case."""
-
-    direction: str
-    dtype: str
-    input_kind: str
-    shape: str
-    output: str          # "-" for a crash
-    kind: str            # one of KINDS
-    detail: str = ""     # how to say it, if more precisely than `kind` (not part of its identity)
-    order: int = 0       # the output's place among the case's outputs, for listing
-
-    @property
-    def key(self) -> tuple:
-        return (self.direction, self.dtype, self.input_kind, self.shape, self.output, self.kind)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,83 +45,6 @@ class Headline:
     pairs: tuple[PairHeadline, ...]
     shared_title: str
     shared: tuple[SharedLine, ...]
-
-
-# ---------------------------------------------------------------- problems
-def _variant(case: NumericsCase, name: str) -> Optional[VariantNumerics]:
-    return next((v for v in case.variants if v.variant == name), None)
-
-
-def _ran(v: Optional[VariantNumerics]) -> bool:
-    return v is not None and v.status in ("pass", "fail", "error")
-
-
-def problems(case: NumericsCase, name: str) -> set[Problem]:
-    """What is wrong with variant `name` in `case` (empty for the reference point: it is the yardstick)."""
-    v = _variant(case, name)
-    if not _ran(v) or name == case.reference:
-        return set()
-    where = (case.direction, case.dtype, case.input_kind, case.shape)
-    if v.status == "error":
-        return {Problem(*where, "-", KINDS[0], f"crashed ({v.reasons[0]})" if v.reasons else "")}
-    found = set()
-    order = {e.output: i for i, e in enumerate(v.outputs)}
-    for e in v.outputs:
-        nonfinite = "NaN" if e.nan and not e.inf else "Inf" if e.inf and not e.nan else "NaN/Inf"
-        for kind, count, say in ((KINDS[1], e.unwritten, ""),
-                                 (KINDS[2], e.nonfinite_mismatch, f"{nonfinite} where the reference is finite"),
-                                 (KINDS[3], e.beyond_tol, "")):
-            if count:
-                found.add(Problem(*where, e.output, kind, say, order[e.output]))
-    for verdict in case.verdicts:
-        if (verdict.a, verdict.b) == (case.reference, name) and verdict.accuracy == "less accurate":
-            found |= {Problem(*where, o, KINDS[4], f"less accurate than {case.reference}", order.get(o, 0))
-                      for o in verdict.lost}
-    return found
-
-
-def _worst_per_output(items: set[Problem]) -> list[Problem]:
-    worst: dict[tuple, Problem] = {}
-    # sorted, so that among equally bad problems (say NaN on one shape, NaN/Inf on another) the one
-    # shown does not depend on set order: a report must render the same in every process
-    for p in sorted(items, key=lambda p: (KINDS.index(p.kind), p.shape, p.detail, p.dtype, p.input_kind)):
-        k = (p.direction, p.output)
-        if k not in worst or KINDS.index(p.kind) < KINDS.index(worst[k].kind):
-            worst[k] = p
-    return sorted(worst.values(), key=lambda p: (p.direction != "forward", p.direction, p.order))
-
-
-def describe(items: set[Problem], kinds_order: tuple[str, ...] = ()) -> list[str]:
-    """Problems as lines, one per (input kind, dtype): '<kind> inputs, <dtype>: <what> in <direction> <outputs>; ...',
-    input kinds in `kinds_order` (then the rest)."""
-    groups: dict[tuple[str, str], set[Problem]] = {}
-    for p in items:
-        groups.setdefault((p.input_kind, p.dtype), set()).add(p)
-    rank = {k: i for i, k in enumerate(kinds_order)}
-    lines = []
-    for (kind, dtype), ps in sorted(groups.items(), key=lambda kv: (rank.get(kv[0][0], len(rank)), kv[0])):
-        by_what: dict[str, list[str]] = {}
-        for p in _worst_per_output(ps):
-            by_what.setdefault(p.detail or p.kind, []).append(p.direction if p.output == "-"
-                                                               else f"{p.direction} {p.output}")
-        shapes = len({p.shape for p in ps})
-        on = f", {shapes} shapes" if shapes > 1 else ""
-        lines.append(f"{kind} inputs, {dtype}{on}: " + "; ".join(f"{what} in {_join_outputs(outs)}"
-                                                                 for what, outs in by_what.items()))
-    return lines
-
-
-def _join_outputs(outs: list[str]) -> str:
-    """'forward y', 'forward rstd', 'backward dx' as 'forward y, rstd and backward dx'."""
-    by_dir: dict[str, list[str]] = {}
-    for o in outs:
-        d, _, name = o.partition(" ")
-        by_dir.setdefault(d, []).append(name)
-    return " and ".join(f"{d} {', '.join(n for n in names if n)}".strip() for d, names in by_dir.items())
-
-
-def _kinds(section: NumericsSection) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(c.input_kind for c in section.cases))
 
 
 # ---------------------------------------------------------------- numerics line
@@ -194,7 +97,7 @@ def _bitwise_part(direction: str, cases: list[NumericsCase], a: str, b: str) -> 
 
 
 def _produced(case: NumericsCase, name: str) -> bool:
-    v = _variant(case, name)
+    v = variant_of(case, name)
     return v is not None and v.status in ("pass", "fail")
 
 
@@ -237,12 +140,12 @@ def _numerics_line(section: NumericsSection, a: str, b: str, introduced: set[Pro
         parts.append(f"bits differ in {', '.join(outs)} ({_n(len(unjudged), 'case')}; no accuracy verdict recorded)")
         level = "warn" if level == "ok" else level
     if introduced:
-        parts.append(f"new problems (not in {a}): " + " | ".join(describe(introduced, _kinds(section))))
+        parts.append(f"new problems (not in {a}): " + " | ".join(describe(introduced, input_kinds(section))))
         gate += [f"numerics: {b} has a problem {a} has not: {line}" for line in describe(introduced)]
         level = "fail"
-    missing = [c for c in section.cases if _ran(_variant(c, a)) and not _ran(_variant(c, b))]
+    missing = [c for c in section.cases if ran(variant_of(c, a)) and not ran(variant_of(c, b))]
     if missing:
-        why = _variant(missing[0], b)
+        why = variant_of(missing[0], b)
         parts.append(f"not run in {_n(len(missing), 'case')} ({why.reasons[0] if why and why.reasons else 'no result'})")
         level = "warn" if level == "ok" else level
     if not parts:
@@ -377,7 +280,7 @@ def headline(report: Report) -> Headline:
     for b in [n for n in names if n != base]:
         lines, gate = [], []
         if section is not None:
-            introduced = {p for c in section.cases if _ran(_variant(c, base))
+            introduced = {p for c in section.cases if ran(variant_of(c, base))
                           for p in problems(c, b) if not _has(c, base, b, p)}
             line, gate = _numerics_line(section, base, b, introduced)
             lines.append(line)
@@ -400,11 +303,11 @@ def _shared(report: Report, names: list[str]) -> tuple[str, tuple[SharedLine, ..
     partly: dict[tuple[str, ...], set[Problem]] = {}
     for c in section.cases:
         for p in sorted(problems(c, base), key=lambda p: (p.direction, p.order, KINDS.index(p.kind))):
-            without = tuple(n for n in others if _ran(_variant(c, n)) and not _has(c, n, base, p))
+            without = tuple(n for n in others if ran(variant_of(c, n)) and not _has(c, n, base, p))
             (partly.setdefault(without, set()) if without else everyone).add(p)
-    lines = [SharedLine(t, True) for t in describe(everyone, _kinds(section))]
+    lines = [SharedLine(t, True) for t in describe(everyone, input_kinds(section))]
     for without, ps in partly.items():
-        lines += [SharedLine(f"{t} (not in {', '.join(without)})", False) for t in describe(ps, _kinds(section))]
+        lines += [SharedLine(f"{t} (not in {', '.join(without)})", False) for t in describe(ps, input_kinds(section))]
     return title, tuple(lines)
 
 

@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from compare import stats
+from compare import stats, supervisor
 from compare.errors import summarize
 from compare.results import TimingCase, TimingComparison, TimingVariant
 
@@ -219,6 +219,9 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
                 _one_call_ms(ts[0], flush)
             timed[name] = ts
         except Exception as exc:  # a variant that crashes is reported; the rest are still timed
+            if supervisor.is_fatal(exc):   # ... unless nothing can run after it (the supervisor reruns without it)
+                culprit = next(iter(calls)) if name == CONTROL else name
+                supervisor.poisoned(culprit, f"{supervisor.CRASHES[1]} ({summarize(exc)})")
             failed[name] = summarize(exc)
             torch.cuda.synchronize()
     launch = {name: _launch_cpu_ms(ts[0], flush) for name, ts in timed.items()}

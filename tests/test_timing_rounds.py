@@ -88,3 +88,25 @@ def test_identical_timed_code_is_measurement_noise(clock):
 def test_entries_must_have_one_call_per_placement(clock):
     with pytest.raises(ValueError, match="one per placement"):
         _case({"A": _entry(clock, 1.0, "a", PLACEMENT), "B": _entry(clock, 1.0, "b")}, None)
+
+
+def test_a_fatal_device_error_while_timing_is_handed_to_the_supervisor(clock):
+    # an illegal address poisons the CUDA context: timing the others after it would only fail too
+    from compare import supervisor
+
+    def illegal():
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+    calls = {"A": _entry(clock, 1.0, "a"), "B": (illegal,)}
+    with pytest.raises(supervisor.ContextPoisoned) as caught:
+        timing.time_case(calls, 1000, 1.0, "S", "forward", timing.TimingConfig(
+            rounds=10, min_rounds=10, calls_per_round=1, warmup_ms=0.1, graph="off"), control=_entry(clock, 1.0, "a"))
+    assert "B" in str(caught.value.args)
+
+
+def test_an_ordinary_error_while_timing_fails_that_variant_alone(clock):
+    def broken():
+        raise ValueError("no backward for this kind")
+    calls = {"A": _entry(clock, 1.0, "a"), "B": (broken,)}
+    case = timing.time_case(calls, 1000, 1.0, "S", "forward", timing.TimingConfig(
+        rounds=10, min_rounds=10, calls_per_round=1, warmup_ms=0.1, graph="off"), control=_entry(clock, 1.0, "a"))
+    assert {v.variant: v.status for v in case.variants} == {"A": "ok", "B": "error"}
