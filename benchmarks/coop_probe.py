@@ -1,7 +1,7 @@
 """Which configuration of `single_read_coop` comes closest to the memory roofline (GPU only, one call).
 
-Times configurations of variants/group_norm/single_read_coop.py (packed: groups per program and warps;
-split: slice size, warps, cooperative launch) against a same-size copy, `flat`, `single_read_tiled`
+Times configurations of variants/group_norm/single_read_coop.py (resident: warps per group; split:
+slice size, warps, cooperative launch) against a same-size copy, `flat`, `single_read_tiled`
 and torch on the seed shapes with 512 channels or more and the image preset, float32 and bfloat16 (256 MiB L2 flush
 before every call, each call replayed from a CUDA graph, CUDA events, median); checks
 every input kind against float64 for the chosen configurations, and that a split run repeats its bits.
@@ -36,18 +36,13 @@ def shapes():
 def candidates(shape):
     from variants.group_norm.single_read_coop import Config, choose
     import triton
-    h = shape.hidden_size
-    block = max(16, triton.next_power_of_2(h))
-    found = [choose(h)]
+    block = triton.next_power_of_2(shape.hidden_size)
+    found = [choose(shape.hidden_size)]
     if block <= 16384:
-        for groups, warps in ((1, 1), (1, 2), (1, 4), (2, 2), (2, 4), (4, 4), (4, 8), (8, 8)):
-            found.append(Config("packed", block // 8, warps, groups=groups))
-        for groups, warps in ((1, 2), (2, 2), (2, 4), (4, 4)):
-            found.append(Config("packed", block // 8, warps, groups=groups, programs_per_sm=-1))
+        found += [Config(block, w) for w in (1, 2, 4, 8) if 8 <= block // (32 * w) <= 128]
     else:
-        for rows, warps in ((512, 2), (512, 4), (1024, 4), (1024, 8), (2048, 8), (2048, 16)):
-            found.append(Config("split", rows, warps, slices=-(-h // (rows * 8))))
-        found.append(Config("split", 1024, 4, slices=-(-h // 8192), cooperative=True))
+        found += [Config(b, w, split=True) for b, w in ((4096, 4), (8192, 4), (8192, 8), (16384, 8), (16384, 16))]
+        found.append(Config(8192, 8, split=True, cooperative=True))
     return list(dict.fromkeys(found))
 
 
@@ -201,7 +196,7 @@ def main():
     print("\nbest per shape and dtype:")
     for key in dict.fromkeys((r["shape"], r["dtype"]) for r in rows):
         rs = [r for r in rows if (r["shape"], r["dtype"]) == key and "pct" in r]
-        ours = [r for r in rs if r["config"].split()[0] in ("packed", "split") and r.get("finite")]
+        ours = [r for r in rs if r["config"].split()[0] in ("resident", "split") and r.get("finite")]
         by = {r["config"]: r["pct"] for r in rs}
         best = max(ours, key=lambda r: r["pct"], default=None)
         print(key, {k: by.get(k) for k in ("copy", "torch", "flat", "single_read_tiled")},

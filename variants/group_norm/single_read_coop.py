@@ -41,19 +41,8 @@ import torch
 import triton
 import triton.language as tl
 
-VEC = tl.constexpr(8)        # a tile row: 8 consecutive elements of one group
-MAX_HIDDEN = 1 << 24         # the float-reciprocal channel index is exact below this
-MAX_POLLS = tl.constexpr(1 << 22)   # a split program gives up waiting after this many polls (seconds)
-
-
-@triton.jit
-def _channel_of(offsets, hidden_per_channel, inv_hpc):
-    """offsets // hidden_per_channel without an integer division: a float estimate, corrected by one."""
-    q = ((offsets.to(tl.float32) + 0.5) * inv_hpc).to(tl.int32)
-    r = offsets - q * hidden_per_channel
-    q = tl.where(r < 0, q - 1, q)
-    q = tl.where(r >= hidden_per_channel, q + 1, q)
-    return q
+MAX_HIDDEN = 1 << 24                 # a group this large or larger is refused (int32 offsets, counters)
+MAX_POLLS = tl.constexpr(1 << 22)    # a split program gives up waiting after this many polls (seconds)
 
 
 @triton.jit
@@ -62,167 +51,150 @@ def _add_min_max(s, lo, hi, s2, lo2, hi2):
 
 
 @triton.jit
-def _moments(x, mask):
-    """Per group of a [G, ROWS, VEC] tile: the sum (rows of VEC in float32, then float64), min and max of
-    the unmasked values; two fused reductions (one trip through shared memory, not three)."""
-    s, lo, hi = tl.reduce((x, tl.where(mask, x, float("inf")), tl.where(mask, x, -float("inf"))), 2, _add_min_max)
-    return tl.reduce((s.to(tl.float64), lo, hi), 1, _add_min_max)
-
-
-@triton.jit
-def _scale_of(lo, hi):
-    """(a, 1/a): a power of two near max(|lo|, |hi|), both exact normal floats (exponent clamped to [1, 253])."""
-    e = (tl.maximum(tl.abs(lo), tl.abs(hi)).to(tl.int32, bitcast=True) >> 23) & 0xFF
-    e = tl.minimum(tl.maximum(e, 1), 253)
-    return (e << 23).to(tl.float32, bitcast=True), ((254 - e) << 23).to(tl.float32, bitcast=True)
-
-
-@triton.jit
 def _add_add(a, b, c, d):
     return a + c, b + d
 
 
 @triton.jit
-def _deviations(x, mask, centre, inv):
-    """Per group: sum(t) and sum(t^2) for t = (x - centre) * inv, in one fused reduction (rows of VEC in
-    float32, then float64 across rows). Deviations from a centre near the mean are exact differences, so
-    sum(t) corrects the centre to the mean without the cancellation a plain float32 sum of x has."""
-    t = tl.where(mask, (x - centre[:, None, None]) * inv[:, None, None], 0.0)
-    t1, t2 = tl.reduce((t, t * t), 2, _add_add)
-    return tl.reduce((t1.to(tl.float64), t2.to(tl.float64)), 1, _add_add)
+def _partials(x, x0, mask, count):
+    """A slice's centre c (float32 near its mean), T1 = sum(x - c) and Q = sum((x - c)^2) in float64, and
+    its min and max: the corrected two-pass. Two fused reductions: (sum of (x - x0) / n, min, max) about
+    the slice's first value x0 (differences of nearby values are exact, so the centre lands within a
+    small fraction of the spread even when the mean is large), then the sums of t and t^2 for
+    t = (x - c) / a, a a power of two near max|x| (exact scaling), so that the squares neither overflow
+    nor underflow in float32; sum(t) corrects the centre to the mean."""
+    shift, lo, hi = tl.reduce((tl.where(mask, x - x0, 0.0) * (1.0 / count), tl.where(mask, x, float("inf")),
+                               tl.where(mask, x, -float("inf"))), 0, _add_min_max)
+    centre = x0 + shift
+    e = (tl.maximum(tl.abs(lo), tl.abs(hi)).to(tl.int32, bitcast=True) >> 23) & 0xFF
+    e = tl.minimum(tl.maximum(e, 1), 253)
+    a64 = (e << 23).to(tl.float32, bitcast=True).to(tl.float64)
+    t = tl.where(mask, (x - centre) * ((254 - e) << 23).to(tl.float32, bitcast=True), 0.0)
+    t1, t2 = tl.reduce((t, t * t), 0, _add_add)
+    return centre.to(tl.float64), t1.to(tl.float64) * a64, t2.to(tl.float64) * a64 * a64, lo, hi
 
 
 @triton.jit
 def _finish(mean, m2, lo, hi, count, eps):
-    """(mean_hi, mean_lo, rstd, mean as stored) from the combined float64 mean and M2 of `count` values."""
-    equal = (lo == hi) & (mean == mean)          # all one value (NaN keeps its NaN mean)
+    """(mean_hi, mean_lo, rstd) from a group's float64 mean and M2 of `count` values: an all-equal group
+    (min == max) has that value as its mean and variance 0 (so y = B exactly); rstd in float64, once."""
+    equal = (lo == hi) & (mean == mean)          # NaN keeps its NaN mean
     mean = tl.where(equal, lo.to(tl.float64), mean)
-    m2 = tl.where(equal, 0.0, m2)
-    var = m2 / count
+    var = tl.where(equal, 0.0, m2) / count
     var = tl.where(var < 0.0, 0.0, var)          # rounding below 0; NaN stays NaN
     rstd = 1.0 / tl.sqrt(var + eps)
     mean_hi = mean.to(tl.float32)
-    mean_lo = (mean - mean_hi.to(tl.float64)).to(tl.float32)
-    return mean_hi, mean_lo, rstd.to(tl.float32)
+    return mean_hi, (mean - mean_hi.to(tl.float64)).to(tl.float32), rstd.to(tl.float32)
 
 
 @triton.jit
-def _write(Y_ptr, W_ptr, B_ptr, x, mask, offsets, row_start, row_ok, first_channel, hidden_per_channel,
-           mean_hi, mean_lo, rstd):
-    """y = (x - mean_hi) * k + (B - mean_lo * k), k = rstd * W[c]; W and B once per row when no row of
-    VEC straddles two channels, else per element."""
-    inv_hpc = 1.0 / hidden_per_channel
-    if hidden_per_channel % VEC == 0:
-        # (names differ per branch: their shapes differ)
-        row_channel = first_channel[:, None] + _channel_of(row_start, hidden_per_channel, inv_hpc)
-        row_k = rstd[:, None] * tl.load(W_ptr + row_channel, mask=row_ok, other=0.0).to(tl.float32)
-        row_c = tl.load(B_ptr + row_channel, mask=row_ok, other=0.0).to(tl.float32) - mean_lo[:, None] * row_k
-        y = (x - mean_hi[:, None, None]) * row_k[:, :, None] + row_c[:, :, None]
+def _normalize(Y_ptr, x, offsets, mask, w, b, mean_hi, mean_lo, rstd, EVEN: tl.constexpr):
+    """y = (x - mean_hi) * k + (B - mean_lo * k), k = rstd * W: mean_hi + mean_lo is the float64 mean in
+    two float32 parts, so a large mean costs y no accuracy."""
+    k = rstd * w
+    y = (x - mean_hi) * k + (b - mean_lo * k)
+    if EVEN:
+        tl.store(Y_ptr + offsets, y)
     else:
-        element = row_start[:, :, None] + tl.arange(0, VEC)[None, None, :]
-        channel = first_channel[:, None, None] + _channel_of(element, hidden_per_channel, inv_hpc)
-        k = rstd[:, None, None] * tl.load(W_ptr + channel, mask=mask, other=0.0).to(tl.float32)
-        c = tl.load(B_ptr + channel, mask=mask, other=0.0).to(tl.float32) - mean_lo[:, None, None] * k
-        y = (x - mean_hi[:, None, None]) * k + c
-    tl.store(Y_ptr + offsets, y, mask=mask)
+        tl.store(Y_ptr + offsets, y, mask=mask)
 
 
 @triton.jit
-def _partials(x, mask, count):
-    """A slice's centre c (float32 near its mean), T1 = sum(x - c) and Q = sum((x - c)^2) in float64, and
-    its min and max: the corrected two-pass, with the deviations scaled by a power of two so that
-    their squares neither overflow nor underflow in float32."""
-    s1, lo, hi = _moments(x, mask)
-    centre = (s1 / count).to(tl.float32)
-    a, inv = _scale_of(lo, hi)
-    a64 = a.to(tl.float64)
-    t1, t2 = _deviations(x, mask, centre, inv)
-    return centre.to(tl.float64), t1 * a64, t2 * a64 * a64, lo, hi
+def _load_slice(X_ptr, W_ptr, B_ptr, row, offsets, hidden_size, first_channel, HPC: tl.constexpr,
+                EVEN: tl.constexpr):
+    """x (float32), W and B (per element, channel = offset // HPC: a shift or a multiply when HPC is a
+    compile-time constant) for element `offsets` of group row `row`; loaded together, so W's and B's
+    latency overlaps x's. Also the slice's first value (an L1 hit), the pivot of its statistics."""
+    mask = offsets < hidden_size
+    channel = first_channel + offsets // HPC
+    base = X_ptr + row.to(tl.int64) * hidden_size
+    if EVEN:
+        x = tl.load(base + offsets).to(tl.float32)
+        w = tl.load(W_ptr + channel).to(tl.float32)
+        b = tl.load(B_ptr + channel).to(tl.float32)
+    else:
+        x = tl.load(base + offsets, mask=mask, other=0.0).to(tl.float32)
+        w = tl.load(W_ptr + channel, mask=mask, other=0.0).to(tl.float32)
+        b = tl.load(B_ptr + channel, mask=mask, other=0.0).to(tl.float32)
+    return x, tl.load(base + tl.min(offsets, axis=0)).to(tl.float32), w, b, mask
 
 
 @triton.jit
-def _combine(c, t1, q, n, lo, hi, total):
-    """mean and M2 of a group from its slices' partials (vectors over slices; n = 0 where absent)."""
-    n_safe = tl.where(n > 0, n, 1.0)
-    slice_mean = c + t1 / n_safe
-    mean = tl.sum(n * c + t1, axis=0) / total
-    d = slice_mean - mean
-    m2 = tl.sum(tl.where(n > 0, q - t1 * t1 / n_safe + n * d * d, 0.0), axis=0)
-    return mean, m2, tl.min(lo, axis=0), tl.max(hi, axis=0)
+def _barrier(Count_ptr, row, slices):
+    """Arrive at the group's counter and wait until all `slices` programs of this launch have; returns
+    whether that happened within MAX_POLLS polls."""
+    tl.debug_barrier()
+    arrived = tl.atomic_add(Count_ptr + row, 1, sem="release", scope="gpu")
+    target = (arrived // slices + 1) * slices
+    polls = 0
+    while (tl.atomic_add(Count_ptr + row, 0, sem="acquire", scope="gpu") < target) & (polls < MAX_POLLS):
+        polls += 1
+    tl.debug_barrier()
+    return polls < MAX_POLLS
+
+
+@triton.jit
+def _combine(Part_ptr, row, slices, hidden_size, count, SLICE_BLOCK: tl.constexpr, BLOCK: tl.constexpr):
+    """A group's float64 mean and M2, min and max from its slices' partials (Chan's combination, exact
+    in float64: M2 = sum(Q_j - T1_j^2 / n_j + n_j (mean_j - mean)^2))."""
+    j = tl.arange(0, SLICE_BLOCK)
+    ok = j < slices
+    part = Part_ptr + 5 * (row * slices + j)
+    c = tl.load(part, mask=ok, other=0.0, cache_modifier=".cg")
+    t1 = tl.load(part + 1, mask=ok, other=0.0, cache_modifier=".cg")
+    q = tl.load(part + 2, mask=ok, other=0.0, cache_modifier=".cg")
+    lo = tl.load(part + 3, mask=ok, other=float("inf"), cache_modifier=".cg")
+    hi = tl.load(part + 4, mask=ok, other=-float("inf"), cache_modifier=".cg")
+    n = tl.where(ok, tl.minimum((j + 1) * BLOCK, hidden_size) - j * BLOCK, 1).to(tl.float64)
+    mean = tl.sum(n * c + t1, axis=0) / count
+    d = c + t1 / n - mean
+    m2 = tl.sum(tl.where(ok, q - t1 * t1 / n + n * d * d, 0.0), axis=0)
+    return mean, m2, tl.min(lo, axis=0).to(tl.float32), tl.max(hi, axis=0).to(tl.float32)
 
 
 @triton.jit
 def coop_forward(Y_ptr, X_ptr, Mean_ptr, RSTD_ptr, W_ptr, B_ptr, Part_ptr, Count_ptr,
-                 n_rows, num_groups, channels_per_group, hidden_size, slices, slice_len, eps,
-                 G: tl.constexpr, ROWS: tl.constexpr, SPLIT: tl.constexpr, SLICE_BLOCK: tl.constexpr):
-    """Persistent: program p takes work items p, p + P, ... (P programs). packed (SPLIT False): item i is
-    group rows i*G .. i*G+G-1, whole, in registers. split: item i is slice i % slices of group row
-    i // slices, and P is a multiple of `slices`, so a program keeps one slice index and its group's
-    other slices are its neighbours."""
-    pid = tl.program_id(0)
-    nprog = tl.num_programs(0)
-    hidden_per_channel = hidden_size // channels_per_group
-    rows = tl.arange(0, ROWS)
-    n_items = n_rows * slices if SPLIT else tl.cdiv(n_rows, G)
-    for item in tl.range(pid, n_items, nprog):
-        if SPLIT:
-            group_rows = item // slices + tl.arange(0, G)     # G is 1 here
-            s = item % slices
-        else:
-            group_rows = item * G + tl.arange(0, G)
-            s = 0
-        start = s * slice_len
-        end = tl.minimum(start + slice_len, hidden_size)
-        row_start = start + rows[None, :] * VEC + 0 * group_rows[:, None]
-        offsets = (group_rows.to(tl.int64) * hidden_size)[:, None, None] + row_start[:, :, None] \
-            + tl.arange(0, VEC)[None, None, :]
-        mask = ((row_start[:, :, None] + tl.arange(0, VEC)[None, None, :]) < end) \
-            & (group_rows < n_rows)[:, None, None]
-        x = tl.load(X_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
-        c, t1, q, lo, hi = _partials(x, mask, (end - start).to(tl.float64))
-        if SPLIT:
+                 n_rows, num_groups, channels_per_group, hidden_size, slices, eps,
+                 BLOCK: tl.constexpr, HPC: tl.constexpr, EVEN: tl.constexpr, SPLIT: tl.constexpr,
+                 SLICE_BLOCK: tl.constexpr):
+    """resident (SPLIT False): program r normalizes group row r, held in registers (hidden <= BLOCK).
+    split: persistent; program p takes work items p, p + P, ... (P programs, a multiple of `slices`);
+    item i is slice i % slices (BLOCK elements) of group row i // slices, so a program keeps its slice
+    index and its group's other slices are its neighbours, running at the same time."""
+    count = hidden_size.to(tl.float64)
+    lanes = tl.arange(0, BLOCK)
+    if SPLIT:
+        for item in tl.range(tl.program_id(0), n_rows * slices, tl.num_programs(0)):
             row = item // slices
+            s = item % slices
+            offsets = s * BLOCK + lanes
+            x, x0, w, b, mask = _load_slice(X_ptr, W_ptr, B_ptr, row, offsets, hidden_size,
+                                            (row % num_groups) * channels_per_group, HPC, EVEN)
+            c, t1, q, lo, hi = _partials(x, x0, mask, tl.minimum(BLOCK, hidden_size - s * BLOCK).to(tl.float32))
             part = Part_ptr + 5 * item
-            tl.store(part, tl.sum(c, axis=0))
-            tl.store(part + 1, tl.sum(t1, axis=0))
-            tl.store(part + 2, tl.sum(q, axis=0))
-            tl.store(part + 3, tl.sum(lo, axis=0).to(tl.float64))
-            tl.store(part + 4, tl.sum(hi, axis=0).to(tl.float64))
-            tl.debug_barrier()
-            arrived = tl.atomic_add(Count_ptr + row, 1, sem="release", scope="gpu")
-            target = (arrived // slices + 1) * slices
-            polls = 0
-            while (tl.atomic_add(Count_ptr + row, 0, sem="acquire", scope="gpu") < target) & (polls < MAX_POLLS):
-                polls += 1
-            tl.debug_barrier()
-            j = tl.arange(0, SLICE_BLOCK)
-            ok = j < slices
-            parts = Part_ptr + 5 * (row * slices + j)
-            n_j = tl.where(ok, tl.minimum((j + 1) * slice_len, hidden_size) - j * slice_len, 0).to(tl.float64)
-            mean, m2, lo_g, hi_g = _combine(
-                tl.load(parts, mask=ok, other=0.0, cache_modifier=".cg"),
-                tl.load(parts + 1, mask=ok, other=0.0, cache_modifier=".cg"),
-                tl.load(parts + 2, mask=ok, other=0.0, cache_modifier=".cg"), n_j,
-                tl.load(parts + 3, mask=ok, other=float("inf"), cache_modifier=".cg").to(tl.float32),
-                tl.load(parts + 4, mask=ok, other=-float("inf"), cache_modifier=".cg").to(tl.float32),
-                hidden_size.to(tl.float64))
-            mean_hi, mean_lo, rstd = _finish(mean, m2, lo_g, hi_g, hidden_size.to(tl.float64), eps)
-            rstd = tl.where(polls < MAX_POLLS, rstd, float("nan"))   # a barrier that timed out: NaN, not a hang
-            mean_hi = mean_hi + tl.zeros([G], tl.float32)
-            mean_lo = mean_lo + tl.zeros([G], tl.float32)
-            rstd = rstd + tl.zeros([G], tl.float32)
-            stats_mask = (group_rows < n_rows) & (s == 0)
-        else:
-            # one slice: the combination reduces to mean = c + T1 / n, M2 = Q - T1^2 / n
-            count = hidden_size.to(tl.float64)
-            mean_hi, mean_lo, rstd = _finish(c + t1 / count, q - t1 * t1 / count, lo, hi, count, eps)
-            stats_mask = group_rows < n_rows
-        first_channel = (group_rows % num_groups) * channels_per_group
-        row_ok = (row_start < end) & (group_rows < n_rows)[:, None]
-        _write(Y_ptr, W_ptr, B_ptr, x, mask, offsets, row_start, row_ok, first_channel, hidden_per_channel,
-               mean_hi, mean_lo, rstd)
-        tl.store(Mean_ptr + group_rows, mean_hi + mean_lo, mask=stats_mask)
-        tl.store(RSTD_ptr + group_rows, rstd, mask=stats_mask)
+            tl.store(part, c)
+            tl.store(part + 1, t1)
+            tl.store(part + 2, q)
+            tl.store(part + 3, lo.to(tl.float64))
+            tl.store(part + 4, hi.to(tl.float64))
+            in_time = _barrier(Count_ptr, row, slices)
+            mean, m2, lo, hi = _combine(Part_ptr, row, slices, hidden_size, count, SLICE_BLOCK, BLOCK)
+            mean_hi, mean_lo, rstd = _finish(mean, m2, lo, hi, count, eps)
+            rstd = tl.where(in_time, rstd, float("nan"))   # a barrier that timed out: NaN, not a hang
+            _normalize(Y_ptr + row.to(tl.int64) * hidden_size, x, offsets, mask, w, b, mean_hi, mean_lo, rstd, EVEN)
+            if s == 0:
+                tl.store(Mean_ptr + row, mean_hi)
+                tl.store(RSTD_ptr + row, rstd)
+    else:
+        row = tl.program_id(0)
+        x, x0, w, b, mask = _load_slice(X_ptr, W_ptr, B_ptr, row, lanes, hidden_size,
+                                        (row % num_groups) * channels_per_group, HPC, EVEN)
+        c, t1, q, lo, hi = _partials(x, x0, mask, hidden_size.to(tl.float32))
+        # one slice: the combination reduces to mean = c + T1 / n, M2 = Q - T1^2 / n
+        mean_hi, mean_lo, rstd = _finish(c + t1 / count, q - t1 * t1 / count, lo, hi, count, eps)
+        _normalize(Y_ptr + row.to(tl.int64) * hidden_size, x, lanes, mask, w, b, mean_hi, mean_lo, rstd, EVEN)
+        tl.store(Mean_ptr + row, mean_hi)
+        tl.store(RSTD_ptr + row, rstd)
 
 
 @triton.jit
@@ -240,105 +212,88 @@ def group_norm_forward(
     X_ptr += batch_idx * X_row_stride + group_idx * X_col_stride
     Y_ptr += batch_idx * Y_row_stride + group_idx * Y_col_stride
     hidden_per_channel = hidden_size // channels_per_group
-    first_channel = group_idx * channels_per_group + tl.zeros([1], tl.int32)
-    ROWS: tl.constexpr = BLOCK_SIZE // VEC if BLOCK_SIZE >= 2 * VEC else 2
-    rows = tl.arange(0, ROWS)[None, :]
-    lanes = tl.arange(0, VEC)[None, None, :]
+    first_channel = group_idx * channels_per_group
+    lanes = tl.arange(0, BLOCK_SIZE)
     count = hidden_size.to(tl.float64)
-    if hidden_size <= ROWS * VEC:
+    if hidden_size <= BLOCK_SIZE:
         # the group in registers: read once
-        offsets = rows[:, :, None] * VEC + lanes
-        mask = offsets < hidden_size
-        x = tl.load(X_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
-        c, t1, q, lo, hi = _partials(x, mask, count)
+        mask = lanes < hidden_size
+        channel = first_channel + lanes // hidden_per_channel
+        x = tl.load(X_ptr + lanes, mask=mask, other=0.0).to(tl.float32)
+        w = tl.load(W_ptr + channel, mask=mask, other=0.0).to(tl.float32)
+        b = tl.load(B_ptr + channel, mask=mask, other=0.0).to(tl.float32)
+        c, t1, q, lo, hi = _partials(x, tl.load(X_ptr).to(tl.float32), mask, hidden_size.to(tl.float32))
         mean_hi, mean_lo, rstd = _finish(c + t1 / count, q - t1 * t1 / count, lo, hi, count, eps)
-        _write(Y_ptr, W_ptr, B_ptr, x, mask, offsets, rows * VEC, rows * VEC < hidden_size, first_channel,
-               hidden_per_channel, mean_hi, mean_lo, rstd)
+        _normalize(Y_ptr, x, lanes, mask, w, b, mean_hi, mean_lo, rstd, False)
     else:
-        # streamed with the same arithmetic: sum, min and max; squares about the centre; then y
-        s1 = tl.zeros([1], tl.float64)
-        lo = tl.full([1], float("inf"), tl.float32)
-        hi = tl.full([1], -float("inf"), tl.float32)
-        for start in tl.range(0, hidden_size, ROWS * VEC):
-            offsets = start + rows[:, :, None] * VEC + lanes
-            mask = offsets < hidden_size
-            b1, blo, bhi = _moments(tl.load(X_ptr + offsets, mask=mask, other=0.0).to(tl.float32), mask)
-            s1 += b1
-            lo = tl.minimum(lo, blo)
-            hi = tl.maximum(hi, bhi)
-        centre = (s1 / count).to(tl.float32)
-        a, inv = _scale_of(lo, hi)
-        t1 = tl.zeros([1], tl.float64)
-        t2 = tl.zeros([1], tl.float64)
-        for start in tl.range(0, hidden_size, ROWS * VEC):
-            offsets = start + rows[:, :, None] * VEC + lanes
-            mask = offsets < hidden_size
-            b1, b2 = _deviations(tl.load(X_ptr + offsets, mask=mask, other=0.0).to(tl.float32), mask, centre, inv)
-            t1 += b1
-            t2 += b2
-        a64 = a.to(tl.float64)
-        t1 = t1 * a64
-        mean_hi, mean_lo, rstd = _finish(centre.to(tl.float64) + t1 / count, t2 * a64 * a64 - t1 * t1 / count,
-                                         lo, hi, count, eps)
-        for start in tl.range(0, hidden_size, ROWS * VEC):
-            offsets = start + rows[:, :, None] * VEC + lanes
+        # streamed, block by block, with the block statistics combined as the slices' are (x read twice)
+        n = 0.0
+        mean = 0.0
+        m2 = 0.0
+        lo = float("inf")
+        hi = -float("inf")
+        for start in tl.range(0, hidden_size, BLOCK_SIZE):
+            offsets = start + lanes
             mask = offsets < hidden_size
             x = tl.load(X_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
-            _write(Y_ptr, W_ptr, B_ptr, x, mask, offsets, start + rows * VEC, start + rows * VEC < hidden_size,
-                   first_channel, hidden_per_channel, mean_hi, mean_lo, rstd)
-    stats = tl.arange(0, 1)
-    tl.store(Mean_ptr + batch_idx * Mean_row_stride + group_idx * Mean_col_stride + stats, mean_hi + mean_lo)
-    tl.store(RSTD_ptr + batch_idx * RSTD_row_stride + group_idx * RSTD_col_stride + stats, rstd)
+            n_b = tl.minimum(BLOCK_SIZE, hidden_size - start).to(tl.float64)
+            c, t1, q, b_lo, b_hi = _partials(x, tl.load(X_ptr + start).to(tl.float32), mask, n_b.to(tl.float32))
+            total = n + n_b
+            d = c + t1 / n_b - mean
+            mean = mean + d * (n_b / total)
+            m2 = m2 + (q - t1 * t1 / n_b) + d * d * (n * n_b / total)
+            n = total
+            lo = tl.minimum(lo, b_lo)
+            hi = tl.maximum(hi, b_hi)
+        mean_hi, mean_lo, rstd = _finish(mean, m2, lo, hi, count, eps)
+        for start in tl.range(0, hidden_size, BLOCK_SIZE):
+            offsets = start + lanes
+            mask = offsets < hidden_size
+            channel = first_channel + offsets // hidden_per_channel
+            x = tl.load(X_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
+            w = tl.load(W_ptr + channel, mask=mask, other=0.0).to(tl.float32)
+            b = tl.load(B_ptr + channel, mask=mask, other=0.0).to(tl.float32)
+            _normalize(Y_ptr, x, offsets, mask, w, b, mean_hi, mean_lo, rstd, False)
+    tl.store(Mean_ptr + batch_idx * Mean_row_stride + group_idx * Mean_col_stride, mean_hi)
+    tl.store(RSTD_ptr + batch_idx * RSTD_row_stride + group_idx * RSTD_col_stride, rstd)
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """How `launch` runs one shape. packed: `groups` whole groups per program, each in `rows` rows of 8.
-    split: `slices` programs per group, each holding `rows` rows of 8. `programs_per_sm` caps the
-    persistent grid (0: as many as the GPU holds at once); `cooperative` asks the driver for a
-    cooperative launch (split only)."""
+    """How `launch` runs one shape: `block` elements per program (a power of two), `num_warps`; split:
+    a group over ceil(hidden / block) programs that wait for each other (else one program per group,
+    block >= hidden); `cooperative` asks the driver for a cooperative launch (split only)."""
 
-    path: str
-    rows: int
+    block: int
     num_warps: int
-    groups: int = 1
-    slices: int = 1
-    programs_per_sm: int = 0
+    split: bool = False
     cooperative: bool = False
 
     def __post_init__(self):
-        if self.path not in ("packed", "split"):
-            raise ValueError(f"path must be packed or split, got {self.path!r}")
-        for name in ("rows", "num_warps", "groups"):
+        for name in ("block", "num_warps"):
             value = getattr(self, name)
             if value < 1 or value & (value - 1):
                 raise ValueError(f"{name} must be a power of two, got {value}")
-        if self.rows < 2 or self.slices < 1 or (self.path == "split" and self.groups != 1):
-            raise ValueError(f"rows must be at least 2, slices at least 1, and split takes one group: {self}")
 
     @property
     def label(self) -> str:
-        what = f"g{self.groups}" if self.path == "packed" else f"s{self.slices}"
-        extra = (f" p{self.programs_per_sm}" if self.programs_per_sm else "") + (" coop" if self.cooperative else "")
-        return f"{self.path} {what} r{self.rows} w{self.num_warps}{extra}"
+        return f"{'split' if self.split else 'resident'} b{self.block} w{self.num_warps}" \
+            + (" coop" if self.cooperative else "")
 
 
-# Chosen from benchmarks/roofline_probe.py on the H200 (README, "What kernel-ab found").
-PACKED_ELEMENTS = 8192       # elements a packed program holds (groups * group size)
-PACKED_PER_THREAD = 16       # elements per thread of a packed program
-SPLIT_ROWS = 1024            # rows of 8 a split program holds (8,192 elements)
-SPLIT_WARPS = 8
+# Chosen from benchmarks/coop_probe.py on the H200 (README, "What kernel-ab found").
+RESIDENT_PER_THREAD = 32     # elements per thread of a resident program
 ON_CHIP = 16384              # the largest group one program holds; larger groups are split
+SPLIT_BLOCK = 8192
+SPLIT_WARPS = 8
 
 
-def choose(hidden_size: int, interpreted: bool = False) -> Config:
+def choose(hidden_size: int) -> Config:
     """The configuration `launch` uses for groups of `hidden_size` elements."""
-    block = max(2 * VEC.value, triton.next_power_of_2(hidden_size))
-    if interpreted or block <= ON_CHIP:
-        groups = 1 if interpreted else max(1, PACKED_ELEMENTS // block)
-        warps = max(1, min(16, groups * block // (32 * PACKED_PER_THREAD)))
-        return Config("packed", block // VEC.value, warps, groups=groups)
-    return Config("split", SPLIT_ROWS, SPLIT_WARPS, slices=-(-hidden_size // (SPLIT_ROWS * VEC.value)))
+    block = triton.next_power_of_2(hidden_size)
+    if block <= ON_CHIP:
+        return Config(block, max(1, min(16, block // (32 * RESIDENT_PER_THREAD))))
+    return Config(SPLIT_BLOCK, SPLIT_WARPS, split=True)
 
 
 _WORKSPACE: dict = {}     # (device, what) -> tensor, grown on demand: the counters must persist across calls
@@ -369,55 +324,63 @@ def resident_programs(compiled, num_warps: int, device) -> int:
     return props.multi_processor_count * max(1, min(32, warps_by_threads, by_regs, by_smem))
 
 
-def plan(config: Config, shape, device) -> tuple[Config, str]:
-    """The configuration that will run (split becomes one slice under the interpreter) and its label."""
-    if device.type == "cpu" and config.path == "split":
-        return choose(shape.hidden_size, interpreted=True), "interpreter: one program per group"
-    return config, config.label
+def describe(config: Config, device) -> str:
+    """What runs for `config` on `device`."""
+    if device.type == "cpu" and config.split:
+        return f"{config.label}, interpreted as one program per group streaming blocks of {config.block}"
+    return config.label
+
+
+def _streamed(config: Config, x, inputs, outputs: dict, shape) -> None:
+    """Under the interpreter, whose programs run one after another (split slices would wait for each
+    other forever): the spec entry, one program per group, streaming blocks of `config.block` with the
+    slices' arithmetic and combination."""
+    n, g, h = shape.batch, shape.num_groups, shape.hidden_size
+    xv, y = x.view(n, g, h), outputs["y"].view(n, g, h)
+    mean, rstd = outputs["mean"], outputs["rstd"]
+    group_norm_forward[(n, g)](y, y.stride(0), y.stride(1), xv, xv.stride(0), xv.stride(1),
+                               mean, mean.stride(0), mean.stride(1), rstd, rstd.stride(0), rstd.stride(1),
+                               inputs.weight, inputs.bias, h, shape.channels_per_group, shape.eps,
+                               BLOCK_SIZE=config.block, num_warps=config.num_warps)
 
 
 def launch_with(config: Config, inputs, outputs: dict, shape) -> None:
     """Run the forward for `shape` with `config` (inputs and outputs as the family's)."""
-    n_rows, h = shape.batch * shape.num_groups, shape.hidden_size
+    n_rows, h, hpc = shape.batch * shape.num_groups, shape.hidden_size, shape.hidden_size // shape.channels_per_group
     if h >= MAX_HIDDEN:
         raise ValueError(f"single_read_coop handles groups of fewer than {MAX_HIDDEN} elements, got {h}")
     x = inputs.x.contiguous()
     device = x.device
-    config, _ = plan(config, shape, device)
-    split = config.path == "split"
-    slice_len = config.rows * VEC.value if split else h
-    if split and config.slices * slice_len < h or not split and config.rows * VEC.value < h:
-        raise ValueError(f"{config.label} does not cover groups of {h} elements")
-    slices = config.slices if split else 1
+    if device.type == "cpu" and config.split:
+        _streamed(config, x, inputs, outputs, shape)
+        return
+    slices = -(-h // config.block) if config.split else 1
+    if not config.split and config.block < h:
+        raise ValueError(f"{config.label} cannot hold a group of {h} elements in one program")
     mean, rstd = outputs["mean"], outputs["rstd"]
     if not (mean.is_contiguous() and rstd.is_contiguous() and outputs["y"].is_contiguous()):
         raise ValueError("single_read_coop writes contiguous y, mean and rstd")
-    parts = _workspace(device, "parts", torch.float64, 5 * n_rows * slices) if split else mean
+    parts = _workspace(device, "parts", torch.float64, 5 * n_rows * slices) if config.split else mean
     # one set of counters per slice count: every launch adds `slices` to each row's counter, so each
     # stays a multiple of it; a counter shared with another slice count would be off and wait forever
-    counts = _workspace(device, f"counts{slices}", torch.int32, n_rows) if split else mean
-    n_items = n_rows * slices if split else -(-n_rows // config.groups)
+    counts = _workspace(device, f"counts{slices}", torch.int32, n_rows) if config.split else mean
     args = (outputs["y"], x, mean, rstd, inputs.weight, inputs.bias, parts, counts, n_rows, shape.num_groups,
-            shape.channels_per_group, h, slices, slice_len, shape.eps)
-    constants = dict(G=config.groups, ROWS=config.rows, SPLIT=split,
+            shape.channels_per_group, h, slices, shape.eps)
+    constants = dict(BLOCK=config.block, HPC=hpc, EVEN=h % config.block == 0, SPLIT=config.split,
                      SLICE_BLOCK=max(2, triton.next_power_of_2(slices)), num_warps=config.num_warps)
-    if split and config.cooperative:
-        constants["launch_cooperative_grid"] = True
-    grid = n_items
-    if device.type == "cuda":
-        key = (str(device), config, x.dtype)
+    grid = n_rows
+    if config.split:
+        if config.cooperative:
+            constants["launch_cooperative_grid"] = True
+        key = (str(device), config, x.dtype, hpc, constants["EVEN"])
         if key not in _RESIDENT:
             compiled = coop_forward.warmup(*args, grid=(1,), **constants)
             compiled._init_handles()
             _RESIDENT[key] = resident_programs(compiled, config.num_warps, device)
         cap = _RESIDENT[key]
-        if config.programs_per_sm < 0 and not split:
-            cap = n_items
-        elif config.programs_per_sm > 0:
-            cap = min(cap, config.programs_per_sm * torch.cuda.get_device_properties(device).multi_processor_count)
-        grid = min(n_items, cap - cap % slices)
-        if grid < slices:
+        if cap < slices:
             raise ValueError(f"{config.label}: the GPU holds {cap} programs at once, fewer than a group's {slices} slices")
+        grid = min(n_rows * slices, cap - cap % slices)
     coop_forward[(grid,)](*args, **constants)
 
 
