@@ -41,8 +41,7 @@ def candidates(shape):
     if block <= 16384:
         found += [Config(block, w) for w in (1, 2, 4, 8) if 8 <= block // (32 * w) <= 128]
     else:
-        found += [Config(b, w, split=True) for b, w in ((4096, 4), (8192, 4), (8192, 8), (16384, 8), (16384, 16))]
-        found.append(Config(8192, 8, split=True, cooperative=True))
+        found += [Config(b, w, split=True) for b, w in ((4096, 2), (4096, 4), (8192, 4), (8192, 8), (16384, 8))]
     return list(dict.fromkeys(found))
 
 

@@ -46,8 +46,8 @@ MAX_POLLS = tl.constexpr(1 << 22)    # a split program gives up waiting after th
 
 
 @triton.jit
-def _add_min_max(s, lo, hi, s2, lo2, hi2):
-    return s + s2, tl.minimum(lo, lo2), tl.maximum(hi, hi2)
+def _add_max(a, b, c, d):
+    return a + c, tl.maximum(b, d)
 
 
 @triton.jit
@@ -56,31 +56,40 @@ def _add_add(a, b, c, d):
 
 
 @triton.jit
-def _partials(x, x0, mask, count):
-    """A slice's centre c (float32 near its mean), T1 = sum(x - c) and Q = sum((x - c)^2) in float64, and
-    its min and max: the corrected two-pass. Two fused reductions: (sum of (x - x0) / n, min, max) about
-    the slice's first value x0 (differences of nearby values are exact, so the centre lands within a
-    small fraction of the spread even when the mean is large), then the sums of t and t^2 for
-    t = (x - c) / a, a a power of two near max|x| (exact scaling), so that the squares neither overflow
-    nor underflow in float32; sum(t) corrects the centre to the mean."""
-    shift, lo, hi = tl.reduce((tl.where(mask, x - x0, 0.0) * (1.0 / count), tl.where(mask, x, float("inf")),
-                               tl.where(mask, x, -float("inf"))), 0, _add_min_max)
+def _partials(x, x0, mask, count, EVEN: tl.constexpr):
+    """A slice's centre c (float32 near its mean), T1 = sum(x - c) and Q = sum((x - c)^2) in float64: the
+    corrected two-pass, in two fused float32 reductions. First the mean and the largest magnitude of
+    d = x - x0 about the slice's first value x0 (differences of nearby values are exact, so the centre
+    lands within a small fraction of the spread even when the mean is large); then the sums of t and t^2
+    for t = (x - c) / a, a a power of two near max|d| (exact scaling), so that the squares neither
+    overflow nor underflow in float32; sum(t) corrects the centre to the mean. An all-equal slice has
+    d = 0, c = x0 exactly and T1 = Q = 0: its mean is exact and its variance 0, so y = B exactly."""
+    d = x - x0
+    if not EVEN:
+        d = tl.where(mask, d, 0.0)
+    # the tile's rows first: a thread holds the same columns of every row, so that part needs no shuffles
+    shift, amax = tl.reduce((d * (1.0 / count), tl.abs(d)), 0, _add_max)
+    shift, amax = tl.reduce((shift, amax), 0, _add_max)
     centre = x0 + shift
-    e = (tl.maximum(tl.abs(lo), tl.abs(hi)).to(tl.int32, bitcast=True) >> 23) & 0xFF
-    e = tl.minimum(tl.maximum(e, 1), 253)
+    # a = 2**(e - 127) from max|d|'s exponent field; an all-equal slice (max|d| = 0) takes a = 1. x / a
+    # stays below 2**26 (two distinct floats differ by at least 2**-25 of the larger), so the FMA
+    # x * (1/a) - c * (1/a) cannot overflow and rounds once, exactly as (x - c) / a does
+    e = tl.where(amax == 0.0, 127, tl.minimum(tl.maximum((amax.to(tl.int32, bitcast=True) >> 23) & 0xFF, 1), 253))
     a64 = (e << 23).to(tl.float32, bitcast=True).to(tl.float64)
-    t = tl.where(mask, (x - centre) * ((254 - e) << 23).to(tl.float32, bitcast=True), 0.0)
+    inv = ((254 - e) << 23).to(tl.float32, bitcast=True)
+    t = x * inv - centre * inv
+    if not EVEN:
+        t = tl.where(mask, t, 0.0)
     t1, t2 = tl.reduce((t, t * t), 0, _add_add)
-    return centre.to(tl.float64), t1.to(tl.float64) * a64, t2.to(tl.float64) * a64 * a64, lo, hi
+    t1, t2 = tl.reduce((t1, t2), 0, _add_add)
+    return centre.to(tl.float64), t1.to(tl.float64) * a64, t2.to(tl.float64) * a64 * a64
 
 
 @triton.jit
-def _finish(mean, m2, lo, hi, count, eps):
-    """(mean_hi, mean_lo, rstd) from a group's float64 mean and M2 of `count` values: an all-equal group
-    (min == max) has that value as its mean and variance 0 (so y = B exactly); rstd in float64, once."""
-    equal = (lo == hi) & (mean == mean)          # NaN keeps its NaN mean
-    mean = tl.where(equal, lo.to(tl.float64), mean)
-    var = tl.where(equal, 0.0, m2) / count
+def _finish(mean, m2, count, eps):
+    """(mean_hi, mean_lo, rstd) from a group's float64 mean and M2 of `count` values; rstd in float64, once
+    per group."""
+    var = m2 / count
     var = tl.where(var < 0.0, 0.0, var)          # rounding below 0; NaN stays NaN
     rstd = 1.0 / tl.sqrt(var + eps)
     mean_hi = mean.to(tl.float32)
@@ -100,13 +109,22 @@ def _normalize(Y_ptr, x, offsets, mask, w, b, mean_hi, mean_lo, rstd, EVEN: tl.c
 
 
 @triton.jit
-def _load_slice(X_ptr, W_ptr, B_ptr, row, offsets, hidden_size, first_channel, HPC: tl.constexpr,
-                EVEN: tl.constexpr):
-    """x (float32), W and B (per element, channel = offset // HPC: a shift or a multiply when HPC is a
-    compile-time constant) for element `offsets` of group row `row`; loaded together, so W's and B's
-    latency overlaps x's. Also the slice's first value (an L1 hit), the pivot of its statistics."""
+def _load_slice(X_ptr, W_ptr, B_ptr, row, start, hidden_size, first_channel, HPC: tl.constexpr,
+                ROWS: tl.constexpr, WIDTH: tl.constexpr, EVEN: tl.constexpr):
+    """The slice [start, start + ROWS * WIDTH) of group row `row` as a [ROWS, WIDTH] tile: x (float32),
+    its offsets and mask, and W and B, loaded together so that their latency overlaps x's. With
+    ROWS > 1 each tile row lies in one channel (WIDTH divides HPC): W and B are [ROWS, 1], and
+    rstd * W is computed once per row, not per element; with ROWS == 1 the channel of every element
+    is offset // HPC (a shift or a multiply: HPC is a compile-time constant). Also the slice's first
+    value (an L1 hit), the pivot of its statistics."""
+    offsets = start + tl.arange(0, ROWS)[:, None] * WIDTH + tl.arange(0, WIDTH)[None, :]
     mask = offsets < hidden_size
-    channel = first_channel + offsets // HPC
+    if ROWS > 1:
+        channel = first_channel + (start + tl.arange(0, ROWS)[:, None] * WIDTH) // HPC
+        channel_ok = start + tl.arange(0, ROWS)[:, None] * WIDTH < hidden_size
+    else:
+        channel = first_channel + offsets // HPC
+        channel_ok = mask
     base = X_ptr + row.to(tl.int64) * hidden_size
     if EVEN:
         x = tl.load(base + offsets).to(tl.float32)
@@ -114,9 +132,9 @@ def _load_slice(X_ptr, W_ptr, B_ptr, row, offsets, hidden_size, first_channel, H
         b = tl.load(B_ptr + channel).to(tl.float32)
     else:
         x = tl.load(base + offsets, mask=mask, other=0.0).to(tl.float32)
-        w = tl.load(W_ptr + channel, mask=mask, other=0.0).to(tl.float32)
-        b = tl.load(B_ptr + channel, mask=mask, other=0.0).to(tl.float32)
-    return x, tl.load(base + tl.min(offsets, axis=0)).to(tl.float32), w, b, mask
+        w = tl.load(W_ptr + channel, mask=channel_ok, other=0.0).to(tl.float32)
+        b = tl.load(B_ptr + channel, mask=channel_ok, other=0.0).to(tl.float32)
+    return x, tl.load(base + start).to(tl.float32), w, b, offsets, mask
 
 
 @triton.jit
@@ -135,51 +153,45 @@ def _barrier(Count_ptr, row, slices):
 
 @triton.jit
 def _combine(Part_ptr, row, slices, hidden_size, count, SLICE_BLOCK: tl.constexpr, BLOCK: tl.constexpr):
-    """A group's float64 mean and M2, min and max from its slices' partials (Chan's combination, exact
-    in float64: M2 = sum(Q_j - T1_j^2 / n_j + n_j (mean_j - mean)^2))."""
+    """A group's float64 mean and M2 from its slices' partials (Chan's combination, in float64:
+    M2 = sum(Q_j - T1_j^2 / n_j + n_j (mean_j - mean)^2), mean_j = c_j + T1_j / n_j)."""
     j = tl.arange(0, SLICE_BLOCK)
     ok = j < slices
-    part = Part_ptr + 5 * (row * slices + j)
+    part = Part_ptr + 3 * (row * slices + j)
     c = tl.load(part, mask=ok, other=0.0, cache_modifier=".cg")
     t1 = tl.load(part + 1, mask=ok, other=0.0, cache_modifier=".cg")
     q = tl.load(part + 2, mask=ok, other=0.0, cache_modifier=".cg")
-    lo = tl.load(part + 3, mask=ok, other=float("inf"), cache_modifier=".cg")
-    hi = tl.load(part + 4, mask=ok, other=-float("inf"), cache_modifier=".cg")
     n = tl.where(ok, tl.minimum((j + 1) * BLOCK, hidden_size) - j * BLOCK, 1).to(tl.float64)
     mean = tl.sum(n * c + t1, axis=0) / count
     d = c + t1 / n - mean
-    m2 = tl.sum(tl.where(ok, q - t1 * t1 / n + n * d * d, 0.0), axis=0)
-    return mean, m2, tl.min(lo, axis=0).to(tl.float32), tl.max(hi, axis=0).to(tl.float32)
+    return mean, tl.sum(tl.where(ok, q - t1 * t1 / n + n * d * d, 0.0), axis=0)
 
 
 @triton.jit
 def coop_forward(Y_ptr, X_ptr, Mean_ptr, RSTD_ptr, W_ptr, B_ptr, Part_ptr, Count_ptr,
                  n_rows, num_groups, channels_per_group, hidden_size, slices, eps,
-                 BLOCK: tl.constexpr, HPC: tl.constexpr, EVEN: tl.constexpr, SPLIT: tl.constexpr,
-                 SLICE_BLOCK: tl.constexpr):
+                 BLOCK: tl.constexpr, HPC: tl.constexpr, ROWS: tl.constexpr, EVEN: tl.constexpr,
+                 SPLIT: tl.constexpr, SLICE_BLOCK: tl.constexpr):
     """resident (SPLIT False): program r normalizes group row r, held in registers (hidden <= BLOCK).
     split: persistent; program p takes work items p, p + P, ... (P programs, a multiple of `slices`);
     item i is slice i % slices (BLOCK elements) of group row i // slices, so a program keeps its slice
     index and its group's other slices are its neighbours, running at the same time."""
     count = hidden_size.to(tl.float64)
-    lanes = tl.arange(0, BLOCK)
+    WIDTH: tl.constexpr = BLOCK // ROWS
     if SPLIT:
         for item in tl.range(tl.program_id(0), n_rows * slices, tl.num_programs(0)):
             row = item // slices
             s = item % slices
-            offsets = s * BLOCK + lanes
-            x, x0, w, b, mask = _load_slice(X_ptr, W_ptr, B_ptr, row, offsets, hidden_size,
-                                            (row % num_groups) * channels_per_group, HPC, EVEN)
-            c, t1, q, lo, hi = _partials(x, x0, mask, tl.minimum(BLOCK, hidden_size - s * BLOCK).to(tl.float32))
-            part = Part_ptr + 5 * item
+            x, x0, w, b, offsets, mask = _load_slice(X_ptr, W_ptr, B_ptr, row, s * BLOCK, hidden_size,
+                                                     (row % num_groups) * channels_per_group, HPC, ROWS, WIDTH, EVEN)
+            c, t1, q = _partials(x, x0, mask, tl.minimum(BLOCK, hidden_size - s * BLOCK).to(tl.float32), EVEN)
+            part = Part_ptr + 3 * item
             tl.store(part, c)
             tl.store(part + 1, t1)
             tl.store(part + 2, q)
-            tl.store(part + 3, lo.to(tl.float64))
-            tl.store(part + 4, hi.to(tl.float64))
             in_time = _barrier(Count_ptr, row, slices)
-            mean, m2, lo, hi = _combine(Part_ptr, row, slices, hidden_size, count, SLICE_BLOCK, BLOCK)
-            mean_hi, mean_lo, rstd = _finish(mean, m2, lo, hi, count, eps)
+            mean, m2 = _combine(Part_ptr, row, slices, hidden_size, count, SLICE_BLOCK, BLOCK)
+            mean_hi, mean_lo, rstd = _finish(mean, m2, count, eps)
             rstd = tl.where(in_time, rstd, float("nan"))   # a barrier that timed out: NaN, not a hang
             _normalize(Y_ptr + row.to(tl.int64) * hidden_size, x, offsets, mask, w, b, mean_hi, mean_lo, rstd, EVEN)
             if s == 0:
@@ -187,12 +199,12 @@ def coop_forward(Y_ptr, X_ptr, Mean_ptr, RSTD_ptr, W_ptr, B_ptr, Part_ptr, Count
                 tl.store(RSTD_ptr + row, rstd)
     else:
         row = tl.program_id(0)
-        x, x0, w, b, mask = _load_slice(X_ptr, W_ptr, B_ptr, row, lanes, hidden_size,
-                                        (row % num_groups) * channels_per_group, HPC, EVEN)
-        c, t1, q, lo, hi = _partials(x, x0, mask, hidden_size.to(tl.float32))
+        x, x0, w, b, offsets, mask = _load_slice(X_ptr, W_ptr, B_ptr, row, 0, hidden_size,
+                                                 (row % num_groups) * channels_per_group, HPC, ROWS, WIDTH, EVEN)
+        c, t1, q = _partials(x, x0, mask, hidden_size.to(tl.float32), EVEN)
         # one slice: the combination reduces to mean = c + T1 / n, M2 = Q - T1^2 / n
-        mean_hi, mean_lo, rstd = _finish(c + t1 / count, q - t1 * t1 / count, lo, hi, count, eps)
-        _normalize(Y_ptr + row.to(tl.int64) * hidden_size, x, lanes, mask, w, b, mean_hi, mean_lo, rstd, EVEN)
+        mean_hi, mean_lo, rstd = _finish(c + t1 / count, q - t1 * t1 / count, count, eps)
+        _normalize(Y_ptr + row.to(tl.int64) * hidden_size, x, offsets, mask, w, b, mean_hi, mean_lo, rstd, EVEN)
         tl.store(Mean_ptr + row, mean_hi)
         tl.store(RSTD_ptr + row, rstd)
 
@@ -213,7 +225,7 @@ def group_norm_forward(
     Y_ptr += batch_idx * Y_row_stride + group_idx * Y_col_stride
     hidden_per_channel = hidden_size // channels_per_group
     first_channel = group_idx * channels_per_group
-    lanes = tl.arange(0, BLOCK_SIZE)
+    lanes = tl.arange(0, BLOCK_SIZE)[None, :]
     count = hidden_size.to(tl.float64)
     if hidden_size <= BLOCK_SIZE:
         # the group in registers: read once
@@ -222,30 +234,26 @@ def group_norm_forward(
         x = tl.load(X_ptr + lanes, mask=mask, other=0.0).to(tl.float32)
         w = tl.load(W_ptr + channel, mask=mask, other=0.0).to(tl.float32)
         b = tl.load(B_ptr + channel, mask=mask, other=0.0).to(tl.float32)
-        c, t1, q, lo, hi = _partials(x, tl.load(X_ptr).to(tl.float32), mask, hidden_size.to(tl.float32))
-        mean_hi, mean_lo, rstd = _finish(c + t1 / count, q - t1 * t1 / count, lo, hi, count, eps)
+        c, t1, q = _partials(x, tl.load(X_ptr).to(tl.float32), mask, hidden_size.to(tl.float32), False)
+        mean_hi, mean_lo, rstd = _finish(c + t1 / count, q - t1 * t1 / count, count, eps)
         _normalize(Y_ptr, x, lanes, mask, w, b, mean_hi, mean_lo, rstd, False)
     else:
         # streamed, block by block, with the block statistics combined as the slices' are (x read twice)
         n = 0.0
         mean = 0.0
         m2 = 0.0
-        lo = float("inf")
-        hi = -float("inf")
         for start in tl.range(0, hidden_size, BLOCK_SIZE):
             offsets = start + lanes
             mask = offsets < hidden_size
             x = tl.load(X_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
             n_b = tl.minimum(BLOCK_SIZE, hidden_size - start).to(tl.float64)
-            c, t1, q, b_lo, b_hi = _partials(x, tl.load(X_ptr + start).to(tl.float32), mask, n_b.to(tl.float32))
+            c, t1, q = _partials(x, tl.load(X_ptr + start).to(tl.float32), mask, n_b.to(tl.float32), False)
             total = n + n_b
             d = c + t1 / n_b - mean
             mean = mean + d * (n_b / total)
             m2 = m2 + (q - t1 * t1 / n_b) + d * d * (n * n_b / total)
             n = total
-            lo = tl.minimum(lo, b_lo)
-            hi = tl.maximum(hi, b_hi)
-        mean_hi, mean_lo, rstd = _finish(mean, m2, lo, hi, count, eps)
+        mean_hi, mean_lo, rstd = _finish(mean, m2, count, eps)
         for start in tl.range(0, hidden_size, BLOCK_SIZE):
             offsets = start + lanes
             mask = offsets < hidden_size
@@ -282,10 +290,11 @@ class Config:
 
 
 # Chosen from benchmarks/coop_probe.py on the H200 (README, "What kernel-ab found").
-RESIDENT_PER_THREAD = 32     # elements per thread of a resident program
+RESIDENT_PER_THREAD = 64     # elements per thread of a resident program
 ON_CHIP = 16384              # the largest group one program holds; larger groups are split
 SPLIT_BLOCK = 8192
-SPLIT_WARPS = 8
+SPLIT_WARPS = 4
+TILE_WIDTH = 256             # the narrowest tile row worth W and B per row
 
 
 def choose(hidden_size: int) -> Config:
@@ -324,6 +333,13 @@ def resident_programs(compiled, num_warps: int, device) -> int:
     return props.multi_processor_count * max(1, min(32, warps_by_threads, by_regs, by_smem))
 
 
+def tile_rows(block: int, hidden_per_channel: int) -> int:
+    """Rows of the [rows, block // rows] tile: several when a row of at least TILE_WIDTH elements lies in
+    one channel (W and B per row), else 1 (W and B per element)."""
+    width = min(block, hidden_per_channel & -hidden_per_channel)   # the largest power of two dividing it
+    return block // width if width >= TILE_WIDTH else 1
+
+
 def describe(config: Config, device) -> str:
     """What runs for `config` on `device`."""
     if device.type == "cpu" and config.split:
@@ -360,13 +376,14 @@ def launch_with(config: Config, inputs, outputs: dict, shape) -> None:
     mean, rstd = outputs["mean"], outputs["rstd"]
     if not (mean.is_contiguous() and rstd.is_contiguous() and outputs["y"].is_contiguous()):
         raise ValueError("single_read_coop writes contiguous y, mean and rstd")
-    parts = _workspace(device, "parts", torch.float64, 5 * n_rows * slices) if config.split else mean
+    parts = _workspace(device, "parts", torch.float64, 3 * n_rows * slices) if config.split else mean
     # one set of counters per slice count: every launch adds `slices` to each row's counter, so each
     # stays a multiple of it; a counter shared with another slice count would be off and wait forever
     counts = _workspace(device, f"counts{slices}", torch.int32, n_rows) if config.split else mean
     args = (outputs["y"], x, mean, rstd, inputs.weight, inputs.bias, parts, counts, n_rows, shape.num_groups,
             shape.channels_per_group, h, slices, shape.eps)
-    constants = dict(BLOCK=config.block, HPC=hpc, EVEN=h % config.block == 0, SPLIT=config.split,
+    constants = dict(BLOCK=config.block, HPC=hpc, ROWS=tile_rows(config.block, hpc), EVEN=h % config.block == 0,
+                     SPLIT=config.split,
                      SLICE_BLOCK=max(2, triton.next_power_of_2(slices)), num_warps=config.num_warps)
     grid = n_rows
     if config.split:
