@@ -39,9 +39,10 @@ def candidates(shape):
     block = triton.next_power_of_2(shape.hidden_size)
     found = [choose(shape.hidden_size)]
     if block <= 16384:
-        found += [Config(block, w) for w in (1, 2, 4, 8) if 8 <= block // (32 * w) <= 128]
+        found += [Config(block, w) for w in (1, 2, 4) if 8 <= block // (32 * w) <= 128]
     else:
-        found += [Config(b, w, split=True) for b, w in ((4096, 2), (4096, 4), (8192, 4), (8192, 8), (16384, 8))]
+        found += [Config(b, w, split=True) for b, w in ((4096, 2), (4096, 4), (8192, 4), (8192, 8), (16384, 8),
+                                                         (16384, 16))]
     return list(dict.fromkeys(found))
 
 

@@ -46,7 +46,9 @@ TRITON_VARIANTS = (
     ("pointer_mutation_tlrange", "pointer mutation kept, inner loop tl.range (edit 2 of B alone)"),
     ("flat", "no channel loop: one tl.range loop over the group, W and B gathered per element"),
     ("single_read", "x read once: group held in registers, shifted two-pass variance, own launcher (warps by size)"),
-    ("single_read_tiled", "single_read with [rows, 8] tiles: W/B per row, two fused reductions (not yet timed)"),
+    ("single_read_tiled", "single_read with [rows, 8] tiles: W/B per row, two fused reductions"),
+    ("single_read_coop", "x read once on every shape: a lean program per group, large groups split over "
+                         "programs that wait for each other"),
 )
 # The largest group one program keeps in registers without spilling: 16 float32 values per thread of a
 # 1,024-thread program (a multiprocessor's 65,536 registers also hold addresses, masks and temporaries).

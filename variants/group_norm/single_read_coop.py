@@ -80,9 +80,11 @@ def _partials(x, x0, mask, count, EVEN: tl.constexpr):
     t = x * inv - centre * inv
     if not EVEN:
         t = tl.where(mask, t, 0.0)
+    # rows in float32 (a few terms), then float64: a float32 sum of a thread's dozens of squares would
+    # cost rstd a few units in the last place that torch's Welford does not lose
     t1, t2 = tl.reduce((t, t * t), 0, _add_add)
-    t1, t2 = tl.reduce((t1, t2), 0, _add_add)
-    return centre.to(tl.float64), t1.to(tl.float64) * a64, t2.to(tl.float64) * a64 * a64
+    t1, t2 = tl.reduce((t1.to(tl.float64), t2.to(tl.float64)), 0, _add_add)
+    return centre.to(tl.float64), t1 * a64, t2 * a64 * a64
 
 
 @triton.jit
@@ -294,7 +296,7 @@ RESIDENT_PER_THREAD = 64     # elements per thread of a resident program
 ON_CHIP = 16384              # the largest group one program holds; larger groups are split
 SPLIT_BLOCK = 8192
 SPLIT_WARPS = 4
-TILE_WIDTH = 256             # the narrowest tile row worth W and B per row
+TILE_WIDTH_PER_WARP = 256    # 32 threads of 16-byte bfloat16 vectors: narrower rows put warps across rows
 
 
 def choose(hidden_size: int) -> Config:
@@ -333,11 +335,14 @@ def resident_programs(compiled, num_warps: int, device) -> int:
     return props.multi_processor_count * max(1, min(32, warps_by_threads, by_regs, by_smem))
 
 
-def tile_rows(block: int, hidden_per_channel: int) -> int:
-    """Rows of the [rows, block // rows] tile: several when a row of at least TILE_WIDTH elements lies in
-    one channel (W and B per row), else 1 (W and B per element)."""
-    width = min(block, hidden_per_channel & -hidden_per_channel)   # the largest power of two dividing it
-    return block // width if width >= TILE_WIDTH else 1
+def tile_rows(block: int, hidden_per_channel: int, num_warps: int) -> int:
+    """Rows of the [rows, block // rows] tile: several when a row of TILE_WIDTH_PER_WARP * num_warps
+    elements (every warp side by side along the row, so a thread holds the same columns of every row
+    and sums them without shuffles) lies in one channel, else 1 (W and B per element)."""
+    width = TILE_WIDTH_PER_WARP * num_warps
+    if width <= block and hidden_per_channel % width == 0:
+        return block // width
+    return 1
 
 
 def describe(config: Config, device) -> str:
@@ -382,7 +387,7 @@ def launch_with(config: Config, inputs, outputs: dict, shape) -> None:
     counts = _workspace(device, f"counts{slices}", torch.int32, n_rows) if config.split else mean
     args = (outputs["y"], x, mean, rstd, inputs.weight, inputs.bias, parts, counts, n_rows, shape.num_groups,
             shape.channels_per_group, h, slices, shape.eps)
-    constants = dict(BLOCK=config.block, HPC=hpc, ROWS=tile_rows(config.block, hpc), EVEN=h % config.block == 0,
+    constants = dict(BLOCK=config.block, HPC=hpc, ROWS=tile_rows(config.block, hpc, config.num_warps), EVEN=h % config.block == 0,
                      SPLIT=config.split,
                      SLICE_BLOCK=max(2, triton.next_power_of_2(slices)), num_warps=config.num_warps)
     grid = n_rows
