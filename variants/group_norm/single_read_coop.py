@@ -241,9 +241,9 @@ def group_norm_forward(
         _normalize(Y_ptr, x, lanes, mask, w, b, mean_hi, mean_lo, rstd, False)
     else:
         # streamed, block by block, with the block statistics combined as the slices' are (x read twice)
-        n = 0.0
-        mean = 0.0
-        m2 = 0.0
+        n = tl.zeros([], tl.float64)
+        mean = tl.zeros([], tl.float64)
+        m2 = tl.zeros([], tl.float64)
         for start in tl.range(0, hidden_size, BLOCK_SIZE):
             offsets = start + lanes
             mask = offsets < hidden_size
