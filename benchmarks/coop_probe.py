@@ -1,7 +1,7 @@
 """Which configuration of `single_read_coop` comes closest to the memory roofline (GPU only, one call).
 
 Times configurations of variants/group_norm/single_read_coop.py (resident: warps per group; split:
-slice size, warps, cooperative launch) against a same-size copy, `flat`, `single_read_tiled`
+slice size and warps) against a same-size copy, `flat`, `single_read_tiled`
 and torch on the seed shapes with 512 channels or more and the image preset, float32 and bfloat16 (256 MiB L2 flush
 before every call, each call replayed from a CUDA graph, CUDA events, median); checks
 every input kind against float64 for the chosen configurations, and that a split run repeats its bits.

@@ -72,3 +72,23 @@ def test_timing_every_dtype_and_mode_through_the_pipeline():
         # both Triton variants time the one shared backward kernel in backward mode, and only there
         assert (triton_pair.basis == "identical timed code") == (case.mode == "backward"), (case.mode, triton_pair)
         assert case.comparisons[1].basis != "identical timed code"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_single_read_coop_split_groups_pass_every_input_kind_and_repeat_their_bits(dtype):
+    """The split path (programs of a group waiting for each other) exists only compiled: every input kind
+    within tolerance of float64, through the family's numerics, and a second launch bit for bit the same."""
+    from variants.group_norm import single_read_coop as coop
+    reg = registry()
+    shape = Shape(2, 64, 2, (32, 32))     # 32,768 elements a group: split over 4 programs
+    assert coop.choose(shape.hidden_size).split
+    for kind in FAMILY.input_kinds:
+        case = numerics.run_case(FAMILY, [reg.get("single_read_coop")], shape, dtype, BACKEND, (0,), input_kind=kind)
+        assert case.variants[0].status == "pass", (kind, case.variants[0].reasons)
+    inputs = FAMILY.make_inputs(shape, dtype, "cuda", 0)
+    first, second = (FAMILY.alloc_outputs(shape, dtype, "cuda") for _ in range(2))
+    coop.launch(inputs, first, shape)
+    coop.launch(inputs, second, shape)
+    bits = {torch.bfloat16: torch.int16, torch.float32: torch.int32}
+    for name in FAMILY.outputs:
+        assert torch.equal(first[name].view(bits[first[name].dtype]), second[name].view(bits[second[name].dtype])), name

@@ -3,10 +3,11 @@ through both paths, under the interpreter; planted faults that the same check ca
 import pytest
 import torch
 
-from tests.test_single_read import SHAPES, _problems, _run  # configures the CPU backend first
+from tests.test_single_read import (SHAPES, _problems, _run, huge_problems,  # configures the CPU backend first
+                                    problems_where_the_seed_writes_nan)
 import variants.group_norm as gn  # noqa: E402
 from tests.planted import load_mutated  # noqa: E402
-from variants.group_norm import pointer_mutation, single_read_tiled as tiled  # noqa: E402
+from variants.group_norm import single_read_tiled as tiled  # noqa: E402
 
 CONFIGS = {
     "default": None,
@@ -26,12 +27,7 @@ def test_within_tolerance_of_float64_on_every_input_kind(path, kind, dtype):
 
 @pytest.mark.parametrize("kind", ["large_mean", "all_equal"])
 def test_within_tolerance_where_the_one_pass_seed_kernel_writes_nan(kind):
-    shape = gn.Shape(4, 8, 2, (512,))
-    inputs = gn.make_inputs(shape, torch.float32, "cpu", 1, kind)
-    seed_out = gn.alloc_outputs(shape, torch.float32, "cpu")
-    gn.FAMILY.launch_forward(pointer_mutation.group_norm_forward, inputs, seed_out, shape)
-    assert not bool(torch.isfinite(seed_out["y"]).all())
-    assert _problems(_run(tiled, None, inputs, shape), gn.FAMILY.reference(inputs, shape), torch.float32) == []
+    assert problems_where_the_seed_writes_nan(tiled, kind) == []
 
 
 @pytest.mark.parametrize("path", CONFIGS)
@@ -67,15 +63,5 @@ def test_choose_and_the_streamed_block_signal():
 
 @pytest.mark.parametrize("path", CONFIGS)
 def test_huge_values_stay_finite_and_close(path):
-    """As for single_read: y against float64 on the deviations, the mean to within the values' magnitude."""
-    shape = SHAPES[2]
-    inputs = gn.make_inputs(shape, torch.float32, "cpu", 5, "huge")
-    out = _run(tiled, CONFIGS[path], inputs, shape)
-    x = inputs.x.double().view(shape.batch, shape.num_groups, -1)
-    mean = x.mean(-1, keepdim=True)
-    xhat = ((x - mean) / (x - mean).pow(2).mean(-1, keepdim=True).sqrt()).view_as(inputs.x)
-    expected = xhat * inputs.weight.double().view(1, -1, 1) + inputs.bias.double().view(1, -1, 1)
-    assert bool(torch.isfinite(out["y"]).all()) and bool(torch.isfinite(out["rstd"]).all())
-    assert float((out["y"].double() - expected).abs().max()) < 1e-5
-    spread = x.abs().amax(-1)
-    assert bool(((out["mean"].double() - mean.view(shape.batch, -1)).abs() < 1e-6 * spread).all())
+    """As for single_read (tests/test_single_read.py, huge_problems)."""
+    assert huge_problems(tiled, CONFIGS[path]) == []

@@ -1,37 +1,35 @@
-"""single_read_coop: x read from device memory once on every shape, small groups packed, large groups split.
+"""single_read_coop: x read from device memory once on every shape; large groups split over programs.
 
-It exists because `single_read` and `single_read_tiled` missed issue 14's targets for two reasons
-kernel-ab measured: on the seed shapes each program's fixed cost (its load latency, block reductions
-and float64 finalize) is paid for one 4-8 KB group, so too few bytes are in flight per multiprocessor;
-on the image shapes a group (up to 256 KB) is too large for one multiprocessor, so x was read twice.
-This variant answers both with one kernel (`coop_forward`) and its own launcher:
+It exists because `single_read` and `single_read_tiled` missed issue 14's targets, and kernel-ab said
+why: their [rows, 8] tile took 168 registers a thread (6 groups in flight per multiprocessor; a plain
+block of the same group needs 66-79), and a group too large for one program (the image shapes) was
+read twice. One kernel (`coop_forward`) and its own launcher (`choose`) answer both:
 
-- packed: a program holds `groups_per_program` whole groups in registers ([groups, rows, 8] tile), so
-  the fixed costs are paid once per several groups;
-- split: a group too large for one program is split over `slices` programs that each hold their slice
-  in registers, publish partial statistics, wait for the group's other slices at a per-group counter,
-  combine, and write y from the values they still hold. x crosses the memory bus once, y once.
-  Programs wait only on programs of their own group, which have neighbouring program ids; the grid is
-  persistent and no larger than the GPU holds at once (`resident_programs`), so every program it
-  waits on is running, and the launch is cooperative where the GPU offers it (the driver refuses a
-  grid that cannot all be resident, rather than letting it hang). The counters only grow (each launch
-  adds `slices` per group; a program waits for the next multiple), so nothing is zeroed between calls.
-  Triton's interpreter runs programs one after another, so a split group would wait forever there: on
-  the CPU the launcher uses one slice per group (the same kernel and arithmetic, the whole group in one
-  program) and says so in `plan`'s label.
+- resident: one program per group, held in registers as a [rows, width] tile whose rows each lie in one
+  channel (W, B and rstd * W once per row), the warps side by side along a row, 64 values a thread
+  (one warp for the seed's 2,048-element groups: no shared-memory round trips);
+- split: a group larger than ON_CHIP is split over programs of 8,192 elements that publish partial
+  statistics, wait for the group's other slices at a per-group counter, combine, and write y from the
+  values they still hold: x crosses the memory bus once. A program waits only on its group's, which
+  have neighbouring ids; the grid is persistent and no larger than the GPU holds at once
+  (`resident_programs`), so every program waited on is running. The counters only grow (each launch
+  adds `slices` per group, a program waits for the next multiple; one set per slice count), so nothing
+  is zeroed between calls; a wait past MAX_POLLS polls writes NaN (the numerics say so), not a hang.
+  Triton's interpreter runs programs one after another, where slices would wait forever: on the CPU a
+  split configuration runs the spec entry, streaming the same blocks with the same arithmetic.
 
-Statistics (identical in both paths): per slice the sum in float64 (rows of 8 summed in float32, then
-in float64), the minimum and maximum, the centre c = fp32(sum / n), and sum((x - c)^2) from values
-scaled by a power of two (no overflow or underflow in float32); slices combine exactly in float64
-(M2 = sum Q_j + 2 (c_j - mean) (S_j - n_j c_j) + n_j (c_j - mean)^2). An all-equal group is recognised
-by min == max: its mean is that value and its variance 0, so y = B exactly. rstd = 1 / sqrt(var + eps)
-in float64, once per group. y = (x - mean_hi) * k + (B - mean_lo * k) with k = rstd * W, where
-mean_hi + mean_lo is the float64 mean in two float32 parts, so a large mean costs no accuracy. W and B
-are loaded once per row of 8 when a channel holds a multiple of 8 elements.
+Statistics: the corrected two-pass about a centre c = x0 + mean(x - x0), x0 a slice's first value
+(nearby values subtract exactly, so c lands well within the spread even for a large mean), then
+T1 = sum(x - c) and Q = sum((x - c)^2) from values scaled by a power of two (no float32 overflow or
+underflow), summed over tile rows in float32 and then in float64; slices combine exactly in float64
+(Chan). An all-equal slice has x - x0 = 0: its mean is exact and its variance 0, so y = B exactly.
+rstd in float64, once per group; y = (x - mean_hi) * k + (B - mean_lo * k), k = rstd * W, with the
+float64 mean in two float32 parts, so a large mean costs y no accuracy.
 
-`group_norm_forward` keeps the spec's signature (the IR step and the spec's launcher run it): one
-group per program, held in registers when BLOCK_SIZE covers it, else streamed block by block with the
-same arithmetic (x then read three times).
+Measured on the H200 (README, "What kernel-ab found"): 91-97% of copy bandwidth on the seed shapes with
+512 channels or more in float32, 83-97% in bfloat16; 66-78% on the image preset in float32, 43-51% in
+bfloat16. `group_norm_forward` keeps the spec's signature (the IR step and the spec's launcher run
+it): one group per program, in registers when BLOCK_SIZE covers it, else streamed (x read twice).
 """
 from __future__ import annotations
 
@@ -272,12 +270,11 @@ def group_norm_forward(
 class Config:
     """How `launch` runs one shape: `block` elements per program (a power of two), `num_warps`; split:
     a group over ceil(hidden / block) programs that wait for each other (else one program per group,
-    block >= hidden); `cooperative` asks the driver for a cooperative launch (split only)."""
+    block >= hidden)."""
 
     block: int
     num_warps: int
     split: bool = False
-    cooperative: bool = False
 
     def __post_init__(self):
         for name in ("block", "num_warps"):
@@ -287,8 +284,7 @@ class Config:
 
     @property
     def label(self) -> str:
-        return f"{'split' if self.split else 'resident'} b{self.block} w{self.num_warps}" \
-            + (" coop" if self.cooperative else "")
+        return f"{'split' if self.split else 'resident'} b{self.block} w{self.num_warps}"
 
 
 # Chosen from benchmarks/coop_probe.py on the H200 (README, "What kernel-ab found").
@@ -392,8 +388,6 @@ def launch_with(config: Config, inputs, outputs: dict, shape) -> None:
                      SLICE_BLOCK=max(2, triton.next_power_of_2(slices)), num_warps=config.num_warps)
     grid = n_rows
     if config.split:
-        if config.cooperative:
-            constants["launch_cooperative_grid"] = True
         key = (str(device), config, x.dtype, hpc, constants["EVEN"])
         if key not in _RESIDENT:
             compiled = coop_forward.warmup(*args, grid=(1,), **constants)

@@ -1,0 +1,47 @@
+"""benchmarks/pairwise.py: verdicts between two non-baseline variants of a timed report, from their rounds."""
+import json
+import random
+
+from benchmarks import pairwise
+from compare.stats import NO_DIFFERENCE
+
+
+def _entry(name, level, rounds=30, calls=5, seed=0):
+    rng = random.Random(seed)
+    samples = [level * (1 + 0.004 * rng.gauss(0, 1)) for _ in range(rounds * calls)]
+    return {"variant": name, "status": "ok", "rounds": rounds, "calls_per_round": calls, "samples_ms": samples}
+
+
+def _report(control_ci=(0.995, 1.005)):
+    variants = [_entry("base", 1.2, seed=1), _entry("a", 1.0, seed=2), _entry("a_again", 1.0, seed=3),
+                _entry("b", 0.9, seed=4)]
+    control = {"ratio": 1.0, "ci_low": control_ci[0], "ci_high": control_ci[1], "p_value": 0.5, "rounds": 30}
+    case = {"shape": "N1 C4 G2 S8", "dtype": "float32", "mode": "forward", "variants": variants, "control": control}
+    return {"timing": {"noise": 0.01, "confidence": 0.95, "cases": [case]}}
+
+
+def test_a_consistently_faster_variant_is_faster_and_a_copy_is_not():
+    rows = {r["a"]: r for r in pairwise.pairwise(_report(), "b", ["a"])}
+    assert rows["a"]["verdict"] == "faster" and 0.88 < rows["a"]["ratio"] < 0.92
+    same = pairwise.pairwise(_report(), "a_again", ["a"])[0]
+    assert same["verdict"] == NO_DIFFERENCE
+
+
+def test_a_wide_a_a_control_raises_the_margin():
+    """An A/A control reaching 15% from 1 hides a 10% difference, as in the report itself."""
+    row = pairwise.pairwise(_report(control_ci=(0.85, 1.15)), "b", ["a"])[0]
+    assert row["verdict"] == NO_DIFFERENCE and row["basis"] == "A/A control" and row["margin"] > 0.1
+
+
+def test_a_variant_missing_from_a_case_is_said_so():
+    assert pairwise.pairwise(_report(), "b", ["inductor"])[0]["verdict"] == "not timed"
+    assert "| inductor | - |" in pairwise.render(pairwise.pairwise(_report(), "b", ["inductor"]), "b")
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
+    assert pairwise.main([str(tmp_path / "missing.json"), "b", "a"]) == 2
+    untimed = tmp_path / "untimed.json"
+    untimed.write_text(json.dumps({"timing": None}))
+    assert pairwise.main([str(untimed), "b", "a"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all(line.startswith("pairwise: ") for line in err)

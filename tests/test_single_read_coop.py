@@ -1,0 +1,92 @@
+"""single_read_coop (variants/group_norm/single_read_coop.py) against float64 on every input kind, through
+its CPU paths (a resident group with W and B per tile row or per element; a split configuration, which the
+interpreter runs as the spec entry streaming the same blocks), planted faults the same check catches, and
+the launcher's rules. Split groups waiting for each other need a GPU: tests/test_gpu.py runs them."""
+import pytest
+import torch
+
+from tests.test_single_read import (SHAPES, _problems, _run, huge_problems,  # configures the CPU backend first
+                                    problems_where_the_seed_writes_nan)
+import variants.group_norm as gn  # noqa: E402
+from tests.planted import load_mutated  # noqa: E402
+from variants.group_norm import single_read_coop as coop  # noqa: E402
+
+TILED = gn.Shape(2, 8, 2, (256,))     # 256 elements per channel: W and B per tile row
+CONFIGS = {
+    "default": None,
+    "split": coop.Config(64, 4, split=True),
+    "split_one_block": coop.Config(16, 1, split=True),
+}
+
+
+@pytest.mark.parametrize("path", CONFIGS)
+@pytest.mark.parametrize("kind", [k for k in gn.INPUT_KINDS if k != "huge"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_within_tolerance_of_float64_on_every_input_kind(path, kind, dtype):
+    for shape in SHAPES + (TILED,):
+        inputs = gn.make_inputs(shape, dtype, "cpu", 3, kind)
+        assert _problems(_run(coop, CONFIGS[path], inputs, shape), gn.FAMILY.reference(inputs, shape), dtype) == []
+
+
+def test_the_tiled_shape_takes_w_and_b_per_row_and_the_others_per_element():
+    assert coop.tile_rows(coop.choose(TILED.hidden_size).block, 256, coop.choose(TILED.hidden_size).num_warps) > 1
+    assert all(coop.tile_rows(coop.choose(s.hidden_size).block, s.hidden_size // s.channels_per_group, 1) == 1
+               for s in SHAPES)
+
+
+@pytest.mark.parametrize("kind", ["large_mean", "all_equal"])
+def test_within_tolerance_where_the_one_pass_seed_kernel_writes_nan(kind):
+    assert problems_where_the_seed_writes_nan(coop, kind) == []
+
+
+@pytest.mark.parametrize("path", CONFIGS)
+@pytest.mark.parametrize("value", [3.0e37, -1.25, 1.0e-39])
+def test_an_all_equal_group_gives_exactly_the_bias_and_its_value_as_mean(path, value):
+    """d = x - x0 is 0 everywhere, so the centre is x0 itself and the variance exactly 0, at the top of
+    the range and among subnormals alike."""
+    shape = gn.Shape(1, 2, 1, (96,))
+    x = torch.full((1, 2, 96), value)
+    inputs = gn.Inputs(x, torch.tensor([1.5, -0.5]), torch.tensor([0.25, 2.0]), seed=0, kind="all_equal")
+    out = _run(coop, CONFIGS[path], inputs, shape)
+    assert torch.equal(out["y"], inputs.bias.view(1, 2, 1).expand(1, 2, 96))
+    assert float(out["mean"]) == float(torch.tensor(value))
+    assert float(out["rstd"]) == pytest.approx(1000.0, rel=1e-6)
+
+
+@pytest.mark.parametrize("old, new, path, shape", [
+    # the squares' sum
+    ("t1, t2 = tl.reduce((t, t * t), 0, _add_add)", "t1, t2 = tl.reduce((t, t * t * 1.001), 0, _add_add)",
+     "default", SHAPES[0]),
+    # the unbiased variance where the spec asks for the biased one
+    ("    var = m2 / count\n", "    var = m2 / (count - 1.0)\n", "default", SHAPES[0]),
+    # a tile row's channel one off
+    ("channel = first_channel + (start + tl.arange(0, ROWS)[:, None] * WIDTH) // HPC",
+     "channel = first_channel + (start + (tl.arange(0, ROWS)[:, None] + 1) * WIDTH) // HPC", "default", TILED),
+    # the blocks' combination weighted wrongly
+    ("m2 = m2 + (q - t1 * t1 / n_b) + d * d * (n * n_b / total)", "m2 = m2 + (q - t1 * t1 / n_b) + d * d * (n_b / total)",
+     "split", SHAPES[2])])
+def test_a_planted_fault_is_caught(tmp_path, old, new, path, shape):
+    module, _ = load_mutated(tmp_path, coop, "single_read_coop_planted", old, new, 1)
+    config = CONFIGS[path]
+    inputs = gn.make_inputs(shape, torch.float32, "cpu", 3, "normal")
+    assert _problems(_run(module, config, inputs, shape), gn.FAMILY.reference(inputs, shape), torch.float32) != []
+
+
+def test_choose_and_the_config_rules():
+    assert coop.choose(2048) == coop.Config(2048, 1)
+    assert coop.choose(16384) == coop.Config(16384, 8)
+    assert coop.choose(40960) == coop.Config(coop.SPLIT_BLOCK, coop.SPLIT_WARPS, split=True)
+    assert coop.tile_rows(2048, 512, 1) == 8 and coop.tile_rows(2048, 512, 4) == 1 and coop.tile_rows(2048, 35, 1) == 1
+    with pytest.raises(ValueError, match="power of two"):
+        coop.Config(3000, 4)
+    shape = gn.Shape(1, 2, 1, (4096,))
+    inputs = gn.make_inputs(shape, torch.float32, "cpu", 0, "normal")
+    with pytest.raises(ValueError, match="cannot hold a group"):
+        coop.launch_with(coop.Config(1024, 1), inputs, gn.alloc_outputs(shape, torch.float32, "cpu"), shape)
+    assert "interpreted" in coop.describe(coop.Config(64, 4, split=True), torch.device("cpu"))
+
+
+@pytest.mark.parametrize("path", CONFIGS)
+def test_huge_values_stay_finite_and_close(path):
+    """As for single_read (tests/test_single_read.py, huge_problems)."""
+    assert huge_problems(coop, CONFIGS[path]) == []
