@@ -14,6 +14,7 @@ Exit codes: 0 every gate asked for holds; 1 a gate failed; 2 bad usage.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from pathlib import Path
@@ -306,6 +307,11 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     except Terminated:
         print("kernel-ab: terminated (SIGTERM); no report", file=sys.stderr)
         return 143
+    except BrokenPipeError:
+        # the reader left (`kernel-ab list | head`): stop quietly, as a command killed by SIGPIPE does;
+        # stdout goes to devnull so that the interpreter's final flush does not raise again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 def _main(argv: list[str], prog: str) -> int:

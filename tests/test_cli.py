@@ -89,3 +89,16 @@ def test_fail_on_numerics_exits_1_when_a_named_variant_fails():
     assert r.returncode == 1, r.stderr
     gates = [line for line in r.stderr.splitlines() if line.startswith("kernel-ab: gate failed")]
     assert gates and all("pointer_mutation" in line for line in gates)   # torch, the reference point, is not gated
+
+
+def test_a_reader_that_leaves_early_ends_the_command_quietly_with_141():
+    """`kernel-ab list | head -1` once head has exited: every write meets a closed pipe. No traceback,
+    SIGPIPE's exit code."""
+    import os
+    read_end, write_end = os.pipe()
+    os.close(read_end)           # the reader is gone before the first line
+    proc = subprocess.run([sys.executable, "main.py", "list"], cwd=ROOT, stdout=write_end,
+                          stderr=subprocess.PIPE, text=True, timeout=60)
+    os.close(write_end)
+    assert proc.returncode == 141
+    assert proc.stderr == ""

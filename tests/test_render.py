@@ -121,3 +121,16 @@ def test_seed_sweep_comment_keeps_every_headline_and_the_shared_list_under_the_l
             assert line.text in text
     assert all(f"- {line.text}" in text for line in head.shared)
     assert "**Cut:**" in text      # only detail was cut
+
+
+def test_a_pipe_in_user_text_stays_inside_its_markdown_cell():
+    """A variant's origin or description with `|` (a shell pipeline, a path) must not add table columns."""
+    import dataclasses
+    report = fixed_report()
+    odd = dataclasses.replace(report.variants[1], why="the new kernel | piped", origin="variants/b|c.py")
+    report = dataclasses.replace(report, variants=(report.variants[0], odd, report.variants[2]))
+    text = markdown.render(report)
+    table = text.split("#### Variants")[1].split("\n\n")[1].splitlines()
+    columns = {line.count("|") - line.count("\\|") for line in table}
+    assert len(columns) == 1, table
+    assert "the new kernel \\| piped" in text

@@ -13,9 +13,16 @@ COMMENT_LIMIT = 65536
 _MARK = {"ok": "✅", "fail": "❌", "warn": "⚠️", "skip": "⏭️", "info": "ℹ️"}
 
 
+def _cell(value) -> str:
+    """A table cell's text with `|` escaped: user text (a variant's name or path, an error message) must
+    not end the cell and shift the row's columns."""
+    return str(value).replace("|", "\\|")
+
+
 def _table(table: Table, heading: str = "####") -> str:
-    parts = [f"{heading} {table.title}", "", tabulate(table.rows, headers=table.headers, tablefmt="github",
-                                                       disable_numparse=True), ""]
+    rows = [[_cell(c) for c in row] for row in table.rows]
+    parts = [f"{heading} {table.title}", "", tabulate(rows, headers=[_cell(h) for h in table.headers],
+                                                       tablefmt="github", disable_numparse=True), ""]
     parts.extend(f"- ❗ {n}" for n in table.notes)
     if table.notes:
         parts.append("")
