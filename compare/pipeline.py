@@ -226,12 +226,13 @@ def _nothing_left(failed: tuple[VariantInfo, ...]) -> NothingToCompare:
     return NothingToCompare("; ".join(f"{i.name} could not be loaded: {i.error.splitlines()[0]}" for i in failed))
 
 
-def _compiled(family, chosen: list, shape, dtype, backend: Backend, failed: tuple[VariantInfo, ...]):
+def _compiled(family, chosen: list, shape, dtype, backend: Backend, failed: tuple[VariantInfo, ...],
+              step: Step = Step()):
     """On compiled Triton, move the variants whose kernels do not compile from `chosen` to `failed`."""
     if backend.interpreted:  # the interpreter compiles nothing; its errors are the numerics'
         return chosen, failed
     from variants.external import compile_failures
-    broken = compile_failures(family, chosen, shape, dtype, backend.device)
+    broken = compile_failures(family, chosen, shape, dtype, backend.device, step)
     failed += tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, status="failed", error=broken[v.name],
                                 kernels=v.own_kernels)
                     for v in chosen if v.name in broken)
@@ -245,7 +246,7 @@ def run(request: Request, registry: Registry, backend: Backend,
         step: Step = Step(), failed: tuple[VariantInfo, ...] = ()) -> Report:
     """The report for `request`; `failed` (from `loaded`) lists variants that could not be loaded."""
     family, chosen, preset, dtype = resolve(request, registry)
-    chosen, failed = _compiled(family, chosen, preset.shapes[0], dtype, backend, tuple(failed))
+    chosen, failed = _compiled(family, chosen, preset.shapes[0], dtype, backend, tuple(failed), step)
     infos = tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, kernels=v.own_kernels)
                   for v in chosen) + tuple(failed)
     numerics_section = None

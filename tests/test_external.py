@@ -414,6 +414,22 @@ def test_a_kernel_that_does_not_compile_is_a_failed_variant():
     # the launcher's real arguments reached warmup: 17 positional, BLOCK_SIZE by name, grid (batch, groups)
     assert seen == [(17, (2, 2), ["BLOCK_SIZE"])] * 2
 
+    # the inputs are drawn once for every kernel (on an image shape a draw takes seconds), and the
+    # progress hears of each kernel before it compiles
+    draws, heard = [], []
+    original = family.make_inputs
+
+    def counting(*args, **kwargs):
+        draws.append(args)
+        return original(*args, **kwargs)
+    family.make_inputs = counting
+    try:
+        compile_failures(family, variants, shape, torch.float32, "cpu", heard.append)
+    finally:
+        del family.make_inputs
+    assert len(draws) == 1
+    assert heard == [f"checking that {v.name}'s forward kernel compiles for {shape.label}" for v in variants]
+
 
 def test_working_tree_origin_says_commit_and_whether_modified(tmp_path):
     from variants.external import _working_tree_note

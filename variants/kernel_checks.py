@@ -86,21 +86,27 @@ class _CompileOnly:
         return lambda *args, **kwargs: self.kernel.warmup(*args, grid=grid, **kwargs)
 
 
-def compile_failures(family: Family, variants, shape, dtype, device: str) -> dict[str, str]:
+def compile_failures(family: Family, variants, shape, dtype, device: str, step=None) -> dict[str, str]:
     """{variant name: first lines of the error} for Triton variants whose own kernels (forward,
     backward) do not compile for `shape`: each is compiled through the family's launcher with the real
     arguments, not launched. For compiled Triton (the interpreter compiles nothing). Other errors are
-    left to the numerics."""
+    left to the numerics. The inputs are drawn once for all of them (on an image shape a draw takes
+    seconds); `step(text)`, if given, hears of each kernel before it compiles."""
     try:
         from triton.compiler.errors import CompilationError
     except ImportError:  # pragma: no cover - a Triton without it
         return {}
     failures = {}
+    drawn = None
     for v in variants:
         own = [(r, k) for r, k in (("forward", v.kernel), ("backward", v.backward_kernel))
                if v.kind == "triton" and hasattr(k, "warmup")]
         for role, kernel in own:
-            inputs = family.make_inputs(shape, dtype, device, 0)
+            if step is not None:
+                step(f"checking that {v.name}'s {role} kernel compiles for {shape.label}")
+            if drawn is None:
+                drawn = family.make_inputs(shape, dtype, device, 0)
+            inputs = drawn
             outputs = family.alloc_outputs(shape, dtype, device)
             try:
                 if role == "forward":
