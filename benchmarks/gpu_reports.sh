@@ -6,20 +6,23 @@
 #   bash benchmarks/gpu_reports.sh 3   the timing validation twice in fresh processes and the two runs side
 #                                      by side, the timed seed sweep (7 variants, 3 modes), tests/test_gpu.py
 #                                      (about 5 minutes; each step stops by the deadline: BUDGET_S, default 290)
-#   bash benchmarks/gpu_reports.sh 4   issue 14's evidence for single_read_coop: forward timing against the
-#                                      seed's kernel, flat, single_read_tiled, torch and inductor on the seed
-#                                      and image presets in float32 and bfloat16; numerics against
-#                                      pointer_mutation and torch on every input kind and dtype (seed512, image)
-#                                      (BUDGET_S, default 480)
+#   bash benchmarks/gpu_reports.sh 4   issue 14's forward evidence for single_read_coop: timing against the seed's
+#                                      kernel, flat, single_read_tiled, torch and inductor on the seed and image
+#                                      presets in float32 and bfloat16; numerics and backward numerics against
+#                                      pointer_mutation and torch on every input kind and dtype (seed512)
+#   bash benchmarks/gpu_reports.sh 5   issue 14's backward evidence: single_read_coop's own backward timed against
+#                                      the shared backward, torch and inductor (seed and image presets); numerics
+#                                      and backward numerics of a split image shape; tests/test_gpu.py
+#                                      (parts 4 and 5: BUDGET_S, default 540)
 # Everything lands in a scratch folder and is packed into $OUT/gpu_reports_<part>.tgz. Set
 # KERNEL_AB_GIT_COMMIT to the commit the tree was copied from (the copy has no .git).
 set -uo pipefail
-part=${1:?part 1, 2, 3 or 4}
+part=${1:?part 1, 2, 3, 4 or 5}
 OUT=${OUT:-out}
 W=$(mktemp -d); mkdir -p "$OUT"   # packed into $OUT at the end (few files may come back from $OUT)
 export PYTHONUNBUFFERED=1
 T0=$(date +%s)
-case "$part" in 3) BUDGET_S=${BUDGET_S:-290} ;; 4) BUDGET_S=${BUDGET_S:-480} ;; *) BUDGET_S=${BUDGET_S:-100000} ;; esac
+case "$part" in 3) BUDGET_S=${BUDGET_S:-290} ;; 4|5) BUDGET_S=${BUDGET_S:-540} ;; *) BUDGET_S=${BUDGET_S:-100000} ;; esac
 step() {  # step NAME SECONDS COMMAND...: run with a time limit, log to $W/NAME.log, record command and wall time
     local name=$1 limit=$2; shift 2
     local start=$(date +%s)
@@ -38,16 +41,23 @@ cat "$W/gpu.txt"
 ALL="pointer_mutation explicit_offset explicit_offset_range pointer_mutation_tlrange flat torch inductor"
 if [ "$part" = 1 ]; then   # everything tests/ holds, GPU tests included (slow: the CLI tests time on the GPU)
     step pytest 580 python3 -m pytest -q -rs -p no:cacheprovider tests
-elif [ "$part" = 4 ]; then  # issue 14: the roofline kernel against the others, then its numerics
+elif [ "$part" = 4 ]; then  # issue 14, forward: the roofline kernel's timing against the others, then numerics
     ROOF="pointer_mutation flat single_read_tiled single_read_coop torch inductor"
     step roofline_seed 190 python3 main.py compare $ROOF --preset seed --dtype float32,bfloat16 --modes forward \
         --check timing --max-seconds 2 --out "$W/roofline_seed"
-    step numerics_seed512 100 python3 main.py compare pointer_mutation single_read_coop torch --check numerics \
-        --inputs all --dtype all --trials 1 --preset seed512 --out "$W/numerics_seed512"
-    step roofline_image 110 python3 main.py compare $ROOF --preset image --dtype float32,bfloat16 --modes forward \
-        --check timing --max-seconds 3 --out "$W/roofline_image"
-    step numerics_image 100 python3 main.py compare pointer_mutation single_read_coop torch --check numerics \
-        --inputs all --dtype all --trials 1 --preset image --out "$W/numerics_image"
+    step roofline_image 250 python3 main.py compare $ROOF --preset image --dtype float32,bfloat16 --modes forward \
+        --check timing --max-seconds 2 --rounds 12 --out "$W/roofline_image"
+    step numerics_seed512 150 python3 main.py compare pointer_mutation single_read_coop torch --check numerics \
+        --check backward --inputs all --dtype all --trials 1 --preset seed512 --out "$W/numerics_seed512"
+elif [ "$part" = 5 ]; then  # issue 14, backward: its own backward's timing, the numerics of a split shape, GPU tests
+    BACK="pointer_mutation single_read_coop torch inductor"
+    step backward_seed 150 python3 main.py compare $BACK --preset seed --dtype float32,bfloat16 --modes backward \
+        --check timing --max-seconds 2 --out "$W/backward_seed"
+    step backward_image 150 python3 main.py compare $BACK --preset image --dtype float32,bfloat16 --modes backward \
+        --check timing --max-seconds 2 --rounds 12 --out "$W/backward_image"
+    step numerics_image 130 python3 main.py compare pointer_mutation single_read_coop torch --check numerics \
+        --check backward --inputs all --dtype all --trials 1 --shape 16,320,32,64x64 --out "$W/numerics_image_N16C320"
+    step pytest_gpu 100 python3 -m pytest -q -rs -p no:cacheprovider tests/test_gpu.py
 elif [ "$part" = 3 ]; then  # the timing validation, twice in fresh processes, then the timed seed sweep
     for run in 1 2; do
         step timing_validation_run$run 115 python3 benchmarks/timing_validation.py --out "$W/timing_validation_run$run.md" \

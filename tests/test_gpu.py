@@ -92,3 +92,45 @@ def test_single_read_coop_split_groups_pass_every_input_kind_and_repeat_their_bi
     bits = {torch.bfloat16: torch.int16, torch.float32: torch.int32}
     for name in FAMILY.outputs:
         assert torch.equal(first[name].view(bits[first[name].dtype]), second[name].view(bits[second[name].dtype])), name
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_single_read_coop_register_cap_changes_no_bit(dtype):
+    """A split program under a register cap (more programs in flight) computes what the uncapped one
+    computes: the same slices, the same arithmetic, so the same bits, on a shape whose programs take
+    several slices each."""
+    from variants.group_norm import single_read_coop as coop
+    shape = Shape(64, 320, 32, (64, 64))     # 40,960 elements a group, 5 slices; 2,048 groups
+    inputs = FAMILY.make_inputs(shape, dtype, "cuda", 0)
+    plain, capped = (FAMILY.alloc_outputs(shape, dtype, "cuda") for _ in range(2))
+    coop.launch_with(coop.Config(8192, 4, split=True), inputs, plain, shape)
+    coop.launch_with(coop.Config(8192, 4, split=True, max_registers=128), inputs, capped, shape)
+    for name in FAMILY.outputs:
+        assert torch.equal(plain[name], capped[name]), name
+    ref = FAMILY.reference(inputs, shape)["y"]
+    assert float((plain["y"].double() - ref).norm() / ref.norm()) < (1e-6 if dtype == torch.float32 else 4e-3)
+
+
+@pytest.mark.parametrize("shape", [Shape(4, 64, 16, (512,)), Shape(2, 64, 2, (32, 32)), Shape(3, 6, 2, (7, 5))],
+                         ids=["resident", "split", "narrow_tile"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_single_read_coop_backward_passes_every_input_kind_and_repeats_dx(shape, dtype):
+    """single_read_coop's own backward (resident groups, split groups waiting for each other, and a tile
+    one column wide for channels of 15 elements) against float64 autograd on every input kind (large
+    means included: it corrects the saved float32 mean), through the family's backward check; dx bit for
+    bit the same on a second launch."""
+    from variants.group_norm import single_read_coop_backward as cb
+    reg = registry()
+    label = cb.describe_backward(shape)
+    for kind in FAMILY.input_kinds:
+        case = numerics.run_case(FAMILY, [reg.get("single_read_coop")], shape, dtype, BACKEND, (0,),
+                                 direction="backward", input_kind=kind)
+        assert case.variants[0].status == "pass", (kind, label, case.variants[0].reasons)
+    inputs = FAMILY.make_inputs(shape, dtype, "cuda", 0)
+    saved = FAMILY.alloc_outputs(shape, dtype, "cuda")
+    reg.get("single_read_coop").run(inputs, saved, shape)
+    first, second = (FAMILY.alloc_grads(shape, dtype, "cuda") for _ in range(2))
+    cb.launch_coop_backward(cb.coop_backward, inputs, saved, first, shape)()
+    cb.launch_coop_backward(cb.coop_backward, inputs, saved, second, shape)()
+    bits = {torch.bfloat16: torch.int16, torch.float32: torch.int32}[dtype]
+    assert torch.equal(first["dx"].view(bits), second["dx"].view(bits))

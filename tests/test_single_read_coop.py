@@ -16,6 +16,7 @@ CONFIGS = {
     "default": None,
     "split": coop.Config(64, 4, split=True),
     "split_one_block": coop.Config(16, 1, split=True),
+    "register_cap": coop.Config(1024, 4, max_registers=96),   # a compile option: the interpreter runs it as is
 }
 
 
@@ -75,7 +76,8 @@ def test_a_planted_fault_is_caught(tmp_path, old, new, path, shape):
 def test_choose_and_the_config_rules():
     assert coop.choose(2048) == coop.Config(2048, 1)
     assert coop.choose(16384) == coop.Config(16384, 8)
-    assert coop.choose(40960) == coop.Config(coop.SPLIT_BLOCK, coop.SPLIT_WARPS, split=True)
+    assert coop.choose(40960) == coop.Config(coop.SPLIT_BLOCK, coop.SPLIT_WARPS, split=True,
+                                             max_registers=coop.SPLIT_REGISTERS)
     assert coop.tile_rows(2048, 512, 1) == 8 and coop.tile_rows(2048, 512, 4) == 1 and coop.tile_rows(2048, 35, 1) == 1
     with pytest.raises(ValueError, match="power of two"):
         coop.Config(3000, 4)

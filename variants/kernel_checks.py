@@ -113,7 +113,7 @@ def compile_failures(family: Family, variants, shape, dtype, device: str, step=N
                     family.launch_forward(_CompileOnly(kernel), inputs, outputs, shape)
                 else:
                     grads = family.alloc_grads(shape, dtype, device)
-                    family.backward_call(_CompileOnly(kernel), inputs, outputs, grads, shape)()
+                    family.backward_launch_of(v)(_CompileOnly(kernel), inputs, outputs, grads, shape)()
             except CompilationError as exc:
                 failures[v.name] = f"{'' if role == 'forward' else 'backward kernel '}does not compile: " \
                                    f"{_compile_error_lines(exc)}"

@@ -95,6 +95,11 @@ def run(family, variants, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: 
     op_variants = [v for v in variants if v.kind == "op"]
     step(f"IR: compiling the {kernel} kernels of {len(triton_variants)} variants for {shape.label}, {dtype}"
          + ("" if gpu else f", {target} (offline)"))
+    # a backward kernel launched by a variant's own function (not a family method) takes that launcher's
+    # arguments, which the compile worker cannot replay: said in the note, not compiled
+    own_launcher = [v.name for v in triton_variants if kernel == "backward" and v.backward_launcher is not None
+                    and getattr(v.backward_launcher, "__self__", None) is not family]
+    triton_variants = [v for v in triton_variants if v.name not in own_launcher]
     kernels = []
     for v in triton_variants:
         fn, launcher = kernel_of(family, v, kernel)
@@ -111,6 +116,8 @@ def run(family, variants, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: 
             if gpu else f"compiled offline for {target} (no GPU needed); pointers assumed 16-byte aligned")
     if skipped:
         note += f"; not Triton kernels, no IR: {', '.join(skipped)}"
+    if own_launcher:
+        note += f"; launched by a launcher of their own that the IR step cannot replay, no IR: {', '.join(own_launcher)}"
     ok = [c for c in compiled if c.ok]
     pairs = tuple(_pair(ok[0], c, stages, full) for c in ok[1:]) if ok and ok[0] is compiled[0] else ()
     rows = [_variant(c, stages, full) for c in compiled]

@@ -2,7 +2,8 @@
 
 Every Triton variant brings its own forward kernel with the spec's signature (FORWARD_PARAMS); one
 shared backward kernel (variants/group_norm/backward.py, BACKWARD_PARAMS) serves them all unless a
-variant brings its own. Shapes and presets are in `shapes.py`, input kinds in variants/inputs.py.
+variant brings its own: a variant module may define `launch` (its forward launcher) and
+`backward_kernel` with `backward_launcher` (Family.backward_call's signature), as single_read_coop does. Shapes and presets are in `shapes.py`, input kinds in variants/inputs.py.
 """
 from __future__ import annotations
 
@@ -85,8 +86,8 @@ class GroupNorm(Family):
     forward_legend = ("y: the output, in the input's dtype; mean, rstd: per (sample, group), in float32",)
     grads = ("dx", "dW", "dB")
     backward_legend = (
-        "backward: each Triton variant's own forward gives mean and rstd, then the one shared backward kernel "
-        "(variants/group_norm/backward.py) gives dx, dW, dB; torch: autograd through torch's group_norm in the dtype; "
+        "backward: each Triton variant's own forward gives mean and rstd, then the shared backward kernel "
+        "(variants/group_norm/backward.py), or the variant's own where it brings one, gives dx, dW, dB; torch: autograd through torch's group_norm in the dtype; "
         "reference: float64 autograd, upstream gradient dy standard normal",
         "dx is poisoned before the launch like the forward's outputs; dW and dB are atomic adds into zeroed float32 "
         "buffers (then cast to the dtype), so a missing or wrong add cannot show as unwritten: it shows as error",
@@ -194,7 +195,13 @@ class GroupNorm(Family):
             module = importlib.import_module(f"variants.group_norm.{name}")
             variant = self.triton_variant(name, why, f"variants/group_norm/{name}.py", forward=module.group_norm_forward)
             # a variant module with its own launcher (warps, blocks by shape) runs through it
-            found.append(dataclasses.replace(variant, run=module.launch) if hasattr(module, "launch") else variant)
+            if hasattr(module, "launch"):
+                variant = dataclasses.replace(variant, run=module.launch)
+            # and one with its own backward names its kernel and launcher (Family.backward_call's signature)
+            if hasattr(module, "backward_kernel"):
+                variant = dataclasses.replace(variant, backward_kernel=module.backward_kernel,
+                                              backward_launcher=module.backward_launcher)
+            found.append(variant)
         return found + torch_variants(self.name, group_norm_op, torch.native_group_norm, _native_args, _store,
                                       "torch.native_group_norm")
 

@@ -39,8 +39,12 @@ import torch
 import triton
 import triton.language as tl
 
+from variants.group_norm.coop_sync import arrive_and_wait, persistent_grid, widen_again, workspace
+# its own backward, x and dy read once (the family takes these two names as the variant's backward)
+from variants.group_norm.single_read_coop_backward import coop_backward as backward_kernel  # noqa: F401
+from variants.group_norm.single_read_coop_backward import launch_coop_backward as backward_launcher  # noqa: F401
+
 MAX_HIDDEN = 1 << 24                 # a group this large or larger is refused (int32 offsets, counters)
-MAX_POLLS = tl.constexpr(1 << 22)    # a split program gives up waiting after this many polls (seconds)
 
 
 @triton.jit
@@ -111,7 +115,7 @@ def _normalize(Y_ptr, x, offsets, mask, w, b, mean_hi, mean_lo, rstd, EVEN: tl.c
 @triton.jit
 def _load_slice(X_ptr, W_ptr, B_ptr, row, start, hidden_size, first_channel, HPC: tl.constexpr,
                 ROWS: tl.constexpr, WIDTH: tl.constexpr, EVEN: tl.constexpr):
-    """The slice [start, start + ROWS * WIDTH) of group row `row` as a [ROWS, WIDTH] tile: x (float32),
+    """The slice [start, start + ROWS * WIDTH) of group row `row` as a [ROWS, WIDTH] tile: x (its dtype),
     its offsets and mask, and W and B, loaded together so that their latency overlaps x's. With
     ROWS > 1 each tile row lies in one channel (WIDTH divides HPC): W and B are [ROWS, 1], and
     rstd * W is computed once per row, not per element; with ROWS == 1 the channel of every element
@@ -127,28 +131,14 @@ def _load_slice(X_ptr, W_ptr, B_ptr, row, start, hidden_size, first_channel, HPC
         channel_ok = mask
     base = X_ptr + row.to(tl.int64) * hidden_size
     if EVEN:
-        x = tl.load(base + offsets).to(tl.float32)
+        x = tl.load(base + offsets)
         w = tl.load(W_ptr + channel).to(tl.float32)
         b = tl.load(B_ptr + channel).to(tl.float32)
     else:
-        x = tl.load(base + offsets, mask=mask, other=0.0).to(tl.float32)
+        x = tl.load(base + offsets, mask=mask, other=0.0)
         w = tl.load(W_ptr + channel, mask=channel_ok, other=0.0).to(tl.float32)
         b = tl.load(B_ptr + channel, mask=channel_ok, other=0.0).to(tl.float32)
     return x, tl.load(base + start).to(tl.float32), w, b, offsets, mask
-
-
-@triton.jit
-def _barrier(Count_ptr, row, slices):
-    """Arrive at the group's counter and wait until all `slices` programs of this launch have; returns
-    whether that happened within MAX_POLLS polls."""
-    tl.debug_barrier()
-    arrived = tl.atomic_add(Count_ptr + row, 1, sem="release", scope="gpu")
-    target = (arrived // slices + 1) * slices
-    polls = 0
-    while (tl.atomic_add(Count_ptr + row, 0, sem="acquire", scope="gpu") < target) & (polls < MAX_POLLS):
-        polls += 1
-    tl.debug_barrier()
-    return polls < MAX_POLLS
 
 
 @triton.jit
@@ -184,16 +174,18 @@ def coop_forward(Y_ptr, X_ptr, Mean_ptr, RSTD_ptr, W_ptr, B_ptr, Part_ptr, Count
             s = item % slices
             x, x0, w, b, offsets, mask = _load_slice(X_ptr, W_ptr, B_ptr, row, s * BLOCK, hidden_size,
                                                      (row % num_groups) * channels_per_group, HPC, ROWS, WIDTH, EVEN)
-            c, t1, q = _partials(x, x0, mask, tl.minimum(BLOCK, hidden_size - s * BLOCK).to(tl.float32), EVEN)
+            n_s = tl.minimum(BLOCK, hidden_size - s * BLOCK).to(tl.float32)
+            c, t1, q = _partials(x.to(tl.float32), x0, mask, n_s, EVEN)
             part = Part_ptr + 3 * item
             tl.store(part, c)
             tl.store(part + 1, t1)
             tl.store(part + 2, q)
-            in_time = _barrier(Count_ptr, row, slices)
+            in_time = arrive_and_wait(Count_ptr, row, slices)
             mean, m2 = _combine(Part_ptr, row, slices, hidden_size, count, SLICE_BLOCK, BLOCK)
             mean_hi, mean_lo, rstd = _finish(mean, m2, count, eps)
             rstd = tl.where(in_time, rstd, float("nan"))   # a barrier that timed out: NaN, not a hang
-            _normalize(Y_ptr + row.to(tl.int64) * hidden_size, x, offsets, mask, w, b, mean_hi, mean_lo, rstd, EVEN)
+            _normalize(Y_ptr + row.to(tl.int64) * hidden_size, widen_again(x), offsets, mask, w, b, mean_hi, mean_lo,
+                       rstd, EVEN)
             if s == 0:
                 tl.store(Mean_ptr + row, mean_hi)
                 tl.store(RSTD_ptr + row, rstd)
@@ -201,10 +193,11 @@ def coop_forward(Y_ptr, X_ptr, Mean_ptr, RSTD_ptr, W_ptr, B_ptr, Part_ptr, Count
         row = tl.program_id(0)
         x, x0, w, b, offsets, mask = _load_slice(X_ptr, W_ptr, B_ptr, row, 0, hidden_size,
                                                  (row % num_groups) * channels_per_group, HPC, ROWS, WIDTH, EVEN)
-        c, t1, q = _partials(x, x0, mask, hidden_size.to(tl.float32), EVEN)
+        c, t1, q = _partials(x.to(tl.float32), x0, mask, hidden_size.to(tl.float32), EVEN)
         # one slice: the combination reduces to mean = c + T1 / n, M2 = Q - T1^2 / n
         mean_hi, mean_lo, rstd = _finish(c + t1 / count, q - t1 * t1 / count, count, eps)
-        _normalize(Y_ptr + row.to(tl.int64) * hidden_size, x, offsets, mask, w, b, mean_hi, mean_lo, rstd, EVEN)
+        _normalize(Y_ptr + row.to(tl.int64) * hidden_size, widen_again(x), offsets, mask, w, b, mean_hi, mean_lo,
+                   rstd, EVEN)
         tl.store(Mean_ptr + row, mean_hi)
         tl.store(RSTD_ptr + row, rstd)
 
@@ -270,11 +263,13 @@ def group_norm_forward(
 class Config:
     """How `launch` runs one shape: `block` elements per program (a power of two), `num_warps`; split:
     a group over ceil(hidden / block) programs that wait for each other (else one program per group,
-    block >= hidden)."""
+    block >= hidden); `max_registers` caps the registers a thread may take (more programs in flight per
+    SM), None leaves them to the compiler."""
 
     block: int
     num_warps: int
     split: bool = False
+    max_registers: int | None = None
 
     def __post_init__(self):
         for name in ("block", "num_warps"):
@@ -284,7 +279,8 @@ class Config:
 
     @property
     def label(self) -> str:
-        return f"{'split' if self.split else 'resident'} b{self.block} w{self.num_warps}"
+        cap = f" r{self.max_registers}" if self.max_registers else ""
+        return f"{'split' if self.split else 'resident'} b{self.block} w{self.num_warps}{cap}"
 
 
 # Chosen from benchmarks/coop_probe.py on the H200 (README, "What kernel-ab found").
@@ -292,6 +288,7 @@ RESIDENT_PER_THREAD = 64     # elements per thread of a resident program
 ON_CHIP = 16384              # the largest group one program holds; larger groups are split
 SPLIT_BLOCK = 8192
 SPLIT_WARPS = 4
+SPLIT_REGISTERS = 128        # 4 programs an SM instead of 3 (168 registers uncapped), no spills
 TILE_WIDTH_PER_WARP = 256    # 32 threads of 16-byte bfloat16 vectors: narrower rows put warps across rows
 
 
@@ -300,35 +297,7 @@ def choose(hidden_size: int) -> Config:
     block = triton.next_power_of_2(hidden_size)
     if block <= ON_CHIP:
         return Config(block, max(1, min(16, block // (32 * RESIDENT_PER_THREAD))))
-    return Config(SPLIT_BLOCK, SPLIT_WARPS, split=True)
-
-
-_WORKSPACE: dict = {}     # (device, what) -> tensor, grown on demand: the counters must persist across calls
-_RESIDENT: dict = {}      # (device, config, dtype) -> programs the GPU holds at once
-
-
-def _workspace(device, what: str, dtype, numel: int) -> torch.Tensor:
-    key = (str(device), what)
-    have = _WORKSPACE.get(key)
-    if have is None or have.numel() < numel:
-        grown = torch.zeros(max(numel, 2 * (have.numel() if have is not None else 0)), dtype=dtype, device=device)
-        if have is not None:
-            grown[:have.numel()].copy_(have)
-        _WORKSPACE[key] = have = grown
-    return have
-
-
-def resident_programs(compiled, num_warps: int, device) -> int:
-    """How many programs of `compiled` the GPU holds at once (registers, warps, shared memory per SM)."""
-    props = torch.cuda.get_device_properties(device)
-    threads = getattr(props, "max_threads_per_multi_processor", 2048)
-    regs = getattr(props, "regs_per_multiprocessor", 65536)
-    smem = getattr(props, "shared_memory_per_multiprocessor", 233472)
-    warps_by_threads = threads // 32 // num_warps
-    per_warp = -(-max(compiled.n_regs, 1) * 32 // 256) * 256
-    by_regs = (regs // per_warp) // num_warps
-    by_smem = smem // (compiled.metadata.shared + 1024)
-    return props.multi_processor_count * max(1, min(32, warps_by_threads, by_regs, by_smem))
+    return Config(SPLIT_BLOCK, SPLIT_WARPS, split=True, max_registers=SPLIT_REGISTERS)
 
 
 def tile_rows(block: int, hidden_per_channel: int, num_warps: int) -> int:
@@ -377,26 +346,22 @@ def launch_with(config: Config, inputs, outputs: dict, shape) -> None:
     mean, rstd = outputs["mean"], outputs["rstd"]
     if not (mean.is_contiguous() and rstd.is_contiguous() and outputs["y"].is_contiguous()):
         raise ValueError("single_read_coop writes contiguous y, mean and rstd")
-    parts = _workspace(device, "parts", torch.float64, 3 * n_rows * slices) if config.split else mean
+    parts = workspace(device, "parts", torch.float64, 3 * n_rows * slices) if config.split else mean
     # one set of counters per slice count: every launch adds `slices` to each row's counter, so each
     # stays a multiple of it; a counter shared with another slice count would be off and wait forever
-    counts = _workspace(device, f"counts{slices}", torch.int32, n_rows) if config.split else mean
+    counts = workspace(device, f"counts{slices}", torch.int32, n_rows) if config.split else mean
     args = (outputs["y"], x, mean, rstd, inputs.weight, inputs.bias, parts, counts, n_rows, shape.num_groups,
             shape.channels_per_group, h, slices, shape.eps)
     constants = dict(BLOCK=config.block, HPC=hpc, ROWS=tile_rows(config.block, hpc, config.num_warps), EVEN=h % config.block == 0,
                      SPLIT=config.split,
-                     SLICE_BLOCK=max(2, triton.next_power_of_2(slices)), num_warps=config.num_warps)
+                     SLICE_BLOCK=max(2, triton.next_power_of_2(slices)),
+                     num_warps=config.num_warps)
+    if config.max_registers:
+        constants["maxnreg"] = config.max_registers
     grid = n_rows
     if config.split:
-        key = (str(device), config, x.dtype, hpc, constants["EVEN"])
-        if key not in _RESIDENT:
-            compiled = coop_forward.warmup(*args, grid=(1,), **constants)
-            compiled._init_handles()
-            _RESIDENT[key] = resident_programs(compiled, config.num_warps, device)
-        cap = _RESIDENT[key]
-        if cap < slices:
-            raise ValueError(f"{config.label}: the GPU holds {cap} programs at once, fewer than a group's {slices} slices")
-        grid = min(n_rows * slices, cap - cap % slices)
+        grid = persistent_grid(coop_forward, args, constants, ("forward", str(device), config, x.dtype, hpc, constants["EVEN"]),
+                               n_rows * slices, slices, config.label)
     coop_forward[(grid,)](*args, **constants)
 
 
