@@ -143,15 +143,20 @@ def test_the_atomic_backward_is_compiled_as_its_own_launcher_runs_it():
 
 def test_every_familys_kernels_take_the_parameters_its_launchers_pass():
     """--variant tells a forward kernel from a backward one by these lists: they must be what the
-    family's own kernels (each variant's and the shared ones) take."""
+    family's own kernels (each variant's and the shared ones) take, wherever a family launcher launches
+    them (a backward kernel with a launcher of its own that is not a family method takes that one's)."""
+    checked = 0
     for family in REG.families.values():
         for v in REG.variants(family.name):
             if v.kind != "triton":
                 continue
+            own_launcher = v.backward_launcher is not None and getattr(v.backward_launcher, "__self__", None) is not family
             for kernel, params in ((family.forward_kernel_of(v), family.forward_params),
-                                   (family.backward_kernel_of(v), family.backward_params)):
+                                   (None if own_launcher else family.backward_kernel_of(v), family.backward_params)):
                 if kernel is not None:
+                    checked += 1
                     assert tuple(inspect.signature(kernel.fn).parameters) == params, (family.name, v.name)
+    assert checked > 20
 
 
 @pytest.mark.parametrize("family", ["layer_norm", "rms_norm"])

@@ -92,3 +92,20 @@ def test_choose_and_the_config_rules():
 def test_huge_values_stay_finite_and_close(path):
     """As for single_read (tests/test_single_read.py, huge_problems)."""
     assert huge_problems(coop, CONFIGS[path]) == []
+
+
+def _float16_huge_mean_error(module):
+    shape = gn.Shape(1, 64, 16, (512,))   # the seed's groups of 2,048
+    inputs = gn.make_inputs(shape, torch.float16, "cpu", 0, "huge")
+    out = _run(module, None, inputs, shape)
+    return float((out["mean"].double() - gn.FAMILY.reference(inputs, shape)["mean"]).abs().max())
+
+
+def test_float16_values_near_the_top_of_the_range_give_their_mean_exactly(tmp_path):
+    """|x| in [4094, 8188]: multiples of 2 or 4, so a centre rounded to such a multiple makes every x - c
+    and every float32 partial sum exact; a centre with finer bits (the planted fault: not rounded) costs
+    the mean of values near 0 more than float16's tolerance of 1e-5 there."""
+    assert _float16_huge_mean_error(coop) == 0.0
+    planted, _ = load_mutated(tmp_path, coop, "single_read_coop_fine_centre", "centre = tl.where((amax > 0.0) &",
+                              "centre = tl.where((amax < 0.0) &", 1)
+    assert _float16_huge_mean_error(planted) > 1e-5

@@ -58,7 +58,7 @@ def _add_add(a, b, c, d):
 
 
 @triton.jit
-def _partials(x, x0, mask, count, EVEN: tl.constexpr):
+def _partials(x, x0, mask, count, EVEN: tl.constexpr, MANTISSA: tl.constexpr):
     """A slice's centre c (float32 near its mean), T1 = sum(x - c) and Q = sum((x - c)^2) in float64: the
     corrected two-pass, in two fused float32 reductions. First the mean and the largest magnitude of
     d = x - x0 about the slice's first value x0 (differences of nearby values are exact, so the centre
@@ -73,6 +73,16 @@ def _partials(x, x0, mask, count, EVEN: tl.constexpr):
     shift, amax = tl.reduce((d * (1.0 / count), tl.abs(d)), 0, _add_max)
     shift, amax = tl.reduce((shift, amax), 0, _add_max)
     centre = x0 + shift
+    # the centre rounded to a multiple of u, the input dtype's last place at the slice's largest magnitude
+    # m (MANTISSA: its stored significand bits): x - c is then exact for every x within 2**MANTISSA of m, so
+    # the sums of a 16-bit slice lose nothing to a centre with finer bits than the values (an all-equal
+    # slice keeps its value)
+    m = tl.abs(x0) + amax
+    e_u = tl.maximum(((m.to(tl.int32, bitcast=True) >> 23) & 0xFF) - MANTISSA, 1)
+    scaled = centre * ((254 - e_u) << 23).to(tl.float32, bitcast=True)
+    rounded = (scaled + 12582912.0) - 12582912.0          # to the nearest integer, for |scaled| < 2**22
+    centre = tl.where((amax > 0.0) & (tl.abs(scaled) < 4194304.0),
+                      rounded * (e_u << 23).to(tl.float32, bitcast=True), centre)
     # a = 2**(e - 127) from max|d|'s exponent field; an all-equal slice (max|d| = 0) takes a = 1. x / a
     # stays below 2**26 (two distinct floats differ by at least 2**-25 of the larger), so the FMA
     # x * (1/a) - c * (1/a) cannot overflow and rounds once, exactly as (x - c) / a does
@@ -175,7 +185,7 @@ def coop_forward(Y_ptr, X_ptr, Mean_ptr, RSTD_ptr, W_ptr, B_ptr, Part_ptr, Count
             x, x0, w, b, offsets, mask = _load_slice(X_ptr, W_ptr, B_ptr, row, s * BLOCK, hidden_size,
                                                      (row % num_groups) * channels_per_group, HPC, ROWS, WIDTH, EVEN)
             n_s = tl.minimum(BLOCK, hidden_size - s * BLOCK).to(tl.float32)
-            c, t1, q = _partials(x.to(tl.float32), x0, mask, n_s, EVEN)
+            c, t1, q = _partials(x.to(tl.float32), x0, mask, n_s, EVEN, x.dtype.fp_mantissa_width)
             part = Part_ptr + 3 * item
             tl.store(part, c)
             tl.store(part + 1, t1)
@@ -193,7 +203,7 @@ def coop_forward(Y_ptr, X_ptr, Mean_ptr, RSTD_ptr, W_ptr, B_ptr, Part_ptr, Count
         row = tl.program_id(0)
         x, x0, w, b, offsets, mask = _load_slice(X_ptr, W_ptr, B_ptr, row, 0, hidden_size,
                                                  (row % num_groups) * channels_per_group, HPC, ROWS, WIDTH, EVEN)
-        c, t1, q = _partials(x.to(tl.float32), x0, mask, hidden_size.to(tl.float32), EVEN)
+        c, t1, q = _partials(x.to(tl.float32), x0, mask, hidden_size.to(tl.float32), EVEN, x.dtype.fp_mantissa_width)
         # one slice: the combination reduces to mean = c + T1 / n, M2 = Q - T1^2 / n
         mean_hi, mean_lo, rstd = _finish(c + t1 / count, q - t1 * t1 / count, count, eps)
         _normalize(Y_ptr + row.to(tl.int64) * hidden_size, widen_again(x), offsets, mask, w, b, mean_hi, mean_lo,
@@ -227,7 +237,8 @@ def group_norm_forward(
         x = tl.load(X_ptr + lanes, mask=mask, other=0.0).to(tl.float32)
         w = tl.load(W_ptr + channel, mask=mask, other=0.0).to(tl.float32)
         b = tl.load(B_ptr + channel, mask=mask, other=0.0).to(tl.float32)
-        c, t1, q = _partials(x, tl.load(X_ptr).to(tl.float32), mask, hidden_size.to(tl.float32), False)
+        c, t1, q = _partials(x, tl.load(X_ptr).to(tl.float32), mask, hidden_size.to(tl.float32), False,
+                             X_ptr.dtype.element_ty.fp_mantissa_width)
         mean_hi, mean_lo, rstd = _finish(c + t1 / count, q - t1 * t1 / count, count, eps)
         _normalize(Y_ptr, x, lanes, mask, w, b, mean_hi, mean_lo, rstd, False)
     else:
@@ -240,7 +251,8 @@ def group_norm_forward(
             mask = offsets < hidden_size
             x = tl.load(X_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
             n_b = tl.minimum(BLOCK_SIZE, hidden_size - start).to(tl.float64)
-            c, t1, q = _partials(x, tl.load(X_ptr + start).to(tl.float32), mask, n_b.to(tl.float32), False)
+            c, t1, q = _partials(x, tl.load(X_ptr + start).to(tl.float32), mask, n_b.to(tl.float32), False,
+                                 X_ptr.dtype.element_ty.fp_mantissa_width)
             total = n + n_b
             d = c + t1 / n_b - mean
             mean = mean + d * (n_b / total)
