@@ -76,7 +76,7 @@ def write(report: Report, folder: Path) -> list[Path]:
         roof.axhline(100, color="black", linewidth=0.8)
         if capped:
             roof.scatter(capped, [100 * REREAD_CAP] * len(capped), marker="_", s=900, color="red", zorder=3,
-                         label="2/3 cap: group too large to keep on chip, x read twice")
+                         label="2/3 cap for a kernel that reads x twice (group too large for one program)")
         for ax in (left, right, roof):
             ax.set_xlabel(report.x_name or "shape")
             if len(set(x_of.values())) > 1 and min(x_of.values()) > 0:

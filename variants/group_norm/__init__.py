@@ -49,12 +49,13 @@ TRITON_VARIANTS = (
     ("single_read", "x read once: group held in registers, shifted two-pass variance, own launcher (warps by size)"),
     ("single_read_tiled", "single_read with [rows, 8] tiles: W/B per row, two fused reductions"),
     ("single_read_coop", "x read once on every shape: a lean program per group, large groups split over "
-                         "programs that wait for each other"),
+                         "programs that wait for each other; its own backward reads x and dy once"),
 )
 # The largest group one program keeps in registers without spilling: 16 float32 values per thread of a
 # 1,024-thread program (a multiprocessor's 65,536 registers also hold addresses, masks and temporaries).
-# A larger group is read twice (statistics, then normalize), which caps the forward at 2/3 of copy
-# bandwidth unless the second read hits L2.
+# A larger group is read twice (statistics, then normalize) by a kernel that gives each group one program,
+# which caps the forward at 2/3 of copy bandwidth unless the second read hits L2 (single_read_coop splits
+# such a group over programs that wait for each other instead, and reads it once).
 ON_CHIP_GROUP = 16384
 
 
@@ -163,8 +164,9 @@ class GroupNorm(Family):
         )
 
     def reads_x_twice(self, shape: Shape) -> bool:
-        """Whether a group is too large to keep on one multiprocessor, so the forward reads x twice
-        (recorded per shape in reports; the roofline plot draws the 2/3-of-copy cap there)."""
+        """Whether a group is too large for one program to keep on chip, so a forward that gives each group
+        one program reads x twice (recorded per shape in reports; the roofline plot draws the 2/3-of-copy
+        cap there, for such kernels)."""
         return shape.hidden_size > ON_CHIP_GROUP
 
     def shared_backward(self):

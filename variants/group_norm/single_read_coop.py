@@ -12,14 +12,16 @@ read twice. One kernel (`coop_forward`) and its own launcher (`choose`) answer b
   statistics, wait for the group's other slices at a per-group counter, combine, and write y from the
   values they still hold: x crosses the memory bus once. A program waits only on its group's, which
   have neighbouring ids; the grid is persistent and no larger than the GPU holds at once
-  (`resident_programs`), so every program waited on is running. The counters only grow (each launch
+  (`coop_sync.resident_programs`; split programs are capped at SPLIT_REGISTERS so that 4, not 3, fit
+  an SM), so every program waited on is running. The counters only grow (each launch
   adds `slices` per group, a program waits for the next multiple; one set per slice count), so nothing
   is zeroed between calls; a wait past MAX_POLLS polls writes NaN (the numerics say so), not a hang.
   Triton's interpreter runs programs one after another, where slices would wait forever: on the CPU a
   split configuration runs the spec entry, streaming the same blocks with the same arithmetic.
 
 Statistics: the corrected two-pass about a centre c = x0 + mean(x - x0), x0 a slice's first value
-(nearby values subtract exactly, so c lands well within the spread even for a large mean), then
+(nearby values subtract exactly, so c lands well within the spread even for a large mean), rounded to
+the input dtype's last place at the slice's largest magnitude (16-bit inputs then sum exactly), then
 T1 = sum(x - c) and Q = sum((x - c)^2) from values scaled by a power of two (no float32 overflow or
 underflow), summed over tile rows in float32 and then in float64; slices combine exactly in float64
 (Chan). An all-equal slice has x - x0 = 0: its mean is exact and its variance 0, so y = B exactly.
@@ -27,9 +29,11 @@ rstd in float64, once per group; y = (x - mean_hi) * k + (B - mean_lo * k), k = 
 float64 mean in two float32 parts, so a large mean costs y no accuracy.
 
 Measured on the H200 (README, "What kernel-ab found"): 91-97% of copy bandwidth on the seed shapes with
-512 channels or more in float32, 83-97% in bfloat16; 66-78% on the image preset in float32, 43-51% in
-bfloat16. `group_norm_forward` keeps the spec's signature (the IR step and the spec's launcher run
-it): one group per program, in registers when BLOCK_SIZE covers it, else streamed (x read twice).
+512 channels or more in float32, 82-96% in bfloat16; 72-85% on the image preset in float32, 50-61% in
+bfloat16. x stays in its own dtype in registers (a bfloat16 slice takes half the registers).
+`group_norm_forward` keeps the spec's signature (the IR step and the spec's launcher run it): one group
+per program, in registers when BLOCK_SIZE covers it, else streamed (x read twice). The variant's own
+backward is in single_read_coop_backward.py.
 """
 from __future__ import annotations
 

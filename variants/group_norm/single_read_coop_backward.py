@@ -2,8 +2,9 @@
 
 It exists because the shared backward (variants/group_norm/backward.py) walks each group twice, channel
 by channel: x and dy cross the memory bus twice, five tensor passes where three suffice, which caps it
-at 3/5 of copy bandwidth (measured on the H200: 53-56% of copy on the seed shapes with 512 channels or
-more in float32; inductor 58-62%). The same gradients (shared/specs/group_norm.md, "Backward"):
+at 3/5 of copy bandwidth (measured on the H200: 53-55% of copy on the seed shapes with 512 channels or
+more in float32; inductor 57-62%). This one reaches 93-102% there, 78-96% in bfloat16 (README, "What
+kernel-ab found"). The same gradients (shared/specs/group_norm.md, "Backward"):
 
     x_hat = (x - mean) * rstd,  dW[c] += sum(dy * x_hat),  dB[c] += sum(dy)   (per channel, atomic adds)
     c1 = sum(x_hat * W[c] * dy) / N,  c2 = sum(W[c] * dy) / N,  dx = (W[c] * dy - (x_hat * c1 + c2)) * rstd
@@ -15,13 +16,14 @@ elements that publish their partial sums, wait for the group's other slices at a
 (variants/group_norm/coop_sync.py), and write dx from the x and dy they still hold.
 
 x_hat is taken about the group's own mean, not the saved float32 one: the sums are about the saved mean
-m, with sum((x - m) * rstd) / N correcting it. On large-mean inputs the float32 mean is off by a large part of the
-spread (half a unit in its last place), and the shared kernel's gradients carry that error.
+m, with sum((x - m) * rstd) / N correcting it. On large-mean inputs the float32 mean is off by a large
+part of the spread (half a unit in its last place), and the shared kernel's gradients carry that error.
 
 The tile is as wide as the warps side by side (TILE_WIDTH_PER_WARP a warp) when that divides a channel's
 element count, else as wide as the largest power of two that does (1 for an odd count: correct, not
-fast). Everything is computed in float32, as the shared kernel does, except the sums over tile rows (float64). Under Triton's interpreter (no register limit, programs run one
-after another) every group is resident: one program holds it whole.
+fast). Everything is computed in float32, as the shared kernel does, except the sums over tile rows
+(float64). Under Triton's interpreter (no register limit, programs run one after another) every group
+is resident: one program holds it whole.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ import triton.language as tl
 
 from variants.group_norm.coop_sync import arrive_and_wait, persistent_grid, widen_again, workspace
 
-ON_CHIP = 8192                 # the largest group one program holds (x and dy: 64 values a thread at 8 warps)
+ON_CHIP = 8192                 # the largest group one program holds (x and dy: 32 values each a thread, 8 warps)
 PER_THREAD = 32                # elements of each of x and dy per thread
 SPLIT_BLOCK = 4096
 SPLIT_WARPS = 4
