@@ -42,3 +42,16 @@ def test_roofline_cap_marks_only_shapes_that_read_x_twice(tmp_path):
     assert plots.roofline(twice, twice.timing.cases)[1] == [8.0]
     assert plots.roofline(_flagged(fixed_report(), False), twice.timing.cases)[1] == []
     assert [p.name for p in plots.write(twice, tmp_path)] == ["timing_forward.png"]
+
+
+def test_the_relative_panel_leaves_out_a_variant_far_off_unless_every_one_is():
+    """One variant 3x slower would flatten the others to a line, so it is left out (and named); when every
+    compared variant is that far off, leaving all out would draw an empty panel, so all are drawn."""
+    near = fixed_report(slower_ratio=1.03)
+    assert plots.relative_panel(near.timing.cases, ["A", "B"]) == (["B"], "")
+    far = fixed_report(slower_ratio=3.0)
+    shown, title = plots.relative_panel(far.timing.cases, ["A", "B"])
+    assert shown == ["B"] and "all drawn" in title
+    mixed = dataclasses.replace(far.timing.cases[0], comparisons=far.timing.cases[0].comparisons + (
+        dataclasses.replace(near.timing.cases[0].comparisons[0], variant="C"),))
+    assert plots.relative_panel([mixed], ["A", "B", "C"]) == (["C"], "beyond ±50% somewhere, so left out here: B")

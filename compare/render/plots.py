@@ -35,6 +35,19 @@ def available() -> bool:
     return True
 
 
+def relative_panel(cases, names: list[str]) -> tuple[list[str], str]:
+    """The variants the time-vs-baseline panel draws, and its title: those within ±FOCUS of the baseline
+    on every shape (one far off would flatten the others to a line), or every compared variant when none
+    is (an empty panel would say nothing)."""
+    compared = [n for n in names if any(k.variant == n and k.verdict != "n/a" for c in cases for k in c.comparisons)]
+    far = [n for n in compared if any(k.variant == n and k.verdict != "n/a" and abs(k.ratio - 1) > FOCUS
+                                      for c in cases for k in c.comparisons)]
+    if far and len(far) == len(compared):
+        return compared, f"every variant beyond ±{FOCUS:.0%} of the baseline somewhere: all drawn"
+    return [n for n in compared if n not in far], \
+        (f"beyond ±{FOCUS:.0%} somewhere, so left out here: {', '.join(far)}" if far else "")
+
+
 def write(report: Report, folder: Path) -> list[Path]:
     """One PNG per timed mode (and dtype, when several were timed); returns the files written. Needs
     matplotlib (check `available()`)."""
@@ -51,8 +64,7 @@ def write(report: Report, folder: Path) -> list[Path]:
         fig, (left, right, roof) = plt.subplots(1, 3, figsize=(19, 4.8))
         names = list(dict.fromkeys(v.variant for c in cases for v in c.variants))
         colors = {name: f"C{i % 10}" for i, name in enumerate(names)}   # one colour per variant in both panels
-        far = sorted({k.variant for c in cases for k in c.comparisons
-                      if k.verdict != "n/a" and abs(k.ratio - 1) > FOCUS}, key=names.index)
+        shown, title = relative_panel(cases, names)
         for name in names:
             pts = [(x_of[c.shape], v.median_ms, v.p20_ms, v.p80_ms) for c in cases for v in c.variants
                    if v.variant == name and v.status == "ok"]
@@ -62,7 +74,7 @@ def write(report: Report, folder: Path) -> list[Path]:
                               marker="o", capsize=3, label=name, color=colors[name])
             comps = [(x_of[c.shape], k.ratio, k.ci_low, k.ci_high) for c in cases for k in c.comparisons
                      if k.variant == name and k.verdict != "n/a"]
-            if comps and name not in far:
+            if comps and name in shown:
                 xs, r, lo, hi = zip(*comps)
                 right.errorbar(xs, [(v - 1) * 100 for v in r],
                                yerr=[[(a - b) * 100 for a, b in zip(r, lo)], [(b - a) * 100 for a, b in zip(r, hi)]],
@@ -88,8 +100,8 @@ def write(report: Report, folder: Path) -> list[Path]:
         right.set_ylabel(f"time vs {report.baseline}, % (bars: 95% interval)")
         roof.set_ylabel(f"% of copy bandwidth ({report.timing.copy_gbs:.0f} GB/s), fewest bytes")
         roof.set_ylim(0, 110)
-        if far:
-            right.set_title(f"beyond ±{FOCUS:.0%} somewhere, so left out here: {', '.join(far)}", fontsize=9)
+        if title:
+            right.set_title(title, fontsize=9)
         fig.suptitle(f"{report.family} {mode}, {dtype or report.dtype}, {report.timing.gpu}")
         fig.tight_layout()
         path = folder / (f"timing_{mode}_{dtype}.png" if len({d for _, d in keys}) > 1 else f"timing_{mode}.png")

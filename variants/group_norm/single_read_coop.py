@@ -370,8 +370,7 @@ def launch_with(config: Config, inputs, outputs: dict, shape) -> None:
             shape.channels_per_group, h, slices, shape.eps)
     constants = dict(BLOCK=config.block, HPC=hpc, ROWS=tile_rows(config.block, hpc, config.num_warps), EVEN=h % config.block == 0,
                      SPLIT=config.split,
-                     SLICE_BLOCK=max(2, triton.next_power_of_2(slices)),
-                     num_warps=config.num_warps)
+                     SLICE_BLOCK=max(2, triton.next_power_of_2(slices)), num_warps=config.num_warps)
     if config.max_registers:
         constants["maxnreg"] = config.max_registers
     grid = n_rows
