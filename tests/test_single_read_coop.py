@@ -56,28 +56,36 @@ def test_an_all_equal_group_gives_exactly_the_bias_and_its_value_as_mean(path, v
 
 @pytest.mark.parametrize("old, new, path, shape", [
     # the squares' sum
-    ("t1, t2 = tl.reduce((t, t * t), 0, _add_add)", "t1, t2 = tl.reduce((t, t * t * 1.001), 0, _add_add)",
+    ("return tl.reduce((d, d * d), 0, _add_add)", "return tl.reduce((d, d * d * 1.001), 0, _add_add)",
      "default", SHAPES[0]),
     # the unbiased variance where the spec asks for the biased one
-    ("    var = m2 / count\n", "    var = m2 / (count - 1.0)\n", "default", SHAPES[0]),
+    ("    var = m2 * inv_count\n", "    var = m2 / (1.0 / inv_count - 1.0)\n", "default", SHAPES[0]),
     # a tile row's channel one off
     ("channel = first_channel + (start + tl.arange(0, ROWS)[:, None] * WIDTH) // HPC",
      "channel = first_channel + (start + (tl.arange(0, ROWS)[:, None] + 1) * WIDTH) // HPC", "default", TILED),
     # the blocks' combination weighted wrongly
     ("m2 = m2 + (q - t1 * t1 / n_b) + d * d * (n * n_b / total)", "m2 = m2 + (q - t1 * t1 / n_b) + d * d * (n_b / total)",
-     "split", SHAPES[2])])
-def test_a_planted_fault_is_caught(tmp_path, old, new, path, shape):
+     "split", SHAPES[2]),
+    # bfloat16 held two to a word: a word's two values written back swapped (TILED's rows lie in one
+    # channel, so the interpreter takes this path too)
+    ("narrow_pair((even - mean_hi) * k + shift, (odd - mean_hi)", "narrow_pair((odd - mean_hi) * k + shift, (even - mean_hi)",
+     "default", TILED)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_planted_fault_is_caught(tmp_path, old, new, path, shape, dtype):
     module, _ = load_mutated(tmp_path, coop, "single_read_coop_planted", old, new, 1)
     config = CONFIGS[path]
-    inputs = gn.make_inputs(shape, torch.float32, "cpu", 3, "normal")
-    assert _problems(_run(module, config, inputs, shape), gn.FAMILY.reference(inputs, shape), torch.float32) != []
+    inputs = gn.make_inputs(shape, dtype, "cpu", 3, "normal")
+    found = _problems(_run(module, config, inputs, shape), gn.FAMILY.reference(inputs, shape), dtype)
+    # a fault in the word-packed path shows in bfloat16 only: float32 never takes it
+    assert (found != []) == (dtype == torch.bfloat16 or "narrow_pair" not in old)
 
 
 def test_choose_and_the_config_rules():
-    assert coop.choose(2048) == coop.Config(2048, 1)
-    assert coop.choose(16384) == coop.Config(16384, 8)
-    assert coop.choose(40960) == coop.Config(coop.SPLIT_BLOCK, coop.SPLIT_WARPS, split=True,
-                                             max_registers=coop.SPLIT_REGISTERS)
+    assert coop.choose(2048) == coop.Config(2048, 1) and coop.choose(2048, 2) == coop.Config(2048, 2)
+    assert coop.choose(16384) == coop.Config(16384, 8) and coop.choose(16384, 2) == coop.Config(16384, 16)
+    for size in (4, 2):
+        assert coop.choose(40960, size) == coop.Config(coop.SPLIT_BLOCK, coop.SPLIT_WARPS, split=True,
+                                                       max_registers=coop.SPLIT_REGISTERS[size])
     assert coop.tile_rows(2048, 512, 1) == 8 and coop.tile_rows(2048, 512, 4) == 1 and coop.tile_rows(2048, 35, 1) == 1
     with pytest.raises(ValueError, match="power of two"):
         coop.Config(3000, 4)
@@ -102,10 +110,10 @@ def _float16_huge_mean_error(module):
 
 
 def test_float16_values_near_the_top_of_the_range_give_their_mean_exactly(tmp_path):
-    """|x| in [4094, 8188]: multiples of 2 or 4, so a centre rounded to such a multiple makes every x - c
-    and every float32 partial sum exact; a centre with finer bits (the planted fault: not rounded) costs
-    the mean of values near 0 more than float16's tolerance of 1e-5 there."""
+    """|x| in [4094, 8188]: multiples of 2 or 4, so with the centre one of the values every x - c is
+    exact in float32 and every float64 sum exact; a centre with finer bits (the planted fault: the first
+    value times 1 + 2^-20) costs the mean of values near 0 more than float16's tolerance of 1e-5 there."""
     assert _float16_huge_mean_error(coop) == 0.0
-    planted, _ = load_mutated(tmp_path, coop, "single_read_coop_fine_centre", "centre = tl.where((amax > 0.0) &",
-                              "centre = tl.where((amax < 0.0) &", 1)
+    planted, _ = load_mutated(tmp_path, coop, "single_read_coop_fine_centre", "    c = x0\n",
+                              "    c = x0 * 1.00000095367431640625\n", 1)
     assert _float16_huge_mean_error(planted) > 1e-5

@@ -1,6 +1,7 @@
 """What single_read_coop's forward and backward share to split a group over programs that wait for
 each other: the per-group counter wait, the persistent workspace, and how many programs the GPU holds
-at once (a program waited on must be running, so the persistent grid never exceeds that).
+at once (a program waited on must be running, so the persistent grid never exceeds that); and how they
+hold 16-bit values across a wait in as few registers as the values take.
 
 The counters only grow: each launch adds `slices` to a group's counter and a program waits for the next
 multiple, so nothing is zeroed between calls. One set of counters per (pass, slice count): a counter
@@ -27,6 +28,30 @@ def arrive_and_wait(Count_ptr, row, slices):
     tl.debug_barrier()
     arrived = tl.atomic_add(Count_ptr + row, 1, sem="release", scope="gpu")
     target = (arrived // slices + 1) * slices
+    polls = 0
+    while (tl.atomic_add(Count_ptr + row, 0, sem="acquire", scope="gpu") < target) & (polls < MAX_POLLS):
+        polls += 1
+    tl.debug_barrier()
+    return polls < MAX_POLLS
+
+
+@triton.jit
+def launch_epoch(Count_ptr, row, slices):
+    """How many launches before this one waited at `row`'s counter, read by a program before its first
+    arrival: each launch adds `slices` to every row of a counter set, and before this program arrives at
+    most slices - 1 others of its group have, so the floor is exact. Every row of the set has the same
+    epoch when the set serves one grid of rows (the caller keys it by the row count too), so one read
+    gives a persistent program the target of every row it waits at."""
+    return tl.load(Count_ptr + row, volatile=True) // slices
+
+
+@triton.jit
+def arrive_and_wait_for(Count_ptr, row, target):
+    """`arrive_and_wait` with the target known beforehand (`launch_epoch`): the arrival's result is not
+    needed, so the compiler makes it a reduction that does not wait for its round trip to L2 before the
+    polling starts."""
+    tl.debug_barrier()
+    tl.atomic_add(Count_ptr + row, 1, sem="release", scope="gpu")
     polls = 0
     while (tl.atomic_add(Count_ptr + row, 0, sem="acquire", scope="gpu") < target) & (polls < MAX_POLLS):
         polls += 1
@@ -81,3 +106,21 @@ def widen_again(x):
         return (x.to(tl.uint16, bitcast=True).to(tl.uint32) << 16).to(tl.float32, bitcast=True)
     return x.to(tl.float32)
 
+
+@triton.jit
+def widen_pair(words, DTYPE: tl.constexpr, AGAIN: tl.constexpr):
+    """The 16-bit values held two to a 32-bit word, as float32: (even elements, odd elements). AGAIN
+    widens by other instructions (bfloat16: a conversion, not a shift), so that the compiler cannot
+    merge the widening after a wait with the one before it and keep 32-bit copies alive across it."""
+    u = words.to(tl.uint32, bitcast=True)
+    if DTYPE.is_bf16() and not AGAIN:
+        return (u << 16).to(tl.float32, bitcast=True), (u & 0xFFFF0000).to(tl.float32, bitcast=True)
+    return (u.to(tl.uint16).to(DTYPE, bitcast=True).to(tl.float32),
+            (u >> 16).to(tl.uint16).to(DTYPE, bitcast=True).to(tl.float32))
+
+
+@triton.jit
+def narrow_pair(even, odd, DTYPE: tl.constexpr):
+    """float32 (even, odd) elements rounded to the 16-bit DTYPE and held two to a 32-bit word."""
+    low = even.to(DTYPE).to(tl.uint16, bitcast=True).to(tl.uint32)
+    return low | (odd.to(DTYPE).to(tl.uint16, bitcast=True).to(tl.uint32) << 16)
