@@ -6,7 +6,7 @@ same shuffled rounds, so B's and A's samples pair by round. This recomputes the 
 p-value with compare.stats.ratio_with_interval and decides with compare.stats.decide under the case's
 own A/A control and the report's noise band: the rule every report states.
 
-    python3 benchmarks/pairwise.py REPORT.json B A [A ...] [--markdown]
+    python3 benchmarks/pairwise.py REPORT.json B A [A ...]
 """
 from __future__ import annotations
 

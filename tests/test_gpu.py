@@ -134,3 +134,27 @@ def test_single_read_coop_backward_passes_every_input_kind_and_repeats_dx(shape,
     cb.launch_coop_backward(cb.coop_backward, inputs, saved, second, shape)()
     bits = {torch.bfloat16: torch.int16, torch.float32: torch.int32}[dtype]
     assert torch.equal(first["dx"].view(bits), second["dx"].view(bits))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_single_read_coop_split_launches_of_other_row_counts_do_not_disturb_each_other(dtype):
+    """A split program reads its launch's epoch from one counter and waits at every row of its set for
+    the next multiple of the slice count, which holds only while every row of the set advances together:
+    two shapes with the same slice count and different row counts, launched in turns, must each give their
+    own first bits again (a wait that timed out would write NaN, a race other bits)."""
+    from variants.group_norm import single_read_coop as coop
+    # 256 and 512 rows of 4 slices: 1,024 and 2,048 items, more than the GPU holds programs (about 400-530),
+    # so a program's later items lie in rows far from its first, where a shared counter would lag
+    shapes = [Shape(128, 64, 2, (32, 32)), Shape(256, 64, 2, (32, 32))]
+    config = coop.Config(8192, 4, split=True)
+    inputs = [FAMILY.make_inputs(s, dtype, "cuda", i) for i, s in enumerate(shapes)]
+    first = []
+    for order in (0, 1, 0, 1, 1, 0, 0, 1):
+        out = FAMILY.alloc_outputs(shapes[order], dtype, "cuda")
+        coop.launch_with(config, inputs[order], out, shapes[order])
+        if len(first) < 2 and order == len(first):
+            first.append(out)
+            assert bool(torch.isfinite(out["rstd"]).all()), order
+            continue
+        for name in FAMILY.outputs:
+            assert torch.equal(out[name], first[order][name]), (order, name)

@@ -117,3 +117,22 @@ def test_float16_values_near_the_top_of_the_range_give_their_mean_exactly(tmp_pa
     planted, _ = load_mutated(tmp_path, coop, "single_read_coop_fine_centre", "    c = x0\n",
                               "    c = x0 * 1.00000095367431640625\n", 1)
     assert _float16_huge_mean_error(planted) > 1e-5
+
+
+def test_split_launches_keep_one_counter_set_per_slice_count_and_row_count():
+    """`launch_epoch` reads one counter for every row a program waits at: that holds only if every row of a
+    counter set advances by the slice count each launch, so shapes that share a slice count but not a row
+    count must not share counters (the launcher's key), while repeated launches of one shape must (the
+    counters only grow)."""
+    config = coop.Config(8192, 4, split=True)
+
+    def counters(shape):
+        inputs = gn.make_inputs(shape, torch.float32, "cpu", 0, "normal")
+        args, constants = coop.kernel_arguments(config, inputs.x, inputs, gn.alloc_outputs(shape, torch.float32, "cpu"),
+                                                shape)
+        return args[7], args[12]
+
+    small, slices = counters(gn.Shape(1, 8, 2, (64, 64)))      # 2 rows of 16,384 elements: 2 slices
+    large, _ = counters(gn.Shape(4, 8, 2, (64, 64)))           # 8 rows, the same slice count
+    again, _ = counters(gn.Shape(1, 8, 2, (64, 64)))
+    assert slices == 2 and small.data_ptr() != large.data_ptr() and again.data_ptr() == small.data_ptr()

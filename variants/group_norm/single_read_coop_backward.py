@@ -3,7 +3,7 @@
 It exists because the shared backward (variants/group_norm/backward.py) walks each group twice, channel
 by channel: x and dy cross the memory bus twice, five tensor passes where three suffice, which caps it
 at 3/5 of copy bandwidth (measured on the H200: 53-55% of copy on the seed shapes with 512 channels or
-more in float32; inductor 57-62%). This one reaches 93-102% there, 78-96% in bfloat16 (README, "What
+more in float32; inductor 57-62%). This one reaches 94-102% there, 78-96% in bfloat16 (README, "What
 kernel-ab found"). The same gradients (shared/specs/group_norm.md, "Backward"):
 
     x_hat = (x - mean) * rstd,  dW[c] += sum(dy * x_hat),  dB[c] += sum(dy)   (per channel, atomic adds)
