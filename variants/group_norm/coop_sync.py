@@ -5,8 +5,10 @@ hold 16-bit values across a wait in as few registers as the values take.
 
 The counters only grow: each launch adds `slices` to a group's counter and a program waits for the next
 multiple, so nothing is zeroed between calls. One set of counters per (pass, slice count): a counter
-shared with another slice count would sit off its multiple and wait forever. A wait past MAX_POLLS polls
-gives up (the caller writes NaN), so a fault shows in the numerics instead of hanging the GPU.
+shared with another slice count would sit off its multiple and wait forever; the forward's sets are also
+per row count, so that one read of the launch's epoch serves every row (`launch_epoch`). A wait past
+MAX_POLLS polls gives up (the caller writes NaN), so a fault shows in the numerics instead of hanging
+the GPU.
 """
 from __future__ import annotations
 
@@ -21,18 +23,24 @@ _RESIDENT: dict = {}      # key -> programs the GPU holds at once
 
 
 @triton.jit
-def arrive_and_wait(Count_ptr, row, slices):
-    """Arrive at the group's counter and wait until all `slices` programs of this launch have; returns
-    whether that happened within MAX_POLLS polls. The release publishes what the program stored before
-    (its partials); the acquire makes the other programs' visible."""
-    tl.debug_barrier()
-    arrived = tl.atomic_add(Count_ptr + row, 1, sem="release", scope="gpu")
-    target = (arrived // slices + 1) * slices
+def _wait_for(Count_ptr, row, target):
+    """Poll the group's counter until it reaches `target`; whether that happened within MAX_POLLS polls.
+    The acquire makes what the other programs stored before their arrivals visible."""
     polls = 0
     while (tl.atomic_add(Count_ptr + row, 0, sem="acquire", scope="gpu") < target) & (polls < MAX_POLLS):
         polls += 1
     tl.debug_barrier()
     return polls < MAX_POLLS
+
+
+@triton.jit
+def arrive_and_wait(Count_ptr, row, slices):
+    """Arrive at the group's counter and wait until all `slices` programs of this launch have; returns
+    whether that happened within MAX_POLLS polls. The release publishes what the program stored before
+    (its partials)."""
+    tl.debug_barrier()
+    arrived = tl.atomic_add(Count_ptr + row, 1, sem="release", scope="gpu")
+    return _wait_for(Count_ptr, row, (arrived // slices + 1) * slices)
 
 
 @triton.jit
@@ -52,11 +60,7 @@ def arrive_and_wait_for(Count_ptr, row, target):
     polling starts."""
     tl.debug_barrier()
     tl.atomic_add(Count_ptr + row, 1, sem="release", scope="gpu")
-    polls = 0
-    while (tl.atomic_add(Count_ptr + row, 0, sem="acquire", scope="gpu") < target) & (polls < MAX_POLLS):
-        polls += 1
-    tl.debug_barrier()
-    return polls < MAX_POLLS
+    return _wait_for(Count_ptr, row, target)
 
 
 def workspace(device, what: str, dtype, numel: int) -> torch.Tensor:
