@@ -33,18 +33,25 @@ def shapes():
     return [Shape(n, c, g, s) for n, c, g, s in SHAPES]
 
 
+def chosen(shape, dtype):
+    """The configuration single_read_coop's launcher picks for `shape` in `dtype` on this GPU."""
+    import torch
+    from variants.group_norm.coop_launch import chosen
+    return chosen(torch.empty(0, dtype=getattr(torch, dtype), device="cuda"), shape)
+
+
 def candidates(shape, dtype):
-    from variants.group_norm.single_read_coop import Config, choose
+    from variants.group_norm.single_read_coop import Config
     import triton
     block = triton.next_power_of_2(shape.hidden_size)
-    found = [choose(shape.hidden_size, 2 if dtype != "float32" else 4)]
+    found = [chosen(shape, dtype)]
     if block <= 16384:
-        found += [Config(block, w, max_registers=r) for w, r in ((1, None), (1, 96), (1, 72), (2, None), (2, 64))
+        found += [Config(block, w, max_registers=r) for w, r in ((1, None), (1, 96), (2, None), (2, 64))
                   if 8 <= block // (32 * w) <= 128]
     else:
-        found += [Config(b, w, split=True, max_registers=r) for b, w, r in (
-            (8192, 4, 128), (8192, 4, 112), (8192, 4, 96), (8192, 4, 88), (8192, 4, 80), (4096, 4, 80),
-            (16384, 8, 128), (4096, 2, 96))]
+        found += [Config(b, w, split=True, max_registers=r, overlap=o) for b, w, r, o in (
+            (8192, 4, 128, False), (8192, 4, 96, False), (4096, 4, 80, True), (8192, 4, 128, True),
+            (8192, 4, 144, True))]
     return list(dict.fromkeys(found))
 
 
@@ -92,8 +99,9 @@ def time_ms(fn, flush, reps):
 def runner(c, shape, inputs, outputs):
     import variants.group_norm as gn
     if isinstance(c, tuple):
-        from variants.group_norm.single_read_coop import Config, _streamed
-        return lambda: _streamed(Config(c[1], c[2], split=True), inputs.x, inputs, outputs, shape)
+        from variants.group_norm.coop_launch import Config, streamed
+        from variants.group_norm.single_read_coop import group_norm_forward
+        return lambda: streamed(group_norm_forward, Config(c[1], c[2], split=True), inputs.x, inputs, outputs, shape)
     if not isinstance(c, str):
         from variants.group_norm.single_read_coop import launch_with
         return lambda: launch_with(c, inputs, outputs, shape)
@@ -171,6 +179,7 @@ def main():
     parser.add_argument("--reps", type=int, default=15)
     parser.add_argument("--shapes", default="", help="comma-separated indexes into SHAPES (default: all)")
     args = parser.parse_args()
+    print("$ python3 benchmarks/coop_probe.py " + " ".join(sys.argv[1:]), flush=True)
     t0 = time.time()
     import torch
     import compare.backend as backend
@@ -226,10 +235,8 @@ def main():
         best = max(ours, key=lambda r: r["pct"], default=None)
         print(key, {k: by.get(k) for k in ("copy", "torch", "flat", "single_read_tiled")},
               "best", best and (best["config"], best["pct"], best["rel_l2"]))
-    from variants.group_norm.single_read_coop import choose
     wanted = {int(i) for i in args.shapes.split(",")} if args.shapes else {0, 3}
-    size = {"float32": 4, "bfloat16": 2}
-    configs = [(s, d, choose(s.hidden_size, size[d])) for s in (all_shapes[0], all_shapes[3]) for d in DTYPES
+    configs = [(s, d, chosen(s, d)) for s in (all_shapes[0], all_shapes[3]) for d in DTYPES
                if all_shapes.index(s) in wanted]
     # and each shape's fastest configuration, if it is not the chosen one
     for s in all_shapes:
@@ -238,7 +245,7 @@ def main():
             best = max((r for r in rs if r["config"].startswith(("resident", "split"))), key=lambda r: r["pct"],
                        default=None)
             found = [c for c in candidates(s, d) if best and _label(c) == best["config"]]
-            if found and found[0] != choose(s.hidden_size, size[d]):
+            if found and found[0] != chosen(s, d):
                 configs.append((s, d, found[0]))
     with open(args.out / "hard_inputs.txt", "w") as out:
         hard_inputs(configs, out)

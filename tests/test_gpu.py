@@ -1,4 +1,6 @@
 """On a CUDA GPU: compiled kernels, inductor and the timing machinery (skipped without a GPU)."""
+import dataclasses
+
 import pytest
 import torch
 
@@ -94,19 +96,23 @@ def test_single_read_coop_split_groups_pass_every_input_kind_and_repeat_their_bi
         assert torch.equal(first[name].view(bits[first[name].dtype]), second[name].view(bits[second[name].dtype])), name
 
 
+@pytest.mark.parametrize("change", ["register_cap", "overlap"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_single_read_coop_register_cap_changes_no_bit(dtype):
-    """A split program under a register cap (more programs in flight) computes what the uncapped one
-    computes: the same slices, the same arithmetic, so the same bits, on a shape whose programs take
-    several slices each."""
+def test_single_read_coop_register_cap_and_overlap_change_no_bit(dtype, change):
+    """A split program under a register cap (more programs in flight), or loading its next slice while it
+    waits (overlap), computes what the plain one computes: the same slices, the same arithmetic, so the
+    same bits, on a shape whose programs take several slices each (a slice written twice, or one
+    finished with another group's statistics, would show)."""
     from variants.group_norm import single_read_coop as coop
     shape = Shape(64, 320, 32, (64, 64))     # 40,960 elements a group, 5 slices; 2,048 groups
+    base = coop.Config(8192, 4, split=True, max_registers=None if change == "register_cap" else 128)
+    changed = dataclasses.replace(base, **({"max_registers": 128} if change == "register_cap" else {"overlap": True}))
     inputs = FAMILY.make_inputs(shape, dtype, "cuda", 0)
-    plain, capped = (FAMILY.alloc_outputs(shape, dtype, "cuda") for _ in range(2))
-    coop.launch_with(coop.Config(8192, 4, split=True), inputs, plain, shape)
-    coop.launch_with(coop.Config(8192, 4, split=True, max_registers=128), inputs, capped, shape)
+    plain, other = (FAMILY.alloc_outputs(shape, dtype, "cuda") for _ in range(2))
+    coop.launch_with(base, inputs, plain, shape)
+    coop.launch_with(changed, inputs, other, shape)
     for name in FAMILY.outputs:
-        assert torch.equal(plain[name], capped[name]), name
+        assert torch.equal(plain[name], other[name]), name
     ref = FAMILY.reference(inputs, shape)["y"]
     assert float((plain["y"].double() - ref).norm() / ref.norm()) < (1e-6 if dtype == torch.float32 else 4e-3)
 

@@ -87,8 +87,15 @@ def test_choose_and_the_config_rules():
         assert coop.choose(40960, size) == coop.Config(coop.SPLIT_BLOCK, coop.SPLIT_WARPS, split=True,
                                                        max_registers=coop.SPLIT_REGISTERS[size])
     assert coop.tile_rows(2048, 512, 1) == 8 and coop.tile_rows(2048, 512, 4) == 1 and coop.tile_rows(2048, 35, 1) == 1
+    # overlap for 16-bit launches of many slices an SM (the image preset on 132 SMs: N32 C512 yes, N16 C320 no)
+    assert coop.choose(65536, 2, 1024 / 132) == coop.Config(coop.SPLIT_BLOCK, coop.SPLIT_WARPS, split=True,
+                                                             max_registers=coop.OVERLAP_REGISTERS[2], overlap=True)
+    assert not coop.choose(40960, 2, 512 / 132).overlap and not coop.choose(65536, 4, 1024 / 132).overlap
+    assert not coop.choose(2048, 2, 10000.0).overlap
     with pytest.raises(ValueError, match="power of two"):
         coop.Config(3000, 4)
+    with pytest.raises(ValueError, match="split configurations only"):
+        coop.Config(2048, 4, overlap=True)
     shape = gn.Shape(1, 2, 1, (4096,))
     inputs = gn.make_inputs(shape, torch.float32, "cpu", 0, "normal")
     with pytest.raises(ValueError, match="cannot hold a group"):
@@ -110,12 +117,12 @@ def _float16_huge_mean_error(module):
 
 
 def test_float16_values_near_the_top_of_the_range_give_their_mean_exactly(tmp_path):
-    """|x| in [4094, 8188]: multiples of 2 or 4, so with the centre one of the values every x - c is
+    """|x| in [4094, 8188]: multiples of 2 or 4, so with a centre of few bits (`_centre`) every x - c is
     exact in float32 and every float64 sum exact; a centre with finer bits (the planted fault: the first
     value times 1 + 2^-20) costs the mean of values near 0 more than float16's tolerance of 1e-5 there."""
     assert _float16_huge_mean_error(coop) == 0.0
-    planted, _ = load_mutated(tmp_path, coop, "single_read_coop_fine_centre", "    c = x0\n",
-                              "    c = x0 * 1.00000095367431640625\n", 1)
+    planted, _ = load_mutated(tmp_path, coop, "single_read_coop_fine_centre", "rounded, first)\n",
+                              "first * 1.00000095367431640625, first)\n", 1)
     assert _float16_huge_mean_error(planted) > 1e-5
 
 
@@ -136,3 +143,21 @@ def test_split_launches_keep_one_counter_set_per_slice_count_and_row_count():
     large, _ = counters(gn.Shape(4, 8, 2, (64, 64)))           # 8 rows, the same slice count
     again, _ = counters(gn.Shape(1, 8, 2, (64, 64)))
     assert slices == 2 and small.data_ptr() != large.data_ptr() and again.data_ptr() == small.data_ptr()
+
+
+def _float32_mean_error(module, shape):
+    inputs = gn.make_inputs(shape, torch.float32, "cpu", 0, "normal")
+    ref = gn.FAMILY.reference(inputs, shape)["mean"]
+    return float((_run(module, None, inputs, shape)["mean"].double() - ref).norm() / ref.norm())
+
+
+@pytest.mark.parametrize("shape", [gn.Shape(4, 64, 16, (512,)), gn.Shape(16, 8, 2, (256,))],
+                         ids=["per_element", "tiled"])
+def test_a_centre_of_few_bits_keeps_the_float32_mean_of_values_around_0_close(tmp_path, shape):
+    """Values around 0 with spread 1: the centre rounds to a multiple of a power of two above the spread
+    (0 here), so every x - c is exact; the planted fault centres on the slice's first value, as before,
+    and every x - c rounds: the mean lands further from float64."""
+    planted, _ = load_mutated(tmp_path, coop, "single_read_coop_first_value_centre", "rounded, first)\n",
+                              "first, first)\n", 1)
+    exact, first_value = _float32_mean_error(coop, shape), _float32_mean_error(planted, shape)
+    assert exact < first_value / 2, (exact, first_value)

@@ -23,7 +23,7 @@ _RESIDENT: dict = {}      # key -> programs the GPU holds at once
 
 
 @triton.jit
-def _wait_for(Count_ptr, row, target):
+def wait_for(Count_ptr, row, target):
     """Poll the group's counter until it reaches `target`; whether that happened within MAX_POLLS polls.
     The acquire makes what the other programs stored before their arrivals visible."""
     polls = 0
@@ -40,7 +40,7 @@ def arrive_and_wait(Count_ptr, row, slices):
     (its partials)."""
     tl.debug_barrier()
     arrived = tl.atomic_add(Count_ptr + row, 1, sem="release", scope="gpu")
-    return _wait_for(Count_ptr, row, (arrived // slices + 1) * slices)
+    return wait_for(Count_ptr, row, (arrived // slices + 1) * slices)
 
 
 @triton.jit
@@ -54,13 +54,19 @@ def launch_epoch(Count_ptr, row, slices):
 
 
 @triton.jit
-def arrive_and_wait_for(Count_ptr, row, target):
-    """`arrive_and_wait` with the target known beforehand (`launch_epoch`): the arrival's result is not
-    needed, so the compiler makes it a reduction that does not wait for its round trip to L2 before the
-    polling starts."""
+def arrive(Count_ptr, row):
+    """Arrive at the group's counter, publishing what the program stored before (its partials), with the
+    wait's target known beforehand (`launch_epoch`): the arrival's result is not needed, so the compiler
+    makes it a reduction that does not wait for its round trip to L2."""
     tl.debug_barrier()
     tl.atomic_add(Count_ptr + row, 1, sem="release", scope="gpu")
-    return _wait_for(Count_ptr, row, target)
+
+
+@triton.jit
+def arrive_and_wait_for(Count_ptr, row, target):
+    """`arrive`, then `wait_for`: the polling starts without waiting for the arrival's round trip."""
+    arrive(Count_ptr, row)
+    return wait_for(Count_ptr, row, target)
 
 
 def workspace(device, what: str, dtype, numel: int) -> torch.Tensor:

@@ -16,15 +16,18 @@ read twice. One kernel (`coop_forward`) and its own launcher (`choose`) answer b
   5 bfloat16 programs fit an SM), so every program waited on is running. The counters only grow (each
   launch adds `slices` per group; one set per slice count and row count, so a program reads the
   launch's epoch once and knows every target: its arrivals need no answer), so nothing is zeroed
-  between calls; a wait past MAX_POLLS polls writes NaN (the numerics say so), not a hang. Triton's
-  interpreter runs programs one after another, where slices would wait forever: on the CPU a split
-  configuration runs the spec entry, streaming the same blocks with the same arithmetic.
+  between calls; a wait past MAX_POLLS polls writes NaN (the numerics say so), not a hang. Overlapped
+  (16-bit launches of many slices an SM, `coop_launch.choose`), a program loads its next slice before it
+  waits for the group of the one it holds. Triton's interpreter runs programs one after another, where
+  slices would wait forever: on the CPU a split configuration runs the spec entry, streaming the same
+  blocks with the same arithmetic.
 
 16-bit x is loaded and held as 32-bit words, two values each (PAIR): held as 16-bit values the compiler
 gives each its own register, so a bfloat16 slice took as many registers as a float32 one.
 
-Statistics: one pass about a centre c = x0, the slice's first value: T1 = sum(x - c) and
-Q = sum((x - c)^2), x - c in float32 (exact for values near c, so a large mean costs nothing), squared
+Statistics: one pass about a centre c with few significant bits near the slice's first values
+(`_centre`): T1 = sum(x - c) and Q = sum((x - c)^2), x - c in float32 (exact for values within the
+spread of c, so neither a large mean nor a mean near 0 costs the sums any rounding), squared
 and summed in float64 (no overflow on huge inputs, no underflow on tiny ones); slices combine in float64
 (Chan). An all-equal slice has x - c = 0: its mean is exact and its variance 0, so y = B exactly.
 rstd in float64, once per group; y = (x - mean_hi) * k + (B - mean_lo * k), k = rstd * W, with the
@@ -37,19 +40,16 @@ backward is in single_read_coop_backward.py.
 """
 from __future__ import annotations
 
-import dataclasses
-
-import torch
 import triton
 import triton.language as tl
 
-from variants.group_norm.coop_sync import (arrive_and_wait_for, launch_epoch, narrow_pair, persistent_grid, widen_again,
-                                           widen_pair, workspace)
+from variants.group_norm.coop_launch import (  # noqa: F401
+    MAX_HIDDEN, ON_CHIP, OVERLAP_REGISTERS, OVERLAP_SLICES_PER_SM, RESIDENT_PER_THREAD, SPLIT_BLOCK, SPLIT_REGISTERS,
+    SPLIT_WARPS, Config, choose, chosen, describe, kernel_arguments, run, tile_rows)
+from variants.group_norm.coop_sync import arrive, launch_epoch, narrow_pair, wait_for, widen_again, widen_pair
 # its own backward, x and dy read once (the family takes these two names as the variant's backward)
 from variants.group_norm.single_read_coop_backward import coop_backward as backward_kernel  # noqa: F401
 from variants.group_norm.single_read_coop_backward import launch_coop_backward as backward_launcher  # noqa: F401
-
-MAX_HIDDEN = 1 << 24                 # a group this large or larger is refused (int32 offsets, counters)
 
 
 @triton.jit
@@ -69,16 +69,15 @@ def _row_sums(x, c, mask, EVEN: tl.constexpr):
 
 
 @triton.jit
-def _partials(x, x0, mask, EVEN: tl.constexpr, PAIR: tl.constexpr, DTYPE: tl.constexpr):
-    """A slice's centre c = x0 (its first value), T1 = sum(x - c) and Q = sum((x - c)^2), in one pass:
-    x - c in float32, squared and summed in float64 (no overflow on huge inputs, no underflow on tiny
-    ones). M2 = Q - T1^2 / n then cancels only as far as c lies from the mean in units of the spread,
-    and float64 has 29 bits to spare for that; x - c is exact for values near c (a large mean costs
-    nothing) and otherwise off by half a float32 unit of |x - c|, noise that averages out of M2 but less
-    out of the mean: a float32 mean of values around 0 lands 2-5 times further from float64 than with a
-    centre near the mean (README, "What kernel-ab found"; still within torch's reach). An all-equal slice has x - c = 0: its mean is exact and its variance 0, so y = B exactly. x as
-    `_load_slice` gave it (PAIR: 16-bit values of DTYPE two to a 32-bit word)."""
-    c = x0
+def _partials(x, c, mask, EVEN: tl.constexpr, PAIR: tl.constexpr, DTYPE: tl.constexpr):
+    """About the slice's centre c (`_centre`), T1 = sum(x - c) and Q = sum((x - c)^2), in one pass: x - c
+    in float32, squared and summed in float64 (no overflow on huge inputs, no underflow on tiny ones).
+    M2 = Q - T1^2 / n then cancels only as far as c lies from the mean in units of the spread, and
+    float64 has 29 bits to spare for that. With c a coarse multiple of a power of two above the spread
+    of the first values, x - c is exact for every x within that spread: a centre with finer bits (the
+    first value itself, before) rounds each x - c, and a float32 mean of values around 0 landed 2-5
+    times further from float64. An all-equal slice has x - c = 0: its mean is exact and its variance 0,
+    so y = B exactly. x as `_load_slice` gave it (PAIR: 16-bit values of DTYPE two to a 32-bit word)."""
     if PAIR:
         even, odd = widen_pair(x, DTYPE, False)
         t1, q = _row_sums(even, c, mask, EVEN)
@@ -124,28 +123,55 @@ def _normalize(Y_ptr, x, offsets, mask, w, b, mean_hi, mean_lo, rstd, EVEN: tl.c
 
 
 @triton.jit
-def _load_slice(X_ptr, row, start, hidden_size, ROWS: tl.constexpr, WIDTH: tl.constexpr, EVEN: tl.constexpr,
-                PAIR: tl.constexpr):
-    """The slice [start, start + ROWS * WIDTH) of group row `row` as a [ROWS, WIDTH] tile: x in its dtype
-    (PAIR: a [ROWS, WIDTH / 2] tile of 32-bit words, each two 16-bit values, so that the compiler holds
-    them packed, not one to a register), the slice's first value (an L1 hit, the centre of its
-    statistics), and the tile's offsets and mask."""
+def _centre(base, start, hidden_size, live):
+    """The centre of a slice's statistics (`_partials`): the mean of its first 8 values rounded to a
+    multiple of a power of two above their spread, so that it has few significant bits and x - c is
+    exact in float32 for values as near it as that spread; the first value itself where the 8 are equal
+    (an all-equal slice: x - c = 0), not finite, or far from their spread's scale. Loaded with the slice,
+    the 8 values cost no extra trip to memory."""
+    first = tl.load(base + start, mask=live).to(tl.float32)
+    near = start + tl.arange(0, 8)
+    ok = (near < hidden_size) & live
+    sample = tl.where(ok, tl.load(base + near, mask=ok, other=0.0).to(tl.float32), first)
+    estimate = first + tl.sum(sample - first, axis=0) * 0.125
+    spread = tl.max(tl.abs(sample - estimate), axis=0)
+    e = ((spread.to(tl.uint32, bitcast=True) >> 23) & 0xFF) + 1       # unit = 2^e > spread
+    unit = (e << 23).to(tl.float32, bitcast=True)
+    scaled = estimate * ((254 - e) << 23).to(tl.float32, bitcast=True)  # estimate / unit, exactly
+    rounded = ((scaled + 12582912.0) - 12582912.0) * unit              # 1.5 * 2^23: round to an integer
+    return tl.where((spread > 0.0) & (e < 254) & (tl.abs(scaled) < 4194304.0), rounded, first)
+
+
+@triton.jit
+def _tile(start, hidden_size, ROWS: tl.constexpr, WIDTH: tl.constexpr, PAIR: tl.constexpr):
+    """Offsets and mask of the slice [start, start + ROWS * WIDTH) as a [ROWS, WIDTH] tile (PAIR: a
+    [ROWS, WIDTH / 2] tile of 32-bit words, each two 16-bit values)."""
     if PAIR:
         offsets = (start + tl.arange(0, ROWS)[:, None] * WIDTH) // 2 + tl.arange(0, WIDTH // 2)[None, :]
         mask = offsets < hidden_size // 2
     else:
         offsets = start + tl.arange(0, ROWS)[:, None] * WIDTH + tl.arange(0, WIDTH)[None, :]
         mask = offsets < hidden_size
+    return offsets, mask
+
+
+@triton.jit
+def _load_slice(X_ptr, row, start, hidden_size, live, ROWS: tl.constexpr, WIDTH: tl.constexpr, EVEN: tl.constexpr,
+                PAIR: tl.constexpr):
+    """The slice [start, start + ROWS * WIDTH) of group row `row` (nothing read unless `live`) as `_tile`
+    lays it out: x in its dtype (PAIR: 32-bit words, so that the compiler holds 16-bit values packed,
+    not one to a register), the centre of its statistics (`_centre`), and the tile's offsets and mask."""
+    offsets, mask = _tile(start, hidden_size, ROWS, WIDTH, PAIR)
     base = X_ptr + row.to(tl.int64) * hidden_size
     if PAIR and EVEN:
-        x = tl.load(base.to(tl.pointer_type(tl.uint32)) + offsets)
+        x = tl.load(base.to(tl.pointer_type(tl.uint32)) + offsets, mask=live)
     elif PAIR:
-        x = tl.load(base.to(tl.pointer_type(tl.uint32)) + offsets, mask=mask, other=0)
+        x = tl.load(base.to(tl.pointer_type(tl.uint32)) + offsets, mask=mask & live, other=0)
     elif EVEN:
-        x = tl.load(base + offsets)
+        x = tl.load(base + offsets, mask=live)
     else:
-        x = tl.load(base + offsets, mask=mask, other=0.0)
-    return x, tl.load(base + start).to(tl.float32), offsets, mask
+        x = tl.load(base + offsets, mask=mask & live, other=0.0)
+    return x, _centre(base, start, hidden_size, live), offsets, mask
 
 
 @triton.jit
@@ -190,45 +216,99 @@ def _combine(Part_ptr, row, slices, hidden_size, inv_count, inv_last, SLICE_BLOC
 
 
 @triton.jit
+def _publish(Part_ptr, Count_ptr, item, row, x, centre, mask, EVEN: tl.constexpr, PAIR: tl.constexpr,
+             DTYPE: tl.constexpr):
+    """A slice's partial statistics stored in its slot, then the arrival at its group's counter."""
+    c, t1, q = _partials(x, centre, mask, EVEN, PAIR, DTYPE)
+    part = Part_ptr + 3 * item
+    tl.store(part, c)
+    tl.store(part + 1, t1)
+    tl.store(part + 2, q)
+    arrive(Count_ptr, row)
+
+
+@triton.jit
+def _group_statistics(Part_ptr, Count_ptr, row, target, slices, hidden_size, inv_count, inv_last, eps,
+                      SLICE_BLOCK: tl.constexpr, BLOCK: tl.constexpr):
+    """(mean_hi, mean_lo, rstd) of group row `row` once all its slices have arrived; a wait that timed out
+    gives rstd NaN, not a hang."""
+    in_time = wait_for(Count_ptr, row, target)
+    mean, m2 = _combine(Part_ptr, row, slices, hidden_size, inv_count, inv_last, SLICE_BLOCK, BLOCK)
+    mean_hi, mean_lo, rstd = _finish(mean, m2, inv_count, eps)
+    return mean_hi, mean_lo, tl.where(in_time, rstd, float("nan"))
+
+
+@triton.jit
+def _write(Y_ptr, Mean_ptr, RSTD_ptr, row, s, hidden_size, x, w, b, mean_hi, mean_lo, rstd, ROWS: tl.constexpr,
+           WIDTH: tl.constexpr, EVEN: tl.constexpr, PAIR: tl.constexpr):
+    """y of slice `s` of group row `row` from the x it holds; the group's mean and rstd from its slice 0."""
+    offsets, mask = _tile(s * ROWS * WIDTH, hidden_size, ROWS, WIDTH, PAIR)
+    _normalize(Y_ptr + row.to(tl.int64) * hidden_size, x, offsets, mask, w, b, mean_hi, mean_lo, rstd, EVEN, PAIR)
+    if s == 0:
+        tl.store(Mean_ptr + row, mean_hi)
+        tl.store(RSTD_ptr + row, rstd)
+
+
+@triton.jit
 def coop_forward(Y_ptr, X_ptr, Mean_ptr, RSTD_ptr, W_ptr, B_ptr, Part_ptr, Count_ptr,
                  n_rows, num_groups, channels_per_group, hidden_size, slices, eps,
                  BLOCK: tl.constexpr, HPC: tl.constexpr, ROWS: tl.constexpr, EVEN: tl.constexpr,
-                 SPLIT: tl.constexpr, SLICE_BLOCK: tl.constexpr, PAIR: tl.constexpr):
+                 SPLIT: tl.constexpr, SLICE_BLOCK: tl.constexpr, PAIR: tl.constexpr, OVERLAP: tl.constexpr):
     """resident (SPLIT False): program r normalizes group row r, held in registers (hidden <= BLOCK).
     split: persistent; program p takes work items p, p + P, ... (P programs, a multiple of `slices`);
     item i is slice i % slices (BLOCK elements) of group row i // slices, so a program keeps its slice
-    index and its group's other slices are its neighbours, running at the same time."""
+    index and its group's other slices are its neighbours, running at the same time. OVERLAP: a program
+    loads item i + P before it waits for item i's group, and publishes i + P before it writes i's y (so
+    the arrival's fence does not wait for those stores); every program publishes its k-th item before
+    it waits for its (k-1)-th, so every wait ends."""
     inv_count = 1.0 / hidden_size.to(tl.float64)
     WIDTH: tl.constexpr = BLOCK // ROWS
+    DTYPE: tl.constexpr = X_ptr.dtype.element_ty
     if SPLIT:
         inv_last = 1.0 / (hidden_size - (slices - 1) * BLOCK).to(tl.float64)
-        target = (launch_epoch(Count_ptr, tl.program_id(0) // slices, slices) + 1) * slices
-        for item in tl.range(tl.program_id(0), n_rows * slices, tl.num_programs(0)):
-            row = item // slices
-            s = item % slices
-            x, x0, offsets, mask = _load_slice(X_ptr, row, s * BLOCK, hidden_size, ROWS, WIDTH, EVEN, PAIR)
+        pid, programs, items = tl.program_id(0), tl.num_programs(0), n_rows * slices
+        target = (launch_epoch(Count_ptr, pid // slices, slices) + 1) * slices
+        if OVERLAP:
+            row, s = pid // slices, pid % slices
+            x, centre, offsets, mask = _load_slice(X_ptr, row, s * BLOCK, hidden_size, True, ROWS, WIDTH, EVEN, PAIR)
             w, b = _load_affine(W_ptr, B_ptr, s * BLOCK, hidden_size, (row % num_groups) * channels_per_group,
                                 offsets, mask, HPC, ROWS, WIDTH, EVEN)
-            c, t1, q = _partials(x, x0, mask, EVEN, PAIR, X_ptr.dtype.element_ty)
-            part = Part_ptr + 3 * item
-            tl.store(part, c)
-            tl.store(part + 1, t1)
-            tl.store(part + 2, q)
-            in_time = arrive_and_wait_for(Count_ptr, row, target)
-            mean, m2 = _combine(Part_ptr, row, slices, hidden_size, inv_count, inv_last, SLICE_BLOCK, BLOCK)
-            mean_hi, mean_lo, rstd = _finish(mean, m2, inv_count, eps)
-            rstd = tl.where(in_time, rstd, float("nan"))   # a barrier that timed out: NaN, not a hang
-            _normalize(Y_ptr + row.to(tl.int64) * hidden_size, x, offsets, mask, w, b, mean_hi, mean_lo,
-                       rstd, EVEN, PAIR)
-            if s == 0:
-                tl.store(Mean_ptr + row, mean_hi)
-                tl.store(RSTD_ptr + row, rstd)
+            _publish(Part_ptr, Count_ptr, pid, row, x, centre, mask, EVEN, PAIR, DTYPE)
+            # the last turn loads nothing (its item is past the end) and finishes the last item held
+            for item in tl.range(pid + programs, items + programs, programs):
+                live = item < items
+                row, s = item // slices, item % slices
+                x_next, centre, offsets, mask = _load_slice(X_ptr, row, s * BLOCK, hidden_size, live, ROWS, WIDTH,
+                                                        EVEN, PAIR)
+                w_next, b_next = _load_affine(W_ptr, B_ptr, s * BLOCK, hidden_size,
+                                              (row % num_groups) * channels_per_group, offsets, mask, HPC, ROWS,
+                                              WIDTH, EVEN)
+                held = (item - programs) // slices
+                mean_hi, mean_lo, rstd = _group_statistics(Part_ptr, Count_ptr, held, target, slices, hidden_size,
+                                                           inv_count, inv_last, eps, SLICE_BLOCK, BLOCK)
+                if live:
+                    _publish(Part_ptr, Count_ptr, item, row, x_next, centre, mask, EVEN, PAIR, DTYPE)
+                _write(Y_ptr, Mean_ptr, RSTD_ptr, held, (item - programs) % slices, hidden_size, x, w, b, mean_hi,
+                       mean_lo, rstd, ROWS, WIDTH, EVEN, PAIR)
+                x, w, b = x_next, w_next, b_next
+        else:
+            for item in tl.range(pid, items, programs):
+                row, s = item // slices, item % slices
+                x, centre, offsets, mask = _load_slice(X_ptr, row, s * BLOCK, hidden_size, True, ROWS, WIDTH, EVEN,
+                                                   PAIR)
+                w, b = _load_affine(W_ptr, B_ptr, s * BLOCK, hidden_size, (row % num_groups) * channels_per_group,
+                                    offsets, mask, HPC, ROWS, WIDTH, EVEN)
+                _publish(Part_ptr, Count_ptr, item, row, x, centre, mask, EVEN, PAIR, DTYPE)
+                mean_hi, mean_lo, rstd = _group_statistics(Part_ptr, Count_ptr, row, target, slices, hidden_size,
+                                                           inv_count, inv_last, eps, SLICE_BLOCK, BLOCK)
+                _write(Y_ptr, Mean_ptr, RSTD_ptr, row, s, hidden_size, x, w, b, mean_hi, mean_lo, rstd, ROWS, WIDTH,
+                       EVEN, PAIR)
     else:
         row = tl.program_id(0)
-        x, x0, offsets, mask = _load_slice(X_ptr, row, 0, hidden_size, ROWS, WIDTH, EVEN, PAIR)
+        x, centre, offsets, mask = _load_slice(X_ptr, row, 0, hidden_size, True, ROWS, WIDTH, EVEN, PAIR)
         w, b = _load_affine(W_ptr, B_ptr, 0, hidden_size, (row % num_groups) * channels_per_group, offsets, mask,
                             HPC, ROWS, WIDTH, EVEN)
-        c, t1, q = _partials(x, x0, mask, EVEN, PAIR, X_ptr.dtype.element_ty)
+        c, t1, q = _partials(x, centre, mask, EVEN, PAIR, DTYPE)
         # one slice: the combination reduces to mean = c + T1 / n, M2 = Q - T1^2 / n
         mean_hi, mean_lo, rstd = _finish(c + t1 * inv_count, q - t1 * t1 * inv_count, inv_count, eps)
         _normalize(Y_ptr + row.to(tl.int64) * hidden_size, x, offsets, mask, w, b, mean_hi, mean_lo,
@@ -262,7 +342,7 @@ def group_norm_forward(
         x = tl.load(X_ptr + lanes, mask=mask, other=0.0).to(tl.float32)
         w = tl.load(W_ptr + channel, mask=mask, other=0.0).to(tl.float32)
         b = tl.load(B_ptr + channel, mask=mask, other=0.0).to(tl.float32)
-        c, t1, q = _partials(x, tl.load(X_ptr).to(tl.float32), mask, False, False, tl.float32)
+        c, t1, q = _partials(x, _centre(X_ptr, 0, hidden_size, True), mask, False, False, tl.float32)
         mean_hi, mean_lo, rstd = _finish(c + t1 / count, q - t1 * t1 / count, 1.0 / count, eps)
         _normalize(Y_ptr, x, lanes, mask, w, b, mean_hi, mean_lo, rstd, False, False)
     else:
@@ -275,7 +355,7 @@ def group_norm_forward(
             mask = offsets < hidden_size
             x = tl.load(X_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
             n_b = tl.minimum(BLOCK_SIZE, hidden_size - start).to(tl.float64)
-            c, t1, q = _partials(x, tl.load(X_ptr + start).to(tl.float32), mask, False, False, tl.float32)
+            c, t1, q = _partials(x, _centre(X_ptr, start, hidden_size, True), mask, False, False, tl.float32)
             total = n + n_b
             d = c + t1 / n_b - mean
             mean = mean + d * (n_b / total)
@@ -294,128 +374,12 @@ def group_norm_forward(
     tl.store(RSTD_ptr + batch_idx * RSTD_row_stride + group_idx * RSTD_col_stride, rstd)
 
 
-@dataclasses.dataclass(frozen=True)
-class Config:
-    """How `launch` runs one shape: `block` elements per program (a power of two), `num_warps`; split:
-    a group over ceil(hidden / block) programs that wait for each other (else one program per group,
-    block >= hidden); `max_registers` caps the registers a thread may take (more programs in flight per
-    SM), None leaves them to the compiler."""
-
-    block: int
-    num_warps: int
-    split: bool = False
-    max_registers: int | None = None
-
-    def __post_init__(self):
-        for name in ("block", "num_warps"):
-            value = getattr(self, name)
-            if value < 1 or value & (value - 1):
-                raise ValueError(f"{name} must be a power of two, got {value}")
-
-    @property
-    def label(self) -> str:
-        cap = f" r{self.max_registers}" if self.max_registers else ""
-        return f"{'split' if self.split else 'resident'} b{self.block} w{self.num_warps}{cap}"
-
-
-# Chosen from benchmarks/coop_probe.py on the H200 (reports/h200/roofline_coop/probe/README.md), by element
-# size in bytes. Resident: elements a thread holds (float32 64: 2,048-element groups in one warp;
-# bfloat16 32: two warps, 56 registers). Split: registers a thread may take, the fewest without spills
-# (float32 128: 4 programs an SM where 160 would fit 3; bfloat16 96: 5 programs an SM).
-RESIDENT_PER_THREAD = {4: 64, 2: 32}
-ON_CHIP = 16384              # the largest group one program holds; larger groups are split
-SPLIT_BLOCK = 8192
-SPLIT_WARPS = 4
-SPLIT_REGISTERS = {4: 128, 2: 96}
-TILE_WIDTH_PER_WARP = 256    # 32 threads of 16-byte bfloat16 vectors: narrower rows put warps across rows
-
-
-def choose(hidden_size: int, element_size: int = 4) -> Config:
-    """The configuration `launch` uses for groups of `hidden_size` elements of `element_size` bytes."""
-    block = triton.next_power_of_2(hidden_size)
-    if block <= ON_CHIP:
-        per_thread = RESIDENT_PER_THREAD.get(element_size, 64)
-        return Config(block, max(1, min(16, block // (32 * per_thread))))
-    return Config(SPLIT_BLOCK, SPLIT_WARPS, split=True, max_registers=SPLIT_REGISTERS.get(element_size, 128))
-
-
-def tile_rows(block: int, hidden_per_channel: int, num_warps: int) -> int:
-    """Rows of the [rows, block // rows] tile: several when a row of TILE_WIDTH_PER_WARP * num_warps
-    elements (every warp side by side along the row, so a thread holds the same columns of every row
-    and sums them without shuffles) lies in one channel, else 1 (W and B per element)."""
-    width = TILE_WIDTH_PER_WARP * num_warps
-    if width <= block and hidden_per_channel % width == 0:
-        return block // width
-    return 1
-
-
-def describe(config: Config, device) -> str:
-    """What runs for `config` on `device`."""
-    if device.type == "cpu" and config.split:
-        return f"{config.label}, interpreted as one program per group streaming blocks of {config.block}"
-    return config.label
-
-
-def _streamed(config: Config, x, inputs, outputs: dict, shape) -> None:
-    """Under the interpreter, whose programs run one after another (split slices would wait for each
-    other forever): the spec entry, one program per group, streaming blocks of `config.block` with the
-    slices' arithmetic and combination."""
-    n, g, h = shape.batch, shape.num_groups, shape.hidden_size
-    xv, y = x.view(n, g, h), outputs["y"].view(n, g, h)
-    mean, rstd = outputs["mean"], outputs["rstd"]
-    group_norm_forward[(n, g)](y, y.stride(0), y.stride(1), xv, xv.stride(0), xv.stride(1),
-                               mean, mean.stride(0), mean.stride(1), rstd, rstd.stride(0), rstd.stride(1),
-                               inputs.weight, inputs.bias, h, shape.channels_per_group, shape.eps,
-                               BLOCK_SIZE=config.block, num_warps=config.num_warps)
-
-
-def kernel_arguments(config: Config, x, inputs, outputs: dict, shape) -> tuple[tuple, dict]:
-    """coop_forward's arguments and compile-time constants for `shape` with `config` (x contiguous)."""
-    n_rows, h, hpc = shape.batch * shape.num_groups, shape.hidden_size, shape.hidden_size // shape.channels_per_group
-    device = x.device
-    slices = -(-h // config.block) if config.split else 1
-    if not config.split and config.block < h:
-        raise ValueError(f"{config.label} cannot hold a group of {h} elements in one program")
-    mean, rstd = outputs["mean"], outputs["rstd"]
-    if not (mean.is_contiguous() and rstd.is_contiguous() and outputs["y"].is_contiguous()):
-        raise ValueError("single_read_coop writes contiguous y, mean and rstd")
-    parts = workspace(device, "parts", torch.float64, 3 * n_rows * slices) if config.split else mean
-    # one set of counters per slice count and row count: every launch adds `slices` to each row's
-    # counter, so all of a set's rows stay at the same multiple of it (`launch_epoch`); a counter shared
-    # with another slice count would be off and wait forever, one shared with fewer rows would lag
-    counts = workspace(device, f"counts{slices}x{n_rows}", torch.int32, n_rows) if config.split else mean
-    args = (outputs["y"], x, mean, rstd, inputs.weight, inputs.bias, parts, counts, n_rows, shape.num_groups,
-            shape.channels_per_group, h, slices, shape.eps)
-    rows = tile_rows(config.block, hpc, config.num_warps)
-    # 16-bit values two to a word: whole words per row (h even), tile rows within a channel (a word
-    # never straddles two), and the word loads and stores aligned
-    pair = (x.element_size() == 2 and h % 2 == 0 and rows > 1
-            and x.data_ptr() % 4 == 0 and outputs["y"].data_ptr() % 4 == 0)
-    constants = dict(BLOCK=config.block, HPC=hpc, ROWS=rows, EVEN=h % config.block == 0, SPLIT=config.split,
-                     SLICE_BLOCK=max(2, triton.next_power_of_2(slices)), PAIR=pair, num_warps=config.num_warps)
-    if config.max_registers:
-        constants["maxnreg"] = config.max_registers
-    return args, constants
-
-
 def launch_with(config: Config, inputs, outputs: dict, shape) -> None:
-    """Run the forward for `shape` with `config` (inputs and outputs as the family's)."""
-    n_rows, h = shape.batch * shape.num_groups, shape.hidden_size
-    if h >= MAX_HIDDEN:
-        raise ValueError(f"single_read_coop handles groups of fewer than {MAX_HIDDEN} elements, got {h}")
-    x = inputs.x.contiguous()
-    if x.device.type == "cpu" and config.split:
-        _streamed(config, x, inputs, outputs, shape)
-        return
-    args, constants = kernel_arguments(config, x, inputs, outputs, shape)
-    grid = n_rows
-    if config.split:
-        key = ("forward", str(x.device), config, x.dtype, constants["HPC"], constants["EVEN"], constants["PAIR"])
-        slices = -(-h // config.block)
-        grid = persistent_grid(coop_forward, args, constants, key, n_rows * slices, slices, config.label)
-    coop_forward[(grid,)](*args, **constants)
+    """Run the forward for `shape` with `config` (inputs and outputs as the family's): this module's
+    kernels, through `coop_launch.run`."""
+    run(coop_forward, group_norm_forward, config, inputs, outputs, shape)
 
 
 def launch(inputs, outputs: dict, shape) -> None:
-    """The variant's launcher: `choose`'s configuration for the shape."""
-    launch_with(choose(shape.hidden_size, inputs.x.element_size()), inputs, outputs, shape)
+    """The variant's launcher: `choose`'s configuration for the shape on this GPU."""
+    launch_with(chosen(inputs.x, shape), inputs, outputs, shape)
