@@ -127,8 +127,8 @@ def _centre(base, start, hidden_size, live):
     """The centre of a slice's statistics (`_partials`): the mean of its first 8 values rounded to a
     multiple of a power of two above their spread, so that it has few significant bits and x - c is
     exact in float32 for values as near it as that spread; the first value itself where the 8 are equal
-    (an all-equal slice: x - c = 0), not finite, or far from their spread's scale. Loaded with the slice,
-    the 8 values cost no extra trip to memory."""
+    (an all-equal slice: x - c = 0), not finite, or far from their spread's scale. The 8 values lie in
+    the slice's first 32 bytes: no bytes beyond the slice's own come from device memory."""
     first = tl.load(base + start, mask=live).to(tl.float32)
     near = start + tl.arange(0, 8)
     ok = (near < hidden_size) & live
