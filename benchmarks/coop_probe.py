@@ -46,7 +46,8 @@ def candidates(shape, dtype):
     block = triton.next_power_of_2(shape.hidden_size)
     found = [chosen(shape, dtype)]
     if block <= 16384:
-        found += [Config(block, w, max_registers=r) for w, r in ((1, None), (1, 96), (2, None), (2, 64))
+        found += [Config(block, w, max_registers=r) for w, r in ((1, None), (1, 96), (2, None), (2, 64), (4, None),
+                                                                  (4, 48))
                   if 8 <= block // (32 * w) <= 128]
     else:
         found += [Config(b, w, split=True, max_registers=r, overlap=o) for b, w, r, o in (
