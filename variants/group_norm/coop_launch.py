@@ -52,10 +52,11 @@ ON_CHIP = 16384              # the largest group one program holds; larger group
 SPLIT_BLOCK = 8192
 SPLIT_WARPS = 4
 SPLIT_REGISTERS = {4: 128, 2: 96}
-# Overlapped split programs hold two slices (16-bit at 128 registers: 4 an SM). A program's first load and
-# last write overlap nothing, so overlap pays only over many turns: from OVERLAP_SLICES_PER_SM slices an
-# SM (8 turns of 4 programs). Runs 9 and 10: bfloat16 N32 C512 (62 an SM) 4% faster, N16 C320 (19) 4%
-# slower; float32 slower at every cap (a float32 slice pair spills or halves the programs).
+# Overlapped split programs hold two slices (16-bit at 128 registers: 4 an SM; triton 3.6 spills 14 bytes
+# there, and a cap that spills less fits fewer programs). A program's first load and last write overlap
+# nothing, so overlap pays only over many turns: from OVERLAP_SLICES_PER_SM slices an SM (8 turns of 4
+# programs). Runs 9 and 10: bfloat16 N32 C512 (62 an SM) 4% faster, N16 C320 (19) 4% slower; float32
+# slower at every cap (a float32 slice pair spills or halves the programs).
 OVERLAP_REGISTERS = {2: 128}
 OVERLAP_SLICES_PER_SM = 32
 TILE_WIDTH_PER_WARP = 256    # 32 threads of 16-byte bfloat16 vectors: narrower rows put warps across rows
