@@ -96,15 +96,19 @@ def test_single_read_coop_split_groups_pass_every_input_kind_and_repeat_their_bi
         assert torch.equal(first[name].view(bits[first[name].dtype]), second[name].view(bits[second[name].dtype])), name
 
 
-@pytest.mark.parametrize("change", ["register_cap", "overlap"])
+@pytest.mark.parametrize("change, shape", [
+    ("register_cap", Shape(64, 320, 32, (64, 64))),   # 40,960 elements a group, 5 slices; 2,048 groups
+    ("overlap", Shape(64, 320, 32, (64, 64))),
+    ("overlap", Shape(2, 64, 2, (32, 32)))],          # 16 slices: every program's one turn loads nothing
+    ids=["register_cap", "overlap", "overlap_one_turn"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_single_read_coop_register_cap_and_overlap_change_no_bit(dtype, change):
+def test_single_read_coop_register_cap_and_overlap_change_no_bit(dtype, change, shape):
     """A split program under a register cap (more programs in flight), or loading its next slice while it
     waits (overlap), computes what the plain one computes: the same slices, the same arithmetic, so the
     same bits, on a shape whose programs take several slices each (a slice written twice, or one
-    finished with another group's statistics, would show)."""
+    finished with another group's statistics, would show) and, overlapped, on one whose programs take
+    one (the loop's only turn finishes the slice the program loaded before it)."""
     from variants.group_norm import single_read_coop as coop
-    shape = Shape(64, 320, 32, (64, 64))     # 40,960 elements a group, 5 slices; 2,048 groups
     base = coop.Config(8192, 4, split=True, max_registers=None if change == "register_cap" else 128)
     changed = dataclasses.replace(base, **({"max_registers": 128} if change == "register_cap" else {"overlap": True}))
     inputs = FAMILY.make_inputs(shape, dtype, "cuda", 0)
