@@ -154,7 +154,7 @@ def run(coop_forward, group_norm_forward, config: Config, inputs, outputs: dict,
     args, constants = kernel_arguments(config, x, inputs, outputs, shape)
     grid = n_rows
     if config.split:
-        key = ("forward", str(x.device), config, x.dtype, constants["HPC"], constants["EVEN"], constants["PAIR"])
+        key = (coop_forward, str(x.device), config, x.dtype, constants["HPC"], constants["EVEN"], constants["PAIR"])
         slices = -(-h // config.block)
         grid = persistent_grid(coop_forward, args, constants, key, n_rows * slices, slices, config.label)
     coop_forward[(grid,)](*args, **constants)

@@ -96,7 +96,8 @@ def resident_programs(compiled, num_warps: int, device) -> int:
 
 def persistent_grid(kernel, args: tuple, constants: dict, key, n_items: int, slices: int, label: str) -> int:
     """The split launch's grid: every item if the GPU holds them all at once, else the programs it holds,
-    rounded down to a multiple of `slices` (a group's slices then run side by side)."""
+    rounded down to a multiple of `slices` (a group's slices then run side by side). `key` names `kernel`
+    itself and what sets its registers, so that another kernel (a planted fault's) is counted apart."""
     if key not in _RESIDENT:
         compiled = kernel.warmup(*args, grid=(1,), **constants)
         compiled._init_handles()

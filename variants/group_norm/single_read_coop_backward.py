@@ -187,8 +187,7 @@ def launch_backward_with(config: Config, kernel, inputs, saved: dict, grads: dic
                      SLICE_BLOCK=max(2, triton.next_power_of_2(slices)), num_warps=config.num_warps)
     grid = n_rows
     if config.split:
-        grid = persistent_grid(coop_backward, args, constants,
-                               ("backward", str(device), config, x.dtype, hpc, constants["EVEN"]),
+        grid = persistent_grid(kernel, args, constants, (kernel, str(device), config, x.dtype, hpc, constants["EVEN"]),
                                n_rows * slices, slices, config.label)
 
     def backward():
