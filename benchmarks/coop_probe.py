@@ -2,8 +2,8 @@
 
 Times configurations of variants/group_norm/single_read_coop.py (resident: warps per group; split:
 slice size and warps) against a same-size copy, `flat`, `single_read_tiled`
-and torch on the seed shapes with 512 channels or more and the image preset, float32 and bfloat16 (256 MiB L2 flush
-before every call, each call replayed from a CUDA graph, CUDA events, median); checks
+and torch on the seed shapes with 512 channels or more and the image preset, float32 and bfloat16 (256 MiB L2
+flush by a read before every call, each call replayed from a CUDA graph, CUDA events, median); checks
 every input kind against float64 for the chosen configurations, and that a split run repeats its bits.
 
     python3 benchmarks/coop_probe.py --out DIR [--budget 200]
@@ -51,8 +51,11 @@ def candidates(shape, dtype):
                   if 8 <= block // (32 * w) <= 128]
     else:
         found += [Config(b, w, split=True, max_registers=r, overlap=o) for b, w, r, o in (
-            (8192, 4, 128, False), (8192, 4, 96, False), (4096, 4, 80, True), (8192, 4, 128, True),
-            (8192, 4, 144, True))]
+            (8192, 4, 128, False), (8192, 4, 128, True))]
+        # slices streamed through and read again from L2 (runs 12-16 tried chunk sizes, warps, programs an SM,
+        # L2 hints, pipelined chunks and overlap; these are what came closest)
+        found += [Config(b, w, split=True, chunks=-(-shape.hidden_size // (b * s))) for b, w, s in (
+            (2048, 2, 4), (2048, 4, 2), (4096, 4, 2))]
     return list(dict.fromkeys(found))
 
 
@@ -71,10 +74,8 @@ def _label(c) -> str:
     return getattr(c, "label", c)
 
 
-def time_ms(fn, flush, reps):
-    """Median ms of `fn` replayed from a CUDA graph (so host launch cost cannot leave the GPU idle inside
-    the timed span, as kernel-ab's timing does for short cases), flushing L2 before every replay."""
-    import statistics
+def captured(fn):
+    """`fn` captured in a CUDA graph (after a warm-up call and one on a side stream, as capture requires)."""
     import torch
     fn()
     stream = torch.cuda.Stream()
@@ -85,12 +86,24 @@ def time_ms(fn, flush, reps):
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         fn()
+    return graph
+
+
+def time_ms(fns, flush, reps):
+    """Median ms of `fns` (one callable, or several taken in turn) replayed from CUDA graphs (so host
+    launch cost cannot leave the GPU idle inside the timed span, as kernel-ab's timing does for short
+    cases), `flush` before every replay: a buffer larger than L2 for kernel-ab's flush (a read, which
+    leaves no dirty lines to write back), or a callable."""
+    import statistics
+    import torch
+    from compare.timing import flush_l2
+    graphs = [captured(fn) for fn in (fns if isinstance(fns, (list, tuple)) else [fns])]
     times = []
-    for _ in range(reps):
-        flush.zero_()
+    for i in range(reps):
+        flush() if callable(flush) else flush_l2(flush)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        graph.replay()
+        graphs[i % len(graphs)].replay()
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end))

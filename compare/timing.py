@@ -1,4 +1,4 @@
-"""The timing comparison (GPU only): interleaved rounds, L2 flushed before every timed call.
+"""The timing comparison (GPU only): interleaved rounds, L2 flushed (by a read) before every timed call.
 
 Each round times every variant once (a short batch of calls each) in an order shuffled from round to
 round, on the same inputs; device events bracket each call and nothing else (the flush is outside).
@@ -60,7 +60,8 @@ def method_text(config: TimingConfig) -> str:
     """How the cases were timed and the verdict decided, for the report."""
     return (f"interleaved rounds (order shuffled each round), {config.calls_per_round} calls per variant per "
             f"round, {config.min_rounds}-{config.rounds} rounds or {config.max_seconds:g} s per case, "
-            f"{config.flush_bytes >> 20} MiB L2 flush before every call, CUDA events around each call; "
+            f"{config.flush_bytes >> 20} MiB L2 flush before every call (a read, so that the timed call "
+            "writes back no dirty lines of the flush's), CUDA events around each call; "
             f"the variants of a case write into one shared set of output buffers, {config.placements} such "
             "sets rotated round by round (placement moves every variant of a round alike); the baseline is "
             "timed again as a hidden A/A control entry; graph mode auto replays a case from CUDA graphs when "
@@ -119,8 +120,17 @@ class _Timed:
             self.fn()
 
 
+def flush_l2(buffer: torch.Tensor) -> None:
+    """Evict L2 by reading `buffer` (several times its size). A read leaves L2 full of clean lines;
+    zeroing the buffer (as triton.testing.do_bench does) leaves it full of dirty ones, whose write-back
+    to device memory the next, timed, call then pays for: on the H200 a read of 42 MB took 25.0 us after
+    a zeroing flush and 19.3 us after a reading one, and every call there lost 3-6 us to it
+    (reports/h200/roofline_coop/probe/README.md, "flush")."""
+    buffer.amax()
+
+
 def _one_call_ms(fn, flush) -> float:
-    flush.zero_()
+    flush_l2(flush)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     fn()
@@ -144,7 +154,7 @@ def _launch_cpu_ms(fn, flush, repeats: int = 3) -> tuple[float, float]:
     cpu, gpu = [], []
     for _ in range(repeats):
         torch.cuda.synchronize()
-        flush.zero_()
+        flush_l2(flush)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         t0 = time.perf_counter()
@@ -347,7 +357,7 @@ def _rounds(timed: dict[str, list[_Timed]], placements: int, config: TimingConfi
         for name in order:
             t = timed[name][rounds % placements]
             for _ in range(config.calls_per_round):
-                flush.zero_()
+                flush_l2(flush)
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 start.record()
                 t()

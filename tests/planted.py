@@ -26,6 +26,17 @@ def load_mutated(tmp_path: Path, module, name: str, old: str, new: str, count: i
     return mutated, path
 
 
+def load_mutated_coop(tmp_path: Path, name: str, old: str, new: str, count: int = 1):
+    """single_read_coop with one edit, wherever the edited text lies: in the variant's file, or in the
+    arithmetic its kernels import (coop_math), whose mutant the variant's file then imports instead."""
+    from variants.group_norm import coop_math, single_read_coop
+    if inspect.getsource(coop_math).count(old):
+        arithmetic, _ = load_mutated(tmp_path, coop_math, f"{name}_math", old, new, count)
+        return load_mutated(tmp_path, single_read_coop, name, "from variants.group_norm.coop_math import",
+                            f"from {arithmetic.__name__} import", 1)
+    return load_mutated(tmp_path, single_read_coop, name, old, new, count)
+
+
 def mutant(tmp_path: Path, base_module, name: str, old: str, new: str, count: int = 1):
     """A forward variant: `base_module` (a variant file) with one edit."""
     module, path = load_mutated(tmp_path, base_module, name, old, new, count)

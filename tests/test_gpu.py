@@ -96,6 +96,31 @@ def test_single_read_coop_split_groups_pass_every_input_kind_and_repeat_their_bi
         assert torch.equal(first[name].view(bits[first[name].dtype]), second[name].view(bits[second[name].dtype])), name
 
 
+@pytest.mark.parametrize("shape, chunks", [
+    (Shape(16, 320, 32, (64, 64)), 5),    # the image preset's N16 C320: 4 slices of 10,240, all in one turn
+    (Shape(64, 320, 32, (64, 64)), 5),    # 8,192 slices: more than the GPU holds programs, several turns each
+    (Shape(3, 6, 2, (75, 73)), 2)],       # 16,425 a group: masked blocks, a short last slice, W and B per element
+    ids=["image", "turns", "odd"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_single_read_coop_read_again_slices_pass_every_input_kind_and_repeat_their_bits(shape, chunks, dtype):
+    """Slices streamed through, then read again (from L2) once the group has arrived: every input kind
+    within tolerance of float64 through the family's numerics, and a second launch bit for bit the same."""
+    from variants.group_norm import single_read_coop as coop
+    config = coop.Config(coop.REREAD_BLOCK, coop.REREAD_WARPS, split=True, chunks=chunks)
+    variant = dataclasses.replace(registry().get("single_read_coop"),
+                                  run=lambda inputs, outputs, s: coop.launch_with(config, inputs, outputs, s))
+    for kind in FAMILY.input_kinds:
+        case = numerics.run_case(FAMILY, [variant], shape, dtype, BACKEND, (0,), input_kind=kind)
+        assert case.variants[0].status == "pass", (kind, case.variants[0].reasons)
+    inputs = FAMILY.make_inputs(shape, dtype, "cuda", 0)
+    first, second = (FAMILY.alloc_outputs(shape, dtype, "cuda") for _ in range(2))
+    coop.launch_with(config, inputs, first, shape)
+    coop.launch_with(config, inputs, second, shape)
+    bits = {torch.bfloat16: torch.int16, torch.float32: torch.int32}
+    for name in FAMILY.outputs:
+        assert torch.equal(first[name].view(bits[first[name].dtype]), second[name].view(bits[second[name].dtype])), name
+
+
 @pytest.mark.parametrize("change, shape", [
     ("register_cap", Shape(64, 320, 32, (64, 64))),   # 40,960 elements a group, 5 slices; 2,048 groups
     ("overlap", Shape(64, 320, 32, (64, 64))),

@@ -8,7 +8,7 @@ import torch
 from tests.test_single_read import (SHAPES, _problems, _run, huge_problems,  # configures the CPU backend first
                                     problems_where_the_seed_writes_nan)
 import variants.group_norm as gn  # noqa: E402
-from tests.planted import load_mutated  # noqa: E402
+from tests.planted import load_mutated_coop  # noqa: E402
 from variants.group_norm import single_read_coop as coop  # noqa: E402
 
 TILED = gn.Shape(2, 8, 2, (256,))     # 256 elements per channel: W and B per tile row
@@ -56,7 +56,7 @@ def test_an_all_equal_group_gives_exactly_the_bias_and_its_value_as_mean(path, v
 
 @pytest.mark.parametrize("old, new, path, shape", [
     # the squares' sum
-    ("return tl.reduce((d, d * d), 0, _add_add)", "return tl.reduce((d, d * d * 1.001), 0, _add_add)",
+    ("return tl.reduce((d, d * d), 0, add_add)", "return tl.reduce((d, d * d * 1.001), 0, add_add)",
      "default", SHAPES[0]),
     # the unbiased variance where the spec asks for the biased one
     ("    var = m2 * inv_count\n", "    var = m2 / (1.0 / inv_count - 1.0)\n", "default", SHAPES[0]),
@@ -72,7 +72,7 @@ def test_an_all_equal_group_gives_exactly_the_bias_and_its_value_as_mean(path, v
      "default", TILED)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_a_planted_fault_is_caught(tmp_path, old, new, path, shape, dtype):
-    module, _ = load_mutated(tmp_path, coop, "single_read_coop_planted", old, new, 1)
+    module, _ = load_mutated_coop(tmp_path, "single_read_coop_planted", old, new, 1)
     config = CONFIGS[path]
     inputs = gn.make_inputs(shape, dtype, "cpu", 3, "normal")
     found = _problems(_run(module, config, inputs, shape), gn.FAMILY.reference(inputs, shape), dtype)
@@ -103,6 +103,42 @@ def test_choose_and_the_config_rules():
     assert "interpreted" in coop.describe(coop.Config(64, 4, split=True), torch.device("cpu"))
 
 
+H200_L2_PER_SM = 62914560 / 132
+
+
+def test_choose_reads_16_bit_slices_again_from_l2_only_where_x_fits_and_groups_give_several_slices():
+    """The image preset on 132 SMs with L2's 60 MiB: bfloat16 N16 C320 (42 MB of x, 3.9 groups an SM)
+    streams 4 slices a group of 5 blocks, so that 2,048 programs run at once; float32 there (84 MB) does
+    not fit; N32 C512 takes overlap first; an unknown L2, or more than REREAD_PROGRAMS_PER_SM / 2 groups
+    an SM (fewer than 2 slices a group), keeps slices held in registers."""
+    image = coop.choose(40960, 2, 512 / 132, H200_L2_PER_SM)
+    assert image == coop.Config(coop.REREAD_BLOCK, coop.REREAD_WARPS, split=True, chunks=5)
+    assert -(-40960 // image.slice_size) * 512 <= coop.REREAD_PROGRAMS_PER_SM * 132
+    held = coop.Config(coop.SPLIT_BLOCK, coop.SPLIT_WARPS, split=True, max_registers=coop.SPLIT_REGISTERS[2])
+    assert coop.choose(40960, 4, 512 / 132, H200_L2_PER_SM).chunks == 1
+    assert coop.choose(65536, 2, 1024 / 132, H200_L2_PER_SM).overlap
+    assert coop.choose(40960, 2, 512 / 132, 0.0) == held
+    assert coop.choose(20480, 2, 9.0, 1e9) == held
+    # a small launch still streams at least 2 blocks a slice (the held path is never taken with others' blocks)
+    assert coop.choose(32768, 2, 4 / 132, H200_L2_PER_SM).chunks == 2
+    with pytest.raises(ValueError, match="chunks"):
+        coop.Config(2048, 2, chunks=2)
+    with pytest.raises(ValueError, match="chunks"):
+        coop.Config(2048, 2, split=True, overlap=True, chunks=2)
+
+
+def test_a_read_again_launch_counts_its_slices_by_the_slice_not_the_block():
+    """A read-again slice is `chunks` blocks: the group's slice count (the counters' set, the partials'
+    slots, the combination's width) follows the slice, and the last slice may be shorter."""
+    shape = gn.Shape(2, 8, 2, (64, 80))     # 20,480 elements a group: 4 slices of 3 blocks of 2,048, the last 2
+    config = coop.Config(2048, 2, split=True, chunks=3)
+    inputs = gn.make_inputs(shape, torch.bfloat16, "cpu", 1, "normal")
+    args, constants = coop.kernel_arguments(config, inputs.x, inputs, gn.alloc_outputs(shape, torch.bfloat16, "cpu"),
+                                            shape)
+    assert args[12] == 4 and constants["CHUNKS"] == 3 and constants["SLICE_BLOCK"] == 4 and constants["BLOCK"] == 2048
+    assert args[7].numel() >= 4 and "interpreted" in coop.describe(config, torch.device("cpu"))
+
+
 @pytest.mark.parametrize("path", CONFIGS)
 def test_huge_values_stay_finite_and_close(path):
     """As for single_read (tests/test_single_read.py, huge_problems)."""
@@ -117,11 +153,11 @@ def _float16_huge_mean_error(module):
 
 
 def test_float16_values_near_the_top_of_the_range_give_their_mean_exactly(tmp_path):
-    """|x| in [4094, 8188]: multiples of 2 or 4, so with a centre of few bits (`_centre`) every x - c is
+    """|x| in [4094, 8188]: multiples of 2 or 4, so with a centre of few bits (`coop_math.centre`) every x - c is
     exact in float32 and every float64 sum exact; a centre with finer bits (the planted fault: the first
     value times 1 + 2^-20) costs the mean of values near 0 more than float16's tolerance of 1e-5 there."""
     assert _float16_huge_mean_error(coop) == 0.0
-    planted, _ = load_mutated(tmp_path, coop, "single_read_coop_fine_centre", "rounded, first)\n",
+    planted, _ = load_mutated_coop(tmp_path, "single_read_coop_fine_centre", "rounded, first)\n",
                               "first * 1.00000095367431640625, first)\n", 1)
     assert _float16_huge_mean_error(planted) > 1e-5
 
@@ -157,7 +193,7 @@ def test_a_centre_of_few_bits_keeps_the_float32_mean_of_values_around_0_close(tm
     """Values around 0 with spread 1: the centre rounds to a multiple of a power of two above the spread
     (0 here), so every x - c is exact; the planted fault centres on the slice's first value, as before,
     and every x - c rounds: the mean lands further from float64."""
-    planted, _ = load_mutated(tmp_path, coop, "single_read_coop_first_value_centre", "rounded, first)\n",
+    planted, _ = load_mutated_coop(tmp_path, "single_read_coop_first_value_centre", "rounded, first)\n",
                               "first, first)\n", 1)
     exact, first_value = _float32_mean_error(coop, shape), _float32_mean_error(planted, shape)
     assert exact < first_value / 2, (exact, first_value)

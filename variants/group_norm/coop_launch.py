@@ -20,13 +20,16 @@ class Config:
     a group over ceil(hidden / block) programs that wait for each other (else one program per group,
     block >= hidden); `max_registers` caps the registers a thread may take (more programs in flight per
     SM), None leaves them to the compiler; `overlap` (split only): a program loads its next slice before
-    it waits for the group of the one it holds, so its load and that wait overlap."""
+    it waits for the group of the one it holds, so its load and that wait overlap; `chunks` > 1 (split,
+    not overlap): a slice is `chunks` blocks streamed through, not held, and read again after the wait,
+    from L2 while it holds them (a turn then moves as many bytes as L2 keeps, not as registers hold)."""
 
     block: int
     num_warps: int
     split: bool = False
     max_registers: int | None = None
     overlap: bool = False
+    chunks: int = 1
 
     def __post_init__(self):
         for name in ("block", "num_warps"):
@@ -35,12 +38,20 @@ class Config:
                 raise ValueError(f"{name} must be a power of two, got {value}")
         if self.overlap and not self.split:
             raise ValueError("overlap applies to split configurations only")
+        if self.chunks < 1 or (self.chunks > 1 and (not self.split or self.overlap)):
+            raise ValueError(f"chunks must be 1, or more for a split configuration without overlap, got {self.chunks}")
+
+    @property
+    def slice_size(self) -> int:
+        """Elements of a group one split program takes per turn."""
+        return self.block * self.chunks
 
     @property
     def label(self) -> str:
         cap = f" r{self.max_registers}" if self.max_registers else ""
-        return f"{'split' if self.split else 'resident'} b{self.block} w{self.num_warps}{cap}" + (
-            " overlap" if self.overlap else "")
+        chunks = f"x{self.chunks}" if self.chunks > 1 else ""
+        return f"{'split' if self.split else 'resident'} b{self.block}{chunks} w{self.num_warps}{cap}" + (
+            " overlap" if self.overlap else "") + (" reread" if self.chunks > 1 else "")
 
 
 # Chosen from benchmarks/coop_probe.py on the H200 (reports/h200/roofline_coop/probe/README.md), by element
@@ -62,9 +73,22 @@ OVERLAP_SLICES_PER_SM = 32
 TILE_WIDTH_PER_WARP = 256    # 32 threads of 16-byte bfloat16 vectors: narrower rows put warps across rows
 
 
-def choose(hidden_size: int, element_size: int = 4, groups_per_sm: float = 0.0) -> Config:
+# 16-bit split launches whose x fits in L2 (its bytes per SM within L2's share of one) and whose groups
+# each give at least 2 slices when every program of the launch runs at once (REREAD_PROGRAMS_PER_SM an
+# SM: 64 registers a thread on triton 3.6): slices streamed and read again from L2 (`chunks`), so the
+# launch takes one turn where programs holding their slices in registers took four. Probe runs 12-16,
+# bfloat16 N16 C320: 29.0-29.3 us against 33.5-33.9 us held (a reading flush; 35.0 against 36.8 after a
+# zeroing one); float32 slower at every configuration tried, and so are launches of several turns.
+REREAD_SIZES = (2,)
+REREAD_BLOCK = 2048
+REREAD_WARPS = 2
+REREAD_PROGRAMS_PER_SM = 16
+
+
+def choose(hidden_size: int, element_size: int = 4, groups_per_sm: float = 0.0, l2_bytes_per_sm: float = 0.0) -> Config:
     """The configuration `launch` uses for groups of `hidden_size` elements of `element_size` bytes,
-    `groups_per_sm` of them for each multiprocessor of the GPU."""
+    `groups_per_sm` of them for each multiprocessor of the GPU, whose L2 holds `l2_bytes_per_sm` bytes
+    for each multiprocessor (0: unknown, so nothing is read again from it)."""
     block = triton.next_power_of_2(hidden_size)
     if block <= ON_CHIP:
         per_thread = RESIDENT_PER_THREAD.get(element_size, 64)
@@ -72,6 +96,12 @@ def choose(hidden_size: int, element_size: int = 4, groups_per_sm: float = 0.0) 
     slices_per_sm = groups_per_sm * -(-hidden_size // SPLIT_BLOCK)
     if element_size in OVERLAP_REGISTERS and slices_per_sm >= OVERLAP_SLICES_PER_SM:
         return Config(SPLIT_BLOCK, SPLIT_WARPS, split=True, max_registers=OVERLAP_REGISTERS[element_size], overlap=True)
+    slices = int(REREAD_PROGRAMS_PER_SM // groups_per_sm) if groups_per_sm > 0 else 0
+    if (element_size in REREAD_SIZES and slices >= 2
+            and groups_per_sm * hidden_size * element_size <= l2_bytes_per_sm):
+        # at least 2 blocks a slice: chunks of 1 would be the held path with other blocks and warps
+        chunks = max(2, -(-(-(-hidden_size // slices)) // REREAD_BLOCK))
+        return Config(REREAD_BLOCK, REREAD_WARPS, split=True, chunks=chunks)
     return Config(SPLIT_BLOCK, SPLIT_WARPS, split=True, max_registers=SPLIT_REGISTERS.get(element_size, 128))
 
 
@@ -86,9 +116,14 @@ def tile_rows(block: int, hidden_per_channel: int, num_warps: int) -> int:
 
 
 def chosen(x, shape) -> Config:
-    """`choose`'s configuration for `shape` with x on its device (how many groups each multiprocessor gets)."""
-    sms = torch.cuda.get_device_properties(x.device).multi_processor_count if x.is_cuda else 1
-    return choose(shape.hidden_size, x.element_size(), shape.batch * shape.num_groups / sms)
+    """`choose`'s configuration for `shape` with x on its device (how many groups each multiprocessor gets,
+    and how much of L2 there is for each)."""
+    if not x.is_cuda:
+        return choose(shape.hidden_size, x.element_size(), float(shape.batch * shape.num_groups))
+    props = torch.cuda.get_device_properties(x.device)
+    sms = props.multi_processor_count
+    return choose(shape.hidden_size, x.element_size(), shape.batch * shape.num_groups / sms,
+                  getattr(props, "L2_cache_size", 0) / sms)
 
 
 def describe(config: Config, device) -> str:
@@ -115,7 +150,7 @@ def kernel_arguments(config: Config, x, inputs, outputs: dict, shape) -> tuple[t
     """coop_forward's arguments and compile-time constants for `shape` with `config` (x contiguous)."""
     n_rows, h, hpc = shape.batch * shape.num_groups, shape.hidden_size, shape.hidden_size // shape.channels_per_group
     device = x.device
-    slices = -(-h // config.block) if config.split else 1
+    slices = -(-h // config.slice_size) if config.split else 1
     if not config.split and config.block < h:
         raise ValueError(f"{config.label} cannot hold a group of {h} elements in one program")
     mean, rstd = outputs["mean"], outputs["rstd"]
@@ -135,7 +170,7 @@ def kernel_arguments(config: Config, x, inputs, outputs: dict, shape) -> tuple[t
             and x.data_ptr() % 4 == 0 and outputs["y"].data_ptr() % 4 == 0)
     constants = dict(BLOCK=config.block, HPC=hpc, ROWS=rows, EVEN=h % config.block == 0, SPLIT=config.split,
                      SLICE_BLOCK=max(2, triton.next_power_of_2(slices)), PAIR=pair, OVERLAP=config.overlap,
-                     num_warps=config.num_warps)
+                     CHUNKS=config.chunks, num_warps=config.num_warps)
     if config.max_registers:
         constants["maxnreg"] = config.max_registers
     return args, constants
@@ -155,6 +190,6 @@ def run(coop_forward, group_norm_forward, config: Config, inputs, outputs: dict,
     grid = n_rows
     if config.split:
         key = (coop_forward, str(x.device), config, x.dtype, constants["HPC"], constants["EVEN"], constants["PAIR"])
-        slices = -(-h // config.block)
+        slices = -(-h // config.slice_size)
         grid = persistent_grid(coop_forward, args, constants, key, n_rows * slices, slices, config.label)
     coop_forward[(grid,)](*args, **constants)
