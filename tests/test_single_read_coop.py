@@ -197,3 +197,21 @@ def test_a_centre_of_few_bits_keeps_the_float32_mean_of_values_around_0_close(tm
                               "first, first)\n", 1)
     exact, first_value = _float32_mean_error(coop, shape), _float32_mean_error(planted, shape)
     assert exact < first_value / 2, (exact, first_value)
+
+
+def test_huge_values_of_both_signs_around_a_mean_of_0_give_it_exactly(tmp_path):
+    """Huge values of both signs whose group's first 8 are positive: their mean rounds to one unit of the
+    spread, and a centre there left every value of the other sign rounding in x - c (the compiled read-
+    again path met it on the huge input kind, 1.7e28 off). A mean within 256 units of 0 centres on 0, so
+    x - c = x is exact and the float64 sums give the exact mean, 0 here; the planted fault drops that."""
+    shape = gn.Shape(1, 2, 1, (1024,))
+    g = torch.Generator().manual_seed(0)
+    half = torch.sign(torch.randn(1, 2, 512, generator=g)) * (torch.finfo(torch.float32).max / 16) * (
+        1 + torch.rand(1, 2, 512, generator=g))
+    half[..., :8] = half[..., :8].abs()
+    inputs = gn.Inputs(torch.cat([half, -half], dim=-1), torch.ones(2), torch.zeros(2), seed=0, kind="huge")
+    assert float(gn.FAMILY.reference(inputs, shape)["mean"].abs().max()) == 0.0
+    assert float(_run(coop, None, inputs, shape)["mean"].abs().max()) == 0.0
+    planted, _ = load_mutated_coop(tmp_path, "single_read_coop_unit_centre",
+                                   "    rounded = tl.where(tl.abs(scaled) < 256.0, 0.0, rounded)\n", "", 1)
+    assert float(_run(planted, None, inputs, shape)["mean"].abs().max()) > 1e26

@@ -85,9 +85,12 @@ def normalize(Y_ptr, x, offsets, mask, w, b, mean_hi, mean_lo, rstd, EVEN: tl.co
 def centre(base, start, hidden_size, live):
     """The centre of a slice's statistics (`partials`): the mean of its first 8 values rounded to a
     multiple of a power of two above their spread, so that it has few significant bits and x - c is
-    exact in float32 for values as near it as that spread; the first value itself where the 8 are equal
-    (an all-equal slice: x - c = 0), not finite, or far from their spread's scale. The 8 values lie in
-    the slice's first 32 bytes: no bytes beyond the slice's own come from device memory."""
+    exact in float32 for values as near it as that spread; 0 where that mean lies within 256 such units
+    of 0 (x - 0 is exact for every x: a centre of one unit left the values of the other sign rounding,
+    2e28 off in the mean of huge inputs of both signs, and float64 keeps M2's cancellation harmless that
+    near); the first value itself where the 8 are equal (an all-equal slice: x - c = 0), not finite, or
+    far from their spread's scale. The 8 values lie in the slice's first 32 bytes: no bytes beyond the
+    slice's own come from device memory."""
     first = tl.load(base + start, mask=live).to(tl.float32)
     near = start + tl.arange(0, 8)
     ok = (near < hidden_size) & live
@@ -98,6 +101,7 @@ def centre(base, start, hidden_size, live):
     unit = (e << 23).to(tl.float32, bitcast=True)
     scaled = estimate * ((254 - e) << 23).to(tl.float32, bitcast=True)  # estimate / unit, exactly
     rounded = ((scaled + 12582912.0) - 12582912.0) * unit              # 1.5 * 2^23: round to an integer
+    rounded = tl.where(tl.abs(scaled) < 256.0, 0.0, rounded)
     return tl.where((spread > 0.0) & (e < 254) & (tl.abs(scaled) < 4194304.0), rounded, first)
 
 
