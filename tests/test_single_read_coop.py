@@ -103,28 +103,12 @@ def test_choose_and_the_config_rules():
     assert "interpreted" in coop.describe(coop.Config(64, 4, split=True), torch.device("cpu"))
 
 
-H200_L2_PER_SM = 62914560 / 132
-
-
-def test_choose_reads_16_bit_slices_again_from_l2_only_where_x_fits_and_groups_give_several_slices():
-    """The image preset on 132 SMs with L2's 60 MiB: bfloat16 N16 C320 (42 MB of x, 3.9 groups an SM)
-    streams 4 slices a group of 5 blocks, so that 2,048 programs run at once; float32 there (84 MB) does
-    not fit; N32 C512 takes overlap first; an unknown L2, or more than REREAD_PROGRAMS_PER_SM / 2 groups
-    an SM (fewer than 2 slices a group), keeps slices held in registers."""
-    image = coop.choose(40960, 2, 512 / 132, H200_L2_PER_SM)
-    assert image == coop.Config(coop.REREAD_BLOCK, coop.REREAD_WARPS, split=True, chunks=5)
-    assert -(-40960 // image.slice_size) * 512 <= coop.REREAD_PROGRAMS_PER_SM * 132
-    held = coop.Config(coop.SPLIT_BLOCK, coop.SPLIT_WARPS, split=True, max_registers=coop.SPLIT_REGISTERS[2])
-    assert coop.choose(40960, 4, 512 / 132, H200_L2_PER_SM).chunks == 1
-    assert coop.choose(65536, 2, 1024 / 132, H200_L2_PER_SM).overlap
-    assert coop.choose(40960, 2, 512 / 132, 0.0) == held
-    assert coop.choose(20480, 2, 9.0, 1e9) == held
-    # a small launch still streams at least 2 blocks a slice (the held path is never taken with others' blocks)
-    assert coop.choose(32768, 2, 4 / 132, H200_L2_PER_SM).chunks == 2
+def test_a_read_again_configuration_is_split_only_and_never_overlapped():
     with pytest.raises(ValueError, match="chunks"):
         coop.Config(2048, 2, chunks=2)
     with pytest.raises(ValueError, match="chunks"):
         coop.Config(2048, 2, split=True, overlap=True, chunks=2)
+    assert coop.Config(2048, 2, split=True, chunks=5).slice_size == 10240
 
 
 def test_a_read_again_launch_counts_its_slices_by_the_slice_not_the_block():
@@ -199,19 +183,28 @@ def test_a_centre_of_few_bits_keeps_the_float32_mean_of_values_around_0_close(tm
     assert exact < first_value / 2, (exact, first_value)
 
 
-def test_huge_values_of_both_signs_around_a_mean_of_0_give_it_exactly(tmp_path):
-    """Huge values of both signs whose group's first 8 are positive: their mean rounds to one unit of the
-    spread, and a centre there left every value of the other sign rounding in x - c (the compiled read-
-    again path met it on the huge input kind, 1.7e28 off). A mean within 256 units of 0 centres on 0, so
-    x - c = x is exact and the float64 sums give the exact mean, 0 here; the planted fault drops that."""
+TOP = torch.finfo(torch.float32).max
+
+
+@pytest.mark.parametrize("first_8, old, new", [
+    # all positive: their mean rounds to one unit of their spread, and a centre there left every value of
+    # the other sign rounding in x - c (the compiled read-again path met it on the huge input kind)
+    ([TOP / 16 * (1 + k / 8) for k in range(8)], "    rounded = tl.where(tl.abs(scaled) < 256.0, 0.0, rounded)\n", ""),
+    # one of each sign and then six of the other: the sum of their differences from the first overflowed
+    # float32, and the centre fell back to the first value
+    ([TOP / 8] + [-TOP / 8] * 7, "first + tl.sum((sample - first) * 0.125, axis=0)",
+     "first + tl.sum(sample - first, axis=0) * 0.125")],
+    ids=["same_sign", "overflowing_differences"])
+def test_huge_values_of_both_signs_around_a_mean_of_0_give_it_exactly(tmp_path, first_8, old, new):
+    """Huge values of both signs whose mean is 0: centred on 0, x - c = x is exact and the float64 sums
+    give the mean exactly; the planted fault brings back the centre that was there before, and with it
+    the rounding of x - c (1.7e28 off on the GPU's huge input kind)."""
     shape = gn.Shape(1, 2, 1, (1024,))
     g = torch.Generator().manual_seed(0)
-    half = torch.sign(torch.randn(1, 2, 512, generator=g)) * (torch.finfo(torch.float32).max / 16) * (
-        1 + torch.rand(1, 2, 512, generator=g))
-    half[..., :8] = half[..., :8].abs()
+    half = torch.sign(torch.randn(1, 2, 512, generator=g)) * (TOP / 16) * (1 + torch.rand(1, 2, 512, generator=g))
+    half[..., :8] = torch.tensor(first_8)
     inputs = gn.Inputs(torch.cat([half, -half], dim=-1), torch.ones(2), torch.zeros(2), seed=0, kind="huge")
     assert float(gn.FAMILY.reference(inputs, shape)["mean"].abs().max()) == 0.0
     assert float(_run(coop, None, inputs, shape)["mean"].abs().max()) == 0.0
-    planted, _ = load_mutated_coop(tmp_path, "single_read_coop_unit_centre",
-                                   "    rounded = tl.where(tl.abs(scaled) < 256.0, 0.0, rounded)\n", "", 1)
+    planted, _ = load_mutated_coop(tmp_path, "single_read_coop_old_centre", old, new, 1)
     assert float(_run(planted, None, inputs, shape)["mean"].abs().max()) > 1e26

@@ -73,22 +73,16 @@ OVERLAP_SLICES_PER_SM = 32
 TILE_WIDTH_PER_WARP = 256    # 32 threads of 16-byte bfloat16 vectors: narrower rows put warps across rows
 
 
-# 16-bit split launches whose x fits in L2 (its bytes per SM within L2's share of one) and whose groups
-# each give at least 2 slices when every program of the launch runs at once (REREAD_PROGRAMS_PER_SM an
-# SM: 64 registers a thread on triton 3.6): slices streamed and read again from L2 (`chunks`), so the
-# launch takes one turn where programs holding their slices in registers took four. Probe runs 12-16,
-# bfloat16 N16 C320: 29.0-29.3 us against 33.5-33.9 us held (a reading flush; 35.0 against 36.8 after a
-# zeroing one); float32 slower at every configuration tried, and so are launches of several turns.
-REREAD_SIZES = (2,)
+# Slices read again from L2 (`chunks`): blocks of REREAD_BLOCK elements, REREAD_WARPS warps. Not chosen:
+# on bfloat16 N16 C320 the probe timed them at 28.3 us against 33.5 us held (a reading flush, run 17), but
+# kernel-ab's own timing put them at 36.0 us (reports/h200/roofline_coop/probe/README.md, runs 12-17).
 REREAD_BLOCK = 2048
 REREAD_WARPS = 2
-REREAD_PROGRAMS_PER_SM = 16
 
 
-def choose(hidden_size: int, element_size: int = 4, groups_per_sm: float = 0.0, l2_bytes_per_sm: float = 0.0) -> Config:
+def choose(hidden_size: int, element_size: int = 4, groups_per_sm: float = 0.0) -> Config:
     """The configuration `launch` uses for groups of `hidden_size` elements of `element_size` bytes,
-    `groups_per_sm` of them for each multiprocessor of the GPU, whose L2 holds `l2_bytes_per_sm` bytes
-    for each multiprocessor (0: unknown, so nothing is read again from it)."""
+    `groups_per_sm` of them for each multiprocessor of the GPU."""
     block = triton.next_power_of_2(hidden_size)
     if block <= ON_CHIP:
         per_thread = RESIDENT_PER_THREAD.get(element_size, 64)
@@ -96,12 +90,6 @@ def choose(hidden_size: int, element_size: int = 4, groups_per_sm: float = 0.0, 
     slices_per_sm = groups_per_sm * -(-hidden_size // SPLIT_BLOCK)
     if element_size in OVERLAP_REGISTERS and slices_per_sm >= OVERLAP_SLICES_PER_SM:
         return Config(SPLIT_BLOCK, SPLIT_WARPS, split=True, max_registers=OVERLAP_REGISTERS[element_size], overlap=True)
-    slices = int(REREAD_PROGRAMS_PER_SM // groups_per_sm) if groups_per_sm > 0 else 0
-    if (element_size in REREAD_SIZES and slices >= 2
-            and groups_per_sm * hidden_size * element_size <= l2_bytes_per_sm):
-        # at least 2 blocks a slice: chunks of 1 would be the held path with other blocks and warps
-        chunks = max(2, -(-(-(-hidden_size // slices)) // REREAD_BLOCK))
-        return Config(REREAD_BLOCK, REREAD_WARPS, split=True, chunks=chunks)
     return Config(SPLIT_BLOCK, SPLIT_WARPS, split=True, max_registers=SPLIT_REGISTERS.get(element_size, 128))
 
 
@@ -116,14 +104,9 @@ def tile_rows(block: int, hidden_per_channel: int, num_warps: int) -> int:
 
 
 def chosen(x, shape) -> Config:
-    """`choose`'s configuration for `shape` with x on its device (how many groups each multiprocessor gets,
-    and how much of L2 there is for each)."""
-    if not x.is_cuda:
-        return choose(shape.hidden_size, x.element_size(), float(shape.batch * shape.num_groups))
-    props = torch.cuda.get_device_properties(x.device)
-    sms = props.multi_processor_count
-    return choose(shape.hidden_size, x.element_size(), shape.batch * shape.num_groups / sms,
-                  getattr(props, "L2_cache_size", 0) / sms)
+    """`choose`'s configuration for `shape` with x on its device (how many groups each multiprocessor gets)."""
+    sms = torch.cuda.get_device_properties(x.device).multi_processor_count if x.is_cuda else 1
+    return choose(shape.hidden_size, x.element_size(), shape.batch * shape.num_groups / sms)
 
 
 def describe(config: Config, device) -> str:

@@ -95,7 +95,7 @@ def centre(base, start, hidden_size, live):
     near = start + tl.arange(0, 8)
     ok = (near < hidden_size) & live
     sample = tl.where(ok, tl.load(base + near, mask=ok, other=0.0).to(tl.float32), first)
-    estimate = first + tl.sum(sample - first, axis=0) * 0.125
+    estimate = first + tl.sum((sample - first) * 0.125, axis=0)   # scaled first: 8 huge terms overflow
     spread = tl.max(tl.abs(sample - estimate), axis=0)
     e = ((spread.to(tl.uint32, bitcast=True) >> 23) & 0xFF) + 1       # unit = 2^e > spread
     unit = (e << 23).to(tl.float32, bitcast=True)

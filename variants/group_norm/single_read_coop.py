@@ -18,12 +18,11 @@ read twice. One kernel (`coop_forward`) and its own launcher (`choose`) answer b
   launch's epoch once and knows every target: its arrivals need no answer), so nothing is zeroed
   between calls; a wait past MAX_POLLS polls writes NaN (the numerics say so), not a hang. Overlapped
   (16-bit launches of many slices an SM, `coop_launch.choose`), a program loads its next slice before it
-  waits for the group of the one it holds. Read again (16-bit launches whose x fits in L2 and whose
-  groups give few slices an SM): a program streams its slice through in blocks, publishes, waits, then
-  reads the slice again, from L2, to write y; slices are sized so that every program of the launch runs
-  at once, one turn where held slices took four. Triton's interpreter runs programs one after another,
-  where slices would wait forever: on the CPU a split configuration runs the spec entry, streaming the
-  same blocks with the same arithmetic.
+  waits for the group of the one it holds. Read again (`Config.chunks`, not chosen: see coop_launch), a
+  program streams its slice through in blocks, publishes, waits, then reads the slice again, from L2
+  while it holds it, to write y: a turn then moves as many bytes as L2 keeps. Triton's interpreter
+  runs programs one after another, where slices would wait forever: on the CPU a split configuration
+  runs the spec entry, streaming the same blocks with the same arithmetic.
 
 16-bit x is loaded and held as 32-bit words, two values each (PAIR): held as 16-bit values the compiler
 gives each its own register, so a bfloat16 slice took as many registers as a float32 one.
@@ -47,7 +46,7 @@ import triton
 import triton.language as tl
 
 from variants.group_norm.coop_launch import (  # noqa: F401
-    MAX_HIDDEN, ON_CHIP, OVERLAP_REGISTERS, OVERLAP_SLICES_PER_SM, REREAD_BLOCK, REREAD_PROGRAMS_PER_SM, REREAD_WARPS,
+    MAX_HIDDEN, ON_CHIP, OVERLAP_REGISTERS, OVERLAP_SLICES_PER_SM, REREAD_BLOCK, REREAD_WARPS,
     RESIDENT_PER_THREAD, SPLIT_BLOCK, SPLIT_REGISTERS, SPLIT_WARPS, Config, choose, chosen, describe, kernel_arguments,
     run, tile_rows)
 from variants.group_norm.coop_math import centre, finish, load_affine, load_chunk, normalize, partials, tile
@@ -128,16 +127,16 @@ def _reread_publish(X_ptr, Part_ptr, Count_ptr, item, slices, hidden_size, BLOCK
     WIDTH: tl.constexpr = BLOCK // ROWS
     row, start = item // slices, (item % slices) * (BLOCK * CHUNKS)
     base = X_ptr + row.to(tl.int64) * hidden_size
-    centre = centre(base, start, hidden_size, True)
+    c = centre(base, start, hidden_size, True)
     t1 = tl.zeros([], tl.float64)
     q = tl.zeros([], tl.float64)
     for chunk in tl.range(start, tl.minimum(start + BLOCK * CHUNKS, hidden_size), BLOCK):
         x, offsets, mask = load_chunk(base, chunk, hidden_size, True, ROWS, WIDTH, EVEN, PAIR, "")
-        _, t1_chunk, q_chunk = partials(x, centre, mask, EVEN, PAIR, X_ptr.dtype.element_ty)
+        _, t1_chunk, q_chunk = partials(x, c, mask, EVEN, PAIR, X_ptr.dtype.element_ty)
         t1 += t1_chunk
         q += q_chunk
     part = Part_ptr + 3 * item
-    tl.store(part, centre.to(tl.float64))
+    tl.store(part, c.to(tl.float64))
     tl.store(part + 1, t1)
     tl.store(part + 2, q)
     arrive(Count_ptr, row)
