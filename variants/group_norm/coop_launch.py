@@ -74,8 +74,9 @@ TILE_WIDTH_PER_WARP = 256    # 32 threads of 16-byte bfloat16 vectors: narrower 
 
 
 # Slices read again from L2 (`chunks`): blocks of REREAD_BLOCK elements, REREAD_WARPS warps. Not chosen:
-# on bfloat16 N16 C320 the probe timed them at 28.3 us against 33.5 us held (a reading flush, run 17), but
-# kernel-ab's own timing put them at 36.0 us (reports/h200/roofline_coop/probe/README.md, runs 12-17).
+# on bfloat16 N16 C320 the probe timed them at 28.3-29.3 us against 33.5-33.9 us held (a reading flush),
+# but kernel-ab's own timing put them at 35.7-36.0 us, and why is not known
+# (reports/h200/roofline_coop/probe/README.md, runs 12-17; reports/h200/roofline_coop_read_flush).
 REREAD_BLOCK = 2048
 REREAD_WARPS = 2
 

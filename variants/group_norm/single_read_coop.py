@@ -149,7 +149,7 @@ def _reread_write(Y_ptr, X_ptr, Mean_ptr, RSTD_ptr, W_ptr, B_ptr, Part_ptr, Coun
                   SLICE_BLOCK: tl.constexpr, PAIR: tl.constexpr):
     """y of item `item` (`_reread_publish`) once its group has arrived: its blocks read again, from L2
     while it holds them. That read and y's stores ask L2 to evict their lines first, so that the x
-    other programs have still to read again stays (probe runs 12 and 16: without the hint the call took
+    other programs have still to read again stays (probe runs 12 and 17: without the hint the call took
     35.1 us against 29.0; asking L2 to keep the first read's lines as well gained nothing)."""
     WIDTH: tl.constexpr = BLOCK // ROWS
     row, s = item // slices, item % slices
