@@ -88,8 +88,15 @@ def _combine(Part_ptr, row, slices, hidden_size, inv_count, inv_last, SLICE_BLOC
 @triton.jit
 def _publish(Part_ptr, Count_ptr, item, row, x, centre, mask, EVEN: tl.constexpr, PAIR: tl.constexpr,
              DTYPE: tl.constexpr):
-    """A slice's partial statistics stored in its slot, then the arrival at its group's counter."""
+    """A held slice's partial statistics (`partials`), published (`_store_partials`)."""
     c, t1, q = partials(x, centre, mask, EVEN, PAIR, DTYPE)
+    _store_partials(Part_ptr, Count_ptr, item, row, c, t1, q)
+
+
+@triton.jit
+def _store_partials(Part_ptr, Count_ptr, item, row, c, t1, q):
+    """A slice's partial statistics (float64 c, T1, Q) stored in its slot, then the arrival at its
+    group's counter."""
     part = Part_ptr + 3 * item
     tl.store(part, c)
     tl.store(part + 1, t1)
@@ -135,11 +142,7 @@ def _reread_publish(X_ptr, Part_ptr, Count_ptr, item, slices, hidden_size, BLOCK
         _, t1_chunk, q_chunk = partials(x, c, mask, EVEN, PAIR, X_ptr.dtype.element_ty)
         t1 += t1_chunk
         q += q_chunk
-    part = Part_ptr + 3 * item
-    tl.store(part, c.to(tl.float64))
-    tl.store(part + 1, t1)
-    tl.store(part + 2, q)
-    arrive(Count_ptr, row)
+    _store_partials(Part_ptr, Count_ptr, item, row, c.to(tl.float64), t1, q)
 
 
 @triton.jit
