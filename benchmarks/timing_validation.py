@@ -9,6 +9,10 @@
    the seed's 512-channel shape, forward, N times with different seeds: "slower" every time.
 3. The seed's pair (pointer_mutation vs explicit_offset) over the seed preset, forward and backward.
 
+`--aa VARIANT [--preset P --dtype D,D --modes M,M]` runs only an A/A, of a registered variant under
+three names, over any preset, dtypes and modes: the check behind a variant's published timings (one with
+its own launcher, which --variant cannot load, such as single_read_coop).
+
 Every part goes through the tool's own path (registry, --variant loader, pipeline, default settings).
 Run it twice in fresh processes, then put the two runs side by side:
 
@@ -54,7 +58,7 @@ def rows_of(cases, noise: float) -> list[dict]:
     for case in cases:
         aa = case.control
         for c in case.comparisons:
-            rows.append({"shape": case.shape, "mode": case.mode, "graph": case.graph, "variant": c.variant,
+            rows.append({"shape": case.shape, "dtype": case.dtype, "mode": case.mode, "graph": case.graph, "variant": c.variant,
                          "baseline": c.baseline, "verdict": c.verdict, "basis": c.basis, "ratio": c.ratio,
                          "ci_low": c.ci_low, "ci_high": c.ci_high, "p": c.p_value, "margin": c.margin,
                          "interval_only": interval_only_verdict(case, c, noise) if c.verdict != "n/a" else "n/a",
@@ -78,15 +82,54 @@ def flagged(rows: list[dict], key: str = "verdict") -> int:
     return sum(r[key] not in (NO_DIFFERENCE, "n/a") for r in rows)
 
 
-def sweep(variants: tuple[str, ...], external: tuple[str, ...], modes: tuple[str, ...], backend, registry):
-    """The timing cases of the seed preset through the pipeline, as `main.py compare` runs them."""
+def sweep(variants: tuple[str, ...], external: tuple[str, ...], modes: tuple[str, ...], backend, registry,
+          preset: str = "seed", dtype: str = "float32"):
+    """The timing cases of `preset` through the pipeline, as `main.py compare` runs them."""
     from compare import pipeline
     from compare.timing import TimingConfig
-    request = pipeline.Request(variants, preset="seed", checks=("timing",), timing=TimingConfig(modes=modes),
-                               external=external)
+    request = pipeline.Request(variants, preset=preset, dtype=dtype, checks=("timing",),
+                               timing=TimingConfig(modes=modes), external=external)
     with pipeline.loaded(request, registry) as (request, reg, failed):
         report = pipeline.run(request, reg, backend, failed=failed)
     return report.timing
+
+
+def under_other_names(registry, subject: str, names: tuple[str, ...]):
+    """`registry` with `subject` registered again under each of `names` (the same variant, other names):
+    the A/A of a variant that --variant cannot load (one with its own launcher)."""
+    variant = registry.get(subject)
+    by_family = {f: dict(vs) for f, vs in registry.by_family.items()}
+    by_family[variant.family].update({n: dataclasses.replace(variant, name=n) for n in names})
+    return dataclasses.replace(registry, by_family=by_family)
+
+
+def aa_only(args, backend, reg) -> int:
+    """`--aa VARIANT`: that variant against itself under two other names over one preset, dtypes and modes."""
+    names = ("a1", "a2", "a3")
+    started = time.perf_counter()
+    section = sweep(names, (), tuple(args.modes.split(",")), backend, under_other_names(reg, args.aa, names),
+                    args.preset, args.dtype)
+    rows = rows_of(section.cases, section.noise)
+    seconds = time.perf_counter() - started
+    lines = ["# Timing validation: one variant under three names", "",
+             f"`{args.aa}` registered as a1, a2 and a3 (the same variant object, so the comparisons also say "
+             "\"identical timed code\"; the column \"by the interval alone\" is the statistics' own verdict), "
+             f"preset {args.preset}, {args.dtype}, {args.modes}, the tool's default timing settings. "
+             f"{seconds:.0f} s in all.", "", f"Timing method: {section.method}.", "",
+             "| dtype | mode | comparisons | not \"no difference beyond noise\" | by the interval alone | "
+             "largest ratio off 1 |", "|---|---|---|---|---|---|"]
+    for key in dict.fromkeys((r["dtype"], r["mode"]) for r in rows):
+        sub = [r for r in rows if (r["dtype"], r["mode"]) == key]
+        worst = max(abs(r["ratio"] - 1) for r in sub) * 100
+        lines.append(f"| {key[0]} | {key[1]} | {len(sub)} | {flagged(sub)} | {flagged(sub, 'interval_only')} | "
+                     f"{worst:.2f}% |")
+    lines += ["", *table(rows)]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("\n".join(lines) + "\n")
+    if args.json:
+        args.json.write_text(json.dumps({"aa": rows, "seconds": seconds}, indent=1))
+    print("\n".join(lines[:12 + len(rows)]))
+    return 0
 
 
 def planted(repeats: int, fraction: float, registry) -> tuple[list[dict], str]:
@@ -123,6 +166,10 @@ def main() -> int:
     p.add_argument("--out", type=Path, required=True, help="the Markdown summary")
     p.add_argument("--json", type=Path, help="every comparison, for --between")
     p.add_argument("--between", type=Path, nargs=2, metavar="RUN.json", help="compare two earlier runs instead")
+    p.add_argument("--aa", metavar="VARIANT", help="only the A/A, of this registered variant under three names")
+    p.add_argument("--preset", default="seed", help="with --aa: the preset (default seed)")
+    p.add_argument("--dtype", default="float32", help="with --aa: dtypes, comma-separated (default float32)")
+    p.add_argument("--modes", default="forward,backward,full", help="with --aa: modes, comma-separated")
     args = p.parse_args()
     if args.between:
         args.out.write_text("\n".join(between(*(json.loads(f.read_text()) for f in args.between))) + "\n")
@@ -135,6 +182,8 @@ def main() -> int:
     from variants import registry
     backend = configure("cuda")
     reg = registry()
+    if args.aa:
+        return aa_only(args, backend, reg)
     started = time.perf_counter()
     specs = tuple(f"{n}={KERNEL}" for n in ("a1", "a2", "a3"))
     aa_section = sweep(("a1", "a2", "a3"), specs, ("forward", "backward", "full"), backend, reg)

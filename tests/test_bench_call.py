@@ -97,3 +97,18 @@ def test_variants_sharing_the_familys_forward_time_identical_code_and_their_own_
              for mode in ("forward", "backward", "full")}
     assert len(set(codes["forward"])) == 1
     assert len(set(codes["backward"])) == 3 and len(set(codes["full"])) == 3
+
+
+def test_a_variant_under_other_names_resolves_by_each_name_and_times_the_same_code():
+    # benchmarks/timing_validation.py --aa: the A/A of a variant --variant cannot load (its own launcher)
+    from benchmarks.timing_validation import under_other_names
+    reg = registry()
+    renamed = under_other_names(reg, "single_read_coop", ("a1", "a2"))
+    assert [renamed.get(n).name for n in ("a1", "a2")] == ["a1", "a2"]
+    assert renamed.get("a1").run is reg.get("single_read_coop").run
+    assert not reg.has("a1")   # the registry it was given is left as it was
+    inputs = FAMILY.make_inputs(SHAPE, torch.float32, BACKEND.device, 0)
+    calls, _ = timing.case_calls(FAMILY.bench_call, [renamed.get(n) for n in ("a1", "a2", "pointer_mutation")],
+                                 inputs, SHAPE, "forward")
+    assert timing._same_code(calls["a1"][0], calls["a2"][0])
+    assert not timing._same_code(calls["a1"][0], calls["pointer_mutation"][0])
