@@ -34,18 +34,9 @@ def reread_config(shape, x):
 
 
 def eager_ms(fn, flush, reps):
-    import torch
-    from compare.timing import flush_l2
-    times = []
-    for _ in range(reps):
-        flush_l2(flush)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+    """Median ms of `fn` called eagerly, flushed and waited for each call (kernel-ab's warm-up call)."""
+    from compare.timing import _one_call_ms
+    return statistics.median(_one_call_ms(fn, flush) for _ in range(reps))
 
 
 def main():
