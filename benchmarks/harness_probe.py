@@ -73,7 +73,7 @@ def main():
             case = timing.time_case(calls, moved, copy_gbs, shape.label, "forward", config_, dtype=dtype,
                                     control=ctrl if control else None)
             record(f"{harness} ({case.graph and 'graph' or 'eager'}, {time.perf_counter() - started:.1f} s)",
-                   {v.name: v.median_ms for v in case.variants if v.status == "ok"})
+                   {v.variant: v.median_ms for v in case.variants if v.status == "ok"})
 
         calls = {v.name: FAMILY.bench_call(v, inputs, shape, "forward") for v in variants}
         record("probe: graph, wait after each call", {k: time_ms(f, flush, 30) for k, f in calls.items()})
