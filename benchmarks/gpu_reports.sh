@@ -4,11 +4,14 @@
 #   bash benchmarks/gpu_reports.sh 2   the seed comparison (--out), every input kind and dtype, the timing
 #                                      validation, and the tests that exercise the GPU paths
 #   bash benchmarks/gpu_reports.sh 3   the timing validation twice in fresh processes and the two runs side
-#                                      by side, the timed seed sweep (7 variants, 3 modes), tests/test_gpu.py
-#                                      (about 5 minutes; each step stops by the deadline: BUDGET_S, default 290)
+#                                      by side; single_read_coop against itself under three names on the seed
+#                                      and image presets (float32 and bfloat16, forward and backward); the
+#                                      timed seed sweep (7 variants, 3 modes) (about 6 minutes; each step
+#                                      stops by the deadline: BUDGET_S, default 400)
 #   bash benchmarks/gpu_reports.sh 4   issue 14's forward evidence for single_read_coop: timing against the seed's
 #                                      kernel, flat, single_read_tiled, torch and inductor on the seed and image
-#                                      presets in float32 and bfloat16; numerics and backward numerics against
+#                                      presets in float32 and bfloat16 (and single_read_coop_reread on the
+#                                      image preset, whose groups it splits); numerics and backward numerics against
 #                                      pointer_mutation and torch on every input kind and dtype (seed512)
 #   bash benchmarks/gpu_reports.sh 5   issue 14's backward evidence: single_read_coop's own backward timed against
 #                                      the shared backward, torch and inductor (seed and image presets); numerics
@@ -22,7 +25,7 @@ OUT=${OUT:-out}
 W=$(mktemp -d); mkdir -p "$OUT"   # packed into $OUT at the end (few files may come back from $OUT)
 export PYTHONUNBUFFERED=1
 T0=$(date +%s)
-case "$part" in 3) BUDGET_S=${BUDGET_S:-290} ;; 4|5) BUDGET_S=${BUDGET_S:-540} ;; *) BUDGET_S=${BUDGET_S:-100000} ;; esac
+case "$part" in 3) BUDGET_S=${BUDGET_S:-400} ;; 4|5) BUDGET_S=${BUDGET_S:-540} ;; *) BUDGET_S=${BUDGET_S:-100000} ;; esac
 step() {  # step NAME SECONDS COMMAND...: run with a time limit, log to $W/NAME.log, record command and wall time
     local name=$1 limit=$2; shift 2
     local start=$(date +%s)
@@ -45,7 +48,7 @@ elif [ "$part" = 4 ]; then  # issue 14, forward: the roofline kernel's timing ag
     ROOF="pointer_mutation flat single_read_tiled single_read_coop torch inductor"
     step roofline_seed 190 python3 main.py compare $ROOF --preset seed --dtype float32,bfloat16 --modes forward \
         --check timing --max-seconds 2 --out "$W/roofline_seed"
-    step roofline_image 250 python3 main.py compare $ROOF --preset image --dtype float32,bfloat16 --modes forward \
+    step roofline_image 250 python3 main.py compare $ROOF single_read_coop_reread --preset image --dtype float32,bfloat16 --modes forward \
         --check timing --max-seconds 2 --rounds 12 --out "$W/roofline_image"
     step numerics_seed512 150 python3 main.py compare pointer_mutation single_read_coop torch --check numerics \
         --check backward --inputs all --dtype all --trials 1 --preset seed512 --out "$W/numerics_seed512"
@@ -55,9 +58,9 @@ elif [ "$part" = 5 ]; then  # issue 14, backward: its own backward's timing, the
         --check timing --max-seconds 2 --out "$W/backward_seed"
     step backward_image 150 python3 main.py compare $BACK --preset image --dtype float32,bfloat16 --modes backward \
         --check timing --max-seconds 2 --rounds 12 --out "$W/backward_image"
-    step numerics_image 130 python3 main.py compare pointer_mutation single_read_coop torch --check numerics \
+    step numerics_image 160 python3 main.py compare pointer_mutation single_read_coop single_read_coop_reread torch --check numerics \
         --check backward --inputs all --dtype all --trials 1 --shape 16,320,32,64x64 --out "$W/numerics_image_N16C320"
-    step pytest_gpu 100 python3 -m pytest -q -rs -p no:cacheprovider tests/test_gpu.py
+    step pytest_gpu 200 python3 -m pytest -q -rs -p no:cacheprovider tests/test_gpu.py
 elif [ "$part" = 3 ]; then  # the timing validation, twice in fresh processes, then the timed seed sweep
     for run in 1 2; do
         step timing_validation_run$run 115 python3 benchmarks/timing_validation.py --out "$W/timing_validation_run$run.md" \
@@ -65,9 +68,13 @@ elif [ "$part" = 3 ]; then  # the timing validation, twice in fresh processes, t
     done
     step timing_validation_between 20 python3 benchmarks/timing_validation.py --between "$W/timing_validation_run1.json" \
         "$W/timing_validation_run2.json" --out "$W/timing_validation_between.md"
+    for preset in seed image; do   # the A/A behind issue 14's published timings
+        step aa_single_read_coop_$preset 100 python3 benchmarks/timing_validation.py --aa single_read_coop \
+            --preset $preset --dtype float32,bfloat16 --modes forward,backward --out "$W/aa_single_read_coop_$preset.md" \
+            --json "$W/aa_single_read_coop_$preset.json"
+    done
     step seed_timing 110 python3 main.py compare $ALL --preset seed --check timing --modes forward,backward,full \
         --json "$W/seed_timing.json"
-    step pytest_gpu 90 python3 -m pytest -q -rs -p no:cacheprovider tests/test_gpu.py
 else                       # the reports, then the tests that exercise the GPU paths
     step seed 200 python3 main.py compare $ALL --preset seed --modes forward,backward,full --trials 2 --out "$W/seed"
     step numerics 150 python3 main.py compare pointer_mutation explicit_offset --check numerics --check backward \

@@ -50,6 +50,8 @@ TRITON_VARIANTS = (
     ("single_read_tiled", "single_read with [rows, 8] tiles: W/B per row, two fused reductions"),
     ("single_read_coop", "x read once on every shape: a lean program per group, large groups split over "
                          "programs that wait for each other; its own backward reads x and dy once"),
+    ("single_read_coop_reread", "single_read_coop with split slices streamed and read again from L2 after "
+                                "the wait (split groups only)"),
 )
 # The largest group one program keeps in registers without spilling: 16 float32 values per thread of a
 # 1,024-thread program (a multiprocessor's 65,536 registers also hold addresses, masks and temporaries).
