@@ -66,15 +66,24 @@ def main():
                                       us=round(ms * 1e3, 1), pct=round(100 * moved / (ms * 1e-3) / 1e9 / copy_gbs, 1),
                                       config=config.label if name == "reread" else "")), flush=True)
 
-        def kernel_ab(harness, entries, control=True, **settings):
+        def kernel_ab(harness, entries, control=True, sleep_ms=0.0, **settings):
             config_ = timing.TimingConfig(**{"rounds": 12, "max_seconds": 2.0, **settings})
             calls, ctrl = timing.case_calls(FAMILY.bench_call, entries, inputs, shape, "forward", config_.placements)
+            if sleep_ms:   # a long neighbour that moves no memory: the GPU busy, its SMs spinning
+                cycles = int(sleep_ms * 1e-3 * torch.cuda.clock_rate() * 1e6)
+                calls = {"sleep": (lambda: torch.cuda._sleep(cycles),) * config_.placements, **calls}
             started = time.perf_counter()
             case = timing.time_case(calls, moved, copy_gbs, shape.label, "forward", config_, dtype=dtype,
                                     control=ctrl if control else None)
             record(f"{harness} ({case.graph and 'graph' or 'eager'}, {time.perf_counter() - started:.1f} s)",
                    {v.variant: v.median_ms for v in case.variants if v.status == "ok"})
 
+        if dtype == "bfloat16" and n == 16:   # kernel-ab's report put it at 35.4 us here, among these neighbours
+            slow = [v for v in FAMILY.variants() if v.name in ("pointer_mutation", "flat")]
+            kernel_ab("kernel-ab: pointer_mutation (2.7 ms) and flat (1 ms) in the rounds", slow + variants)
+            kernel_ab("kernel-ab: pointer_mutation (2.7 ms) in the rounds", slow[:1] + variants)
+            kernel_ab("kernel-ab: a 2.7 ms sleep in the rounds", variants, sleep_ms=2.7)
+            kernel_ab("kernel-ab: a 0.3 ms sleep in the rounds", variants, sleep_ms=0.3)
         calls = {v.name: FAMILY.bench_call(v, inputs, shape, "forward") for v in variants}
         record("probe: graph, wait after each call", {k: time_ms(f, flush, 30) for k, f in calls.items()})
         record("probe harness, eager", {k: eager_ms(f, flush, 30) for k, f in calls.items()})
