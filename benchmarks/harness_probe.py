@@ -70,7 +70,7 @@ def main():
             config_ = timing.TimingConfig(**{"rounds": 12, "max_seconds": 2.0, **settings})
             calls, ctrl = timing.case_calls(FAMILY.bench_call, entries, inputs, shape, "forward", config_.placements)
             if sleep_ms:   # a long neighbour that moves no memory: the GPU busy, its SMs spinning
-                cycles = int(sleep_ms * 1e-3 * torch.cuda.clock_rate() * 1e6)
+                cycles = int(sleep_ms * 1.98e6)   # at the H200's 1,980 MHz top clock
                 calls = {"sleep": (lambda: torch.cuda._sleep(cycles),) * config_.placements, **calls}
             started = time.perf_counter()
             case = timing.time_case(calls, moved, copy_gbs, shape.label, "forward", config_, dtype=dtype,
