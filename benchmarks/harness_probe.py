@@ -8,6 +8,7 @@ times the very same bench calls (the family's `bench_call`, as kernel-ab builds 
 harness and a few of kernel-ab's settings taken one at a time, so the difference lands on one of them.
 
     python3 benchmarks/harness_probe.py
+    python3 benchmarks/harness_probe.py --placements   # the same x at 8 places in device memory
 """
 from __future__ import annotations
 
@@ -39,8 +40,38 @@ def eager_ms(fn, flush, reps):
     return statistics.median(_one_call_ms(fn, flush) for _ in range(reps))
 
 
+def placements(flush, copies=8):
+    """bfloat16 N16 C320: the same x copied to `copies` places in device memory, each after a pad of another
+    size, and single_read_coop, its read-again slices and pointer_mutation timed on each copy (the
+    probe's harness): does where x lies change what they take?"""
+    import torch
+    from benchmarks.coop_probe import time_ms
+    from variants.group_norm import FAMILY, Shape
+    shape = Shape(16, 320, 32, (64, 64))
+    inputs = FAMILY.make_inputs(shape, torch.bfloat16, "cuda", 0)
+    outputs = FAMILY.alloc_outputs(shape, torch.bfloat16, "cuda")
+    names = ("single_read_coop", "single_read_coop_reread", "pointer_mutation")
+    variants = {v.name: v for v in FAMILY.variants() if v.name in names}
+    kept = []
+    for k in range(copies):
+        kept.append(torch.empty((k * 37 + 11) << 20, dtype=torch.uint8, device="cuda"))   # pads of 11-270 MiB
+        x = inputs.x.clone()
+        kept.append(x)
+        placed = dataclasses.replace(inputs, x=x)
+        row = {"copy": k, "x_at_mib": x.data_ptr() >> 20}
+        for name in names:
+            row[name] = round(time_ms(lambda v=variants[name]: v.run(placed, outputs, shape), flush, 15) * 1e3, 1)
+        print(json.dumps(row), flush=True)
+
+
 def main():
     print("$ python3 benchmarks/harness_probe.py " + " ".join(sys.argv[1:]), flush=True)
+    if sys.argv[1:] == ["--placements"]:
+        import torch
+        import compare.backend as backend
+        backend.configure("cuda")
+        placements(torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda"))
+        return
     import torch
     import compare.backend as backend
     backend.configure("cuda")
