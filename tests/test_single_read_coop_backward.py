@@ -116,7 +116,8 @@ def test_the_family_runs_it_as_single_read_coops_backward():
     variant = next(v for v in gn.FAMILY.variants() if v.name == "single_read_coop")
     assert variant.own_kernels == ("forward", "backward")
     assert variant.backward_kernel is cb.coop_backward and variant.backward_launcher is cb.launch_coop_backward
-    others = [v for v in gn.FAMILY.variants() if v.kind == "triton" and v.name != "single_read_coop"]
+    # the variants of other files run the shared backward; single_read_coop_reread imports this one
+    others = [v for v in gn.FAMILY.variants() if v.kind == "triton" and not v.name.startswith("single_read_coop")]
     assert others and all(v.backward_kernel is None for v in others)
 
 

@@ -11,8 +11,7 @@ BACKEND = backend.configure("cpu")
 
 import variants.group_norm as gn  # noqa: E402
 from variants import registry  # noqa: E402
-from variants.group_norm import single_read_coop_reread as reread  # noqa: E402
-from variants.group_norm.coop_launch import REREAD_BLOCK  # noqa: E402
+from variants.group_norm.coop_launch import REREAD_BLOCK, REREAD_PROGRAMS_PER_SM, read_again  # noqa: E402
 
 H200_SMS = 132
 
@@ -21,22 +20,22 @@ H200_SMS = 132
                                    gn.Shape(3, 40, 2, (64, 64))])
 def test_slices_of_whole_blocks_keep_every_program_of_the_launch_on_the_gpu_at_once(shape):
     groups_per_sm = shape.batch * shape.num_groups / H200_SMS
-    config = reread.reread_config(shape.hidden_size, groups_per_sm)
+    config = read_again(shape.hidden_size, groups_per_sm)
     slices = -(-shape.hidden_size // config.slice_size)
     assert config.split and config.chunks >= 2 and config.block == REREAD_BLOCK
     assert slices * config.slice_size >= shape.hidden_size > (slices - 1) * config.slice_size
-    assert slices >= 2 and (groups_per_sm * slices <= reread.PROGRAMS_PER_SM or slices == 2)
+    assert slices >= 2 and (groups_per_sm * slices <= REREAD_PROGRAMS_PER_SM or slices == 2)
 
 
 def test_image_shapes_take_the_slices_the_probe_timed():
     # bfloat16 N16 C320 on 132 SMs: 4 slices of 5 blocks (benchmarks/harness_probe.py: "b2048x5")
-    assert reread.reread_config(40960, 16 * 32 / H200_SMS).label == "split b2048x5 w2 reread"
-    assert reread.reread_config(65536, 32 * 32 / H200_SMS).label == "split b2048x16 w2 reread"
+    assert read_again(40960, 16 * 32 / H200_SMS).label == "split b2048x5 w2 reread"
+    assert read_again(65536, 32 * 32 / H200_SMS).label == "split b2048x16 w2 reread"
 
 
 def test_a_group_one_program_holds_is_an_error_that_names_the_limit():
     with pytest.raises(ValueError, match=r"more than 16384 elements\), got 2048"):
-        reread.reread_config(2048, 1.0)
+        read_again(2048, 1.0)
 
 
 @pytest.mark.parametrize("kind", ["normal", "large_mean", "all_equal"])

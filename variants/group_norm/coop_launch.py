@@ -73,17 +73,33 @@ OVERLAP_SLICES_PER_SM = 32
 TILE_WIDTH_PER_WARP = 256    # 32 threads of 16-byte bfloat16 vectors: narrower rows put warps across rows
 
 
-# Slices read again from L2 (`chunks`): blocks of REREAD_BLOCK elements, REREAD_WARPS warps. Not chosen:
-# on bfloat16 N16 C320 the probe timed them at 28.3-29.3 us against 33.5-33.9 us held (a reading flush),
-# but kernel-ab's own timing put them at 35.7-36.0 us, and why is not known
-# (reports/h200/roofline_coop/probe/README.md, runs 12-17; reports/h200/roofline_coop_read_flush).
+# Slices read again from L2 (`chunks`): blocks of REREAD_BLOCK elements, REREAD_WARPS warps, REREAD_PROGRAMS_PER_SM
+# programs an SM (64 registers a thread on triton 3.6), so that every program of the launch runs at once.
+# Chosen for 16-bit launches whose x fits L2 (bfloat16 N16 C320 on the H200: 42 MB of 60 MiB): there
+# kernel-ab timed them at 29.2-29.5 us against 33.3-34.0 us for slices held in registers; float32 (x of
+# 84 MB) and launches larger than L2 are slower read again (reports/h200/roofline_coop_reread).
+REREAD_SIZES = (2,)
 REREAD_BLOCK = 2048
 REREAD_WARPS = 2
+REREAD_PROGRAMS_PER_SM = 16
 
 
-def choose(hidden_size: int, element_size: int = 4, groups_per_sm: float = 0.0) -> Config:
+def read_again(hidden_size: int, groups_per_sm: float) -> Config:
+    """Slices read again from L2: whole blocks, as many slices a group as keep REREAD_PROGRAMS_PER_SM
+    programs on each multiprocessor (at least 2 blocks a slice: one would be the held path with smaller
+    blocks). A group one program holds is refused."""
+    if hidden_size <= ON_CHIP:
+        raise ValueError(f"slices are read again only for groups split over programs (more than {ON_CHIP} "
+                         f"elements), got {hidden_size}; a program holds such a group")
+    slices = max(2, int(REREAD_PROGRAMS_PER_SM // groups_per_sm)) if groups_per_sm > 0 else 2
+    chunks = max(2, -(-(-(-hidden_size // slices)) // REREAD_BLOCK))
+    return Config(REREAD_BLOCK, REREAD_WARPS, split=True, chunks=chunks)
+
+
+def choose(hidden_size: int, element_size: int = 4, groups_per_sm: float = 0.0, l2_bytes_per_sm: float = 0.0) -> Config:
     """The configuration `launch` uses for groups of `hidden_size` elements of `element_size` bytes,
-    `groups_per_sm` of them for each multiprocessor of the GPU."""
+    `groups_per_sm` of them for each multiprocessor of the GPU, whose L2 holds `l2_bytes_per_sm` bytes
+    for each multiprocessor (0: unknown, so nothing is read again from it)."""
     block = triton.next_power_of_2(hidden_size)
     if block <= ON_CHIP:
         per_thread = RESIDENT_PER_THREAD.get(element_size, 64)
@@ -91,6 +107,9 @@ def choose(hidden_size: int, element_size: int = 4, groups_per_sm: float = 0.0) 
     slices_per_sm = groups_per_sm * -(-hidden_size // SPLIT_BLOCK)
     if element_size in OVERLAP_REGISTERS and slices_per_sm >= OVERLAP_SLICES_PER_SM:
         return Config(SPLIT_BLOCK, SPLIT_WARPS, split=True, max_registers=OVERLAP_REGISTERS[element_size], overlap=True)
+    if (element_size in REREAD_SIZES and 0 < groups_per_sm <= REREAD_PROGRAMS_PER_SM / 2
+            and groups_per_sm * hidden_size * element_size <= l2_bytes_per_sm):
+        return read_again(hidden_size, groups_per_sm)
     return Config(SPLIT_BLOCK, SPLIT_WARPS, split=True, max_registers=SPLIT_REGISTERS.get(element_size, 128))
 
 
@@ -105,9 +124,14 @@ def tile_rows(block: int, hidden_per_channel: int, num_warps: int) -> int:
 
 
 def chosen(x, shape) -> Config:
-    """`choose`'s configuration for `shape` with x on its device (how many groups each multiprocessor gets)."""
-    sms = torch.cuda.get_device_properties(x.device).multi_processor_count if x.is_cuda else 1
-    return choose(shape.hidden_size, x.element_size(), shape.batch * shape.num_groups / sms)
+    """`choose`'s configuration for `shape` with x on its device (how many groups each multiprocessor gets,
+    and how much of L2 there is for each; on the CPU one multiprocessor and no L2)."""
+    if not x.is_cuda:
+        return choose(shape.hidden_size, x.element_size(), float(shape.batch * shape.num_groups))
+    props = torch.cuda.get_device_properties(x.device)
+    sms = props.multi_processor_count
+    return choose(shape.hidden_size, x.element_size(), shape.batch * shape.num_groups / sms,
+                  props.L2_cache_size / sms)
 
 
 def describe(config: Config, device) -> str:
