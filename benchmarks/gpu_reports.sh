@@ -46,10 +46,15 @@ if [ "$part" = 1 ]; then   # everything tests/ holds, GPU tests included (slow: 
     step pytest 580 python3 -m pytest -q -rs -p no:cacheprovider tests
 elif [ "$part" = 4 ]; then  # issue 14, forward: the roofline kernel's timing against the others, then numerics
     ROOF="pointer_mutation flat single_read_tiled single_read_coop torch inductor"
-    step roofline_seed 190 python3 main.py compare $ROOF --preset seed --dtype float32,bfloat16 --modes forward \
-        --check timing --max-seconds 2 --out "$W/roofline_seed"
-    step roofline_image 250 python3 main.py compare $ROOF single_read_coop_reread --preset image --dtype float32,bfloat16 --modes forward \
-        --check timing --max-seconds 2 --rounds 12 --out "$W/roofline_image"
+    # one process per dtype: in one process, after torch and inductor had run the float32 image cases, the
+    # kernels that lean on L2 ran slower in the bfloat16 ones (pointer_mutation 2.2x, slices read again
+    # 22%), and not in a process of their own (reports/h200/roofline_coop_reread/README.md)
+    for dtype in float32 bfloat16; do
+        step roofline_seed_$dtype 110 python3 main.py compare $ROOF --preset seed --dtype $dtype --modes forward \
+            --check timing --max-seconds 2 --out "$W/roofline_seed_$dtype"
+        step roofline_image_$dtype 130 python3 main.py compare $ROOF single_read_coop_reread --preset image --dtype $dtype \
+            --modes forward --check timing --max-seconds 2 --rounds 12 --out "$W/roofline_image_$dtype"
+    done
     step numerics_seed512 150 python3 main.py compare pointer_mutation single_read_coop torch --check numerics \
         --check backward --inputs all --dtype all --trials 1 --preset seed512 --out "$W/numerics_seed512"
 elif [ "$part" = 5 ]; then  # issue 14, backward: its own backward's timing, the numerics of a split shape, GPU tests

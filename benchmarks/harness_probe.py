@@ -9,6 +9,9 @@ harness and a few of kernel-ab's settings taken one at a time, so the difference
 
     python3 benchmarks/harness_probe.py
     python3 benchmarks/harness_probe.py --placements   # the same x at 8 places in device memory
+
+Its runs and what they found (the harness agrees; state left by earlier cases in the process does not):
+reports/h200/roofline_coop_reread/README.md.
 """
 from __future__ import annotations
 
@@ -25,13 +28,11 @@ SHAPES = ((16, 320, 32, (64, 64), "bfloat16"), (16, 320, 32, (64, 64), "float32"
 
 
 def reread_config(shape, x):
-    """Slices read again from L2, as `choose` picked them at d11bd41: 16 programs an SM, blocks of 2,048."""
+    """Slices read again from L2 as `choose` picked them at d11bd41 (`coop_launch.read_again`)."""
     import torch
-    from variants.group_norm.coop_launch import REREAD_BLOCK, REREAD_WARPS, Config
+    from variants.group_norm.coop_launch import read_again
     sms = torch.cuda.get_device_properties(x.device).multi_processor_count
-    slices = max(2, int(16 // (shape.batch * shape.num_groups / sms)))
-    chunks = max(2, -(-(-(-shape.hidden_size // slices)) // REREAD_BLOCK))
-    return Config(REREAD_BLOCK, REREAD_WARPS, split=True, chunks=chunks)
+    return read_again(shape.hidden_size, shape.batch * shape.num_groups / sms)
 
 
 def eager_ms(fn, flush, reps):
