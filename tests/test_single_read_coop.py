@@ -92,21 +92,6 @@ def test_choose_and_the_config_rules():
                                                              max_registers=coop.OVERLAP_REGISTERS[2], overlap=True)
     assert not coop.choose(40960, 2, 512 / 132).overlap and not coop.choose(65536, 4, 1024 / 132).overlap
     assert not coop.choose(2048, 2, 10000.0).overlap
-
-
-H200_L2_PER_SM = 60 * 2**20 / 132
-
-
-@pytest.mark.parametrize("hidden, size, groups, read_again", [
-    (40960, 2, 512, True),      # bfloat16 N16 C320: 42 MB of x, within L2
-    (40960, 4, 512, False),     # float32 N16 C320: 84 MB, more than L2
-    (65536, 2, 1024, False),    # bfloat16 N32 C512: overlapped (many slices an SM), and more than L2 anyway
-    (40960, 2, 1200, False),    # more than 8 groups an SM: fewer than 2 slices a group in one turn
-])
-def test_choose_reads_slices_again_only_for_16_bit_launches_whose_x_fits_l2(hidden, size, groups, read_again):
-    config = coop.choose(hidden, size, groups / 132, H200_L2_PER_SM)
-    assert (config.chunks > 1) == read_again, config.label
-    assert coop.choose(hidden, size, groups / 132).chunks == 1   # L2 unknown: never read again
     with pytest.raises(ValueError, match="power of two"):
         coop.Config(3000, 4)
     with pytest.raises(ValueError, match="split configurations only"):
@@ -116,6 +101,22 @@ def test_choose_reads_slices_again_only_for_16_bit_launches_whose_x_fits_l2(hidd
     with pytest.raises(ValueError, match="cannot hold a group"):
         coop.launch_with(coop.Config(1024, 1), inputs, gn.alloc_outputs(shape, torch.float32, "cpu"), shape)
     assert "interpreted" in coop.describe(coop.Config(64, 4, split=True), torch.device("cpu"))
+
+
+H200_L2_PER_SM = 60 * 2**20 / 132
+
+
+@pytest.mark.parametrize("hidden, size, groups, read_again", [
+    (40960, 2, 512, True),      # bfloat16 N16 C320: 42 MB of x, within L2
+    (40960, 4, 512, False),     # float32 N16 C320: 84 MB, more than L2
+    (65536, 2, 1024, False),    # bfloat16 N32 C512: overlapped (many slices an SM), and more than L2 anyway
+    (20480, 2, 1200, False),    # 372 KB an SM, within L2, but more than 8 groups an SM: fewer than 2 slices
+                                # a group would keep every program of the launch running at once
+])
+def test_choose_reads_slices_again_only_for_16_bit_launches_whose_x_fits_l2(hidden, size, groups, read_again):
+    config = coop.choose(hidden, size, groups / 132, H200_L2_PER_SM)
+    assert (config.chunks > 1) == read_again, config.label
+    assert coop.choose(hidden, size, groups / 132).chunks == 1   # L2 unknown: never read again
 
 
 def test_a_read_again_configuration_is_split_only_and_never_overlapped():

@@ -18,11 +18,11 @@ read twice. One kernel (`coop_forward`) and its own launcher (`choose`) answer b
   launch's epoch once and knows every target: its arrivals need no answer), so nothing is zeroed
   between calls; a wait past MAX_POLLS polls writes NaN (the numerics say so), not a hang. Overlapped
   (16-bit launches of many slices an SM, `coop_launch.choose`), a program loads its next slice before it
-  waits for the group of the one it holds. Read again (`Config.chunks`; chosen for 16-bit x that fits L2, see coop_launch), a
-  program streams its slice through in blocks, publishes, waits, then reads the slice again, from L2
-  while it holds it, to write y: a turn then moves as many bytes as L2 keeps. Triton's interpreter
-  runs programs one after another, where slices would wait forever: on the CPU a split configuration
-  runs the spec entry, streaming the same blocks with the same arithmetic.
+  waits for the group of the one it holds. Read again (`Config.chunks`; chosen for 16-bit x that fits
+  L2, see coop_launch), a program streams its slice through in blocks, publishes, waits, then reads the
+  slice again, from L2 while it holds it, to write y: a turn then moves as many bytes as L2 keeps.
+  Triton's interpreter runs programs one after another, where slices would wait forever: on the CPU a
+  split configuration runs the spec entry, streaming the same blocks with the same arithmetic.
 
 16-bit x is loaded and held as 32-bit words, two values each (PAIR): held as 16-bit values the compiler
 gives each its own register, so a bfloat16 slice took as many registers as a float32 one.

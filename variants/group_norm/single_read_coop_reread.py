@@ -4,8 +4,9 @@ It exists so that kernel-ab times slices read again against slices held in regis
 shape and dtype, where single_read_coop's launcher picks one of the two. It settled a question the
 configuration probe could not: on bfloat16 N16 C320 (42 MB, less than the H200's 60 MiB of L2) the probe
 timed read-again slices at 28.3-29.3 us against 33.5-33.9 us held, but kernel-ab's report at `d11bd41`
-gave 35.7 us. Timed in the same rounds as single_read_coop, kernel-ab agrees with the probe there
-(reports/h200/roofline_coop_reread), and single_read_coop reads such launches again since.
+gave 35.7 us. Timed in the same rounds as single_read_coop, in a process that had not first timed
+torch's and inductor's float32 cases, kernel-ab agrees with the probe (29.4 us against 33.8 held;
+reports/h200/roofline_coop_reread), and single_read_coop reads such launches again since.
 
 Read again (`Config.chunks`): a program streams its slice through in blocks of REREAD_BLOCK elements,
 publishes the slice's partial statistics, waits for its group's other slices, then reads the slice again
