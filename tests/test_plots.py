@@ -55,3 +55,37 @@ def test_the_relative_panel_leaves_out_a_variant_far_off_unless_every_one_is():
     mixed = dataclasses.replace(far.timing.cases[0], comparisons=far.timing.cases[0].comparisons + (
         dataclasses.replace(near.timing.cases[0].comparisons[0], variant="C"),))
     assert plots.relative_panel([mixed], ["A", "B", "C"]) == (["C"], "beyond ±50% somewhere, so left out here: B")
+
+
+def test_every_variant_is_named_once_in_a_legend_under_the_panels_not_over_their_points():
+    import matplotlib.pyplot as plt
+    report = _flagged(fixed_report(), True)
+    fig = plots.figure(report, "forward", report.timing.cases[0].dtype)
+    names = [v.variant for v in report.timing.cases[0].variants]
+    (shared,) = fig.legends
+    assert [t.get_text() for t in shared.get_texts()] == names
+    inside = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+    assert not set(inside) & set(names)
+    assert any("noise band" in t for t in inside) and any("2/3 cap" in t for t in inside)
+    plt.close(fig)
+
+
+def test_the_roofline_panel_shows_shares_above_110_percent():
+    import matplotlib.pyplot as plt
+    report = fixed_report()
+    case = report.timing.cases[0]
+    fast = dataclasses.replace(case, variants=tuple(dataclasses.replace(v, fraction_of_copy=1.3) for v in case.variants))
+    report = dataclasses.replace(report, timing=dataclasses.replace(report.timing, cases=(fast,)))
+    fig = plots.figure(report, "forward", case.dtype)
+    roof = fig.axes[2]
+    assert roof.get_ylim()[1] >= 130
+    plt.close(fig)
+
+
+def test_each_shape_is_a_tick_labelled_with_its_own_value():
+    import matplotlib.pyplot as plt
+    report = fixed_report()
+    fig = plots.figure(report, "forward", report.timing.cases[0].dtype)
+    labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert labels == [f"{x:,.0f}" for x in sorted(set(report.x_values))]
+    plt.close(fig)
