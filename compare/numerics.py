@@ -25,6 +25,7 @@ from compare.backend import Backend, synchronize
 from compare.errors import summarize
 from compare.progress import Step
 from compare.results import NumericsCase, OutputError, PairBitwise, PairVerdict, RunSpread, VariantNumerics
+from variants.family import NotForThisShape
 
 # assert_close's default tolerances (torch.testing), by dtype
 TOLERANCES = {
@@ -212,6 +213,9 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
                     warnings.simplefilter("ignore", RuntimeWarning)  # numpy's overflow/invalid warnings from the
                     run(inputs, outputs)                             # interpreter: the measured NaN/Inf say it better
                     synchronize(backend)
+            except NotForThisShape as exc:   # a limit the variant documents, not a fault
+                status[v.name] = VariantNumerics(v.name, "not_run", (f"not for this shape: {exc}",))
+                continue
             except Exception as exc:  # a failing variant is reported, the others still run
                 if supervisor.is_fatal(exc):   # ... unless nothing can run after it (the supervisor reruns without it)
                     supervisor.poisoned(v.name, f"{supervisor.CRASHES[1]} ({summarize(exc)})")

@@ -163,7 +163,7 @@ class TimingVariant:
     """Every sample of one variant in one case (shape and mode), and what they add up to."""
 
     variant: str
-    status: str                       # "ok" or "error"
+    status: str                       # "ok", "error", or "not_run" (the variant's run: not for this shape)
     reason: str = ""
     samples_ms: tuple[float, ...] = ()  # all timed calls, round by round
     rounds: int = 0

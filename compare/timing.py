@@ -21,6 +21,7 @@ import torch
 from compare import stats, supervisor
 from compare.errors import summarize
 from compare.results import TimingCase, TimingComparison, TimingVariant
+from variants.family import NotForThisShape
 
 MODES = ("forward", "backward", "full")
 GRAPH_AUTO_BELOW_MS = 0.1   # in graph mode "auto", a case whose fastest eager call is under this is replayed from graphs
@@ -215,6 +216,7 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
     flush = torch.empty(config.flush_bytes // 4, dtype=torch.int32, device="cuda")
     timed: dict[str, list[_Timed]] = {}
     failed: dict[str, str] = {}
+    not_run: set[str] = set()   # of the failed: those whose run said the shape is not theirs
     memory: dict[str, int] = {}
     label = lambda name: "A/A control" if name == CONTROL else name  # noqa: E731
     for name, fns in entries.items():
@@ -228,6 +230,9 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
             while time.perf_counter() < deadline:
                 _one_call_ms(ts[0], flush)
             timed[name] = ts
+        except NotForThisShape as exc:   # a limit the variant documents, not a fault
+            failed[name] = f"not for this shape: {exc}"
+            not_run.add(name)
         except Exception as exc:  # a variant that crashes is reported; the rest are still timed
             if supervisor.is_fatal(exc):   # ... unless nothing can run after it (the supervisor reruns without it)
                 culprit = next(iter(calls)) if name == CONTROL else name
@@ -249,7 +254,7 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
     variants = []
     for name in calls:
         if name in failed:
-            variants.append(TimingVariant(name, "error", failed[name]))
+            variants.append(TimingVariant(name, "not_run" if name in not_run else "error", failed[name]))
             continue
         flat = [s for r in samples[name] for s in r]
         p20, p50, p80 = stats.quantiles(flat)
@@ -271,7 +276,9 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
     comparisons = []
     for name in names[1:]:
         if baseline in failed or name in failed:
-            comparisons.append(TimingComparison(baseline, name, "n/a", reason=f"{baseline if baseline in failed else name} failed"))
+            which = baseline if baseline in failed else name
+            comparisons.append(TimingComparison(baseline, name, "n/a",
+                                                reason=f"{which} {'not run' if which in not_run else 'failed'}"))
             continue
         est = stats.ratio_with_interval(samples[baseline], samples[name], seed=config.seed)
         same = _same_code(entries[baseline][0], entries[name][0])

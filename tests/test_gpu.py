@@ -54,6 +54,19 @@ def test_a_crashing_variant_is_reported_and_the_rest_timed():
     assert case.comparisons[0].verdict == "n/a"
 
 
+def test_a_variant_not_for_the_shape_is_not_run_and_says_why_and_the_rest_are_timed():
+    reg = registry()
+    shape = Shape(2, 8, 2, (64,))   # 256 elements a group: one program holds it, nothing to read again
+    inputs = FAMILY.make_inputs(shape, torch.float32, "cuda", 0)
+    calls = {n: FAMILY.bench_call(reg.get(n), inputs, shape, "forward")
+             for n in ("explicit_offset", "single_read_coop_reread")}
+    case = timing.time_case(calls, 1, 1.0, shape.label, "forward",
+                            timing.TimingConfig(rounds=3, min_rounds=3, calls_per_round=1, warmup_ms=1))
+    assert [v.status for v in case.variants] == ["ok", "not_run"]
+    assert case.variants[1].reason.startswith("not for this shape: slices are read again only")
+    assert case.comparisons[0].verdict == "n/a" and case.comparisons[0].reason == "single_read_coop_reread not run"
+
+
 def test_timing_every_dtype_and_mode_through_the_pipeline():
     from compare import pipeline
     request = pipeline.Request(("pointer_mutation", "explicit_offset", "torch"), shape="4,64,16,256",

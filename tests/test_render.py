@@ -134,3 +134,20 @@ def test_a_pipe_in_user_text_stays_inside_its_markdown_cell():
     columns = {line.count("|") - line.count("\\|") for line in table}
     assert len(columns) == 1, table
     assert "the new kernel \\| piped" in text
+
+
+def test_a_timing_variant_not_for_the_shape_is_a_warning_not_a_failure():
+    import dataclasses
+    from compare.render.timing_tables import timing_summary, timing_table
+    from compare.results import TimingComparison, TimingVariant
+    report = fixed_report()
+    case = report.timing.cases[0]
+    reason = "not for this shape: slices are read again only for groups split over programs"
+    case = dataclasses.replace(case, variants=case.variants[:1] + (TimingVariant("B", "not_run", reason),),
+                               comparisons=(TimingComparison("A", "B", "n/a", reason="B not run"),))
+    section = dataclasses.replace(report.timing, cases=(case,))
+    said = [(level, text) for level, text in timing_summary(section) if "B" in text]
+    assert ("warn", f"timing {case.mode} {case.shape}: B not run: {reason}") in said
+    assert not any(level == "fail" for level, _ in said)
+    row = next(r for r in timing_table(case, ()).rows if r[0] == "B")
+    assert row[1] == "not run"

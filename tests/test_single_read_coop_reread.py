@@ -10,7 +10,7 @@ from compare import backend, numerics
 BACKEND = backend.configure("cpu")
 
 import variants.group_norm as gn  # noqa: E402
-from variants import registry  # noqa: E402
+from variants import NotForThisShape, registry  # noqa: E402
 from variants.group_norm.coop_launch import REREAD_BLOCK, REREAD_PROGRAMS_PER_SM, read_again  # noqa: E402
 
 H200_SMS = 132
@@ -33,9 +33,15 @@ def test_image_shapes_take_the_slices_the_probe_timed():
     assert read_again(65536, 32 * 32 / H200_SMS).label == "split b2048x16 w2 reread"
 
 
-def test_a_group_one_program_holds_is_an_error_that_names_the_limit():
-    with pytest.raises(ValueError, match=r"more than 16384 elements\), got 2048"):
+def test_a_group_one_program_holds_is_not_for_this_variant_and_numerics_says_not_run_and_why():
+    with pytest.raises(NotForThisShape, match=r"more than 16384 elements\), got 2048"):
         read_again(2048, 1.0)
+    case = numerics.run_case(gn.FAMILY, [registry().get("single_read_coop"), registry().get("single_read_coop_reread")],
+                             gn.Shape(2, 8, 2, (16,)), torch.float32, BACKEND, (0,))
+    held, reread = case.variants
+    assert held.status == "pass" and reread.status == "not_run"
+    assert reread.reasons == ("not for this shape: slices are read again only for groups split over programs (more "
+                              "than 16384 elements), got 64; a program holds such a group",)
 
 
 @pytest.mark.parametrize("kind", ["normal", "large_mean", "all_equal"])

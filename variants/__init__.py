@@ -15,10 +15,10 @@ import pkgutil
 from pathlib import Path
 from typing import Iterable, Mapping, Optional
 
-from variants.family import Family, Preset, UnknownName
+from variants.family import Family, NotForThisShape, Preset, UnknownName
 from variants.variant import KINDS, NAME as _NAME, Variant
 
-__all__ = ["Family", "Preset", "Registry", "UnknownName", "Variant", "KINDS", "registry", "DEFAULT_FAMILY"]
+__all__ = ["Family", "NotForThisShape", "Preset", "Registry", "UnknownName", "Variant", "KINDS", "registry", "DEFAULT_FAMILY"]
 
 # the family `compare` runs when neither a family nor a variant is named (else the first one found)
 DEFAULT_FAMILY = "group_norm"

@@ -59,6 +59,11 @@ def check_elements(numel: int) -> None:
                          "(2**31 - 1: the kernels index with 32-bit offsets)")
 
 
+class NotForThisShape(ValueError):
+    """Raised by a variant's run for a shape it does not handle by design (a limit its file documents, not a
+    fault): the comparison reports it "not run" with this message, where any other exception is "error"."""
+
+
 class UnknownName(LookupError):
     """A name (variant, preset, family, dtype, input kind) that is not registered; the message names the known ones."""
 

@@ -48,7 +48,7 @@ def timing_table(case: TimingCase, legend: tuple[str, ...]) -> Table:
     rows, notes = [], []
     for v in case.variants:
         if v.status != "ok":
-            rows.append((v.variant, "error", *(["-"] * 8)))
+            rows.append((v.variant, v.status.replace("_", " "), *(["-"] * 8)))
             notes.append(f"{v.variant}: {v.reason}")
             continue
         c = comps.get(v.variant)
@@ -104,10 +104,17 @@ def timing_summary(section: TimingSection) -> list[tuple[str, str]]:
     for baseline, variant, mode, dtype in keys:
         comps = [c for case in section.cases for c in case.comparisons if (c.baseline, c.variant) == (baseline, variant)
                  and (case.mode, case.dtype) == (mode, dtype) and c.verdict != "n/a"]
-        mode = f"{mode} {dtype}" if several else mode
         if not comps:
-            lines.append(("fail", f"timing {mode}: {variant} vs {baseline}: not compared (a variant failed)"))
+            statuses = {v.status for case in section.cases if (case.mode, case.dtype) == (mode, dtype)
+                        for v in case.variants if v.variant in (baseline, variant) and v.status != "ok"}
+            label = f"{mode} {dtype}" if several else mode
+            if statuses == {"not_run"}:   # the variant's run said these shapes are not its own
+                lines.append(("warn", f"timing {label}: {variant} vs {baseline}: not compared (not run: not for "
+                                      "these shapes)"))
+            else:
+                lines.append(("fail", f"timing {label}: {variant} vs {baseline}: not compared (a variant failed)"))
             continue
+        mode = f"{mode} {dtype}" if several else mode
         counts = {}
         for c in comps:
             counts[c.verdict] = counts.get(c.verdict, 0) + 1
@@ -119,6 +126,8 @@ def timing_summary(section: TimingSection) -> list[tuple[str, str]]:
     lines.extend(_control_summary(section))
     for case in section.cases:
         for v in case.variants:
-            if v.status != "ok":
+            if v.status == "not_run":
+                lines.append(("warn", f"timing {case.mode} {case.shape}: {v.variant} not run: {v.reason}"))
+            elif v.status != "ok":
                 lines.append(("fail", f"timing {case.mode} {case.shape}: {v.variant} failed: {v.reason}"))
     return lines

@@ -9,6 +9,7 @@ import dataclasses
 import torch
 import triton
 
+from variants.family import NotForThisShape
 from variants.group_norm.coop_sync import persistent_grid, workspace
 
 MAX_HIDDEN = 1 << 24                 # a group this large or larger is refused (int32 offsets, counters)
@@ -89,8 +90,8 @@ def read_again(hidden_size: int, groups_per_sm: float) -> Config:
     programs on each multiprocessor (at least 2 blocks a slice: one would be the held path with smaller
     blocks). A group one program holds is refused."""
     if hidden_size <= ON_CHIP:
-        raise ValueError(f"slices are read again only for groups split over programs (more than {ON_CHIP} "
-                         f"elements), got {hidden_size}; a program holds such a group")
+        raise NotForThisShape(f"slices are read again only for groups split over programs (more than {ON_CHIP} "
+                              f"elements), got {hidden_size}; a program holds such a group")
     slices = max(2, int(REREAD_PROGRAMS_PER_SM // groups_per_sm)) if groups_per_sm > 0 else 2
     chunks = max(2, -(-(-(-hidden_size // slices)) // REREAD_BLOCK))
     return Config(REREAD_BLOCK, REREAD_WARPS, split=True, chunks=chunks)
@@ -189,7 +190,7 @@ def run(coop_forward, group_norm_forward, config: Config, inputs, outputs: dict,
     compiled, `group_norm_forward` (the spec entry) for a split configuration on the CPU."""
     n_rows, h = shape.batch * shape.num_groups, shape.hidden_size
     if h >= MAX_HIDDEN:
-        raise ValueError(f"single_read_coop handles groups of fewer than {MAX_HIDDEN} elements, got {h}")
+        raise NotForThisShape(f"single_read_coop handles groups of fewer than {MAX_HIDDEN} elements, got {h}")
     x = inputs.x.contiguous()
     if x.device.type == "cpu" and config.split:
         streamed(group_norm_forward, config, x, inputs, outputs, shape)

@@ -14,8 +14,8 @@ publishes the slice's partial statistics, waits for its group's other slices, th
 programs fit an SM: the slice count is chosen so that every program of the launch runs at once (one
 turn), and the launch moves as many bytes at a time as L2 keeps rather than as registers hold
 (`coop_launch.read_again`). The arithmetic, the wait and the backward are single_read_coop's. Only groups
-split over programs (more than ON_CHIP elements) are read again; a smaller group is an error, not
-single_read_coop's resident path under another name.
+split over programs (more than ON_CHIP elements) are read again; on a smaller group the variant is
+reported "not run" (`NotForThisShape`), not run as single_read_coop's resident path under another name.
 """
 from __future__ import annotations
 
