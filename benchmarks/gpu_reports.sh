@@ -59,10 +59,12 @@ elif [ "$part" = 4 ]; then  # issue 14, forward: the roofline kernel's timing ag
         --check backward --inputs all --dtype all --trials 1 --preset seed512 --out "$W/numerics_seed512"
 elif [ "$part" = 5 ]; then  # issue 14, backward: its own backward's timing, the numerics of a split shape, GPU tests
     BACK="pointer_mutation single_read_coop torch inductor"
-    step backward_seed 150 python3 main.py compare $BACK --preset seed --dtype float32,bfloat16 --modes backward \
-        --check timing --max-seconds 2 --out "$W/backward_seed"
-    step backward_image 150 python3 main.py compare $BACK --preset image --dtype float32,bfloat16 --modes backward \
-        --check timing --max-seconds 2 --rounds 12 --out "$W/backward_image"
+    for dtype in float32 bfloat16; do   # one process per dtype, as in part 4
+        step backward_seed_$dtype 90 python3 main.py compare $BACK --preset seed --dtype $dtype --modes backward \
+            --check timing --max-seconds 2 --out "$W/backward_seed_$dtype"
+        step backward_image_$dtype 80 python3 main.py compare $BACK --preset image --dtype $dtype --modes backward \
+            --check timing --max-seconds 2 --rounds 12 --out "$W/backward_image_$dtype"
+    done
     step numerics_image 160 python3 main.py compare pointer_mutation single_read_coop single_read_coop_reread torch --check numerics \
         --check backward --inputs all --dtype all --trials 1 --shape 16,320,32,64x64 --out "$W/numerics_image_N16C320"
     step pytest_gpu 200 python3 -m pytest -q -rs -p no:cacheprovider tests/test_gpu.py
