@@ -296,6 +296,7 @@ def _capture(timed: dict[str, list[_Timed]], failed: dict[str, str], demanded: b
     """Capture every placement of every entry in a CUDA graph. If one cannot be captured: with graphs
     demanded it fails; otherwise (auto) every entry is timed eagerly, like with like. Returns the note."""
     broken = {}
+    stream = torch.cuda.current_stream()
     for name, ts in list(timed.items()):
         try:
             for t in ts:
@@ -303,6 +304,9 @@ def _capture(timed: dict[str, list[_Timed]], failed: dict[str, str], demanded: b
                 _one_call_ms(t, flush)
         except Exception as exc:
             broken[name] = summarize(exc)
+            # torch.cuda.graph's __exit__ does not restore the stream when capture_end raises: left alone,
+            # every later case of the process would run on the capture stream (and capture where it failed)
+            torch.cuda.set_stream(stream)
             for t in ts:
                 t.graph = None
             torch.cuda.synchronize()

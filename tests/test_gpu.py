@@ -206,3 +206,31 @@ def test_single_read_coop_split_launches_of_other_row_counts_do_not_disturb_each
             continue
         for name in FAMILY.outputs:
             assert torch.equal(out[name], first[order][name]), (order, name)
+
+
+def _backward_case(names, shape, dtype=torch.bfloat16, extra=None):
+    reg = registry()
+    inputs = FAMILY.make_inputs(shape, dtype, "cuda", 0)
+    calls = {n: FAMILY.bench_call(reg.get(n), inputs, shape, "backward") for n in names}
+    calls.update(extra or {})
+    return timing.time_case(calls, FAMILY.bytes_moved(shape, dtype, "backward"), 4000.0, shape.label, "backward",
+                            timing.TimingConfig(rounds=3, min_rounds=3, calls_per_round=1, warmup_ms=1))
+
+
+def test_torch_and_inductor_backward_are_replayed_from_graphs_and_leave_the_default_stream():
+    # their forward ran on the default stream and autograd ran the backward there, outside the capture:
+    # the first backward case of every process was timed eagerly (reports/h200/roofline_coop_reread)
+    case = _backward_case(("pointer_mutation", "torch", "inductor"), Shape(4, 64, 16, (256,)))
+    assert case.graph and case.note == "", case.note
+    assert [v.status for v in case.variants] == ["ok", "ok", "ok"]
+    assert torch.cuda.current_stream() == torch.cuda.default_stream()
+
+
+def test_a_pass_that_cannot_be_captured_leaves_torch_on_the_stream_it_found():
+    x = torch.ones(1024, device="cuda")
+
+    def synchronizes():   # .item() waits for the GPU: not allowed while a stream is captured
+        x.sum().item()
+    case = _backward_case(("pointer_mutation",), Shape(4, 64, 16, (256,)), extra={"synchronizes": synchronizes})
+    assert not case.graph and case.note.startswith("CUDA graph capture failed for synchronizes"), case.note
+    assert torch.cuda.current_stream() == torch.cuda.default_stream()

@@ -21,14 +21,19 @@ class _OpPass:
     def __init__(self, clock, kernel_ms, capturable=True):
         self.clock, self.kernel_ms, self.capturable = clock, kernel_ms, capturable
         self.captures = 0
+        self.ran_on = []   # the stream each eager call ran on
 
     def __call__(self):
+        self.ran_on.append(self.clock.stream)
         self.clock.now += self.kernel_ms + self.clock.rng.uniform(0.0, 1.0)
 
     def capture_graph(self):
         self.captures += 1
+        self.clock.stream = "capture"   # as torch.cuda.graph's __enter__ does
         if not self.capturable:
+            # torch.cuda.graph's __exit__ raises from capture_end before it restores the stream
             raise RuntimeError("operation not permitted when stream is capturing")
+        self.clock.stream = "default"
         return _Graph(self.clock, self.kernel_ms)
 
 
@@ -51,3 +56,10 @@ def test_an_op_that_cannot_be_captured_is_timed_eagerly_and_the_note_says_what_t
     assert "every variant of this case was timed from eager launches instead" in case.note
     assert "a: eager median" in case.note and "against 2000.0 us +/-0% from a graph" in case.note
     assert all(v.median_ms > 2.0 for v in case.variants)     # eager: overhead in every sample
+
+
+def test_a_failed_capture_leaves_the_stream_it_found_so_later_calls_and_cases_run_there(clock):  # noqa: F811
+    calls = {"a": _OpPass(clock, 2.0), "sync": _OpPass(clock, 2.0, capturable=False)}
+    timing.time_case(calls, 1000, 1.0, "S", "forward", CONFIG)
+    assert clock.stream == "default"
+    assert set(calls["a"].ran_on) == {"default"} and set(calls["sync"].ran_on) == {"default"}

@@ -13,6 +13,7 @@ class _Clock:
     def __init__(self):
         self.now = 0.0
         self.rng = random.Random(0)
+        self.stream = "default"   # torch's current stream, as far as the simulated device knows
 
 
 @pytest.fixture
@@ -32,7 +33,9 @@ def clock(monkeypatch):
         def elapsed_time(self, other):
             return other.t - self.t
     cuda = types.SimpleNamespace(Event=Event, synchronize=lambda: None, reset_peak_memory_stats=lambda: None,
-                                 memory_allocated=lambda: 0, max_memory_allocated=lambda: 0)
+                                 memory_allocated=lambda: 0, max_memory_allocated=lambda: 0,
+                                 current_stream=lambda: clock.stream,
+                                 set_stream=lambda stream: setattr(clock, "stream", stream))
     fake = types.SimpleNamespace(cuda=cuda, int32=torch.int32, empty=lambda n, dtype=None, device=None: torch.empty(1))
     monkeypatch.setattr(timing, "torch", fake)
     return clock

@@ -277,8 +277,9 @@ class Family(abc.ABC):
         """A zero-argument closure running one pass of `variant` for timing, buffers allocated up front.
 
         forward: the variant's forward. backward: Triton variants run their backward kernel on the saved
-        outputs of their own forward (accumulators zeroed each call, as a backward pass must); ops run
-        autograd's backward through a graph kept across calls. full: both.
+        outputs of their own forward (accumulators zeroed each call, as a backward pass must); torch,
+        inductor and op-level variants run autograd's backward through a graph kept across calls (an
+        `OpPass`). full: both.
 
         `buffers` is one placement shared by the variants of a timing case: outputs and gradients are
         taken from it (made on first use), so every variant writes to the same addresses and where a
@@ -286,9 +287,10 @@ class Family(abc.ABC):
         timed pass runs, so the comparison can tell two variants timing the same kernel apart from two
         that differ: a Triton pass is keyed by the kernels it runs (forward: the forward kernel; backward:
         the backward kernel and its launcher; full: both), so variants that share the family's kernel for
-        a pass time the same code; ops are None (not known). Op-level variants give an `OpPass`
-        (variants/ops.py): the op as training calls it, able to capture itself in CUDA graphs; it
-        allocates what the op allocates, so `buffers` does not apply to it."""
+        a pass time the same code; ops are None (not known). An `OpPass` (variants/ops.py; every pass of
+        an op-level variant, the backward and full passes of torch and inductor) is the op as training
+        calls it, able to capture itself in CUDA graphs; it allocates what the op allocates, so `buffers`
+        does not apply to it."""
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; known modes: {', '.join(MODES)}")
         if variant.kind == "op":
@@ -320,12 +322,11 @@ class Family(abc.ABC):
                 forward()
                 backward()
             return _timed(full, ("full", forward_code, backward_code))
-        call, leaves = self.op_call(variant.op, inputs, shape, variant.op_order or None)
-        tensors = tuple(leaves.values())
-        if mode == "backward":
-            result = call()
-            return _timed(lambda: torch.autograd.grad(result, tensors, inputs.dy, retain_graph=True), None)
-        return _timed(lambda: torch.autograd.grad(call(), tensors, inputs.dy), None)
+        # torch and inductor through autograd, as op-level variants are: an OpPass captures the forward on
+        # the stream it captures the backward on (autograd runs a backward op on its forward's stream, so a
+        # forward run on the default stream made every first capture fail, and the case was timed eagerly)
+        from variants.ops import OpPass
+        return OpPass(self, variant, inputs, shape, mode)
 
 
 def _shared(buffers: dict, key: str, make: Callable[[], Any]) -> Any:

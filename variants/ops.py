@@ -84,6 +84,7 @@ class OpPass:
     autograd's backward through one forward's graph, kept across calls; full: both."""
 
     prefers_graph = True   # an op-level call's host overhead can exceed a small kernel's time
+    timed_code = None      # what an op launches is not known, so no two ops are ever "identical timed code"
 
     def __init__(self, family, variant: Variant, inputs, shape, mode: str):
         if mode not in MODES:
