@@ -114,10 +114,11 @@ class OpPass:
     def capture_graph(self):
         """A CUDA graph whose replay is this pass. Warm-up runs on a side stream first (Triton compiles,
         autograd and the allocator settle outside the capture). forward and full are captured whole;
-        backward needs its forward captured first on the same capture stream (autograd runs a backward
-        op on its forward op's stream), replayed once so the saved tensors hold values, and then the
-        backward alone is captured into the graph returned, in the forward's memory pool (as
-        torch.cuda.make_graphed_callables does). Raises if the op cannot be captured (e.g. it
+        backward runs its forward eagerly on the capture stream first (autograd runs a backward op on its
+        forward op's stream: a forward on another stream put the backward outside the capture, which
+        failed), and then the backward alone is captured into the graph returned. On the H200 a forward
+        captured into a graph of its own, with the backward captured in that graph's pool (as
+        torch.cuda.make_graphed_callables does), failed too. Raises if the op cannot be captured (e.g. it
         synchronizes with the host)."""
         import torch
         side = torch.cuda.Stream()
@@ -140,13 +141,13 @@ class OpPass:
                 y = self._forward()
                 self._kept.extend((y, self._grad(y, retain=False)))
         else:
-            forward = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(forward, stream=capture):
+            with torch.cuda.stream(capture):
                 y = self._forward()
-            forward.replay()
-            with torch.cuda.graph(graph, pool=forward.pool(), stream=capture):
+                self._grad(y, retain=True)
+            torch.cuda.synchronize()
+            with torch.cuda.graph(graph, stream=capture):
                 grads = self._grad(y, retain=True)
-            self._kept.extend((forward, y, grads))
+            self._kept.extend((y, grads))
         torch.cuda.synchronize()
         return graph
 
