@@ -113,13 +113,13 @@ class OpPass:
 
     def capture_graph(self):
         """A CUDA graph whose replay is this pass. Warm-up runs on a side stream first (Triton compiles,
-        autograd and the allocator settle outside the capture). forward and full are captured whole;
-        backward runs its forward eagerly on the capture stream first (autograd runs a backward op on its
-        forward op's stream: a forward on another stream put the backward outside the capture, which
-        failed), and then the backward alone is captured into the graph returned. On the H200 a forward
-        captured into a graph of its own, with the backward captured in that graph's pool (as
-        torch.cuda.make_graphed_callables does), failed too. Raises if the op cannot be captured (e.g. it
-        synchronizes with the host)."""
+        autograd and the allocator settle outside the capture). forward and full are captured whole.
+        backward runs its forward eagerly on the capture stream and then captures the backward alone there:
+        autograd runs a backward op on its forward op's stream, and a leaf's gradient node (AccumulateGrad)
+        on the stream it was made on; one made on the default stream while capturing elsewhere breaks the
+        capture (torch warns "The AccumulateGrad node's stream does not match..."). So the eager pass's
+        forward, made on the default stream at __init__, is dropped first: its graph holds those nodes.
+        Raises if the op cannot be captured (e.g. it synchronizes with the host)."""
         import torch
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
@@ -141,13 +141,13 @@ class OpPass:
                 y = self._forward()
                 self._kept.extend((y, self._grad(y, retain=False)))
         else:
+            self._y = None   # frees the leaves' gradient nodes made on the default stream (see above)
             with torch.cuda.stream(capture):
-                y = self._forward()
-                self._grad(y, retain=True)
+                self._y = self._forward()   # eager calls (if the case falls back to them) run from it too
+                self._grad(self._y, retain=True)
             torch.cuda.synchronize()
             with torch.cuda.graph(graph, stream=capture):
-                grads = self._grad(y, retain=True)
-            self._kept.extend((y, grads))
+                self._kept.append(self._grad(self._y, retain=True))
         torch.cuda.synchronize()
         return graph
 
