@@ -322,9 +322,9 @@ class Family(abc.ABC):
                 forward()
                 backward()
             return _timed(full, ("full", forward_code, backward_code))
-        # torch and inductor through autograd, as op-level variants are: an OpPass captures the forward on
-        # the stream it captures the backward on (autograd runs a backward op on its forward's stream, so a
-        # forward run on the default stream made every first capture fail, and the case was timed eagerly)
+        # torch and inductor through autograd, as op-level variants are: an OpPass makes its forward on the
+        # stream it captures the backward on (the inputs' gradient nodes live where the forward made them:
+        # made on the default stream, they broke the capture, and the case was timed eagerly)
         from variants.ops import OpPass
         return OpPass(self, variant, inputs, shape, mode)
 
