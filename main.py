@@ -17,12 +17,17 @@ import argparse
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
+
+# a stop signal that comes while the command starts is kept, not lost: the supervisor or main() acts on it
+EARLY_SIGNALS: list[int] = []
 
 
 # options whose value may start with '-' (`--shape -2,8,2,16` is a bad shape, not a missing value)
 _VALUE_OPTIONS = frozenset({"--shape", "--eps", "--seed", "--trials", "--noise", "--rounds", "--calls",
-                            "--max-seconds", "--fail-if-slower", "--dtype", "--inputs", "--modes", "--target"})
+                            "--variant-timeout", "--max-seconds", "--fail-if-slower", "--dtype", "--inputs", "--modes",
+                            "--target"})
 
 
 class _ParseError(Exception):
@@ -57,6 +62,9 @@ def _shape_options(p: argparse.ArgumentParser) -> None:
                    help="float32, float16, bfloat16, a comma list of them, or all (default float32)")
     p.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"),
                    help="where kernels run: auto (GPU if present), cuda, or cpu (Triton interpreter)")
+    p.add_argument("--variant-timeout", type=float, default=300.0, metavar="SECONDS",
+                   help="a variant's launch (one case) that has not returned after this long is stopped and "
+                        "reported as hung; the others still run (default 300)")
 
 
 def _variant_options(p: argparse.ArgumentParser) -> None:
@@ -187,6 +195,7 @@ def _check(args) -> None:
     usage.at_least("--rounds", args.rounds, 2)
     usage.at_least("--calls", args.calls, 1)
     usage.finite("--max-seconds", args.max_seconds, strict=True)
+    usage.finite("--variant-timeout", args.variant_timeout, strict=True)
     usage.finite("--noise", args.noise)
     usage.finite("--fail-if-slower", args.fail_if_slower, what="a percentage")
     from compare import ir   # the IR's flags are checked even when the IR is not among the checks
@@ -223,7 +232,7 @@ def cmd_compare(args, registry, backend) -> int:
     from compare.render import files, json_report, terminal
     from compare import supervisor
     request = _request(args)
-    with pipeline.loaded(request, registry) as (request, registry, failed):  # --variant kernels, removed at exit
+    with pipeline.loaded(request, registry, supervisor.excluded()) as (request, registry, failed):  # removed at exit
         pipeline.resolve(request, registry)  # bad input fails before any work
         request, failed = pipeline.without_crashed(request, registry, failed, supervisor.excluded(),
                                                    supervisor.timing_left_out())
@@ -277,15 +286,6 @@ def cmd_report(args) -> int:
     return 0
 
 
-class Terminated(BaseException):
-    """SIGTERM (a CI timeout, a supervisor passing one on): unwinds like Ctrl-C, so temporary trees go."""
-
-
-def _on_sigterm(signum, _frame):
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)   # once: a second SIGTERM must not interrupt the cleanup
-    raise Terminated()
-
-
 def _prog() -> str:
     import os
     if os.environ.get("KERNEL_AB_PROG") in ("main.py", "kernel-ab"):
@@ -296,22 +296,24 @@ def _prog() -> str:
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """The command line (`python main.py ...`, `kernel-ab ...`): its exit code."""
-    import threading
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _on_sigterm)
+    from compare import supervisor
     try:
-        return _main(_join_values(list(sys.argv[1:] if argv is None else argv)), prog or _prog())
-    except KeyboardInterrupt:
-        print("kernel-ab: interrupted (Ctrl-C); no report", file=sys.stderr)
-        return 130
-    except Terminated:
-        print("kernel-ab: terminated (SIGTERM); no report", file=sys.stderr)
-        return 143
+        supervisor.install_stop_handlers(EARLY_SIGNALS)
+        code = _main(_join_values(list(sys.argv[1:] if argv is None else argv)), prog or _prog())
+    except supervisor.Stopped as exc:   # temporary trees and files are gone by now: the stack unwound
+        print(f"kernel-ab: {exc}; no report", file=sys.stderr)
+        code = exc.exit_code
+    except KeyboardInterrupt:           # raised by code outside any variant's launch
+        print("kernel-ab: interrupted; no report", file=sys.stderr)
+        code = 130
     except BrokenPipeError:
         # the reader left (`kernel-ab list | head`): stop quietly, as a command killed by SIGPIPE does;
         # stdout goes to devnull so that the interpreter's final flush does not raise again
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
+        code = 141
+    if code != supervisor.POISONED_EXIT:
+        supervisor.done(code)
+    return code
 
 
 def _main(argv: list[str], prog: str) -> int:
@@ -326,6 +328,8 @@ def _main(argv: list[str], prog: str) -> int:
         if args.command == "report":
             return cmd_report(args)
         _check(args)
+        if args.command in ("compare", "ir"):   # read by every launch's status record (compare.supervisor)
+            os.environ["KERNEL_AB_VARIANT_TIMEOUT"] = repr(args.variant_timeout)
         backend = configure(getattr(args, "device", "auto"))
         from variants import registry
         reg = registry()
@@ -347,16 +351,24 @@ def cli() -> None:
     """The `kernel-ab` console command (and `python main.py`): `compare` runs in a child process under a
     supervisor, so that a variant that crashes its process is reported and the others still come out
     (compare.supervisor); KERNEL_AB_ISOLATE=0 runs it in this process."""
-    import os
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, lambda s, _frame: EARLY_SIGNALS.append(s))
     from compare import supervisor
     argv = sys.argv[1:]
     words = [a for a in argv if not a.startswith("-")]
-    if (words[:1] == ["compare"] and os.environ.get(supervisor.ISOLATE_ENV) != "0"
+    if (words[:1] in (["compare"], ["ir"]) and os.environ.get(supervisor.ISOLATE_ENV) != "0"
             and not os.environ.get(supervisor.STATUS_ENV)):
+        from compare.supervision import supervise
         child = [sys.executable, sys.argv[0], *argv]   # the same command line, so the report records it
         os.environ["KERNEL_AB_PROG"] = _prog()   # the child names the command the user typed
-        sys.exit(supervisor.supervise(child))
-    sys.exit(main())
+        sys.exit(supervise(child, EARLY_SIGNALS))
+    code = main()
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        # a variant's thread would keep the process alive after its report (the report says whose it was)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

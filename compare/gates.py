@@ -22,6 +22,11 @@ def failures(report: Report, fail_on_numerics: bool = False, fail_if_slower_pct:
     if fail_on_numerics:
         broken += [f"variant {v.name} could not be loaded" for v in report.variants if v.status != "ok"]
         broken += gate_failures(report)
+        if report.numerics is None:   # a gate never passes without the evidence it judges
+            broken.append("--fail-on-numerics could not be judged: no numerics were run")
+    if fail_if_slower_pct is not None and report.timing is None:
+        why = next((s.removeprefix("timing: ") for s in report.skipped if s.startswith("timing:")), "not asked for")
+        broken.append(f"--fail-if-slower could not be judged: timing was not measured ({why.split(' (')[0]})")
     if fail_if_slower_pct is not None and report.timing is not None:
         for case in report.timing.cases:
             for c in case.comparisons:

@@ -20,7 +20,7 @@ from typing import Iterable, Optional
 
 import torch
 
-from compare import supervisor
+from compare import sealing, supervisor
 from compare.backend import Backend, synchronize
 from compare.errors import summarize
 from compare.progress import Step
@@ -195,11 +195,13 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
         elif runners[v.name][0]:
             status[v.name] = VariantNumerics(v.name, "not_run", (runners[v.name][0],))
     ref_fn = next((r[3] for r in runners.values() if r[3] is not None), None)
+    written: dict[str, list] = {v.name: [] for v in variants}
     for seed in seeds:
         if all(v.name in status for v in variants):
             break
-        inputs = family.make_inputs(shape, dtype, backend.device, seed, input_kind)
-        ref = ref_fn(inputs)
+        # every run reads a copy of these (compare.sealing): no variant's writes reach another
+        pristine = family.make_inputs(shape, dtype, backend.device, seed, input_kind)
+        ref = ref_fn(sealing.sealed_copy(pristine))
         produced: dict[str, dict[str, torch.Tensor]] = {}
         for v in variants:
             if v.name in status:
@@ -207,6 +209,7 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
             progress(f"numerics {direction} {shape.label} {dtype} {input_kind} seed {seed}: {v.name}")
             _, alloc, run, _ = runners[v.name]
             outputs = {k: poison_(t) for k, t in alloc().items()}
+            inputs = sealing.sealed_copy(pristine)
             what = f"numerics {direction} {shape.label} {str(dtype).removeprefix('torch.')} {input_kind} seed {seed}"
             try:
                 with supervisor.running((v.name,), what), warnings.catch_warnings():
@@ -216,16 +219,21 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
             except NotForThisShape as exc:   # a limit the variant documents, not a fault
                 status[v.name] = VariantNumerics(v.name, "not_run", (f"not for this shape: {exc}",))
                 continue
-            except Exception as exc:  # a failing variant is reported, the others still run
+            except BaseException as exc:  # a failing variant is reported (SystemExit too), the others still run
+                if not supervisor.is_variant_fault(exc):
+                    raise
                 if supervisor.is_fatal(exc):   # ... unless nothing can run after it (the supervisor reruns without it)
                     supervisor.poisoned(v.name, f"{supervisor.CRASHES[1]} ({summarize(exc)})")
-                status[v.name] = VariantNumerics(v.name, "error", (summarize(exc),))
+                status[v.name] = VariantNumerics(v.name, "error", (summarize(exc),),
+                                                 writes=sealing.writes(pristine, inputs))
                 continue
+            written[v.name].append(sealing.writes(pristine, inputs))
             produced[v.name] = outputs
             for name, t in outputs.items():
                 errors[v.name].append(measure(t, ref[name], name, dtype))
             if v.name not in spreads:
-                spreads[v.name] = _run_twice(run, alloc, inputs, outputs, backend)
+                spreads[v.name] = _run_twice(run, alloc, sealing.sealed_copy(pristine), outputs, backend,
+                                             (v.name, f"{what}, run again"))
         progress.advance()
         for a, b in itertools.combinations(produced, 2):
             for name in [n for n in produced[a] if n in produced[b]]:   # an op gives only its result
@@ -241,7 +249,7 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
         merged = tuple(merge(es) for es in by_output.values())
         reasons = tuple(r for e in merged for r in failure_reasons(e))
         results.append(VariantNumerics(v.name, "fail" if reasons else "pass", reasons, merged,
-                                       tuple(spreads.get(v.name, {}).values())))
+                                       tuple(spreads.get(v.name, {}).values()), sealing.merge(written[v.name])))
     pairs = []
     for (a, b, name), trials in diffs.items():
         if a in status or b in status:
@@ -256,16 +264,19 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
                         tuple(pairs), direction, verdicts, reference if reference in errors else "")
 
 
-def _run_twice(run, alloc, inputs, first: dict[str, torch.Tensor], backend: Backend) -> dict[str, RunSpread]:
+def _run_twice(run, alloc, inputs, first: dict[str, torch.Tensor], backend: Backend,
+               running: tuple[str, str]) -> dict[str, RunSpread]:
     """Run a variant again on the same inputs and compare each output's bits with the first run's.
     A crash on the repeat (it did not crash the first time) counts as no spread measured."""
     again = {k: poison_(t) for k, t in alloc().items()}
     try:
-        with warnings.catch_warnings():
+        with supervisor.running((running[0],), running[1]), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             run(inputs, again)
-        synchronize(backend)
-    except Exception:
+            synchronize(backend)
+    except BaseException as exc:
+        if not supervisor.is_variant_fault(exc):
+            raise
         return {}
     out = {}
     for name, t in first.items():

@@ -163,8 +163,10 @@ def _ir(request: Request, family, chosen, preset, backend: Backend, step) -> tup
 
 
 @contextlib.contextmanager
-def loaded(request: Request, registry: Registry) -> Iterator[tuple[Request, Registry, tuple[VariantInfo, ...]]]:
-    """Load the request's --variant kernels for the length of the block (variants.external).
+def loaded(request: Request, registry: Registry,
+           excluded=()) -> Iterator[tuple[Request, Registry, tuple[VariantInfo, ...]]]:
+    """Load the request's --variant kernels for the length of the block (variants.external); those
+    `excluded` names ((name, reason) pairs: their import ended an earlier run) are failed, not imported.
 
     Yields the request naming them after its own names, the registry holding them, and a failed
     VariantInfo for each kernel file that did not import. What was materialized is removed at exit,
@@ -175,10 +177,10 @@ def loaded(request: Request, registry: Registry) -> Iterator[tuple[Request, Regi
         yield request, registry, ()
         return
     from variants.external import BadSpec, ExternalKernels, add_to
-    with ExternalKernels(request.repo) as kernels:
+    with ExternalKernels(request.repo, guard=lambda name, what: supervisor.running((name,), what)) as kernels:
         try:
             joined = _joined_family(request, registry)
-            registry, names, failed = add_to(registry, kernels, request.external, joined)
+            registry, names, failed = add_to(registry, kernels, request.external, joined, dict(excluded))
         except (BadSpec, ValueError) as exc:
             raise UsageError(str(exc)) from None
         infos = tuple(VariantInfo(f.name, f.family, "triton", f"{f.where.rpartition('::')[2]}, loaded with --variant",
@@ -270,7 +272,7 @@ def run(request: Request, registry: Registry, backend: Backend,
         skipped.extend(ir_skipped)
     dtype_names = ",".join(str(d).removeprefix("torch.") for d in resolve_matrix(request, family)[0])
     return Report(family=family.name, preset=preset.name, dtype=dtype_names, baseline=chosen[0].name,
-                  variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
+                  incidents=supervisor.left_behind(), variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
                   x_name=preset.x_name, x_values=tuple(float(preset.x_value(s)) for s in preset.shapes),
                   shape_params=tuple(json.dumps(_shape_params(family, s), sort_keys=True) for s in preset.shapes),
                   numerics=numerics_section, timing=timing_section, ir=(ir_sections or (None,))[0],
@@ -299,10 +301,14 @@ def run_timing(family, chosen, preset, request: Request, step) -> TimingSection:
         for shape in preset.shapes:
             inputs = family.make_inputs(shape, dtype, "cuda", request.seed, request.input_kind)
             for mode in config.modes:
-                calls, control = timing.case_calls(family.bench_call, chosen, inputs, shape, mode, config.placements)
-                with supervisor.running(tuple(v.name for v in chosen), f"timing {shape.label} {mode} {dtype_name}"):
+                what = f"timing {shape.label} {mode} {dtype_name}"
+                with supervisor.running(tuple(v.name for v in chosen), what, launches=len(chosen) + 1,
+                                        extra_s=config.max_seconds):
+                    calls, control = timing.case_calls(family.bench_call, chosen, inputs, shape, mode,
+                                                       config.placements)
                     cases.append(timing.time_case(calls, family.bytes_moved(shape, dtype, mode), copy_gbs,
-                                                  shape.label, mode, config, step, dtype=dtype_name, control=control))
+                                                  shape.label, mode, config, step, dtype=dtype_name, control=control,
+                                                  inputs=inputs))
                 del calls, control
                 step.advance()
             del inputs
@@ -360,6 +366,8 @@ def run_numerics(request: Request, family, chosen, preset, backend: Backend, reg
                     f"--inputs all runs every case on every shape and trial")
     else:
         plan.append(f"every case on every shape, {len(full_seeds)} trials")
+    plan.append(f"every run reads its own copy of the inputs (a variant that writes into one is named); a launch "
+                f"that has not returned after {supervisor.limit_s():g} s is stopped (--variant-timeout)")
     ops = [v.name for v in variants if v.kind == "op"]
     if ops:
         plan.append(f"op-level variants ({', '.join(ops)}) are called as their users call them: forward, the op's "

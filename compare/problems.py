@@ -11,7 +11,7 @@ from compare.results import NumericsCase, NumericsSection, VariantNumerics
 
 # problem kinds, most severe first; an output shows only its most severe one
 KINDS = ("crashed", "never written", "non-finite where the reference is finite (or the reverse)",
-         "beyond tolerance", "less accurate than the reference point")
+         "beyond tolerance", "less accurate than the reference point", "writes into its input")
 
 @dataclasses.dataclass(frozen=True)
 class Problem:
@@ -45,9 +45,10 @@ def problems(case: NumericsCase, name: str) -> set[Problem]:
     if not ran(v) or name == case.reference:
         return set()
     where = (case.direction, case.dtype, case.input_kind, case.shape)
+    # an input it writes into: its output field names the input (x, dy), listed after the outputs
+    found = {Problem(*where, w.input, KINDS[5], "", len(v.outputs) + i) for i, w in enumerate(v.writes)}
     if v.status == "error":
-        return {Problem(*where, "-", KINDS[0], f"crashed ({v.reasons[0]})" if v.reasons else "")}
-    found = set()
+        return found | {Problem(*where, "-", KINDS[0], f"crashed ({v.reasons[0]})" if v.reasons else "")}
     order = {e.output: i for i, e in enumerate(v.outputs)}
     for e in v.outputs:
         nonfinite = "NaN" if e.nan and not e.inf else "Inf" if e.inf and not e.nan else "NaN/Inf"

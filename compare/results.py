@@ -70,6 +70,15 @@ class RunSpread:
 
 
 @dataclasses.dataclass(frozen=True)
+class InputWrite:
+    """An input a variant wrote into: its own sealed copy no longer held the family's values afterwards."""
+
+    input: str
+    changed: int            # elements whose bits changed, summed over the runs that wrote
+    numel: int              # elements of the input, summed over the same runs
+
+
+@dataclasses.dataclass(frozen=True)
 class VariantNumerics:
     variant: str
     status: str                     # "pass", "fail", "error" (crashed), "not_run", or "untrusted" (not run:
@@ -77,6 +86,7 @@ class VariantNumerics:
     reasons: tuple[str, ...] = ()   # why it failed, crashed or was not run, one line each
     outputs: tuple[OutputError, ...] = ()
     spread: tuple[RunSpread, ...] = ()   # run-to-run spread per output (empty in reports made before it)
+    writes: tuple[InputWrite, ...] = ()  # inputs it wrote into (each run reads its own copy: no other saw it)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,6 +186,7 @@ class TimingVariant:
     gbs: float = 0.0                  # bytes_moved / median time
     fraction_of_copy: float = 0.0     # gbs / the measured device-to-device copy bandwidth
     launch_cpu_ms: float = 0.0        # host time to issue one eager call (0: not measured)
+    writes: tuple[InputWrite, ...] = ()   # inputs its calls wrote into: restored before every timed call
 
 
 @dataclasses.dataclass(frozen=True)
@@ -283,6 +294,7 @@ class Report:
     ir_kernels: tuple[IRSection, ...] = ()   # further kernels compared (e.g. the backward), one section each
     skipped: tuple[str, ...] = ()    # sections not run, each with its reason
     schema_version: int = SCHEMA_VERSION
+    incidents: tuple[str, ...] = ()  # what variants did to the process beyond their results (threads left running)
 
     @property
     def ir_sections(self) -> tuple[IRSection, ...]:

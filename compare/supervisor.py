@@ -1,19 +1,15 @@
-"""Variant isolation: a variant that takes its process down is reported as failed, and the rest still
-come out.
+"""Variant isolation, the child's side (the supervisor's: compare/supervision.py): whatever a variant does to its process, it is that variant's result, and the rest
+of the report still comes out.
 
-A crash cannot be caught in the process it kills (a segfault in Triton's interpreter, an abort) or
-leaves nothing usable behind (an illegal address poisons the CUDA context for every later launch).
-So the `kernel-ab` command (and `python main.py`) runs `compare` in a child process under a small
-supervisor that imports nothing heavy. Before each launch the child writes which variant it is about
-to run, and on what, to a status file (`running`); a launch that returns clears it. When the child
-dies by a signal, or exits with `POISONED_EXIT` after a fatal device error, the supervisor reads the
-variant it was running, says so in one line, and runs the comparison again without it; that variant
-is then reported as failed with what is known (the signal or the device error, and the case).
-
-Cost: one extra Python start (the supervisor, standard library only) per run, and one small
-unbuffered write per launch in numerics; a crash costs one rerun of the work before it. Timing's
-calls are never wrapped (no cost in what is measured): a crash while timing names the case's
-variants together, and the rerun leaves timing out with that reason.
+`kernel-ab compare` and `ir` run in a child process (a session of its own) under a small supervisor that
+imports nothing heavy. Around every launch the child writes to a status file which variants run, on
+what, since when and for how long at most (`running`); its deliberate ends (a report, a usage error)
+write `done`. When the child dies by a signal, exits without `done` (os._exit, a crash, the OOM
+killer's SIGKILL), exits with `POISONED_EXIT` after a fatal device error, or outlives a launch's time
+limit (a hang: it is killed), the supervisor names the variant it was running, says so in one line and
+runs the comparison again without it. SIGINT, SIGTERM and SIGHUP reach the supervisor alone or with
+its group: they are passed to the child's group (which unwinds, removes its files and says one line),
+and the run exits 130, 143 or 129. Processes left in the child's group at its end are killed.
 """
 from __future__ import annotations
 
@@ -24,18 +20,26 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 STATUS_ENV = "KERNEL_AB_STATUS_FILE"     # set in the child: where it says what it is running
 EXCLUDED_ENV = "KERNEL_AB_EXCLUDED"      # set in the child: [[variant, reason], ...] to report as failed
 NO_TIMING_ENV = "KERNEL_AB_NO_TIMING"    # set in the child: why timing is left out
 ISOLATE_ENV = "KERNEL_AB_ISOLATE"        # "0": run in one process (no supervisor)
 POISONED_EXIT = 75                       # the child's exit code after a fatal device error
+DEFAULT_LIMIT_S = 300.0                  # --variant-timeout: one launch (a variant's case) at most this long
+GRACE_S = 10.0                           # after passing a signal on, the child's time to unwind
 _FATAL_DEVICE_ERRORS = ("illegal memory access", "illegal address", "unspecified launch failure",
                         "misaligned address", "illegal instruction", "device-side assert", "launch timed out")
 _MAX_RERUNS = 8
-# how a crashed variant's error starts (the report says "variant X crashed the process (SIGSEGV) while ...")
-CRASHES = ("crashed the process", "poisoned the CUDA context")
+# how a failed variant's error starts (the report says "variant X crashed the process (SIGSEGV) while ...")
+CRASHES = ("crashed the process", "poisoned the CUDA context", "ended the process", "did not return")
+_STOP_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
+_STOP_WORDS = {signal.SIGINT: "interrupted (Ctrl-C)", signal.SIGTERM: "terminated (SIGTERM)",
+               signal.SIGHUP: "hung up (SIGHUP)"}
 _NOW = {"what": ""}    # what the running launch is doing, for poisoned()
+LEFT_BEHIND: dict[str, list[str]] = {}   # variant -> threads and processes its launches left running
 
 
 class ContextPoisoned(BaseException):
@@ -47,29 +51,128 @@ class ContextPoisoned(BaseException):
         self.variant, self.error = variant, error
 
 
+class Stopped(BaseException):
+    """A signal the user (or a CI timeout) sent: the run unwinds, removes its files and says one line.
+    Unlike a KeyboardInterrupt that a variant's own code raises, it is never a variant's result."""
+
+    def __init__(self, signum: int):
+        super().__init__(_STOP_WORDS[signum])
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return _STOP_CODES[self.signum]
+
+
+def _on_stop_signal(signum, _frame):
+    for s in _STOP_CODES:   # once: a second signal must not interrupt the cleanup
+        signal.signal(s, signal.SIG_IGN)
+    raise Stopped(signum)
+
+
+def install_stop_handlers(early: list[int] | tuple = ()) -> None:
+    """SIGINT, SIGTERM, SIGHUP raise `Stopped` (main thread only); signals the supervisor held blocked
+    while this process started are delivered now, and one that came `early` is raised."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for s in _STOP_CODES:
+        signal.signal(s, _on_stop_signal)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, set(_STOP_CODES))
+    if early:
+        _on_stop_signal(early[0], None)
+
+
+def is_variant_fault(exc: BaseException) -> bool:
+    """Whether `exc`, raised while a variant ran, is that variant's result (SystemExit, a KeyboardInterrupt
+    its code raised, any error) rather than the user's signal or a poisoned context, which end the run."""
+    return not isinstance(exc, (Stopped, ContextPoisoned))
+
+
 def is_fatal(exc: BaseException) -> bool:
     """A device error after which the CUDA context is unusable (every later launch would fail)."""
     text = str(exc).lower()
     return type(exc).__name__ == "AcceleratorError" or ("cuda" in text and any(e in text for e in _FATAL_DEVICE_ERRORS))
 
 
-def _write(line: str) -> None:
+def _write(record: dict) -> None:
     path = os.environ.get(STATUS_ENV)
     if path:
         with open(path, "a", encoding="utf-8") as f:   # closed at once: the line survives a crash
-            f.write(line + "\n")
+            f.write(json.dumps(record) + "\n")
+
+
+def limit_s() -> float:
+    """The time limit of one launch in this run (--variant-timeout, passed down by main)."""
+    return float(os.environ.get("KERNEL_AB_VARIANT_TIMEOUT") or DEFAULT_LIMIT_S)
+
+
+def _child_pids() -> set[int]:
+    pids = set()
+    try:
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/children", encoding="ascii") as f:
+                pids.update(int(p) for p in f.read().split())
+    except OSError:
+        pass
+    return pids
+
+
+def _live_children(pids: set[int]) -> set[int]:
+    alive = set()
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+                if f.read().rpartition(")")[2].split()[0] != "Z":
+                    alive.add(pid)
+        except OSError:
+            pass
+    return alive
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
+            return f.read().strip()
+    except OSError:
+        return "?"
 
 
 @contextlib.contextmanager
-def running(names: tuple[str, ...] | list[str], what: str):
-    """Say, for a supervisor, that `names` (usually one variant) run `what` for the length of the block."""
+def running(names: tuple[str, ...] | list[str], what: str, launches: int = 1, extra_s: float = 0.0):
+    """Say, for a supervisor, that `names` (usually one variant) run `what` for the length of the block,
+    allowed `launches` times the launch limit and `extra_s` more; note threads and processes it leaves."""
     _NOW["what"] = what
-    if not os.environ.get(STATUS_ENV):
+    threads = set(threading.enumerate())
+    children = _child_pids()
+    _write({"variants": list(names), "what": what, "since": time.time(), "limit": limit_s() * launches + extra_s})
+    try:
         yield
-        return
-    _write(json.dumps({"variants": list(names), "what": what}))
-    yield
-    _write(json.dumps({"variants": [], "what": ""}))
+    finally:
+        _write({"variants": [], "what": ""})
+        new_threads = [t for t in threading.enumerate() if t not in threads and t.is_alive() and not t.daemon]
+        new_children = _live_children(_child_pids() - children)
+        if new_threads or new_children:
+            said = [f"thread {t.name!r}" for t in new_threads] + [f"process {_comm(pid)} ({pid})"
+                                                                   for pid in sorted(new_children)]
+            for name in names:
+                LEFT_BEHIND.setdefault(name, []).extend(said)
+
+
+def left_behind() -> tuple[str, ...]:
+    """One line per variant that left threads or processes running (still alive now), for the report."""
+    alive_threads = {f"thread {t.name!r}" for t in threading.enumerate() if t.is_alive() and not t.daemon}
+    lines = []
+    for name, things in LEFT_BEHIND.items():
+        live = [t for t in dict.fromkeys(things)
+                if t in alive_threads or (t.startswith("process ") and _live_children({int(t[:-1].rsplit("(")[1])}))]
+        if live:
+            lines.append(f"{name} left {', '.join(live)} running; stopped when kernel-ab ends")
+    return tuple(lines)
+
+
+def done(code: int) -> None:
+    """Record that the child ends deliberately (a report written, or a usage error said) with `code`."""
+    _write({"done": code})
 
 
 def excluded() -> list[tuple[str, str]]:
@@ -84,76 +187,8 @@ def timing_left_out() -> str:
     return os.environ.get(NO_TIMING_ENV, "")
 
 
-def _last_running(path: str) -> dict:
-    try:
-        with open(path, encoding="utf-8") as f:
-            lines = [line for line in f.read().splitlines() if line.strip()]
-        return json.loads(lines[-1]) if lines else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def _signal_name(returncode: int) -> str:
-    try:
-        return signal.Signals(-returncode).name
-    except ValueError:
-        return f"signal {-returncode}"
-
-
-def supervise(command: list[str]) -> int:
-    """Run `command` (a kernel-ab child) until it ends without a crash; rerun without each crasher."""
-    excluded_now: list[list[str]] = []
-    no_timing = ""
-    child: list[subprocess.Popen] = []
-
-    def forward(signum, _frame):  # a CI timeout's SIGTERM reaches the child, which cleans up and exits
-        if child and child[0].poll() is None:
-            child[0].send_signal(signum)
-
-    # Ctrl-C reaches the child from the terminal itself (one process group); a second SIGINT from here
-    # would interrupt the child's cleanup
-    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, forward),
-                signal.SIGINT: signal.signal(signal.SIGINT, lambda *_: None)}   # not SIG_IGN: the child would inherit it
-    try:
-        for _ in range(_MAX_RERUNS):
-            fd, status = tempfile.mkstemp(prefix="kernel-ab-status-")
-            os.close(fd)
-            try:
-                env = {**os.environ, STATUS_ENV: status, EXCLUDED_ENV: json.dumps(excluded_now)}
-                if no_timing:
-                    env[NO_TIMING_ENV] = no_timing
-                child[:] = [subprocess.Popen(command, env=env)]
-                rc = child[0].wait()
-                last = _last_running(status)
-            finally:
-                os.unlink(status)
-            if rc == POISONED_EXIT and last.get("variants"):
-                why = last.get("error") or "a fatal device error"
-            elif rc < 0 and -rc not in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL, signal.SIGHUP):
-                why = f"{CRASHES[0]} ({_signal_name(rc)})"
-            else:
-                return 130 if rc == -signal.SIGINT else 128 - rc if rc < 0 else rc
-            names = last.get("variants") or []
-            if not names:
-                print(f"kernel-ab: error: the comparison {why} outside any variant's launch; no report",
-                      file=sys.stderr)
-                return 1
-            where = last.get("what", "")
-            if len(names) == 1:
-                reason = f"{why} while running {where}"
-                print(f"kernel-ab: variant {names[0]} {reason}; running again without it", file=sys.stderr)
-                excluded_now.append([names[0], reason])
-            else:
-                no_timing = f"the process {why} while timing {where} ({', '.join(names)}); left out"
-                print(f"kernel-ab: {no_timing}; running again without timing", file=sys.stderr)
-        print("kernel-ab: error: too many variants crashed the process; no report", file=sys.stderr)
-        return 1
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-
-
 def poisoned(variant: str, error: str) -> None:
     """Record, for the supervisor, the fatal device error `variant` caused (then raise ContextPoisoned)."""
-    _write(json.dumps({"variants": [variant], "what": _NOW["what"], "error": error}))
+    _write({"variants": [variant], "what": _NOW["what"], "error": error})
     raise ContextPoisoned(variant, error)
+

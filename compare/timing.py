@@ -11,6 +11,7 @@ an interval and a verdict.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import random
 import time
@@ -18,7 +19,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from compare import stats, supervisor
+from compare import sealing, stats, supervisor
 from compare.errors import summarize
 from compare.results import TimingCase, TimingComparison, TimingVariant
 from variants.family import NotForThisShape
@@ -98,6 +99,12 @@ class _Timed:
     def __init__(self, fn: Callable[[], None]):
         self.fn = fn
         self.graph = None
+        self.restore: Callable[[], None] | None = None   # puts back inputs the pass writes into
+
+    def prepare(self) -> None:
+        """Before a timed call, outside its interval: the inputs as the family drew them."""
+        if self.restore is not None:
+            self.restore()
 
     def capture(self) -> None:
         own = getattr(self.fn, "capture_graph", None)   # a pass that knows how to capture itself (an op's)
@@ -131,6 +138,8 @@ def flush_l2(buffer: torch.Tensor) -> None:
 
 
 def _one_call_ms(fn, flush) -> float:
+    if isinstance(fn, _Timed):
+        fn.prepare()
     flush_l2(flush)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
@@ -154,6 +163,7 @@ def _launch_cpu_ms(fn, flush, repeats: int = 3) -> tuple[float, float]:
     time is the launch cost alone."""
     cpu, gpu = [], []
     for _ in range(repeats):
+        fn.prepare()
         torch.cuda.synchronize()
         flush_l2(flush)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -167,7 +177,7 @@ def _launch_cpu_ms(fn, flush, repeats: int = 3) -> tuple[float, float]:
     return min(cpu), min(gpu)
 
 
-def _failing(exc: Exception) -> Callable[[], None]:
+def _failing(exc: BaseException) -> Callable[[], None]:
     def fail():
         raise exc
     return fail
@@ -176,15 +186,23 @@ def _failing(exc: Exception) -> Callable[[], None]:
 def case_calls(bench_call: Callable[..., Callable[[], None]], variants: Sequence, inputs, shape, mode: str,
                placements: int = 1) -> tuple[dict[str, tuple], tuple]:
     """Every variant's bench calls for one case, one per placement, and the baseline's again for the A/A
-    control: `placements` sets of buffers, each shared by every variant (bench_call's `buffers`). A
+    control: `placements` sets of buffers, each shared by every variant (bench_call's `buffers`), and a
+    sealed copy of `inputs` for each entry (`sealed_inputs`), so no entry's writes reach another. A
     variant whose call cannot be built gets a call that raises its error, so it is reported as failed."""
     sets = [{} for _ in range(placements)]
 
     def build(variant):
+        own = sealing.sealed_copy(inputs)
         try:
-            return tuple(bench_call(variant, inputs, shape, mode, buffers=b) for b in sets)
-        except Exception as exc:  # reported by time_case, the rest still timed
-            return (_failing(exc),) * placements
+            calls = tuple(bench_call(variant, own, shape, mode, buffers=b) for b in sets)
+        except BaseException as exc:  # reported by time_case, the rest still timed
+            if not supervisor.is_variant_fault(exc):
+                raise
+            calls = (_failing(exc),) * placements
+        for call in calls:
+            with contextlib.suppress(AttributeError):   # a callable that takes no attributes: not watched
+                call.sealed_inputs = own
+        return calls
     calls = {v.name: build(v) for v in variants}
     return calls, build(variants[0])
 
@@ -204,11 +222,14 @@ def _same_code(a, b) -> bool:
 
 def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]], bytes_moved: int, copy_gbs: float,
               shape_label: str, mode: str, config: TimingConfig, step: Callable[[str], None] = lambda _: None,
-              dtype: str = "", control: Callable[[], None] | Sequence[Callable[[], None]] | None = None) -> TimingCase:
+              dtype: str = "", control: Callable[[], None] | Sequence[Callable[[], None]] | None = None,
+              inputs=None) -> TimingCase:
     """Time every entry (first = baseline) in interleaved rounds and compare each with the baseline.
 
     An entry is one callable, or one per placement (all entries the same number); round r runs
-    placement r mod n of every entry. `control` is the baseline's call(s) again: the hidden A/A entry."""
+    placement r mod n of every entry. `control` is the baseline's call(s) again: the hidden A/A entry.
+    `inputs`: the inputs as drawn; an entry whose `sealed_inputs` its first call changed gets them
+    restored before each timed call, outside the interval, and its TimingVariant says what it wrote."""
     placements = len(calls[next(iter(calls))]) if isinstance(calls[next(iter(calls))], (tuple, list)) else 1
     entries = {name: _as_placements(fn, placements) for name, fn in calls.items()}
     if control is not None:
@@ -217,6 +238,7 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
     timed: dict[str, list[_Timed]] = {}
     failed: dict[str, str] = {}
     not_run: set[str] = set()   # of the failed: those whose run said the shape is not theirs
+    written: dict[str, tuple] = {}   # entry -> the inputs its calls wrote into (sealing.writes)
     memory: dict[str, int] = {}
     label = lambda name: "A/A control" if name == CONTROL else name  # noqa: E731
     for name, fns in entries.items():
@@ -225,6 +247,7 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
             ts = [_Timed(fn) for fn in fns]
             for t in ts:
                 _one_call_ms(t, flush)   # the first call compiles; not a sample
+                _seal(t, inputs, written, name)
             memory[name] = _peak_memory(ts[0])
             deadline = time.perf_counter() + config.warmup_ms / 1e3
             while time.perf_counter() < deadline:
@@ -233,7 +256,9 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
         except NotForThisShape as exc:   # a limit the variant documents, not a fault
             failed[name] = f"not for this shape: {exc}"
             not_run.add(name)
-        except Exception as exc:  # a variant that crashes is reported; the rest are still timed
+        except BaseException as exc:  # a variant that crashes is reported; the rest are still timed
+            if not supervisor.is_variant_fault(exc):
+                raise
             if supervisor.is_fatal(exc):   # ... unless nothing can run after it (the supervisor reruns without it)
                 culprit = next(iter(calls)) if name == CONTROL else name
                 supervisor.poisoned(culprit, f"{supervisor.CRASHES[1]} ({summarize(exc)})")
@@ -261,7 +286,8 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
         gbs = bytes_moved / (p50 * 1e-3) / 1e9
         variants.append(TimingVariant(name, "ok", "", tuple(flat), len(samples[name]), config.calls_per_round,
                                       p20, p50, p80, memory[name], bytes_moved, gbs,
-                                      gbs / copy_gbs if copy_gbs else 0.0, round(launch[name][0], 4)))
+                                      gbs / copy_gbs if copy_gbs else 0.0, round(launch[name][0], 4),
+                                      written.get(name, ())))
     names = list(calls)
     baseline = names[0]
     control_est = None
@@ -283,8 +309,24 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
         est = stats.ratio_with_interval(samples[baseline], samples[name], seed=config.seed)
         same = _same_code(entries[baseline][0], entries[name][0])
         comparisons.append(_comparison(baseline, name, est, stats.decide(est, config.noise, control_est, same)))
+    writers = [n for n in calls if written.get(n)]
+    if writers:
+        note = "; ".join(filter(None, (note, f"{', '.join(writers)} wrote into its inputs: they were restored "
+                                              "before every timed call, outside the timed interval")))
     return TimingCase(shape_label, mode, bool(use_graph), round(seconds, 3), tuple(variants), tuple(comparisons),
                       note, dtype, control_cmp, placements, launch_bound)
+
+
+def _seal(t: _Timed, inputs, written: dict, name: str) -> None:
+    """After a call of `t`: if it changed its sealed inputs, note what and restore them before every call."""
+    own = getattr(t.fn, "sealed_inputs", None)
+    if inputs is None or own is None:
+        return
+    found = sealing.writes(inputs, own)
+    if found:
+        written[name] = found
+        t.restore = lambda: sealing.restore(own, inputs)
+        t.restore()
 
 
 def _comparison(baseline: str, name: str, est: stats.RatioEstimate, decision: stats.Decision) -> TimingComparison:
@@ -302,7 +344,9 @@ def _capture(timed: dict[str, list[_Timed]], failed: dict[str, str], demanded: b
             for t in ts:
                 t.capture()
                 _one_call_ms(t, flush)
-        except Exception as exc:
+        except BaseException as exc:
+            if not supervisor.is_variant_fault(exc):
+                raise
             broken[name] = summarize(exc)
             # torch.cuda.graph's __exit__ does not restore the stream when capture_end raises: left alone,
             # every later case of the process would run on the capture stream (and capture where it failed)
@@ -368,6 +412,7 @@ def _rounds(timed: dict[str, list[_Timed]], placements: int, config: TimingConfi
         for name in order:
             t = timed[name][rounds % placements]
             for _ in range(config.calls_per_round):
+                t.prepare()
                 flush_l2(flush)
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 start.record()

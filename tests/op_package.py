@@ -104,6 +104,23 @@ class GroupNormFunction(torch.autograd.Function):
         return dX, dW, dB, None, None, None
 
 
+class GroupNormDyInPlace(GroupNormFunction):
+    """GroupNormFunction whose backward writes dX over the upstream gradient's buffer, as training libraries
+    do to save memory (each group's dy is loaded before its dx is stored)."""
+
+    @staticmethod
+    def backward(ctx, dY):
+        X, W, mean, rstd = ctx.saved_tensors
+        num_channels, num_groups, cpg, spatial, block = ctx.sizes
+        n = X.shape[0]
+        xhat = (X.float().view(n, num_groups, -1) - mean[..., None]) * rstd[..., None]
+        per_channel = (dY.float().view(n, num_channels, -1), xhat.view(n, num_channels, -1))
+        dW = (per_channel[0] * per_channel[1]).sum(dim=(0, 2)).to(W.dtype)
+        dB = per_channel[0].sum(dim=(0, 2)).to(W.dtype)
+        gn_backward_kernel[(n, num_groups)](X, dY, dY, W, mean, rstd, cpg, spatial, num_groups, BLOCK_SIZE=block)
+        return dY, dW, dB, None, None, None
+
+
 def group_norm(x, num_groups, weight, bias, eps=1e-5):
     return GroupNormFunction.apply(x, weight, bias, x.shape[1], num_groups, eps)
 

@@ -77,3 +77,14 @@ def test_a_difference_beyond_the_baselines_run_to_run_spread_is_judged():
     line = headline(report).pairs[0].lines[0]
     assert line.text.startswith("numerics: LESS ACCURATE than A in backward float32 normal (dW: max abs")
     assert len(gates.failures(report, fail_on_numerics=True)) == 2   # less accurate, and beyond tolerance
+
+
+def test_a_gate_without_its_evidence_fails_and_says_why():
+    import dataclasses
+    report = fixed_report(slower_ratio=1.0)
+    no_timing = dataclasses.replace(report, timing=None, skipped=("timing: needs a CUDA GPU and this run has none",))
+    assert gates.failures(no_timing, fail_if_slower_pct=2) == [
+        "--fail-if-slower could not be judged: timing was not measured (needs a CUDA GPU and this run has none)"]
+    assert gates.failures(dataclasses.replace(report, numerics=None), fail_on_numerics=True) == [
+        "--fail-on-numerics could not be judged: no numerics were run"]
+    assert gates.failures(report, fail_if_slower_pct=2, fail_on_numerics=True) == []

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from compare import supervisor
+from compare.supervision import supervise
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -71,13 +72,14 @@ for name in ("a", "b", "c"):
             os.kill(os.getpid(), signal.SIGABRT)
     done.append(name)
 print(json.dumps({{"ran": done, "excluded": supervisor.excluded()}}))
+supervisor.done(0)
 '''
 
 
 def test_the_supervisor_reruns_without_each_variant_that_took_the_process_down(tmp_path, capfd):
     child = tmp_path / "child.py"
     child.write_text(FAKE_CHILD.format(root=str(ROOT)))
-    rc = supervisor.supervise([sys.executable, str(child)])
+    rc = supervise([sys.executable, str(child)])
     out, err = capfd.readouterr()
     assert rc == 0, err
     result = json.loads(out.strip().splitlines()[-1])
@@ -94,7 +96,7 @@ def test_the_supervisor_reruns_without_each_variant_that_took_the_process_down(t
 def test_a_crash_outside_any_variant_is_one_line_and_exit_1(tmp_path, capfd):
     child = tmp_path / "child.py"
     child.write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
-    assert supervisor.supervise([sys.executable, str(child)]) == 1
+    assert supervise([sys.executable, str(child)]) == 1
     assert capfd.readouterr().err.strip() == ("kernel-ab: error: the comparison crashed the process (SIGSEGV) "
                                               "outside any variant's launch; no report")
 
@@ -142,28 +144,50 @@ def _kernel_repo(folder: Path) -> Path:
     return repo
 
 
-@pytest.mark.parametrize("how, args, prefix, code, line", [
-    ("sigterm", GIT_VARIANT, "kernel-ab-byok-", 143, "kernel-ab: terminated (SIGTERM); no report"),
-    ("ctrl-c", GIT_VARIANT, "kernel-ab-byok-", 130, "kernel-ab: interrupted (Ctrl-C); no report"),
-    ("sigterm", ["ir", "--shape", "2,8,2,16", "--quiet"], "kernel-ab-ir-", 143,
-     "kernel-ab: terminated (SIGTERM); no report"),
+IR = ["ir", "--shape", "2,8,2,16", "--quiet"]
+SAY = {signal.SIGTERM: (143, "kernel-ab: terminated (SIGTERM); no report"),
+       signal.SIGINT: (130, "kernel-ab: interrupted (Ctrl-C); no report"),
+       signal.SIGHUP: (129, "kernel-ab: hung up (SIGHUP); no report")}
+
+
+@pytest.mark.parametrize("signum, to_group, args, prefix", [
+    (signal.SIGTERM, False, GIT_VARIANT, "kernel-ab-byok-"),   # what a CI timeout does: to the command alone
+    (signal.SIGINT, True, GIT_VARIANT, "kernel-ab-byok-"),     # Ctrl-C: to the terminal's whole process group
+    (signal.SIGINT, False, GIT_VARIANT, "kernel-ab-byok-"),    # `timeout -s INT`: to the command alone
+    (signal.SIGHUP, True, GIT_VARIANT, "kernel-ab-byok-"),     # the terminal closed
+    (signal.SIGTERM, False, IR, "kernel-ab-ir-"),
+    (signal.SIGINT, True, IR, "kernel-ab-ir-"),                # while the IR worker compiles
+    (signal.SIGTERM, False, IR, ""),                          # while the child starts
 ])
-def test_an_interrupted_run_is_one_line_and_leaves_nothing_behind(how, args, prefix, code, line, tmp_path):
-    tmp = tmp_path / "tmp"   # the run's TMPDIR: empty again after it
+def test_an_interrupted_run_is_one_line_and_leaves_nothing_behind(signum, to_group, args, prefix, tmp_path):
+    tmp = tmp_path / "tmp"   # the run's TMPDIR: empty again after it (no status file, tree or worker file)
     tmp.mkdir()
     if args is GIT_VARIANT:
         args = [*args, "--repo", str(_kernel_repo(tmp_path))]
     proc = _start(args, tmp, start_new_session=True)
-    _wait_for(tmp, prefix, proc)
-    time.sleep(0.3)
-    if how == "sigterm":
-        proc.send_signal(signal.SIGTERM)     # what a CI timeout does: to the command, not its group
+    if prefix:
+        _wait_for(tmp, prefix, proc)
+        time.sleep(0.3)
     else:
-        os.killpg(proc.pid, signal.SIGINT)   # what Ctrl-C does: to the terminal's whole process group
+        time.sleep(0.3)
+    if to_group:
+        os.killpg(proc.pid, signum)
+    else:
+        proc.send_signal(signum)
     _, err = proc.communicate(timeout=120)
+    code, line = SAY[signum]
     assert proc.returncode == code, err
     assert err.strip().splitlines() == [line]
     assert list(tmp.iterdir()) == []
+    assert not _group_alive(proc.pid)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
 
 
 @pytest.mark.gpu

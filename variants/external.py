@@ -26,6 +26,7 @@ on error. Bad input raises `BadSpec` (one line); a kernel file that fails to imp
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import inspect
@@ -106,8 +107,10 @@ class ExternalKernels:
 
     `load(spec_text, family)` returns a Variant of `family` or a FailedLoad; bad input raises BadSpec."""
 
-    def __init__(self, repo: str | os.PathLike = "."):
+    def __init__(self, repo: str | os.PathLike = ".", guard=None):
         self.repo = Path(repo)
+        # guard(name, what): a context manager around each import (a supervisor's status record)
+        self.guard = guard or (lambda name, what: contextlib.nullcontext())
         self._tmp: Path | None = None
         self._trees: dict[str, Path] = {}      # commit -> materialized tree
         self._modules: list = []               # loaded modules, kept alive for the run
@@ -202,8 +205,11 @@ class ExternalKernels:
             origin = f"git:{spec.rev} ({short}) {spec.path}::{spec.callable_text}"
             labels = {str(tree) + os.sep: f"git:{spec.rev}:"}
         try:
-            module = import_isolated(module_name, roots)
-        except (Exception, SystemExit) as exc:  # a kernel file that does not import is reported, the others still run
+            with self.guard(spec.name, f"import of {spec.path}"):
+                module = import_isolated(module_name, roots)
+        # a kernel file that does not import is reported, the others still run (a KeyboardInterrupt its
+        # code raises too; the user's own signals are no KeyboardInterrupt: compare.supervisor.Stopped)
+        except (Exception, SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
             return FailedLoad(spec.name, family.name, spec.where, origin,
                               f"import of {spec.path} failed: {_error_lines(exc, roots, labels)}")
         self._modules.append(module)
@@ -270,11 +276,11 @@ def _resolve(module, spec: Spec, function: str):
     return target
 
 
-def add_to(registry: Registry, kernels: ExternalKernels, texts, family_name: str):
+def add_to(registry: Registry, kernels: ExternalKernels, texts, family_name: str, skip=None):
     """(registry with the loaded kernels, their names in order, failed loads) for the spec texts.
 
     BadSpec for bad input, including a name already taken or given twice; every spec is parsed
-    before any is loaded."""
+    before any is loaded. `skip` maps names not to load (say, one whose import ended the process) to why."""
     try:
         family = registry.family(family_name)
     except UnknownName as exc:
@@ -287,7 +293,10 @@ def add_to(registry: Registry, kernels: ExternalKernels, texts, family_name: str
         seen.add(spec.name)
     names, failed = [], []
     for spec in specs:
-        result = kernels.load(spec, family)
+        if spec.name in (skip or {}):
+            result = FailedLoad(spec.name, family.name, spec.where, spec.where, skip[spec.name])
+        else:
+            result = kernels.load(spec, family)
         if isinstance(result, FailedLoad):
             failed.append(result)
         else:

@@ -201,10 +201,11 @@ class Family(abc.ABC):
 
     def op_call(self, op, inputs: Inputs, shape, order: Optional[tuple[str, ...]] = None):
         """(call, leaves): `call()` runs `op` on the canonical arguments in `order` (default op_params);
-        the tensors that have gradients are fresh leaves requiring grad (made once, here), so autograd
-        can run back to them."""
+        the tensors that have gradients are leaves requiring grad (made once, here), so autograd can run
+        back to them. They share the inputs' storage (each run's inputs are its own sealed copy), so an op
+        that writes into them is seen writing into its inputs."""
         args = self.op_arguments(inputs, shape)
-        leaves = {a: args[a].detach().clone().requires_grad_(True) for a in self.op_grads.values()}
+        leaves = {a: args[a].detach().requires_grad_(True) for a in self.op_grads.values()}
         args.update(leaves)
         ordered = tuple(args[n] for n in (order or self.op_params))
         return (lambda: op(*ordered)), leaves

@@ -223,6 +223,7 @@ def build(report: Report) -> tuple[Summary, list[Section]]:
         error = " / ".join(v.error.splitlines())
         how = error if error.startswith(CRASHES) else f"could not be loaded: {error}"
         summary.append(("fail", f"variant {v.name} {how}"))
+    summary.extend(("warn", f"variant {line}") for line in report.incidents)
     if report.numerics is not None:
         n = report.numerics
         tables = [t for case in n.cases for t in _numerics_tables(case, n)]

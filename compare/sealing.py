@@ -1,0 +1,68 @@
+"""Sealed inputs: every run of every variant reads a copy of the inputs the family drew, so what one
+variant writes into its inputs never reaches another (or its own second run); the copy is compared
+bit for bit with the original afterwards, so a variant that writes into an input is told apart.
+
+Inputs are any dataclass (or mapping) whose tensor fields are the operands; other fields are kept.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from compare.results import InputWrite
+
+_INT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def _tensors(inputs) -> dict[str, torch.Tensor]:
+    items = ({f.name: getattr(inputs, f.name) for f in dataclasses.fields(inputs)}
+             if dataclasses.is_dataclass(inputs) else dict(inputs))
+    return {k: v for k, v in items.items() if isinstance(v, torch.Tensor)}
+
+
+def sealed_copy(inputs):
+    """`inputs` with every tensor cloned (same values, bits, dtype, device, strides)."""
+    if inputs is None:
+        return None
+    copies = {k: t.clone() for k, t in _tensors(inputs).items()}
+    return dataclasses.replace(inputs, **copies) if dataclasses.is_dataclass(inputs) else {**inputs, **copies}
+
+
+def _changed(a: torch.Tensor, b: torch.Tensor) -> int:
+    """Elements whose raw bits differ (a NaN rewritten with the same bits is no change)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return a.numel()
+    view = _INT_VIEW.get(a.element_size())
+    if view is None or a.dtype == torch.bool:
+        return int((a != b).sum())
+    return int((a.contiguous().view(view) != b.contiguous().view(view)).sum())
+
+
+def writes(original, used) -> tuple[InputWrite, ...]:
+    """Each input `used` no longer holds bit for bit as in `original`, with how many elements changed."""
+    old, new = _tensors(original), _tensors(used)
+    found = []
+    for name, t in old.items():
+        if name in new and t.device.type != "meta":
+            n = _changed(t, new[name])
+            if n:
+                found.append(InputWrite(name, n, t.numel()))
+    return tuple(found)
+
+
+def restore(used, original) -> None:
+    """Copy the original values back into `used`'s tensors, in place (their addresses stay)."""
+    new = _tensors(used)
+    for name, t in _tensors(original).items():
+        new[name].copy_(t)
+
+
+def merge(found: list[tuple[InputWrite, ...]]) -> tuple[InputWrite, ...]:
+    """Writes over several runs: per input, the changed and total elements summed."""
+    total: dict[str, InputWrite] = {}
+    for run in found:
+        for w in run:
+            seen = total.get(w.input)
+            total[w.input] = w if seen is None else InputWrite(w.input, seen.changed + w.changed, seen.numel + w.numel)
+    return tuple(total.values())
