@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import shutil
 import sys
 from pathlib import Path
 
 from variants.group_norm import FAMILY
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def load_mutated(tmp_path: Path, module, name: str, old: str, new: str, count: int):
@@ -43,9 +46,21 @@ def mutant(tmp_path: Path, base_module, name: str, old: str, new: str, count: in
     return FAMILY.triton_variant(name, f"planted fault: {new.strip()}", str(path), forward=module.group_norm_forward)
 
 
+def variants_tree(folder: Path) -> Path:
+    """`folder` holding a copy of kernel-ab's `variants` package: a tree in which a --variant file's
+    `from variants.group_norm.common import ...` resolves (a --variant never imports kernel-ab's own)."""
+    shutil.copytree(ROOT / "variants", folder / "variants", ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
+
+
 def mutant_file(tmp_path: Path, base_module, name: str, old: str, new: str, count: int = 1) -> Path:
-    """`base_module` (a variant file) with one edit, written to a file (for `--variant NAME=FILE::FUNCTION`)."""
-    return load_mutated(tmp_path, base_module, name, old, new, count)[1]
+    """`base_module` (a variant file) with one edit, written beside it in a copy of the `variants`
+    package (for `--variant NAME=FILE::FUNCTION`, whose imports resolve in the file's own tree)."""
+    path = load_mutated(tmp_path, base_module, name, old, new, count)[1]
+    tree = variants_tree(tmp_path / f"{name}_tree")
+    copy = tree / Path(inspect.getsourcefile(base_module)).resolve().relative_to(ROOT).with_name(path.name)
+    copy.write_text(path.read_text())
+    return copy
 
 
 def mutant_backward(tmp_path: Path, name: str, old: str, new: str, count: int = 1):

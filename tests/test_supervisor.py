@@ -128,16 +128,15 @@ def _wait_for(tmp: Path, prefix: str, proc, timeout=120):
     pytest.fail(f"no {prefix}* appeared under {tmp}: {proc.communicate()[1][-2000:]}")
 
 
-GIT_VARIANT = ["compare", "--variant", "old=git:HEAD:gn.py::group_norm_forward", "--check", "numerics",
-               "--inputs", "all", "--quiet"]
+GIT_VARIANT = ["compare", "--variant", "old=git:HEAD:variants/group_norm/explicit_offset.py::group_norm_forward",
+               "--check", "numerics", "--inputs", "all", "--quiet"]
 
 
 def _kernel_repo(folder: Path) -> Path:
-    """A git repository holding the project's explicit_offset kernel as gn.py (any checkout, .git or not)."""
+    """A git repository holding a copy of the project's `variants` package (any checkout, .git or not)."""
     from tests.op_package import git
-    repo = folder / "repo"
-    repo.mkdir()
-    (repo / "gn.py").write_text((ROOT / "variants" / "group_norm" / "explicit_offset.py").read_text())
+    from tests.planted import variants_tree
+    repo = variants_tree(folder / "repo")
     git(repo, "init", "-q")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "kernel")

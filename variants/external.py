@@ -15,9 +15,10 @@ does not bring runs the family's shared kernel.
 
 A revision's tree is materialized with `git archive` into a temporary folder, so the kernel's own
 package (`from mypkg.ops.utils import helper`) imports from that revision. Each load imports in
-isolation: the tree's top-level names are taken out of `sys.modules` for the import and the previous
-entries put back after it, so two revisions of one package load side by side in one process; the
-kernel's function keeps its own module (and, through its globals, its own helpers) alive.
+isolation (variants/isolation.py): the tree's top-level names and kernel-ab's own are taken out of
+`sys.modules` for the import and put back after it, and kernel-ab's names resolve only in the tree, so
+two revisions of one package load side by side in one process and no kernel runs kernel-ab's modules;
+the kernel's function keeps its own module (and, through its globals, its own helpers) alive.
 
 `ExternalKernels` is a context manager around the whole run: the temporary trees stay while kernels
 may be run or re-imported from their files (`Variant.import_roots`), and are removed at exit, also

@@ -1,19 +1,21 @@
-"""Import a module from a tree of its own, isolated from other trees that provide the same package.
+"""Import a module from a tree of its own, isolated from other trees and from kernel-ab itself.
 
-A file is imported as a module of its own package (the nearest folder up without `__init__.py` goes
-on `sys.path`, and so does the tree's top level). During the import the tree's top-level names are
-taken out of `sys.modules` and the previous entries put back after it, so two revisions of one
-package load side by side in one process; the loaded functions keep their own modules alive.
+During the import the tree's top-level names and kernel-ab's own are out of `sys.modules`, and kernel-ab's
+names (`variants`, `compare`, ...) resolve only in the tree (ModuleNotFoundError where it lacks one);
+afterwards `sys.modules` and `sys.path` are as before, so revisions load side by side. What the modules
+bind as they import stays the tree's; an import a function makes when called is not isolated: it gets
+kernel-ab's module for kernel-ab's names, and ModuleNotFoundError for the tree's own packages.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
+from importlib.machinery import PathFinder
 from pathlib import Path
 
 # never hidden from sys.modules while a kernel imports, whatever the kernel's tree holds
-_NEVER_HIDE = frozenset({"triton", "torch", "numpy", "variants.external", "variants.kernel_checks",
-                         "variants.isolation"})
+_NEVER_HIDE = frozenset({"triton", "torch", "numpy"})
 
 
 def _package_root(file: Path, stop: Path | None = None) -> tuple[Path, str]:
@@ -40,23 +42,57 @@ def _top_names(folder: Path) -> set[str]:
     return names - set(getattr(sys, "stdlib_module_names", ())) - set(sys.builtin_module_names)
 
 
+@functools.cache
+def _own_names() -> frozenset[str]:
+    """kernel-ab's top-level names: what its checkout provides (an editable install maps its names
+    there, and the checkout is usually on sys.path), else those of the distribution installed."""
+    folder = Path(__file__).resolve().parents[1]
+    if (folder / "pyproject.toml").is_file():
+        return frozenset(_top_names(folder))
+    from importlib.metadata import distribution, packages_distributions
+    top = __name__.split(".")[0]
+    return frozenset({top}.union(*((distribution(d).read_text("top_level.txt") or "").split()
+                                   for d in packages_distributions().get(top, ()))))
+
+
+class _OnlyInTree:
+    """First on sys.meta_path during an isolated import: kernel-ab's names resolve in the tree's roots
+    or not at all (the editable install's finder and kernel-ab's folder on sys.path come later)."""
+
+    def __init__(self, roots, names: frozenset[str]):
+        self.roots, self.names = [str(r) for r in roots], names
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname.split(".")[0] not in self.names:
+            return None
+        spec = PathFinder.find_spec(fullname, self.roots if path is None else path, target)
+        if spec is None:
+            raise ModuleNotFoundError(f"No module named {fullname!r} in the reviewed tree (a variant never "
+                                      "imports kernel-ab's own)", name=fullname)
+        return spec
+
+
 def import_isolated(module_name: str, roots) -> object:
-    """Import `module_name` with `roots` first on sys.path and none of the modules their trees
-    provide visible from earlier imports; put sys.path and sys.modules back afterwards."""
-    provided = set().union(*(_top_names(r) for r in roots)) | {module_name.split(".")[0]}
+    """Import `module_name` with `roots` first on sys.path, none of the modules their trees provide (nor
+    kernel-ab's) visible from earlier imports; put sys.path and sys.modules back afterwards."""
+    own = _own_names() - _NEVER_HIDE
+    provided = set().union(*(_top_names(r) for r in roots)) | {module_name.split(".")[0]} | own
     provided -= set(getattr(sys, "stdlib_module_names", ()))
     provided -= _NEVER_HIDE
 
     def ours(key: str) -> bool:
-        return key.split(".")[0] in provided and key not in _NEVER_HIDE
+        return key.split(".")[0] in provided
 
     hidden = {k: sys.modules.pop(k) for k in list(sys.modules) if ours(k)}
     saved_path = list(sys.path)
     sys.path[:0] = [str(r) for r in roots]
+    finder = _OnlyInTree(roots, own)
+    sys.meta_path.insert(0, finder)
     importlib.invalidate_caches()
     try:
         return importlib.import_module(module_name)
     finally:
+        sys.meta_path.remove(finder)
         for key in [k for k in sys.modules if ours(k)]:
             del sys.modules[key]
         sys.modules.update(hidden)
