@@ -234,3 +234,28 @@ def test_a_pass_that_cannot_be_captured_leaves_torch_on_the_stream_it_found():
     case = _backward_case(("pointer_mutation",), Shape(4, 64, 16, (256,)), extra={"synchronizes": synchronizes})
     assert not case.graph and case.note.startswith("CUDA graph capture failed for synchronizes"), case.note
     assert torch.cuda.current_stream() == torch.cuda.default_stream()
+
+
+def test_an_op_writing_into_dy_is_timed_on_restored_inputs_and_leaves_the_others_alone(tmp_path):
+    """An op whose backward writes dx over dy, timed through the pipeline (graph replay) beside the same
+    op that does not: the writer is named and restored before each call; the other's inputs are never
+    touched, and the numerics of both agree bit for bit."""
+    from compare import pipeline
+    from tests import op_package
+    op_package.write(tmp_path, "grouped")
+    norm = tmp_path / "normlib" / "norm.py"
+    request = pipeline.Request(variants=(), shape="4,64,16,512", trials=1, inputs="normal",
+                               checks=("numerics", "backward", "timing"),
+                               timing=timing.TimingConfig(modes=("backward",), rounds=10, min_rounds=10,
+                                                          max_seconds=2),
+                               external=(f"plain={norm}::GroupNormFunction.apply",
+                                         f"in_place={norm}::GroupNormDyInPlace.apply"))
+    with pipeline.loaded(request, registry()) as (request, reg, failed):
+        report = pipeline.run(request, reg, BACKEND, failed=failed)
+    (case,) = report.timing.cases
+    variants = {v.variant: v for v in case.variants}
+    assert variants["plain"].status == variants["in_place"].status == "ok"
+    assert [w.input for w in variants["in_place"].writes] == ["dy"] and variants["plain"].writes == ()
+    assert "in_place wrote into its inputs" in case.note
+    backward = next(c for c in report.numerics.cases if c.direction == "backward")
+    assert all(p.n_diff == 0 for p in backward.pairs if {p.a, p.b} == {"plain", "in_place"})
