@@ -9,7 +9,7 @@
     python main.py ir [A B ...] [--stage ttir|ttgir|llir|ptx|sass] [--target sm_90] [--preset NAME | --shape ...] [--full]
     python main.py report FILE.json [--format terminal|markdown]
 
-Exit codes: 0 every gate asked for holds; 1 a gate failed; 2 bad usage.
+Exit codes: 0 every gate asked for holds; 1 a gate failed; 2 bad usage; 74 a report file could not be written.
 """
 from __future__ import annotations
 
@@ -102,9 +102,12 @@ def _ir_options(p: argparse.ArgumentParser) -> None:
 
 def _output_options(p: argparse.ArgumentParser) -> None:
     o = p.add_argument_group("output and gates")
-    o.add_argument("--json", type=Path, help="also write the report as JSON here")
-    o.add_argument("--markdown", type=Path, help="also write the report as Markdown here")
-    o.add_argument("--out", type=Path, help="write report.md, report.json, benchmark rows and plots into this folder")
+    o.add_argument("--json", help="also write the report as JSON here")
+    o.add_argument("--markdown", help="also write the report as Markdown here")
+    o.add_argument("--out", help="write report.md, report.json, benchmark rows and plots into this folder")
+    o.add_argument("--force", action="store_true",
+                   help="replace files at the output paths that kernel-ab did not write (without it, such a path "
+                        "is refused before any work; kernel-ab's own reports are replaced either way)")
     o.add_argument("--fail-on-numerics", action="store_true",
                    help="exit 1 if a variant could not be loaded, or introduced a numerics problem: one the baseline "
                         "has not in the same case (a crash, unwritten or non-finite-mismatched elements, errors beyond "
@@ -190,10 +193,10 @@ def _check(args) -> None:
     usage.comma_list("--dtype", args.dtype)
     usage.comma_list("--inputs", getattr(args, "inputs", None))
     usage.comma_list("--modes", args.modes)
-    usage.at_least("--trials", args.trials, 1)
+    usage.at_least("--trials", args.trials, 1, usage.TRIALS_MAX)
     usage.at_least("--seed", args.seed, 0, usage.SEED_MAX)
-    usage.at_least("--rounds", args.rounds, 2)
-    usage.at_least("--calls", args.calls, 1)
+    usage.at_least("--rounds", args.rounds, 2, usage.ROUNDS_MAX)
+    usage.at_least("--calls", args.calls, 1, usage.CALLS_MAX)
     usage.finite("--max-seconds", args.max_seconds, strict=True)
     usage.finite("--variant-timeout", args.variant_timeout, strict=True)
     usage.finite("--noise", args.noise)
@@ -204,9 +207,9 @@ def _check(args) -> None:
         ir.check_stages(args.stages or ())
     except ValueError as exc:
         raise usage.UsageError(f"--target/--stage: {exc}") from None
-    usage.output_folder("--out", args.out)
-    usage.output_file("--json", args.json)
-    usage.output_file("--markdown", args.markdown)
+    timed = not args.checks or "timing" in args.checks
+    usage.outputs(args.json, args.markdown, args.out, force=args.force,
+                  modes=tuple(m.strip() for m in args.modes.split(",") if m.strip()) if timed else ())
 
 
 def _request(args):
@@ -227,32 +230,26 @@ def _request(args):
 
 
 def cmd_compare(args, registry, backend) -> int:
-    from compare import gates, pipeline
+    from compare import gates, memory, pipeline
     from compare.progress import reporter
-    from compare.render import files, json_report, terminal
+    from compare.render import files, terminal
     from compare import supervisor
     request = _request(args)
     with pipeline.loaded(request, registry, supervisor.excluded()) as (request, registry, failed):  # removed at exit
         pipeline.resolve(request, registry)  # bad input fails before any work
+        memory.refuse_what_cannot_fit(request, registry, backend)
         request, failed = pipeline.without_crashed(request, registry, failed, supervisor.excluded(),
                                                    supervisor.timing_left_out())
         with reporter(pipeline.count_steps(request, registry, backend), not args.quiet) as step:
             report = pipeline.run(request, registry, backend, step, failed=failed)
     terminal.render(report)
-    if args.json:
-        args.json.write_text(json_report.render(report))
-        print(f"wrote {args.json}", file=sys.stderr)
-    if args.markdown:
-        from compare.render import markdown
-        args.markdown.write_text(markdown.render(report))
-        print(f"wrote {args.markdown}", file=sys.stderr)
-    if args.out:
-        for line in files.write(report, args.out):
-            print(line, file=sys.stderr)
+    lines, unwritten = files.write(report, args.json, args.markdown, args.out)
+    for line in lines:
+        print(line, file=sys.stderr)
     broken = gates.failures(report, args.fail_on_numerics, args.fail_if_slower)
     for line in broken:
         print(f"kernel-ab: gate failed: {line}", file=sys.stderr)
-    return 1 if broken else 0
+    return files.WRITE_FAILED if unwritten else 1 if broken else 0
 
 
 def cmd_report(args) -> int:

@@ -15,6 +15,9 @@ from typing import Any, Optional
 from compare.migrations import MIGRATIONS
 
 SCHEMA_VERSION = 2   # older versions are migrated by `from_dict` (compare/migrations.py says what each lacks)
+# the top-level key and value by which a report.json says kernel-ab wrote it (the JSON renderer writes it;
+# reports from before it have none); kept apart from the model like the derived headline
+MARKER_KEY, MARKER = "kernel_ab", "report"
 
 # mantissa bits by dtype name, for units in the last place of a stored largest reference value
 _MANTISSA = {"float32": 23, "float16": 10, "bfloat16": 7, "float64": 52}
@@ -394,7 +397,10 @@ def from_dict(data: dict) -> Report:
     one line naming the field) any value of the wrong type."""
     if not isinstance(data, dict):
         raise ReportFormatError(f"a report is a JSON object, got {_kind(data)}")
-    data = {k: v for k, v in data.items() if k != "headline"}
+    if data.get(MARKER_KEY, MARKER) != MARKER:
+        value = data[MARKER_KEY]
+        raise ReportFormatError(f"field report.{MARKER_KEY}: expected {MARKER!r}, got {_kind(value)} {str(value)[:40]!r}")
+    data = {k: v for k, v in data.items() if k not in ("headline", MARKER_KEY)}
     version = data.get("schema_version")
     while version in MIGRATIONS:
         data = MIGRATIONS[version](copy.deepcopy(data))

@@ -3,16 +3,22 @@ UsageError whose one line says what was wrong and what would be right.
 
 Output paths are probed by writing (and removing) a file where the report will go: permissions,
 read-only mounts and pseudo file systems such as /proc all refuse there, so a run is never lost to a
-path that only fails after it.
+path that only fails after it. A path that holds a file kernel-ab did not write is refused unless
+--force is given (compare/render/files.py tells kernel-ab's own files), as are two outputs naming one
+file and paths that are no regular file (a device, a pipe).
 """
 from __future__ import annotations
 
 import math
 import os
+import stat
 import tempfile
 from pathlib import Path
 
 SEED_MAX = 2**32 - 1   # numpy's and every generator's seeds fit 32 bits
+# counts bounded so that a mistyped one is a line, not a MemoryError or a run of days: trials run every
+# variant on fresh inputs; a round's calls are not cut short by --max-seconds; rounds are, but bounded too
+TRIALS_MAX, ROUNDS_MAX, CALLS_MAX = 10_000, 100_000, 1_000
 
 
 class UsageError(ValueError):
@@ -20,13 +26,13 @@ class UsageError(ValueError):
 
 
 def finite(flag: str, value: float | None, low: float = 0.0, *, strict: bool = False,
-           what: str = "a finite number") -> None:
-    """UsageError unless `value` is None or a finite number above `low` (or at least `low`)."""
+           what: str = "a finite number", high: float = math.inf) -> None:
+    """UsageError unless `value` is None or a finite number above `low` (or at least `low`), at most `high`."""
     if value is None:
         return
-    ok = math.isfinite(value) and (value > low if strict else value >= low)
+    ok = math.isfinite(value) and (value > low if strict else value >= low) and value <= high
     if not ok:
-        bound = f"> {low:g}" if strict else f">= {low:g}"
+        bound = (f"> {low:g}" if strict else f">= {low:g}") + (f" and <= {high:g}" if math.isfinite(high) else "")
         raise UsageError(f"{flag} takes {what} {bound}, got {value!r}")
 
 
@@ -34,7 +40,7 @@ def at_least(flag: str, value: int | None, low: int, high: int | None = None) ->
     if value is None:
         return
     if value < low or (high is not None and value > high):
-        span = f"from {low} to {high}" if high is not None else f"at least {low}"
+        span = f"at least {low}" + (f" and at most {high}" if high is not None else "")
         raise UsageError(f"{flag} must be {span}, got {value}")
 
 
@@ -64,13 +70,30 @@ def _nearest_existing(path: Path) -> Path:
     return path
 
 
+_SPECIAL = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a pipe"),
+            (stat.S_ISSOCK, "a socket"))
+
+
+def _special(path: Path) -> str | None:
+    """What `path` is when it exists and is neither a regular file nor a folder, else None."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    return next((name for test, name in _SPECIAL if test(mode)), None)
+
+
 def output_file(flag: str, path: Path | None) -> None:
-    """UsageError unless the report file `path` can be written (its folder exists; it is no folder)."""
+    """UsageError unless the report file `path` can be written (its folder exists; it is no folder,
+    device or pipe)."""
     if path is None:
         return
     if path.is_dir():
         raise UsageError(f"{flag} {path} is a folder; give a file name (or use --out FOLDER)")
-    parent = path.absolute().parent
+    special = _special(path)
+    if special:
+        raise UsageError(f"{flag} {path} is {special}, not a regular file; give a file name")
+    parent = Path(os.path.realpath(path)).parent
     if not parent.is_dir():
         what = "is not a folder" if parent.exists() else "does not exist"
         raise UsageError(f"{flag} {path}: {parent} {what}; give a file in an existing folder")
@@ -93,3 +116,65 @@ def output_folder(flag: str, path: Path | None) -> None:
         _probe(existing)
     except OSError as exc:
         raise UsageError(f"{flag} {path}: cannot write in {existing} ({exc.strerror or exc})") from None
+
+
+def _identity(path: Path) -> tuple:
+    """What tells two paths to one file apart from two files: the inode where it exists (hard links
+    too), else the path with its links resolved."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ("path", os.path.realpath(path))
+    return ("inode", st.st_dev, st.st_ino)
+
+
+def _replaceable(label: str, path: Path, force: bool, other: str) -> None:
+    """UsageError unless the file at `path`, where it exists, is a regular file kernel-ab wrote (any
+    regular file with `force`)."""
+    from compare.render.files import ours
+    if not os.path.exists(path):
+        return
+    special = _special(path) or ("a folder" if path.is_dir() else None)
+    if special:
+        raise UsageError(f"{label}: {path} is {special}, not a regular file; give another {other}")
+    if force:
+        return
+    try:
+        mine = ours(path)
+    except OSError as exc:
+        raise UsageError(f"{label}: cannot read {path} to tell whether kernel-ab wrote it "
+                         f"({exc.strerror or exc}); give another {other}, or --force to replace it") from None
+    if not mine:
+        raise UsageError(f"{label}: {path} holds a file kernel-ab did not write; give another {other}, "
+                         "or --force to replace it")
+
+
+def outputs(json_path: str | None, markdown_path: str | None, out: str | None, *, force: bool = False,
+            modes: tuple[str, ...] = ()) -> None:
+    """UsageError unless every output path can take its files: none empty, each writable, no two
+    outputs writing one file, and each file already there one that kernel-ab wrote (or `force`).
+    `modes`: the timed modes, whose benchmark rows and plots --out also writes."""
+    from compare.render.files import folder_files
+    not_blank("--json", json_path, "a file name")
+    not_blank("--markdown", markdown_path, "a file name")
+    not_blank("--out", out, "a folder")
+    singles = [(flag, Path(text)) for flag, text in (("--json", json_path), ("--markdown", markdown_path))
+               if text is not None]
+    folder = None if out is None else Path(out)
+    output_folder("--out", folder)
+    for flag, path in singles:
+        output_file(flag, path)
+    if folder is not None:
+        where = os.path.realpath(folder)
+        for flag, path in singles:
+            if where == os.path.realpath(path) or where.startswith(os.path.realpath(path) + os.sep):
+                raise UsageError(f"{flag} {path} is where --out {folder} needs a folder; give a file elsewhere")
+    files = [(flag, path, "path") for flag, path in singles]
+    files += [(f"--out {folder}", p, "folder") for p in (folder_files(folder, modes) if folder else [])]
+    seen: dict[tuple, str] = {}
+    for label, path, _ in files:
+        first = seen.setdefault(_identity(path), label)
+        if first != label:
+            raise UsageError(f"{first} and {label} both write {path}; give each output a file of its own")
+    for label, path, other in files:
+        _replaceable(label, path, force, other)

@@ -1,6 +1,7 @@
 """A table of malformed invocations, run in this process through `main.main`: each is one line on
 stderr naming what was wrong, exit code 2, no traceback, nothing on stdout, and no work done first
 (every case returns within seconds, huge shapes included)."""
+import os
 import time
 from pathlib import Path
 
@@ -20,17 +21,22 @@ def _cases(tmp: Path):
     (tmp / "cut.json").write_text('{"family": "group_norm", ')
     (tmp / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
     (tmp / "binary.json").write_bytes(b"\xff\xfe\x00garbage")
-    f, d = str(a_file), str(tmp / "a_folder")
+    (tmp / "notes.md").write_text("# my notes\n")
+    os.mkfifo(tmp / "a_fifo")
+    f, d, notes = str(a_file), str(tmp / "a_folder"), str(tmp / "notes.md")
     return [
         # (argv, a piece of the expected line)
         (["frobnicate"], "invalid choice"),
         (["compare", "--trials", "x"], "invalid int value"),
         (["compare", "--device", "gpu"], "invalid choice"),
-        (["compare", "--seed", "99999999999999999999"], "--seed must be from 0 to 4294967295"),
-        (["compare", "--seed", "-1"], "--seed must be from 0"),
+        (["compare", "--seed", "99999999999999999999"], "--seed must be at least 0 and at most 4294967295"),
+        (["compare", "--seed", "-1"], "--seed must be at least 0"),
         (["compare", "--trials", "0"], "--trials must be at least 1"),
+        (["compare", "--trials", "100000000000"], "--trials must be at least 1 and at most 10000, got 100000000000"),
         (["compare", "--rounds", "1"], "--rounds must be at least 2"),
+        (["compare", "--rounds", "100001"], "--rounds must be at least 2 and at most 100000"),
         (["compare", "--calls", "0"], "--calls must be at least 1"),
+        (["compare", "--calls", "1001"], "--calls must be at least 1 and at most 1000"),
         (["compare", "--target", "sm_10"], "unknown target 'sm_10'"),
         (["compare", "--target", "sm_999"], "unknown target 'sm_999'"),
         (["ir", "--target", "sm_999"], "unknown target 'sm_999'"),
@@ -53,6 +59,11 @@ def _cases(tmp: Path):
         (["compare", "--fail-if-slower", "nan"], "--fail-if-slower takes a percentage >= 0"),
         (["compare", "--fail-if-slower", "inf"], "--fail-if-slower takes a percentage >= 0"),
         (["compare", "--fail-if-slower", "-1"], "--fail-if-slower takes a percentage >= 0"),
+        (["compare", "--shape", "2,8,2,16", "--eps", "1e39"], "eps must be a finite number from 1.2e-38 to 3.4e+38"),
+        (["compare", "--family", "layer_norm", "--shape", "4,8", "--eps", "1e-45"], "got 1e-45"),
+        (["compare", "--family", "rms_norm", "--shape", "4,8,nan,gemma"], "offset must be a finite number"),
+        (["compare", "--family", "rms_norm", "--shape", "4,8,inf"], "offset must be a finite number"),
+        (["compare", "--family", "rms_norm", "--shape", "4,8,-1e39,llama"], "(the kernels take it as a float32)"),
         (["compare", "--shape", "-2,8,2,16"], "batch must be a positive integer, got -2"),
         (["compare", "--shape", "2,8,2,0"], "spatial sizes must be positive"),
         (["compare", "--shape", "2,8,2,16x"], "is not BATCH,CHANNELS,GROUPS,SPATIAL"),
@@ -71,6 +82,16 @@ def _cases(tmp: Path):
         (["compare", "--json", d], "is a folder; give a file name"),
         (["compare", "--markdown", d], "is a folder; give a file name"),
         (["ir", "--markdown", "/proc/ir.md"], "cannot write in /proc"),
+        (["compare", "--json", ""], "--json is empty; give a file name"),
+        (["compare", "--markdown", " "], "--markdown is empty"),
+        (["compare", "--out", ""], "--out is empty; give a folder"),
+        (["compare", "--json", "/dev/full"], "/dev/full is a character device, not a regular file"),
+        (["compare", "--markdown", str(tmp / "a_fifo")], "is a pipe, not a regular file"),
+        (["compare", "--json", notes], "holds a file kernel-ab did not write; give another path, or --force"),
+        (["ir", "--markdown", notes], "holds a file kernel-ab did not write"),
+        (["compare", "--json", str(tmp / "a_fifo"), "--force"], "is a pipe, not a regular file"),
+        (["compare", "--json", str(tmp / "r.x"), "--markdown", str(tmp / "r.x")], "--json and --markdown both write"),
+        (["compare", "--markdown", d + "/report.md", "--out", d], f"--markdown and --out {d} both write"),
         (["report", d], "is a folder; give the report.json in it"),
         (["report", str(tmp / "missing.json")], "does not exist"),
         (["report", str(tmp / "list.json")], "a report is a JSON object, got a list"),
@@ -98,7 +119,40 @@ def test_every_malformed_invocation_is_one_line_exit_2_no_traceback(tmp_path, ca
             failures.append(f"{argv}: rc {rc}, {seconds:.1f} s, stderr {err!r}, stdout {out[:200]!r}")
     assert not failures, "\n".join(failures)
     assert not list(Path("/proc").glob("kernel-ab*")) and sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        ["a_file.txt", "a_folder", "list.json", "empty.json", "cut.json", "deep.json", "binary.json"])
+        ["a_file.txt", "a_folder", "list.json", "empty.json", "cut.json", "deep.json", "binary.json", "notes.md",
+         "a_fifo"])
+    assert (tmp_path / "notes.md").read_text() == "# my notes\n" and not list((tmp_path / "a_folder").iterdir())
+
+
+def test_a_case_that_cannot_fit_is_refused_with_its_estimate_before_anything_is_allocated(monkeypatch, capsys):
+    from compare import memory
+    monkeypatch.setattr(memory, "host_available", lambda: 8 * 10**9)   # the same on any machine
+    for argv, label in ((["--family", "layer_norm", "--shape", "1,2147450880"], "R1 H2147450880 float32"),
+                        (["--shape", "1,65535,1,32768"], "N1 C65535 G1 S32768 float32")):
+        start = time.monotonic()
+        rc = main.main(["compare", *argv, "--check", "numerics", "--trials", "1"], prog="main.py")
+        out, err = capsys.readouterr()
+        assert rc == 2 and out == "" and time.monotonic() - start < 30, err
+        assert err.startswith(f"kernel-ab: error: the case {label} needs about ") and len(err.splitlines()) == 1
+        assert "GB of host memory" in err and "8.0 GB is free" in err
+
+
+def test_the_estimate_grows_with_the_variants_and_names_the_gpu_there(monkeypatch):
+    import torch
+    from compare import memory, pipeline
+    from compare.backend import Backend
+    from variants import registry
+    family = registry().family("layer_norm")
+    shape = family.parse_shape("4096,4096").shapes[0]
+    two, three = (memory.case_need(family, shape, torch.float16, n, True, False, True) for n in (2, 3))
+    assert three.device - two.device == 4096 * 4096 * 2 + 2 * 4096 * 2   # one more set of y, mean, rstd
+    assert two.host == three.host == 8 * (2 * 4096 * 4096 + 2 * 4096)   # x, dy, W, B drawn in float64
+    monkeypatch.setattr(memory, "device_available", lambda: two.device // 2)
+    request = pipeline.Request(variants=(), family="layer_norm", shape="4096,4096", dtype="float16",
+                               checks=("numerics",))
+    with pytest.raises(memory.UsageError, match=r"R4096 H4096 float16 needs about .* GB of GPU memory"):
+        memory.refuse_what_cannot_fit(request, registry(), Backend("cuda", False, "test"))
+    memory.refuse_what_cannot_fit(request, registry(), Backend("cpu", True, "test"))   # the host has room
 
 
 @pytest.mark.parametrize("prog, hint", [("main.py", "(see `python main.py --help`)"),

@@ -10,14 +10,15 @@ from tests.fixed_report import fixed_report
 pytest.importorskip("matplotlib", reason="matplotlib is not installed (pip install 'kernel-ab[plot]')")
 
 
-def test_one_png_per_timed_mode(tmp_path):
-    written = plots.write(fixed_report(), tmp_path)
-    assert [p.name for p in written] == ["timing_forward.png"]
-    assert written[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+def test_one_png_per_timed_mode_tagged_as_kernel_abs():
+    made = plots.pngs(fixed_report())
+    assert [name for name, _ in made] == ["timing_forward.png"]
+    assert made[0][1][:8] == b"\x89PNG\r\n\x1a\n" and b"tEXtSoftware\x00kernel-ab" in made[0][1]
 
 
 def test_out_folder_holds_every_file(tmp_path):
-    lines = files.write(fixed_report(), tmp_path)
+    lines, unwritten = files.write(fixed_report(), out=tmp_path)
+    assert unwritten == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["benchmark_rows.json", "report.json", "report.md",
                                                          "timing_forward.png"]
     assert len(lines) == 4
@@ -37,11 +38,11 @@ def test_roofline_panel_data_is_each_variants_share_of_copy_bandwidth():
     assert capped == []   # no shape parameter says reads_x_twice: no 2/3 cap
 
 
-def test_roofline_cap_marks_only_shapes_that_read_x_twice(tmp_path):
+def test_roofline_cap_marks_only_shapes_that_read_x_twice():
     twice = _flagged(fixed_report(), True)
     assert plots.roofline(twice, twice.timing.cases)[1] == [8.0]
     assert plots.roofline(_flagged(fixed_report(), False), twice.timing.cases)[1] == []
-    assert [p.name for p in plots.write(twice, tmp_path)] == ["timing_forward.png"]
+    assert [name for name, _ in plots.pngs(twice)] == ["timing_forward.png"]
 
 
 def test_the_relative_panel_leaves_out_a_variant_far_off_unless_every_one_is():

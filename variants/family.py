@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import math
 from typing import Any, Callable, Mapping, Optional
 
 import torch
@@ -50,6 +51,20 @@ MODES = ("forward", "backward", "full")
 # the most elements a shape's input may hold: the kernels index with 32-bit offsets (shapes refuse more
 # up front, before anything is allocated)
 MAX_ELEMENTS = 2**31 - 1
+
+
+# a shape's float fields reach the kernels as float32 arguments: beyond these they would arrive as inf or 0
+FLOAT32_MAX = 3.4028234663852886e38
+FLOAT32_TINY = 1.1754943508222875e-38   # the smallest normal float32
+
+
+def check_float32(name: str, value: float, positive: bool = False) -> None:
+    """ValueError (one line) unless `value` is a finite float a float32 kernel argument holds as given: at
+    most FLOAT32_MAX in magnitude and, if `positive` (an eps), at least FLOAT32_TINY."""
+    low = FLOAT32_TINY if positive else -FLOAT32_MAX
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and low <= value <= FLOAT32_MAX):
+        raise ValueError(f"{name} must be a finite number from {low:.2g} to {FLOAT32_MAX:.2g} (the kernels take "
+                         f"it as a float32), got {value!r}")
 
 
 def check_elements(numel: int) -> None:
@@ -141,7 +156,8 @@ class Family(abc.ABC):
 
     @abc.abstractmethod
     def make_inputs(self, shape, dtype: torch.dtype, device: str, seed: int, kind: str = "normal") -> Inputs:
-        """Fresh inputs drawn on the CPU from `seed` (CPU and GPU runs see the same values), moved to `device`."""
+        """Fresh inputs drawn on the CPU from `seed` (CPU and GPU runs see the same values), moved to `device`.
+        On "meta" nothing may be drawn or allocated (IR compiles and compare/memory.py size huge shapes there)."""
 
     # ---------------------------------------------------------------- forward
     @abc.abstractmethod

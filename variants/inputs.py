@@ -100,8 +100,14 @@ def draw(family, shape, dtype: torch.dtype, device, seed: int, kind: str, params
          weight_scale: float, bias_scale: Optional[float]) -> Inputs:
     """Inputs for one trial, drawn on the CPU from `seed` and moved to `device` in `dtype`: x from
     the family's generator of `kind`, then W = 1 + weight_scale * randn(params), B = bias_scale *
-    randn(params) (none when bias_scale is None) and the upstream gradient dy, from the same stream."""
+    randn(params) (none when bias_scale is None) and the upstream gradient dy, from the same stream.
+    On the meta device nothing is drawn or allocated: tensors of the same shapes and dtype."""
     family.check_input_kind(kind)
+    if torch.device(device).type == "meta":   # sizes only (IR compiles, memory estimates): a huge shape stays free
+        def meta(*size):
+            return torch.empty(*size, dtype=dtype, device="meta")
+        return Inputs(meta(shape.tensor_shape), meta(params), None if bias_scale is None else meta(params),
+                      seed=seed, kind=kind, dy=meta(shape.tensor_shape))
     gen = torch.Generator().manual_seed(seed)
     x = family.input_kinds[kind](shape, gen, dtype)
     weight = 1.0 + weight_scale * torch.randn(params, generator=gen, dtype=torch.float64)

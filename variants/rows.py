@@ -4,11 +4,10 @@ the row length, persistent backward programs) and the sum of per-program partial
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import torch
 
-from variants.family import Preset, check_elements
+from variants.family import Preset, check_elements, check_float32
 
 # The SM count assumed when a launcher runs on meta tensors (the IR's offline compile for sm_90):
 # an H100/H200 SXM has 132 SMs, so a persistent backward gets 132 programs as it would there.
@@ -33,8 +32,7 @@ class RowShape:
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{field} must be a positive integer, got {value!r}")
         check_elements(self.numel)
-        if not (self.eps > 0 and math.isfinite(self.eps)):
-            raise ValueError(f"eps must be a positive finite number, got {self.eps!r}")
+        check_float32("eps", self.eps, positive=True)
 
     @property
     def hidden_size(self) -> int:

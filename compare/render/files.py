@@ -1,27 +1,146 @@
-"""`--out DIR`: the report as files: report.md, report.json, benchmark_rows.json (when timed) and plots."""
+"""Every file a comparison writes (--json, --markdown, --out DIR: report.md, report.json,
+benchmark_rows.json when timed, plots), each written atomically: a temporary file in the same folder,
+then os.replace, so a failed write (a full disk) leaves the file that was there as it was.
+
+`ours` tells the files kernel-ab writes from others: compare.usage refuses, before any work, to replace
+a file that is not one of them unless --force is given.
+"""
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import stat
+import tempfile
 from pathlib import Path
 
-from compare.render import benchmark_rows, json_report, markdown, plots
-from compare.results import Report
+from compare.results import MARKER, MARKER_KEY, from_dict
+
+REPORT_MD, REPORT_JSON, ROWS_JSON = "report.md", "report.json", "benchmark_rows.json"
+WRITE_FAILED = 74   # the exit code when a file could not be written (sysexits' EX_IOERR)
 
 
-def write(report: Report, folder: Path) -> list[str]:
-    """Write every file; returns one line per file (or per thing not written, with why)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    lines = []
-    (folder / "report.md").write_text(markdown.render(report))
-    (folder / "report.json").write_text(json_report.render(report))
-    lines += [f"wrote {folder / 'report.md'}", f"wrote {folder / 'report.json'}"]
-    rows = benchmark_rows.rows(report)
-    if rows:
-        (folder / "benchmark_rows.json").write_text(json.dumps(rows, indent=2) + "\n")
-        lines.append(f"wrote {folder / 'benchmark_rows.json'} (the seed's benchmark format)")
-    if report.timing is not None:
-        if plots.available():
-            lines += [f"wrote {p}" for p in plots.write(report, folder)]
+def folder_files(folder: Path, modes: tuple[str, ...] = ()) -> list[Path]:
+    """The files `write` puts in an --out folder: the reports, and (`modes` timed) the benchmark rows
+    and the plots of those modes that are there now (a plot's name also carries its dtype when several
+    dtypes are timed: timing_forward.png, timing_forward_float16.png)."""
+    paths = [folder / REPORT_MD, folder / REPORT_JSON] + ([folder / ROWS_JSON] if modes else [])
+    if folder.is_dir():
+        paths += sorted(p for m in modes for p in folder.glob(f"timing_{m}*.png")
+                        if p.name == f"timing_{m}.png" or p.name.startswith(f"timing_{m}_"))
+    return paths
+
+
+def ours(path: Path) -> bool:
+    """Whether the file at `path` is one kernel-ab writes. A report.json carries the marker, or (written
+    before the marker) loads as a report; a Markdown report opens with its title; benchmark rows name
+    kernel_ab_commit in every row; a plot's PNG says Software kernel-ab, or (drawn before that tag)
+    Matplotlib next to a report.json of ours."""
+    from compare.render import markdown, plots
+    data = path.read_bytes()
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        if b"tEXtSoftware\x00" + plots.SOFTWARE.encode() in data:
+            return True
+        sibling = path.parent / REPORT_JSON
+        return b"tEXtSoftware\x00Matplotlib" in data and sibling.is_file() and ours(sibling)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    if text.startswith(markdown.TITLE):
+        return True
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    if isinstance(value, list):
+        return bool(value) and all(isinstance(row, dict) and "kernel_ab_commit" in row for row in value)
+    if not isinstance(value, dict):
+        return False
+    if MARKER_KEY in value:
+        return value[MARKER_KEY] == MARKER
+    try:
+        from_dict(value)
+    except Exception:  # noqa: BLE001 - whatever fails to load is not a report of ours
+        return False
+    return True
+
+
+def _mode(target: Path) -> int:
+    """The permissions the file gets: those of the file it replaces, else the usual ones (umask applied)."""
+    try:
+        return stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write `data` to `path` (through a link: to the file it names) via a temporary file in the same
+    folder and os.replace; on any failure the temporary file is removed and the old file stays."""
+    target = Path(os.path.realpath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".kernel-ab-tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())   # a full disk may only say so here
+        os.chmod(tmp, _mode(target))
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _rendered(report, json_path, markdown_path, out) -> tuple[list, list, list[str]]:
+    """(path, bytes, note) of every file to write, in order: those of --json and --markdown, those of
+    --out; and lines about what is not written."""
+    from compare.render import benchmark_rows, json_report, markdown, plots
+    cache: dict[str, bytes] = {}
+
+    def text(kind: str) -> bytes:
+        if kind not in cache:
+            cache[kind] = (json_report.render(report) if kind == "json" else markdown.render(report)).encode()
+        return cache[kind]
+    single = [(Path(p), text(kind), "") for kind, p in (("json", json_path), ("md", markdown_path)) if p]
+    inside, notes = [], []
+    if out:
+        folder = Path(out)
+        inside += [(folder / REPORT_MD, text("md"), ""), (folder / REPORT_JSON, text("json"), "")]
+        rows = benchmark_rows.rows(report)
+        if rows:
+            inside.append((folder / ROWS_JSON, (json.dumps(rows, indent=2) + "\n").encode(),
+                           " (the seed's benchmark format)"))
+        if report.timing is not None:
+            if plots.available():
+                inside += [(folder / name, png, "") for name, png in plots.pngs(report)]
+            else:
+                notes.append("plots not written: matplotlib is not installed (pip install 'kernel-ab[plot]')")
+    return single, inside, notes
+
+
+def write(report, json_path: str | Path | None = None, markdown_path: str | Path | None = None,
+          out: str | Path | None = None) -> tuple[list[str], int]:
+    """Write every output asked for; returns one line per file (or per thing not written, with why) and
+    how many files could not be written (each of those lines starts `kernel-ab: error:`)."""
+    single, inside, notes = _rendered(report, json_path, markdown_path, out)
+    lines, failed = [], 0
+    if inside:
+        try:
+            Path(out).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            lines.append(f"kernel-ab: error: could not make the folder {out} ({exc.strerror or exc}); "
+                         "none of --out's files written")
+            failed, inside = len(inside), []
+    for path, data, note in single + inside:
+        try:
+            write_atomic(path, data)
+        except OSError as exc:
+            failed += 1
+            lines.append(f"kernel-ab: error: could not write {path} ({exc.strerror or exc}); "
+                         "a file that was there is left as it was")
         else:
-            lines.append("plots not written: matplotlib is not installed (pip install 'kernel-ab[plot]')")
-    return lines
+            lines.append(f"wrote {path}{note}")
+    return lines + notes, failed

@@ -1,15 +1,17 @@
-"""The JSON report: the headline first (derived, for readers of the file; ignored on load), then the
+"""The JSON report: the headline first (derived, for readers of the file; ignored on load), the marker
+that says kernel-ab wrote the file (compare/render/files.py replaces only files of its own), then the
 result model as data, with its schema version."""
 from __future__ import annotations
 
 import json
 
 from compare.headline import headline
-from compare.results import Report, _encode, from_dict, to_dict
+from compare.results import MARKER, MARKER_KEY, Report, _encode, from_dict, to_dict
 
 
 def render(report: Report) -> str:
-    return json.dumps({"headline": _encode(headline(report)), **to_dict(report)}, indent=2, allow_nan=False) + "\n"
+    data = {"headline": _encode(headline(report)), MARKER_KEY: MARKER, **to_dict(report)}
+    return json.dumps(data, indent=2, allow_nan=False) + "\n"
 
 
 def load(text: str) -> Report:

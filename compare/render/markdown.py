@@ -10,6 +10,9 @@ from compare.render.tables import IR_TITLE, Table, build, environment_lines, var
 from compare.results import Report
 
 COMMENT_LIMIT = 65536
+# how every Markdown report begins: compare/render/files.py tells kernel-ab's own reports (those it may
+# replace without --force) by it, so a change here must keep reports written before it recognized
+TITLE = "## kernel-ab: "
 _MARK = {"ok": "✅", "fail": "❌", "warn": "⚠️", "skip": "⏭️", "info": "ℹ️"}
 
 
@@ -95,7 +98,7 @@ def render(report: Report, limit: int = COMMENT_LIMIT) -> str:
     each section's verdict lines always stay; when everything does not fit, each section gets an even
     share of the room left and keeps the tables that fit in it, with a note saying how many were left out."""
     summary, sections = build(report)
-    head = [f"## kernel-ab: {report.family}, preset `{report.preset}`, {report.dtype}, baseline `{report.baseline}`",
+    head = [f"{TITLE}{report.family}, preset `{report.preset}`, {report.dtype}, baseline `{report.baseline}`",
             "", *_headline(headline(report))]
     head.extend(f"- {_MARK[level]} {text}" for level, text in summary.lines)
     head += ["", _table(variants_table(report)), ""]

@@ -5,7 +5,6 @@ the 2/3 cap marked on the shapes whose family says the pass must read x twice ("
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from compare.results import Report
 
@@ -49,23 +48,29 @@ def relative_panel(cases, names: list[str]) -> tuple[list[str], str]:
         (f"beyond ±{FOCUS:.0%} somewhere, so left out here: {', '.join(far)}" if far else "")
 
 
-def write(report: Report, folder: Path) -> list[Path]:
-    """One PNG per timed mode (and dtype, when several were timed); returns the files written. Needs
+SOFTWARE = "kernel-ab"   # every plot's PNG "Software" text: compare/render/files.py tells its own plots by it
+
+
+def pngs(report: Report) -> list[tuple[str, bytes]]:
+    """(file name, PNG bytes) of one plot per timed mode (and dtype, when several were timed). Needs
     matplotlib (check `available()`)."""
+    import io
+
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     if report.timing is None:
         return []
-    written = []
+    made = []
     keys = list(dict.fromkeys((c.mode, c.dtype) for c in report.timing.cases))
     for mode, dtype in keys:
         fig = figure(report, mode, dtype)
-        path = folder / (f"timing_{mode}_{dtype}.png" if len({d for _, d in keys}) > 1 else f"timing_{mode}.png")
-        fig.savefig(path, dpi=110)
+        data = io.BytesIO()
+        fig.savefig(data, format="png", dpi=110, metadata={"Software": SOFTWARE})
         plt.close(fig)
-        written.append(path)
-    return written
+        made.append((f"timing_{mode}_{dtype}.png" if len({d for _, d in keys}) > 1 else f"timing_{mode}.png",
+                     data.getvalue()))
+    return made
 
 
 def figure(report: Report, mode: str, dtype: str):

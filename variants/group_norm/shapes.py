@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from variants.family import Preset, check_elements
+from variants.family import Preset, check_elements, check_float32
 
 BLOCK_CAP = 65536
 
@@ -41,8 +41,7 @@ class Shape:
         if self.channels % self.num_groups:
             raise ValueError(f"channels ({self.channels}) must be divisible by num_groups ({self.num_groups}); "
                              f"divisors of {self.channels} are {_divisors(self.channels)}")
-        if not (self.eps > 0 and math.isfinite(self.eps)):
-            raise ValueError(f"eps must be a positive finite number, got {self.eps!r}")
+        check_float32("eps", self.eps, positive=True)
 
     @property
     def channels_per_group(self) -> int:

@@ -16,7 +16,7 @@ from typing import Callable
 import torch
 
 from variants.baselines import torch_variants
-from variants.family import Family, Preset
+from variants.family import Family, Preset, check_float32
 from variants.inputs import Inputs, draw
 from variants.rows import RowShape, presets, programs
 from variants.variant import Variant
@@ -43,6 +43,7 @@ class RmsShape(RowShape):
 
     def __post_init__(self):
         super().__post_init__()
+        check_float32("offset", self.offset)
         if self.casting not in CASTING_MODES:
             raise ValueError(f"casting mode {self.casting!r} is not one of {', '.join(CASTING_MODES)}")
 
