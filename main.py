@@ -294,8 +294,9 @@ def _prog() -> str:
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """The command line (`python main.py ...`, `kernel-ab ...`): its exit code."""
     from compare import supervisor
+    previous = {}
     try:
-        supervisor.install_stop_handlers(EARLY_SIGNALS)
+        previous = supervisor.install_stop_handlers(EARLY_SIGNALS)
         code = _main(_join_values(list(sys.argv[1:] if argv is None else argv)), prog or _prog())
     except supervisor.Stopped as exc:   # temporary trees and files are gone by now: the stack unwound
         print(f"kernel-ab: {exc}; no report", file=sys.stderr)
@@ -308,6 +309,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         # stdout goes to devnull so that the interpreter's final flush does not raise again
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 141
+    finally:
+        supervisor.restore_handlers(previous)
     if code != supervisor.POISONED_EXIT:
         supervisor.done(code)
     return code

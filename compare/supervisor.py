@@ -70,16 +70,22 @@ def _on_stop_signal(signum, _frame):
     raise Stopped(signum)
 
 
-def install_stop_handlers(early: list[int] | tuple = ()) -> None:
+def install_stop_handlers(early: list[int] | tuple = ()) -> dict:
     """SIGINT, SIGTERM, SIGHUP raise `Stopped` (main thread only); signals the supervisor held blocked
-    while this process started are delivered now, and one that came `early` is raised."""
+    while this process started are delivered now, and one that came `early` is raised. Returns the
+    handlers they replace (for `restore_handlers`)."""
     if threading.current_thread() is not threading.main_thread():
-        return
-    for s in _STOP_CODES:
-        signal.signal(s, _on_stop_signal)
+        return {}
+    previous = {s: signal.signal(s, _on_stop_signal) for s in _STOP_CODES}
     signal.pthread_sigmask(signal.SIG_UNBLOCK, set(_STOP_CODES))
     if early:
         _on_stop_signal(early[0], None)
+    return previous
+
+
+def restore_handlers(previous: dict) -> None:
+    for s, handler in previous.items():
+        signal.signal(s, handler)
 
 
 def is_variant_fault(exc: BaseException) -> bool:

@@ -2,6 +2,7 @@
 stderr naming what was wrong, exit code 2, no traceback, nothing on stdout, and no work done first
 (every case returns within seconds, huge shapes included)."""
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -176,10 +177,21 @@ def test_the_kernel_ab_command_runs_the_same_cli(monkeypatch, capsys):
 
 def test_interrupt_while_importing_a_variant_file_is_one_line_and_130(tmp_path, capsys):
     kernel = tmp_path / "slow_kernel.py"
-    kernel.write_text("raise KeyboardInterrupt  # as if Ctrl-C came while this file was importing\n")
+    kernel.write_text("import os, signal\nos.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while this file imports\n")
+    before = signal.getsignal(signal.SIGINT)
     rc = main.main(["compare", "--variant", f"k={kernel}::fwd", "--check", "numerics"], prog="main.py")
     err = capsys.readouterr().err
     assert rc == 130 and err.strip() == "kernel-ab: interrupted (Ctrl-C); no report"
+    assert signal.getsignal(signal.SIGINT) is before   # main() leaves the caller's handlers as it found them
+
+
+def test_a_keyboard_interrupt_raised_by_a_variant_file_is_that_variants_failure(tmp_path, capsys):
+    kernel = tmp_path / "raises.py"
+    kernel.write_text("raise KeyboardInterrupt  # the file's own doing, not the user's\n")
+    rc = main.main(["compare", "explicit_offset", "--variant", f"k={kernel}::fwd", "--check", "numerics",
+                    "--shape", "2,8,2,16", "--inputs", "normal", "--trials", "1", "--quiet"], prog="main.py")
+    out = capsys.readouterr().out
+    assert rc == 0 and "variant k could not be loaded: import of" in out and "KeyboardInterrupt" in out
 
 
 def test_readme_first_commands_are_what_ci_runs_in_a_fresh_venv():
