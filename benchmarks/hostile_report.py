@@ -8,6 +8,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -103,7 +104,7 @@ def write_reports(folder: Path, results, features: frozenset, total: int, partia
     entries = [_entry(*r) for r in results]
     sums = summary(entries)
     totals = {c: sum(s["any"][c] for s in sums.values()) for c in PRIORITY}
-    header = {"command": " ".join(command), "environment": environment(features), "cases_run": len(entries),
+    header = {"command": shlex.join(command), "environment": environment(features), "cases_run": len(entries),
               "cases_total": total, "partial": partial, "seconds": round(seconds, 1)}
     folder.mkdir(parents=True, exist_ok=True)
     md, js = folder / "sweep.md", folder / "sweep.json"

@@ -110,7 +110,8 @@ def _report_case(**kw):
     (_case("usage_error"), {"rc": 0, "stderr": "", "stdout": "a report", "seconds": 9}, "wrong_exit"),
     (_case("usage_error"), {"rc": 2, "stderr": "kernel-ab: error: x\n", "seconds": 99}, "other"),
     (_case("usage_error"), {"timed_out": True, "rc": -9, "leftovers": ["$TMPDIR/kernel-ab-status-x"]}, "hang"),
-    (_case("refused"), {"rc": 0, "stderr": "wrote x\n", "changed": {"precious.json": "bytes changed"}}, "file_destroyed"),
+    (_case("refused"), {"rc": 0, "stderr": "wrote x\n", "changed": {"precious.json": "bytes changed"}},
+     "file_destroyed"),
     (_case("refused"), {"rc": 2, "stderr": "kernel-ab: error: x\n", "leftovers": ["same"]}, "leftover_file"),
     (_case("written", written=["a.json"]), {"rc": 0, "written": {"a.json": {"exists": True, "valid": True,
                                                                           "new_inode": True}}}, "ok"),
@@ -129,6 +130,10 @@ def _report_case(**kw):
     (_report_case(), {"rc": 0, "report": {**REPORT, "variants": [REPORT["variants"][0],
                                                                 {"name": "bad", "status": "ok", "error": ""}]}},
      "wrong_verdict"),
+    (_report_case(), {"rc": 0, "report": {**REPORT, "numerics": {"cases": [  # the hostile one's write reached torch
+        {"direction": d, "variants": [{"variant": "good", "status": "pass"}, {"variant": "bad", "status": "pass"},
+                                      {"variant": "torch", "status": "fail" if d == "forward" else "pass"}]}
+        for d in ("forward", "backward")]}}}, "wrong_verdict"),
     (_report_case(expect_rc=1), {"rc": 0, "report": REPORT}, "wrong_exit"),
     (_case("signal", signal=["SIGINT", "group", 1.0]), {"rc": 130, "stderr": "kernel-ab: interrupted\n"}, "ok"),
     (_case("signal", signal=["SIGHUP", "group", 1.0]), {"rc": -1, "stderr": "kernel-ab: hung up\n"}, "ok"),
