@@ -60,7 +60,7 @@ def _written(case: Case, o: dict) -> list[list[str]]:
             problems.append(["other", f"{path}: not written"])
         elif not state.get("valid"):
             problems.append(["file_destroyed", f"{path}: not a complete kernel-ab report ({state.get('why', '')})"])
-        elif not state.get("new_inode"):
+        elif not state.get("new_inode"):   # os.replace of a finished temporary file gives the path a new inode
             problems.append(["other", f"{path}: rewritten in place, not atomically (same inode)"])
     return problems
 
@@ -104,6 +104,7 @@ def _report(case: Case, o: dict) -> list[list[str]]:
 def _signal(case: Case, o: dict) -> list[list[str]]:
     name = case.signal[0]
     problems = []
+    # 128+N by exit, or death by the signal itself after the one line (the Unix way to pass it on)
     if not o.get("timed_out") and o.get("rc") not in (SIGNALS[name], -signal_number(name)):
         problems.append(["wrong_exit", f"exit code {o.get('rc')} after {name}, expected {SIGNALS[name]}"])
     lines = _lines(o.get("stderr"))

@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(_describe(i, c) for i, c in chosen))
         print(f"{len(chosen)} of {len(cases)} invocations")
         return 0
-    scratch_root = Path(tempfile.mkdtemp(prefix="kernel-ab-hostile-sweep-"))
+    scratch_root = Path(tempfile.mkdtemp(prefix="hostile-sweep-"))   # not kernel-ab-*: tests look for those
     fixture = scratch_root / "fixture"
     fixture_error = make_fixture(fixture) if any(s[0] == "fixture" for _, c in chosen for s in c.files.values()) else ""
     params = kernel_params() if any(s[0] == "kernel" for _, c in chosen for s in c.files.values()) else {}

@@ -25,7 +25,7 @@ ACTS = {
     "sys_exit_3": "sys.exit(3)",
     "os_exit_0": "os._exit(0)",
     "os_exit_7": "os._exit(7)",
-    "raise_keyboard_interrupt": "raise KeyboardInterrupt",
+    "raise_keyboard_interrupt": "raise KeyboardInterrupt",   # the variant's, not the user's Ctrl-C: a failure
     "raise_system_exit": "raise SystemExit",
     "raise_generator_exit": "raise GeneratorExit",
     "raise_memory_error": "raise MemoryError",
