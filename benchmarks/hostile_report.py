@@ -77,7 +77,9 @@ def _markdown(header: dict, entries: list[dict], totals: dict, sums: dict) -> st
     lines = ["# kernel-ab hostile sweep", "",
              f"Made by `{header['command']}` from the repository root ({header['cases_run']} of "
              f"{header['cases_total']} invocations{', a partial run' if header['partial'] else ''}, "
-             f"{header['seconds']:.0f} s).", "",
+             f"{header['seconds']:.0f} s). Each invocation is `python3 main.py ...` under the tool's supervisor, "
+             "run from a scratch folder of its own (main.py there links to the repository's) with its own TMPDIR.",
+             "",
              f"Environment: Python {env['python']}, torch {env['torch']}, triton {env['triton']}, "
              f"{env['cpu_count']} CPUs, {env['platform']}; kernel-ab commit {env['commit'][:12]}"
              f"{' (working tree changed)' if env['tree_dirty'] else ''}; tool flags: {flags}; {env['time_utc']}.",

@@ -6,9 +6,9 @@ against what it must do (benchmarks/hostile_cases.py) and classified (benchmarks
     python3 benchmarks/hostile_sweep.py --list           # the invocations, without running them
     python3 benchmarks/hostile_sweep.py --only hostile --limit 20 --report-dir /tmp/sweep
 
-Each runs from the repository root under the tool's supervisor, in a session of its own, with a
-scratch folder for its files and its own TMPDIR; a marker in its environment finds every process it
-left behind. Exit code 0 only when every case met its expectation.
+Each runs as `python3 main.py ...` under the tool's supervisor, in a session of its own, from a
+scratch folder of its own (main.py there links to the repository's) with its own TMPDIR; a marker in
+its environment finds every process it left behind. Exit code 0 only when every case met its expectation.
 """
 from __future__ import annotations
 
@@ -186,6 +186,9 @@ def run_case(index: int, case: hc.Case, scratch_root: Path, fixture: Path, param
     scratch = scratch_root / f"{index:03d}"
     tmp = scratch / "tmp"
     tmp.mkdir(parents=True)
+    # the case runs in its scratch folder, so that what it writes where it stands (`--out ''`) lands there,
+    # not in the repository; main.py there links to the repository's (Python puts its real folder on sys.path)
+    os.symlink(ROOT / "main.py", scratch / "main.py")
     outcome: dict = {"index": index}
     try:
         make_files(case, scratch, fixture, params)
@@ -200,7 +203,7 @@ def run_case(index: int, case: hc.Case, scratch_root: Path, fixture: Path, param
     out_path, err_path = scratch_root / f"{index:03d}.stdout", scratch_root / f"{index:03d}.stderr"
     start = time.monotonic()
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        proc = subprocess.Popen([sys.executable, "main.py", *argv], cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen([sys.executable, "main.py", *argv], cwd=scratch, env=env, stdin=subprocess.DEVNULL,
                                 stdout=out, stderr=err, start_new_session=True)
         with _LOCK:
             _RUNNING.add(proc.pid)
@@ -231,7 +234,7 @@ def run_case(index: int, case: hc.Case, scratch_root: Path, fixture: Path, param
             with _LOCK:
                 _RUNNING.discard(proc.pid)
     outcome.update(rc=proc.returncode, seconds=round(time.monotonic() - start, 2),
-                   command="python3 main.py " + shlex.join(argv))
+                   command=f"cd {shlex.quote(str(scratch))} && python3 main.py {shlex.join(argv)}")
     # after a hang the group was killed: what is still alive had left the case's process group
     outcome["orphans"] = _orphans(marker, grace=0.5 if outcome["timed_out"] else 3.0)
     outcome["stdout"] = out_path.read_text(errors="replace")[:4000]
