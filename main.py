@@ -84,7 +84,8 @@ def _variant_options(p: argparse.ArgumentParser) -> None:
 
 def _timing_options(p: argparse.ArgumentParser) -> None:
     t = p.add_argument_group("timing (GPU only)")
-    t.add_argument("--modes", default="forward", help="comma list of forward, backward, full (default forward)")
+    t.add_argument("--modes", help="comma list of forward, backward, full (default: every pass whose compiled "
+                                   "code differs between the variants; every pass when a variant is an op)")
     t.add_argument("--noise", type=float, default=0.01, help="noise band for the verdict, a fraction (default 0.01)")
     t.add_argument("--rounds", type=int, default=60, help="at most this many interleaved rounds per case (default 60)")
     t.add_argument("--calls", type=int, default=5, help="timed calls per variant per round (default 5)")
@@ -143,7 +144,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     _variant_options(i)
     _ir_options(i)
     _output_options(i)
-    i.set_defaults(checks=["ir"], trials=1, seed=0, modes="forward", noise=0.01, rounds=60, calls=5,
+    i.set_defaults(checks=["ir"], trials=1, seed=0, modes=None, noise=0.01, rounds=60, calls=5,
                    max_seconds=10.0, graph="auto")
     r = sub.add_parser("report", help="re-render a saved JSON report")
     r.add_argument("file", type=Path, help="a report.json written by compare")
@@ -209,14 +210,19 @@ def _check(args) -> None:
         raise usage.UsageError(f"--target/--stage: {exc}") from None
     timed = not args.checks or "timing" in args.checks
     usage.outputs(args.json, args.markdown, args.out, force=args.force,
-                  modes=tuple(m.strip() for m in args.modes.split(",") if m.strip()) if timed else ())
+                  modes=(_modes(args) or ("forward", "backward", "full")) if timed else ())
+
+
+def _modes(args) -> tuple[str, ...]:
+    """--modes as given; () when not given: the timing plan chooses (compare.timing_run.plan_modes)."""
+    return tuple(m.strip() for m in (args.modes or "").split(",") if m.strip())
 
 
 def _request(args):
     from compare import pipeline
     from compare.timing import TimingConfig
     try:
-        timing = TimingConfig(modes=tuple(m.strip() for m in args.modes.split(",") if m.strip()), rounds=args.rounds,
+        timing = TimingConfig(modes=_modes(args), rounds=args.rounds,
                               min_rounds=min(10, args.rounds), calls_per_round=args.calls,
                               max_seconds=args.max_seconds, noise=args.noise, graph=args.graph, seed=args.seed)
     except ValueError as exc:

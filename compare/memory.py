@@ -81,7 +81,7 @@ def refuse_what_cannot_fit(request, registry, backend) -> None:
     # the IR compiles on meta tensors; only ops are run, on real ones, to find the kernels they launch
     if not (numerics or timed or ("ir" in checks and any(v.kind == "op" for v in chosen))):
         return
-    grads = "backward" in checks or (timed and set(request.timing.modes) - {"forward"})
+    grads = "backward" in checks or (timed and (not request.timing.modes or set(request.timing.modes) - {"forward"}))
     # the accuracy reference point (torch) joins the numerics when not named
     variants = len(chosen) + (family.accuracy_reference not in {v.name for v in chosen})
     free = {"host": host_available(), "GPU": device_available() if backend.gpu else None}

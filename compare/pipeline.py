@@ -6,11 +6,11 @@ import dataclasses
 import json
 from typing import Iterator
 
-from compare import numerics, supervisor
+from compare import numerics, supervisor, timing_run
 from compare.backend import Backend
 from compare.environment import collect
 from compare.progress import Step
-from compare.results import NumericsSection, Report, TimingSection, VariantInfo
+from compare.results import NumericsSection, Report, VariantInfo
 from compare.timing import TimingConfig
 from compare.usage import UsageError
 from variants import Registry, UnknownName
@@ -42,6 +42,7 @@ class Request:
     repo: str = "."                  # the git repository of git: specs
     family: str | None = None        # the family compared (None: the named variants', else the default one)
     left_out: tuple[str, ...] = ()   # checks left out by a supervisor, each with its reason (compare.supervisor)
+    loaded_specs: tuple[str, ...] = ()   # the --variant specs `loaded` loaded (a timing process loads them again)
 
 
 def resolve(request: Request, registry: Registry):
@@ -109,7 +110,9 @@ def count_steps(request: Request, registry: Registry, backend: Backend) -> int:
     steps = 0
     steps += sum(len(seeds) for *_, seeds in numerics_plan(request, family, preset, _directions(request, family)))
     if "timing" in request.checks and backend.gpu:
-        steps += len(preset.shapes) * len(request.timing.modes) * len(resolve_matrix(request, family)[0])
+        dtypes = len(resolve_matrix(request, family)[0])
+        steps += dtypes if timing_run.in_fresh_processes(backend.gpu) else \
+            len(preset.shapes) * len(timing_run.plan_modes(family, chosen, request.timing.modes)[0]) * dtypes
     if "ir" in request.checks:
         steps += 1
     return steps
@@ -191,7 +194,8 @@ def loaded(request: Request, registry: Registry,
         lost = {f.name for f in failed}
         ordered = tuple(n for n in request.variants if n not in lost)
         ordered += tuple(n for n in names if n not in ordered)
-        yield dataclasses.replace(request, variants=ordered, external=(), family=joined), registry, infos
+        yield (dataclasses.replace(request, variants=ordered, external=(), family=joined,
+                                   loaded_specs=request.external), registry, infos)
 
 
 def _joined_family(request: Request, registry: Registry) -> str:
@@ -261,7 +265,8 @@ def run(request: Request, registry: Registry, backend: Backend,
     timing_section = None
     if "timing" in request.checks:
         if backend.gpu:
-            timing_section = run_timing(family, chosen, preset, request, step)
+            timing_section, timing_skipped = _timing(request, family, chosen, preset, backend, step)
+            skipped.extend(timing_skipped)
         else:
             skipped.append("timing: needs a CUDA GPU and this run has none (Triton ran through its CPU "
                            "interpreter, whose speed says nothing about the GPU)")
@@ -288,36 +293,19 @@ def _shape_params(family, shape) -> dict:
     return params
 
 
-def run_timing(family, chosen, preset, request: Request, step) -> TimingSection:
-    """Every (dtype, shape, mode) case of the request, timed on the GPU."""
-    import torch
-    from compare import timing
-    config = request.timing
-    step("timing: measuring device-to-device copy bandwidth")
-    copy_gbs = timing.copy_bandwidth_gbs()
-    cases = []
-    for dtype in resolve_matrix(request, family)[0]:
-        dtype_name = str(dtype).removeprefix("torch.")
-        for shape in preset.shapes:
-            inputs = family.make_inputs(shape, dtype, "cuda", request.seed, request.input_kind)
-            for mode in config.modes:
-                what = f"timing {shape.label} {mode} {dtype_name}"
-                with supervisor.running(tuple(v.name for v in chosen), what, launches=len(chosen) + 1,
-                                        extra_s=config.max_seconds):
-                    calls, control = timing.case_calls(family.bench_call, chosen, inputs, shape, mode,
-                                                       config.placements)
-                    cases.append(timing.time_case(calls, family.bytes_moved(shape, dtype, mode), copy_gbs,
-                                                  shape.label, mode, config, step, dtype=dtype_name, control=control,
-                                                  inputs=inputs))
-                del calls, control
-                step.advance()
-            del inputs
-            torch.cuda.empty_cache()
-    compile_seconds = tuple((v.name, float(v.run.compile_seconds)) for v in chosen
-                            if getattr(v.run, "compile_seconds", None) is not None)
-    method = timing.method_text(config)
-    return TimingSection(torch.cuda.get_device_name(), copy_gbs, config.noise, 0.95, method, tuple(cases),
-                         compile_seconds)
+def _timing(request: Request, family, chosen, preset, backend: Backend, step) -> tuple:
+    """(the timing section or None, lines for passes and dtypes not timed): the plan's passes, each dtype
+    in a fresh process (compare.timing_run)."""
+    modes, skipped = timing_run.plan_modes(family, chosen, request.timing.modes)
+    request = dataclasses.replace(request, timing=dataclasses.replace(request.timing, modes=modes))
+    dtypes = resolve_matrix(request, family)[0]
+    if not timing_run.in_fresh_processes(backend.gpu):
+        return timing_run.run_timing(family, chosen, preset, request, step, dtypes), skipped
+    names = tuple(v.name for v in chosen)
+    specs = tuple(s for s in request.loaded_specs if s.split("=", 1)[0] in names)
+    one_by_one = dataclasses.replace(request, variants=names, external=specs, loaded_specs=())
+    section, failed = timing_run.run_isolated(one_by_one, tuple(str(d).removeprefix("torch.") for d in dtypes), step)
+    return section, skipped + tuple(failed)
 
 
 def numerics_plan(request: Request, family, preset, directions) -> list[tuple]:

@@ -391,6 +391,11 @@ def _decode(tp: Any, value: Any, where: str = "report") -> Any:
     return value
 
 
+def decode(tp: Any, value: Any) -> Any:
+    """Any record of the model (`tp`) from its JSON form; ReportFormatError naming the field where it is not."""
+    return _decode(tp, value)
+
+
 def from_dict(data: dict) -> Report:
     """Load a report saved by `to_dict` (or the JSON renderer, whose derived `headline` is dropped: it is
     recomputed from the rest), migrating older schema versions; refuses unknown ones, and (ReportFormatError,

@@ -32,7 +32,7 @@ CONTROL = "\0A/A"          # the hidden second entry of the baseline (no variant
 
 @dataclasses.dataclass(frozen=True)
 class TimingConfig:
-    modes: tuple[str, ...] = ("forward",)
+    modes: tuple[str, ...] = ()   # (): the passes whose code differs (compare.timing_run.plan_modes)
     rounds: int = 60              # at most this many rounds per case
     min_rounds: int = 10
     calls_per_round: int = 5

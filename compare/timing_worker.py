@@ -1,0 +1,31 @@
+"""A process that times one dtype's cases of a comparison (compare/timing_run.py starts it):
+
+    python -m compare.timing_worker REQUEST.json SECTION.json
+
+It loads the request's variants again (the --variant specs, as the run that started it did), times them
+on the GPU and writes the TimingSection as JSON. Crash isolation holds here as in the run that started
+it: its launches write to the same status file, so a supervisor sees them."""
+from __future__ import annotations
+
+import sys
+
+
+def main(request_path: str, section_path: str) -> int:
+    from pathlib import Path
+
+    from compare import pipeline, supervisor, timing_run
+    from compare.backend import configure
+    from compare.timing import TimingConfig
+    from variants import registry
+    backend = configure("cuda")
+    request = timing_run.request_from_json(Path(request_path).read_text(), pipeline.Request, TimingConfig)
+    with pipeline.loaded(request, registry(), supervisor.excluded()) as (request, reg, _):
+        family, chosen, preset, _ = pipeline.resolve(request, reg)
+        dtypes = pipeline.resolve_matrix(request, family)[0]
+        section = timing_run.run_timing(family, chosen, preset, request, pipeline.Step(), dtypes)
+    timing_run.write_section(section, section_path)
+    return 0 if backend.gpu else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:]))
