@@ -17,15 +17,18 @@
 #                                      the shared backward, torch and inductor (seed and image presets); numerics
 #                                      and backward numerics of a split image shape; tests/test_gpu.py
 #                                      (parts 4 and 5: BUDGET_S, default 540)
+#   bash benchmarks/gpu_reports.sh 6   the plain command on an op whose backward kernel alone changed; the
+#                                      image preset's timing with both dtypes in one command (each timed in a
+#                                      process of its own) against bfloat16 alone; the sealed-inputs GPU tests
 # Everything lands in a scratch folder and is packed into $OUT/gpu_reports_<part>.tgz. Set
 # KERNEL_AB_GIT_COMMIT to the commit the tree was copied from (the copy has no .git).
 set -uo pipefail
-part=${1:?part 1, 2, 3, 4 or 5}
+part=${1:?part 1, 2, 3, 4, 5 or 6}
 OUT=${OUT:-out}
 W=$(mktemp -d); mkdir -p "$OUT"   # packed into $OUT at the end (few files may come back from $OUT)
 export PYTHONUNBUFFERED=1
 T0=$(date +%s)
-case "$part" in 3) BUDGET_S=${BUDGET_S:-400} ;; 4|5) BUDGET_S=${BUDGET_S:-540} ;; *) BUDGET_S=${BUDGET_S:-100000} ;; esac
+case "$part" in 3) BUDGET_S=${BUDGET_S:-400} ;; 4|5|6) BUDGET_S=${BUDGET_S:-540} ;; *) BUDGET_S=${BUDGET_S:-100000} ;; esac
 step() {  # step NAME SECONDS COMMAND...: run with a time limit, log to $W/NAME.log, record command and wall time
     local name=$1 limit=$2; shift 2
     local start=$(date +%s)
@@ -82,6 +85,18 @@ elif [ "$part" = 3 ]; then  # the timing validation, twice in fresh processes, t
     done
     step seed_timing 110 python3 main.py compare $ALL --preset seed --check timing --modes forward,backward,full \
         --json "$W/seed_timing.json"
+elif [ "$part" = 6 ]; then  # the plain command on a backward-only change; timing isolated per dtype; sealed inputs
+    REPO=$(python3 -c "import sys; from pathlib import Path; from tests.op_package import make_repo; print(make_repo(Path(sys.argv[1])))" "$(mktemp -d)")
+    # an op at two revisions whose backward kernel alone differs, compared as the plain command does (no --modes)
+    step backward_only_op 150 python3 main.py compare --repo "$REPO" \
+        --variant old=git:HEAD~1:normlib/norm.py::GroupNormFunction.apply \
+        --variant new=git:HEAD:normlib/norm.py::GroupNormFunction.apply --out "$W/backward_only_op"
+    # the order effect: both dtypes in one command (each now timed in a process of its own), then bfloat16 alone
+    step order_both 200 python3 main.py compare pointer_mutation single_read_coop torch inductor --preset image \
+        --dtype float32,bfloat16 --check timing --modes forward --json "$W/order_both.json"
+    step order_bf16 120 python3 main.py compare pointer_mutation single_read_coop torch inductor --preset image \
+        --dtype bfloat16 --check timing --modes forward --json "$W/order_bf16.json"
+    step pytest_sealed 100 python3 -m pytest -q -rs -p no:cacheprovider tests/test_gpu.py -k "op_writing or captured"
 else                       # the reports, then the tests that exercise the GPU paths
     step seed 200 python3 main.py compare $ALL --preset seed --modes forward,backward,full --trials 2 --out "$W/seed"
     step numerics 150 python3 main.py compare pointer_mutation explicit_offset --check numerics --check backward \
