@@ -80,8 +80,9 @@ def run_isolated(request, dtypes: tuple[str, ...], step) -> tuple[TimingSection 
             one = dataclasses.replace(request, dtype=dtype, checks=("timing",))
             ask, answer = Path(tmp, f"{dtype}.request.json"), Path(tmp, f"{dtype}.timing.json")
             ask.write_text(request_json(one))
-            proc = subprocess.run([sys.executable, "-m", "compare.timing_worker", str(ask), str(answer)],
-                                  cwd=_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            # in the user's folder, so relative --variant paths and --repo mean what they meant here
+            proc = subprocess.run([sys.executable, str(_ROOT / "compare" / "timing_worker.py"), str(ask), str(answer)],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             if proc.returncode or not answer.exists():
                 tail = (proc.stderr.strip().splitlines() or ["no output"])[-1][:300]
                 failed.append(f"timing {dtype}: its process ended with exit code {proc.returncode} ({tail})")

@@ -28,4 +28,6 @@ def main(request_path: str, section_path: str) -> int:
 
 
 if __name__ == "__main__":
+    from pathlib import Path
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)   # kernel-ab's folder, not compare/ itself
     sys.exit(main(*sys.argv[1:]))
