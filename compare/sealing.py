@@ -51,11 +51,14 @@ def writes(original, used) -> tuple[InputWrite, ...]:
     return tuple(found)
 
 
-def restore(used, original) -> None:
-    """Copy the original values back into `used`'s tensors, in place (their addresses stay)."""
+def restore(used, original, names=None) -> None:
+    """Copy the original values back into `used`'s tensors (`names`, default all), in place: their addresses
+    stay, and so do their autograd version counters (through `.data`), so a graph that saved one of them
+    for its backward still accepts it (the values are the ones it saved)."""
     new = _tensors(used)
     for name, t in _tensors(original).items():
-        new[name].copy_(t)
+        if names is None or name in names:
+            new[name].data.copy_(t)
 
 
 def merge(found: list[tuple[InputWrite, ...]]) -> tuple[InputWrite, ...]:

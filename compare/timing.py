@@ -327,7 +327,8 @@ def _seal(t: _Timed, inputs, written: dict, name: str) -> None:
     found = sealing.writes(inputs, own)
     if found:
         written[name] = found
-        t.restore = lambda: sealing.restore(own, inputs)
+        changed = {w.input for w in found}
+        t.restore = lambda: sealing.restore(own, inputs, changed)
         t.restore()
 
 

@@ -254,7 +254,7 @@ def test_an_op_writing_into_dy_is_timed_on_restored_inputs_and_leaves_the_others
         report = pipeline.run(request, reg, BACKEND, failed=failed)
     (case,) = report.timing.cases
     variants = {v.variant: v for v in case.variants}
-    assert variants["plain"].status == variants["in_place"].status == "ok"
+    assert variants["plain"].status == variants["in_place"].status == "ok", {n: v.reason for n, v in variants.items()}
     assert [w.input for w in variants["in_place"].writes] == ["dy"] and variants["plain"].writes == ()
     assert "in_place wrote into its inputs" in case.note
     backward = next(c for c in report.numerics.cases if c.direction == "backward")

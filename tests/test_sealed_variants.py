@@ -54,8 +54,11 @@ def test_sealed_copies_count_changed_bits_and_restore_in_place():
     (w,) = sealing.writes(inputs, copy)
     assert (w.input, w.changed, w.numel) == ("x", 2, 4)
     address = copy["x"].data_ptr()
+    leaf = copy["x"].detach().requires_grad_(True)   # a leaf an op saved for its backward (shares the version)
+    version = leaf._version
     sealing.restore(copy, inputs)
     assert sealing.writes(inputs, copy) == () and copy["x"].data_ptr() == address
+    assert leaf._version == version   # autograd still accepts what it saved
 
 
 def test_an_op_that_writes_into_dy_is_identical_to_itself_under_three_names(tmp_path):
