@@ -111,7 +111,7 @@ def loop_claims(section: IRSection, va: IRVariant, vb: IRVariant) -> list[str]:
         parts.append(f"innermost {name} op deltas: " + " / ".join(changed + ([f"{_stages(unchanged)} none"]
                                                                             if unchanged else [])))
     pair = next((x for x in section.pairs if (x.a, x.b) == (va.variant, vb.variant)), None)
-    if same and not (pair is not None and all(d.identical for d in pair.stages)):   # else "identical" says it all
+    if same and not (pair is not None and pair.stages and all(d.identical for d in pair.stages)):   # else "identical" says it all
         parts.append(f"same ops at every stage: innermost {', '.join(same)}")
     return parts
 

@@ -13,8 +13,8 @@ import dataclasses
 
 from compare.results import IRLoopMatch, IRSection, IRStage, IRVariant
 
-THRESHOLD = 0.5
-MARGIN = 0.1
+THRESHOLD = 0.6
+MARGIN = 0.05
 WEIGHTS = {"nest": 0.15, "trip": 0.25, "memory": 0.25, "ops": 0.25, "parent": 0.1}
 MAX_GROUP = 6      # loops a side in one group of rivals: past this, no pairing among them is claimed
 
