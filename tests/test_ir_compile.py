@@ -18,6 +18,7 @@ from compare.headline import headline
 from compare.results import VariantInfo, from_dict, to_dict
 from tests.fixed_report import fixed_report
 from tests.planted import mutant
+from tests.test_headline import STATS_IMPORT, TWO_PASS
 from variants import registry
 from variants.group_norm import FAMILY, PRESETS
 import variants.group_norm.explicit_offset as explicit_offset
@@ -48,30 +49,13 @@ def compiled(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ir")
     copy = renamed_copy(tmp, pointer_mutation, "pm_copy")
     broken = mutant(tmp, explicit_offset, "broken", "w = tl.load(W_ptr + channel)", "w = tl.load(W_ptr + no_such_name)")
-    two_pass = mutant(tmp, pointer_mutation, "two_pass", ONE_PASS, TWO_PASS, why="two-pass variance")
+    # the statistics with a two-pass variance: one more loop before the channel loop, which is unchanged
+    two_pass = mutant(tmp, pointer_mutation, "two_pass", STATS_IMPORT, TWO_PASS, why="two-pass variance")
     chosen = [REG.get("pointer_mutation"), REG.get("explicit_offset"), copy, broken, two_pass]
     cache = CompileCache()
     kernels = [(v.name, v.kernel, v.import_roots) for v in chosen]
     results = {c.variant: c for c in cache.compile(FAMILY, kernels, SHAPE, "float32", "sm_90", launched=False)}
     return {"cache": cache, "copy": copy, "broken": broken, "two_pass": two_pass, "results": results}
-
-
-# the statistics with a two-pass variance: one more loop before the channel loop, which is unchanged
-ONE_PASS = "    mean, rstd = group_statistics(X_ptr, hidden_size, eps, BLOCK_SIZE)\n"
-TWO_PASS = """    total = 0.0
-    for start in tl.range(0, hidden_size, BLOCK_SIZE):
-        offsets = start + tl.arange(0, BLOCK_SIZE)
-        total += tl.sum(tl.load(X_ptr + offsets, mask=offsets < hidden_size, other=0.0).to(tl.float32))
-    mean = total / hidden_size
-    total_sq = 0.0
-    for start in tl.range(0, hidden_size, BLOCK_SIZE):
-        offsets = start + tl.arange(0, BLOCK_SIZE)
-        mask = offsets < hidden_size
-        x = tl.load(X_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
-        d = tl.where(mask, x - mean, 0.0)
-        total_sq += tl.sum(d * d)
-    rstd = tl.rsqrt(total_sq / hidden_size + eps)
-"""
 
 
 def section(compiled, names):

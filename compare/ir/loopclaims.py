@@ -1,29 +1,23 @@
 """What the headline and the IR section say about two variants' loops, from their matches
-(compare.ir.loopmatch), each claim followed by the stages it holds in.
-
-Loops are named by A's path (B's too where it differs) and by the induction variable TTIR names
-them with; a claim is made only about matched loops: carried pointers that changed, and the op
-deltas of the innermost ones (where the time goes). Loops added, removed or without a confident
-match are listed with the pointers each carries, and no pair is claimed among them.
+(compare.ir.loopmatch), each claim followed by the stages it holds in. Pairs are claimed only of
+matched loops (carried pointers that changed; the op deltas of the innermost ones, where the time
+goes); a loop added, removed or without a confident match is listed with the pointers it carries.
 """
 from __future__ import annotations
 
 import collections
 
-from compare.ir.loopmatch import stage_matches
+from compare.ir.loopmatch import stage_matches, stage_of
 from compare.results import IRLoop, IRSection, IRStage, IRVariant
 
 STAGE = {"ttir": "TTIR", "ttgir": "TTGIR", "llir": "LLIR", "ptx": "PTX", "sass": "SASS"}
 TOP = 3          # op deltas named per loop and stage (the tables name more)
 
 
-def _stage(v: IRVariant, stage: str) -> IRStage | None:
-    return next((s for s in v.stages if s.stage == stage), None)
-
-
 def _variables(v: IRVariant, stage: IRStage) -> dict[str, str]:
     """Induction variables by path, from TTIR (or TTGIR), for a stage whose loop nest has the same paths."""
-    named = next((s for s in (_stage(v, "ttir"), _stage(v, "ttgir")) if s and any(l.variable for l in s.loops)), None)
+    named = next((s for s in (stage_of(v, "ttir"), stage_of(v, "ttgir")) if s and any(l.variable for l in s.loops)),
+                 None)
     if named is None or {l.path for l in named.loops} != {l.path for l in stage.loops}:
         return {}
     return {l.path: l.variable for l in named.loops if l.variable}
@@ -42,14 +36,13 @@ class _Pair:
         name = f"loop {pa}" if pa == pb else f"loop {pa} of {self.a}, {pb} of {self.b}"
         return name + (f" (for {var})" if var else "")
 
-    def one(self, path: str, mine: bool, sass: bool) -> str:
+    def one(self, path: str, mine: bool) -> str:
         """A loop of one side, with the pointers it carries."""
         loop, var = (self.la, self.va) if mine else (self.lb, self.vb)
-        bits = [f"for {var[path]}"] if path in var else []
-        if not sass:
-            n = loop[path].carried_pointers
-            bits.append(f"carries {n} pointer{'s' if n != 1 else ''}" if n else "no pointer carried")
-        return path + (f" ({'; '.join(bits)})" if bits else "")
+        n = loop[path].carried_pointers
+        bits = ([f"for {var[path]}"] if path in var else []) + [
+            f"carries {n} pointer{'s' if n != 1 else ''}" if n else "no pointer carried"]
+        return f"{path} ({'; '.join(bits)})"
 
     def innermost(self, pa: str, pb: str) -> bool:
         return not any(p.startswith(pa + ".") for p in self.la) and not any(p.startswith(pb + ".") for p in self.lb)
@@ -77,7 +70,7 @@ def loop_claims(section: IRSection, va: IRVariant, vb: IRVariant) -> list[str]:
     claims: dict[str, list[str]] = {}
     inner: dict[str, dict[str, list[str]]] = {}
     for stage in section.stages:
-        sa, sb = _stage(va, stage), _stage(vb, stage)
+        sa, sb = stage_of(va, stage), stage_of(vb, stage)
         if sa is None or sb is None:
             continue
         p, sass = _Pair(va, vb, sa, sb), stage == "sass"
@@ -93,11 +86,11 @@ def loop_claims(section: IRSection, va: IRVariant, vb: IRVariant) -> list[str]:
                     inner.setdefault(p.loop(pa, pb), {}).setdefault(op_deltas(y, x), []).append(stage)
             elif not sass and m.status in ("added", "removed"):
                 who, path = (p.a, m.a[0]) if m.a else (p.b, m.b[0])
-                text = f"loop {p.one(path, bool(m.a), sass)} only in {who}"
+                text = f"loop {p.one(path, bool(m.a))} only in {who}"
             elif not sass:
                 text = (f"no confident match, no pair claimed: {p.a}'s loop{'s' if len(m.a) > 1 else ''} "
-                        f"{', '.join(p.one(x, True, sass) for x in m.a)} against {p.b}'s "
-                        f"loop{'s' if len(m.b) > 1 else ''} {', '.join(p.one(y, False, sass) for y in m.b)}")
+                        f"{', '.join(p.one(x, True) for x in m.a)} against {p.b}'s "
+                        f"loop{'s' if len(m.b) > 1 else ''} {', '.join(p.one(y, False) for y in m.b)}")
             if text:
                 claims.setdefault(text, []).append(stage)
     parts = [f"{text} ({_stages(stages)})" for text, stages in claims.items()]
@@ -107,11 +100,11 @@ def loop_claims(section: IRSection, va: IRVariant, vb: IRVariant) -> list[str]:
         if not changed:
             same.append(name)
             continue
-        unchanged = by_delta.get("", [])
-        parts.append(f"innermost {name} op deltas: " + " / ".join(changed + ([f"{_stages(unchanged)} none"]
-                                                                            if unchanged else [])))
+        unchanged = [f"{_stages(by_delta[''])} none"] if "" in by_delta else []
+        parts.append(f"innermost {name} op deltas: " + " / ".join(changed + unchanged))
     pair = next((x for x in section.pairs if (x.a, x.b) == (va.variant, vb.variant)), None)
-    if same and not (pair is not None and pair.stages and all(d.identical for d in pair.stages)):   # else "identical" says it all
+    identical = pair is not None and pair.stages and all(d.identical for d in pair.stages)
+    if same and not identical:   # identical code: the headline says so, and nothing about its loops
         parts.append(f"same ops at every stage: innermost {', '.join(same)}")
     return parts
 

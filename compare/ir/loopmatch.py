@@ -1,10 +1,7 @@
-"""Which loop of B is which loop of A in one stage: matched by what the loops are, not by their position.
-
-A loop is told by its place in the nest (depth, how many loops it holds, the loop around it), its trip
-count (TTIR/TTGIR: bounds written back to the kernel's arguments), the global loads and stores of its
-own body and its op mix; two loops' similarity is a weighted mean of how alike these are (0 to 1).
-A pair below THRESHOLD is never matched; a pairing is claimed only where every other way of pairing the
-same loops scores at least MARGIN less, else those loops are "unsure" and no pair among them is claimed.
+"""Which loop of B is which loop of A in one stage, told by what the loops are, not by their position:
+their place in the nest, trip count (TTIR/TTGIR), global loads and stores and op mix, weighed into a
+similarity from 0 to 1. A pair under THRESHOLD is never matched; a pairing is claimed only where every
+other way of pairing the same loops scores at least MARGIN less, else those loops are "unsure".
 """
 from __future__ import annotations
 
@@ -139,13 +136,13 @@ def match(stage_a: IRStage, stage_b: IRStage) -> tuple[IRLoopMatch, ...]:
     return tuple(sorted(out, key=lambda m: (not m.a, order_a[m.a[0]] if m.a else order_b[m.b[0]])))
 
 
-def _stage(v: IRVariant | None, stage: str) -> IRStage | None:
+def stage_of(v: IRVariant | None, stage: str) -> IRStage | None:
     return next((s for s in v.stages if s.stage == stage), None) if v is not None else None
 
 
 def pair_matches(a: IRVariant, b: IRVariant, stages) -> tuple[IRLoopMatch, ...]:
     """Every stage's matches of two compiled variants (what an IRPair records)."""
-    found = [(_stage(a, s), _stage(b, s)) for s in stages]
+    found = [(stage_of(a, s), stage_of(b, s)) for s in stages]
     return tuple(m for sa, sb in found if sa is not None and sb is not None for m in match(sa, sb))
 
 
@@ -158,5 +155,5 @@ def stage_matches(section: IRSection, a: str, b: str, stage: str) -> tuple[IRLoo
         return recorded
     va = next((v for v in section.variants if v.variant == a), None)
     vb = next((v for v in section.variants if v.variant == b), None)
-    sa, sb = _stage(va, stage), _stage(vb, stage)
+    sa, sb = stage_of(va, stage), stage_of(vb, stage)
     return match(sa, sb) if sa is not None and sb is not None else ()
