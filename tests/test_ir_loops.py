@@ -1,6 +1,9 @@
 """Loops of two variants matched by what they are (compare.ir.loopmatch) and what is said about them
 (compare.ir.loopclaims, the loop tables), on hand-made loop records shaped like the group-norm kernel's."""
 import dataclasses
+import re
+
+import pytest
 
 from compare.ir.loopclaims import loop_claims
 from compare.ir.loopmatch import match, stage_matches
@@ -120,6 +123,19 @@ def test_report_without_recorded_matches_gets_them_computed_and_recorded_ones_ar
     kept = IRLoopMatch("ttir", ("2",), ("3",), "matched", 0.5)
     recorded = dataclasses.replace(old, pairs=(dataclasses.replace(old.pairs[0], loops=(kept,)),))
     assert stage_matches(recorded, "A", "B", "ttir") == (kept,)
+
+
+@pytest.mark.parametrize("recorded, said", [
+    (IRLoopMatch("ttir", ("9",), ("3",), "matched"), "names loop 9 of A, which has no such loop"),
+    (IRLoopMatch("ttir", ("2",), ("3",), "added"), "loop match 'added' in ttir with 1 loops of A and 1 of B"),
+    (IRLoopMatch("ttir", (), ("3",), "unsure"), "loop match 'unsure' in ttir with 0 loops of A and 1 of B"),
+    (IRLoopMatch("ttir", ("2",), ("3",), "paired"), "loop match status 'paired' in ttir; known: matched"),
+])
+def test_recorded_match_naming_loops_the_stages_lack_is_refused(recorded, said):
+    s = section([stage(*SEED_A)], [stage(*TWO_PASS)])
+    s = dataclasses.replace(s, pairs=(dataclasses.replace(s.pairs[0], loops=(recorded,)),))
+    with pytest.raises(ValueError, match=re.escape(said)):
+        stage_matches(s, "A", "B", "ttir")
 
 
 def test_matches_and_trips_survive_json_and_older_json_loads_without_them():

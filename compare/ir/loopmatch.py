@@ -150,10 +150,28 @@ def stage_matches(section: IRSection, a: str, b: str, stage: str) -> tuple[IRLoo
     """The recorded matches of A's and B's loops in `stage`, or (a report made before they were
     recorded) the same computed from the two variants' summaries."""
     pair = next((p for p in section.pairs if (p.a, p.b) == (a, b)), None)
-    recorded = tuple(m for m in pair.loops if m.stage == stage) if pair is not None else ()
-    if recorded or (pair is not None and pair.loops):
-        return recorded
     va = next((v for v in section.variants if v.variant == a), None)
     vb = next((v for v in section.variants if v.variant == b), None)
     sa, sb = stage_of(va, stage), stage_of(vb, stage)
+    if pair is not None and pair.loops:
+        recorded = tuple(m for m in pair.loops if m.stage == stage)
+        for m in recorded:
+            _check(m, sa, sb, a, b)
+        return recorded
     return match(sa, sb) if sa is not None and sb is not None else ()
+
+
+_SIDES = {"matched": (1, 1), "removed": (1, 0), "added": (0, 1)}
+
+
+def _check(m: IRLoopMatch, sa: IRStage | None, sb: IRStage | None, a: str, b: str) -> None:
+    """A recorded match names loops the two stages have, as many on each side as its status allows."""
+    if m.status not in (*_SIDES, "unsure"):
+        raise ValueError(f"loop match status {m.status!r} in {m.stage}; known: {', '.join((*_SIDES, 'unsure'))}")
+    want = _SIDES.get(m.status)
+    if (len(m.a), len(m.b)) != want if want else not (m.a and m.b):
+        raise ValueError(f"loop match {m.status!r} in {m.stage} with {len(m.a)} loops of {a} and {len(m.b)} of {b}")
+    for paths, st, who in ((m.a, sa, a), (m.b, sb, b)):
+        missing = [p for p in paths if st is None or p not in {l.path for l in st.loops}]
+        if missing:
+            raise ValueError(f"a loop match in {m.stage} names loop {missing[0]} of {who}, which has no such loop")
