@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
+from compare.ir.loopclaims import loop_claims
 from compare.problems import KINDS, Problem, describe, input_kinds, problems, ran, variant_of
 from compare.results import IRSection, NumericsCase, NumericsSection, Report, TimingSection
 
@@ -211,26 +212,7 @@ def _ir_line(section: Optional[IRSection], a: str, b: str, skipped: tuple[str, .
         return Line("compiled code", "fail", f"compiled code: {b} did not compile: {vb.error.splitlines()[0] if vb.error else '?'}")
     if va.status != "ok":
         return Line("compiled code", "skip", f"compiled code: the baseline {a} did not compile")
-    loops: dict[tuple, list[str]] = {}
-    for stage in section.stages:
-        sa = next((s for s in va.stages if s.stage == stage), None)
-        sb = next((s for s in vb.stages if s.stage == stage), None)
-        if stage == "sass" or sa is None or sb is None:
-            continue
-        for path in dict.fromkeys([l.path for l in sa.loops] + [l.path for l in sb.loops]):
-            la = next((l for l in sa.loops if l.path == path), None)
-            lb = next((l for l in sb.loops if l.path == path), None)
-            ca = la.carried_pointers if la else None
-            cb = lb.carried_pointers if lb else None
-            if ca != cb:
-                loops.setdefault((path, ca, cb), []).append(_STAGE[stage])
-    names = {l.path: l.variable for v in (vb, va) for s in v.stages for l in s.loops if l.variable}
-    parts = []
-    for (path, ca, cb), stages in loops.items():
-        def say(n, who):
-            return f"no loop {path} in {who}" if n is None else f"{n} in {who}"
-        loop = f"loop {path} (for {names[path]})" if path in names else f"loop {path}"
-        parts.append(f"{loop} carried pointers: {say(ca, a)}, {say(cb, b)} ({', '.join(stages)})")
+    parts = loop_claims(section, va, vb)
     for what, x, y in (("registers", va.registers, vb.registers), ("spill bytes", va.spill_bytes, vb.spill_bytes)):
         if x != y and x >= 0 and y >= 0:
             parts.append(f"{what} {x} -> {y}")

@@ -241,8 +241,8 @@ class TimingSection:
     cases: tuple[TimingCase, ...]
     compile_seconds: tuple[tuple[str, float], ...] = ()   # e.g. inductor's compile time: reported, not timed
 # ---------------------------------------------------------------- IR (compiled code): compare/results_ir.py
-from compare.results_ir import (IRCarried, IRKernelMatch, IRLoop, IRMemOp, IRPair, IRSection,  # noqa: E402,F401
-                                IRStage, IRStageDiff, IRVariant)   # re-exported: one result model
+from compare.results_ir import (IRCarried, IRKernelMatch, IRLoop, IRLoopMatch, IRMemOp, IRPair,  # noqa: E402,F401
+                                IRSection, IRStage, IRStageDiff, IRVariant)   # re-exported: one result model
 
 
 # ---------------------------------------------------------------- report

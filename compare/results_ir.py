@@ -24,6 +24,8 @@ class IRLoop:
     ops: tuple[tuple[str, int], ...]   # operations in the loop itself (nested loops excluded), most first
     instructions: int
     variable: str = ""      # TTIR/TTGIR: the induction variable as the source names it ("" if none or unknown)
+    trip: str = ""          # TTIR/TTGIR: "LOWER to UPPER step STEP", each bound written back to the kernel's
+                            # arguments (a0, a1, ...), constants and program ids ("" if not read)
 
     @property
     def carried_pointers(self) -> int:
@@ -82,10 +84,24 @@ class IRStageDiff:
 
 
 @dataclasses.dataclass(frozen=True)
+class IRLoopMatch:
+    """Which of B's loops is which of A's in one stage, told by what the loops are (nesting, trip count,
+    global loads and stores, op mix), not by their position (compare.ir.loopmatch)."""
+
+    stage: str
+    a: tuple[str, ...]      # A's loop paths
+    b: tuple[str, ...]      # B's loop paths
+    status: str             # "matched" (one each), "removed" (A's only), "added" (B's only), or "unsure": no
+                            # confident pairing among these loops, so none is claimed
+    score: float = 0.0      # matched: the two loops' similarity, 0 to 1
+
+
+@dataclasses.dataclass(frozen=True)
 class IRPair:
     a: str
     b: str
     stages: tuple[IRStageDiff, ...]
+    loops: tuple[IRLoopMatch, ...] = ()   # per stage, B's loops matched to A's (older reports: none recorded)
 
 
 @dataclasses.dataclass(frozen=True)

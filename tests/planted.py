@@ -40,10 +40,12 @@ def load_mutated_coop(tmp_path: Path, name: str, old: str, new: str, count: int 
     return load_mutated(tmp_path, single_read_coop, name, old, new, count)
 
 
-def mutant(tmp_path: Path, base_module, name: str, old: str, new: str, count: int = 1):
-    """A forward variant: `base_module` (a variant file) with one edit."""
+def mutant(tmp_path: Path, base_module, name: str, old: str, new: str, count: int = 1, why: str = ""):
+    """A forward variant: `base_module` (a variant file) with one edit (`why`: its one-line description,
+    by default the edit itself)."""
     module, path = load_mutated(tmp_path, base_module, name, old, new, count)
-    return FAMILY.triton_variant(name, f"planted fault: {new.strip()}", str(path), forward=module.group_norm_forward)
+    return FAMILY.triton_variant(name, why or f"planted fault: {new.strip()}", str(path),
+                                 forward=module.group_norm_forward)
 
 
 def variants_tree(folder: Path) -> Path:

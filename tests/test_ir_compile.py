@@ -1,5 +1,7 @@
 """The IR comparison on real compiles (offline for sm_90, no GPU): renamed copies show no difference,
-the seed's pair shows its pointer carry, a broken variant is reported while the others come out."""
+the seed's pair shows its pointer carry, a new loop before the channel loop does not shift which loop
+is which, a broken variant is reported while the others come out."""
+import dataclasses
 import difflib
 import importlib.util
 import inspect
@@ -12,8 +14,11 @@ import pytest
 from compare import ir
 from compare.backend import configure
 from compare.ir.compile import CompileCache
-from compare.results import from_dict
+from compare.headline import headline
+from compare.results import VariantInfo, from_dict, to_dict
+from tests.fixed_report import fixed_report
 from tests.planted import mutant
+from tests.test_headline import STATS_IMPORT, TWO_PASS
 from variants import registry
 from variants.group_norm import FAMILY, PRESETS
 import variants.group_norm.explicit_offset as explicit_offset
@@ -44,16 +49,30 @@ def compiled(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ir")
     copy = renamed_copy(tmp, pointer_mutation, "pm_copy")
     broken = mutant(tmp, explicit_offset, "broken", "w = tl.load(W_ptr + channel)", "w = tl.load(W_ptr + no_such_name)")
-    chosen = [REG.get("pointer_mutation"), REG.get("explicit_offset"), copy, broken]
+    # the statistics with a two-pass variance: one more loop before the channel loop, which is unchanged
+    two_pass = mutant(tmp, pointer_mutation, "two_pass", STATS_IMPORT, TWO_PASS, why="two-pass variance")
+    chosen = [REG.get("pointer_mutation"), REG.get("explicit_offset"), copy, broken, two_pass]
     cache = CompileCache()
     kernels = [(v.name, v.kernel, v.import_roots) for v in chosen]
     results = {c.variant: c for c in cache.compile(FAMILY, kernels, SHAPE, "float32", "sm_90", launched=False)}
-    return {"cache": cache, "copy": copy, "broken": broken, "results": results}
+    return {"cache": cache, "copy": copy, "broken": broken, "two_pass": two_pass, "results": results}
 
 
 def section(compiled, names):
-    chosen = [{"copy": compiled["copy"], "broken": compiled["broken"]}.get(n) or REG.get(n) for n in names]
+    chosen = [{n: compiled[n] for n in ("copy", "broken", "two_pass")}.get(n) or REG.get(n) for n in names]
     return ir.run(FAMILY, chosen, SHAPE, "float32", cache=compiled["cache"])
+
+
+def compiled_code_line(s, b: str) -> str:
+    """The headline's compiled-code line for `b` against the section's first variant, from a report
+    that holds only this section (and through its JSON form, which must say the same)."""
+    names = [v.variant for v in s.variants]
+    report = dataclasses.replace(fixed_report(), baseline=names[0], numerics=None, timing=None, ir=s,
+                                 variants=tuple(VariantInfo(n, "group_norm", "triton", n, n) for n in names))
+    line = next(p for p in headline(report).pairs if p.variant == b).lines[-1].text
+    again = next(p for p in headline(from_dict(to_dict(report))).pairs if p.variant == b).lines[-1].text
+    assert again == line
+    return line
 
 
 def test_renamed_copy_has_an_empty_diff_at_every_stage(compiled):
@@ -82,6 +101,27 @@ def test_pointer_mutation_channel_loop_carries_two_pointers_explicit_offset_none
         assert la.carried_pointers == 2, (stage, la.carried)
         assert lb.carried_pointers == 0, (stage, lb.carried)
     assert _channel_loop(a, "ttir").carried[0].type == "!tt.ptr<f32>"
+
+
+def test_two_pass_statistics_leave_the_channel_loop_matched_to_itself_and_its_pointers_unclaimed(compiled):
+    s = section(compiled, ["pointer_mutation", "two_pass"])
+    a, b = s.variants
+    for stage in ("ttir", "ttgir", "llir", "ptx"):
+        la, lb = _channel_loop(a, stage), _channel_loop(b, stage)
+        assert (la.path, lb.path) == ("2", "3") and la.carried_pointers == lb.carried_pointers == 2, stage
+        assert [(m.a, m.b) for m in s.pairs[0].loops if m.stage == stage and m.status == "matched"][:2] == [
+            (("2",), ("3",)), (("2.1",), ("3.1",))], stage
+    line = compiled_code_line(s, "two_pass")
+    assert "carried pointers" not in line and "for channel" not in line, line
+    assert "no confident match, no pair claimed: pointer_mutation's loop 1 (for start; no pointer carried) against " \
+           "two_pass's loops 1 (for start; no pointer carried), 2 (for start; no pointer carried)" in line, line
+
+
+def test_seed_pair_line_names_pointers_removed_and_address_arithmetic_added_to_the_inner_loop(compiled):
+    line = compiled_code_line(section(compiled, ["pointer_mutation", "explicit_offset"]), "explicit_offset")
+    assert ("loop 2 (for channel) carried pointers: 2 in pointer_mutation, 0 in explicit_offset "
+            "(TTIR, TTGIR, LLIR, PTX)") in line, line
+    assert "innermost loop 2.1 (for start) op deltas: TTIR tt.addptr +2 / " in line, line
 
 
 def test_normalized_ptx_diff_is_at_most_a_tenth_of_the_raw_diff(compiled):

@@ -12,6 +12,7 @@ import re
 from compare.ir.compile import (STAGES, CompileCache, TargetError, capability, describe, launcher_name,
                                 recorded_launch, specialization)
 from compare.ir import ops as op_ir
+from compare.ir.loopmatch import pair_matches
 from compare.ir.diff import raw_changed_lines, raw_diff_length, unified
 from compare.ir.normalize import clean, rename
 from compare.ir.summarize import summarize
@@ -138,6 +139,8 @@ def run(family, variants, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: 
                  + ("as launched on this GPU (after one unrecorded pass)" if gpu else
                     "compiled offline for the argument types they were launched with under the interpreter")
                  + f", listed as OP{op_ir.SEPARATOR}KERNEL and paired by kernel name")
+    summaries = {r.variant: r for r in rows}
+    pairs = tuple(dataclasses.replace(p, loops=pair_matches(summaries[p.a], summaries[p.b], stages)) for p in pairs)
     mode = "launched" if gpu else "offline"
     return IRSection(mode, target if not gpu else "the GPU's", shape.label, dtype, spec, note, stages,
                      tuple(rows), pairs, matches, kernel)

@@ -133,6 +133,51 @@ def _mlir_loops(lines: list[str]):
     return [tuple(s) for s in spans], carried, headers
 
 
+_MLIR_DEF = re.compile(r"^\s*(%[\w.$-]+)(?::\d+)?\s*=\s*(.*?)\s*$")
+_MLIR_FOR = re.compile(r"\bscf\.for\s+(%[\w.$-]+)\s*=\s*(%[\w.$#-]+)\s+to\s+(%[\w.$#-]+)\s+step\s+(%[\w.$#-]+)")
+_MLIR_NAME = re.compile(r"%[\w.$-]+")
+
+
+def _expr(name: str, defs: dict, depth: int = 0) -> str:
+    """A value as an expression of the kernel's arguments (a0, a1...), constants and program ids."""
+    rhs = defs.get(name.split("#")[0], "?")
+    op, _, rest = rhs.partition(" ")
+    if not rest:
+        return rhs   # an argument, an induction variable, a carried value, or unknown
+    if not op.startswith(("arith.", "tt.", "math.")):
+        return re.split(r"[\s(]", op.strip('"'))[0].strip('"')
+    if depth >= 3:
+        return "..."
+    if op == "arith.constant":
+        return rest.rsplit(" : ", 1)[0]
+    if op == "tt.get_program_id":
+        return f"program_id {rest.split()[0]}"
+    args = _MLIR_NAME.findall(rest.split(" : ")[0])
+    return f"{op.rsplit('.', 1)[-1]}({', '.join(_expr(a, defs, depth + 1) for a in args)})"
+
+
+def _mlir_trips(lines: list[str], openers: list[int]) -> list[str]:
+    """Each loop's "LOWER to UPPER step STEP", its bounds read back through the definitions before it (MLIR
+    reuses a name only in sibling regions, so the latest definition of a name is the one in scope)."""
+    defs: dict[str, str] = {}
+    trips = {}
+    for i, line in enumerate(lines):
+        if "tt.func" in line:
+            defs.update({n: f"a{k}" for k, n in enumerate(re.findall(r"(%[\w.$-]+):", line))})
+            continue
+        m = _MLIR_FOR.search(line)
+        if i in openers and m:
+            trips[i] = f"{_expr(m.group(2), defs)} to {_expr(m.group(3), defs)} step {_expr(m.group(4), defs)}"
+        d = _MLIR_DEF.match(line)
+        if d:
+            defs[d.group(1)] = "result" if m else d.group(2)
+        if m:
+            defs[m.group(1)] = "iv"
+            for carried in re.findall(r"(%[\w.$-]+)\s*=", line[m.end():]):
+                defs[carried] = "carried"
+    return [trips.get(i, "") for i in openers]
+
+
 def _labelled_loops(lines: list[str], label_re, branch_re):
     """Loops closed by a branch to an earlier label: spans (label line, branch line) and headers."""
     labels = {}
@@ -227,6 +272,7 @@ def summarize(stage: str, lines: list[str]) -> IRStage:
     """Loops with their carried values and own op counts, and the global memory ops, of one stage."""
     spans, carried, headers = loops(stage, lines)
     paths = _paths(list(spans))
+    trips = _mlir_trips(lines, [a for a, _ in spans]) if stage in ("ttir", "ttgir") else [""] * len(spans)
     loop_of = {}
     built = []
     for k, span in enumerate(spans):
@@ -235,7 +281,8 @@ def summarize(stage: str, lines: list[str]) -> IRStage:
             loop_of[i] = paths[k][0]
         counts = collections.Counter(op for op in (opcode(stage, lines[i]) for i in own) if op)
         built.append(IRLoop(paths[k][0], paths[k][1], span[0] + 1, headers[k][:160], tuple(carried[k]),
-                            tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))), sum(counts.values())))
+                            tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))), sum(counts.values()),
+                            trip=trips[k]))
     mem = collections.Counter()
     for i, line in enumerate(lines):
         found = memory_op(stage, line)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from compare.ir.loopclaims import match_lines, op_deltas
+from compare.ir.loopmatch import stage_matches
 from compare.results import IRLoop, IRSection, IRStage, IRVariant
 
 STAGE_TITLES = {"ttir": "TTIR", "ttgir": "TTGIR", "llir": "LLIR", "ptx": "PTX", "sass": "SASS"}
@@ -29,7 +31,10 @@ LOOPS_LEGEND = (
     "source names it (TTIR/TTGIR); line: first line in the normalized listing",
     "carried: values carried from one iteration to the next (TTIR/TTGIR iter_args, LLIR header phis, PTX registers "
     "read before written in the loop); * = pointer (PTX: feeds an address); SASS: none given (physical registers)",
-    "ops: operations in the loop itself, nested loops excluded; delta: against the baseline's loop at the same position",
+    "matches: the baseline's loop this one is, told by nesting, trip count (TTIR/TTGIR), global loads and stores and "
+    "op mix, not by position (its similarity, 0 to 1); added: like none of the baseline's; unsure: like several "
+    "(or several like it) with no pairing clearly best, so none is claimed",
+    "ops: operations in the loop itself, nested loops excluded; delta, op deltas: against the matched baseline loop",
 )
 MEMORY_LEGEND = (
     "global loads and stores by width; TTIR/TTGIR: scalar pointer or tensor of pointers (the vector width is chosen "
@@ -68,21 +73,10 @@ def _kernel_lines(section: IRSection) -> list[tuple[str, str]]:
     return lines
 
 
-def _loop_of(stage: IRStage, path: str) -> IRLoop | None:
-    return next((l for l in stage.loops if l.path == path), None)
-
-
 def _carried(loop: IRLoop) -> str:
     if not loop.carried:
         return "none"
     return ", ".join(c.type + ("*" if c.pointer else "") for c in loop.carried)
-
-
-def _op_deltas(loop: IRLoop, base: IRLoop | None, top: int = 5) -> str:
-    mine, theirs = dict(loop.ops), dict(base.ops) if base else {}
-    deltas = [(op, mine.get(op, 0) - theirs.get(op, 0)) for op in sorted(set(mine) | set(theirs))]
-    deltas = sorted([d for d in deltas if d[1]], key=lambda d: (-abs(d[1]), d[0]))
-    return ", ".join(f"{op} {n:+d}" for op, n in deltas[:top]) or "="
 
 
 def _stage(v: IRVariant, stage: str) -> IRStage | None:
@@ -112,24 +106,39 @@ def _baseline_of(v: IRVariant, ok: list[IRVariant]) -> IRVariant:
     return next(u for u in ok if u.variant.partition(":")[2] == kernel)
 
 
+def _loop_row(loop: IRLoop, v: IRVariant, matches: str, base: IRLoop | None) -> tuple:
+    delta = "-" if base is None else f"{loop.instructions - base.instructions:+d}"
+    return (f"{loop.path} ({loop.variable})" if loop.variable else loop.path, v.variant, matches,
+            str(loop.first_line), _carried(loop), str(loop.carried_pointers), str(loop.instructions), delta,
+            "-" if base is None else (op_deltas(loop, base, 5) or "="))
+
+
 def loop_rows(section: IRSection, stage: str) -> tuple:
+    """Each baseline loop, then the loop each other variant matched to it; then each variant's loops
+    matched to none (added, or without a confident match)."""
     ok = [v for v in section.variants if v.status == "ok"]
     rows = []
-    paths = list(dict.fromkeys(l.path for v in ok for l in (_stage(v, stage) or IRStage(stage, 0, 0, (), ())).loops))
-    for path in paths:
-        for v in ok:
-            s = _stage(v, stage)
-            loop = _loop_of(s, path) if s else None
-            if loop is None:
-                rows.append((path, v.variant, "-", "no such loop", "-", "-", "-", "-"))
-                continue
-            first = _baseline_of(v, ok)
-            base = _stage(first, stage)
-            b = _loop_of(base, path) if base else None
-            delta = "-" if b is None or v is first else f"{loop.instructions - b.instructions:+d}"
-            rows.append((f"{path} ({loop.variable})" if loop.variable else path, v.variant, str(loop.first_line),
-                         _carried(loop), str(loop.carried_pointers),
-                         str(loop.instructions), delta, "-" if v is first else _op_deltas(loop, b)))
+    for first in [v for v in ok if _baseline_of(v, ok) is v]:
+        base = _stage(first, stage)
+        if base is None:
+            continue
+        others = [(v, _stage(v, stage)) for v in ok if v is not first and _baseline_of(v, ok) is first]
+        others = [(v, s, stage_matches(section, first.variant, v.variant, stage)) for v, s in others if s]
+        for loop in sorted(base.loops, key=lambda l: l.first_line):
+            rows.append(_loop_row(loop, first, "-", None))
+            for v, s, found in others:
+                m = next((m for m in found if loop.path in m.a), None)
+                if m is not None and m.status == "matched":
+                    mine = next(l for l in s.loops if l.path == m.b[0])
+                    rows.append(_loop_row(mine, v, f"{loop.path} ({m.score:.2f})", loop))
+                elif m is None or m.status == "removed":
+                    rows.append((loop.path, v.variant, "removed", "-", "no such loop", "-", "-", "-", "-"))
+        for v, s, found in others:
+            for m in found:
+                for path in m.b if m.status in ("added", "unsure") else ():
+                    mine = next(l for l in s.loops if l.path == path)
+                    said = "added" if m.status == "added" else f"unsure: {', '.join(m.a)}"
+                    rows.append(_loop_row(mine, v, said, None))
     return tuple(rows)
 
 
@@ -171,6 +180,9 @@ def ir_summary(section: IRSection, baseline: str) -> list[tuple[str, str]]:
                                                      f"{'s' if l.carried_pointers != 1 else ''}" for l in carrying)
                                             or "no loop carries a pointer"))
         lines.append(("info", f"{ir} {STAGE_TITLES[stage]}: " + "; ".join(parts)))
+    for p in section.pairs:
+        for text in match_lines(section, p.a, p.b):
+            lines.append(("info", f"{ir} loops of {p.b} matched to {p.a}'s (A=B): {text}"))
     for p in section.pairs:
         sizes = ", ".join(f"{STAGE_TITLES[d.stage]} {'=' if d.identical else d.diff_lines}/{d.raw_diff_lines}"
                           for d in p.stages)

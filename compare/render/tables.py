@@ -263,8 +263,8 @@ def ir_section(section: IRSection, lines: tuple[tuple[str, str], ...] = ()) -> S
                                ir_tables.kernel_rows(section), ir_tables.KERNELS_LEGEND))
     for stage in section.stages:
         title = ir_tables.STAGE_TITLES[stage]
-        tables.append(Table(f"{title} loops", ("loop", "variant", "line", "carried", "pointers", "ops", "delta",
-                                               "op deltas vs baseline"),
+        tables.append(Table(f"{title} loops", ("loop", "variant", "matches", "line", "carried", "pointers", "ops",
+                                               "delta", "op deltas vs match"),
                             ir_tables.loop_rows(section, stage), ir_tables.LOOPS_LEGEND))
         tables.append(Table(f"{title} global loads and stores", ("variant", "kind", "op", "width", "loop", "count"),
                             ir_tables.memory_rows(section, stage), ir_tables.MEMORY_LEGEND))
