@@ -231,6 +231,8 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
             produced[v.name] = outputs
             for name, t in outputs.items():
                 errors[v.name].append(measure(t, ref[name], name, dtype))
+            if v.name not in spreads and backend.interpreted and v.kind in ("triton", "op"):
+                spreads[v.name] = {}   # the interpreter runs programs one after another: no spread to find
             if v.name not in spreads:
                 spreads[v.name] = _run_twice(run, alloc, sealing.sealed_copy(pristine), outputs, backend,
                                              (v.name, f"{what}, run again"))

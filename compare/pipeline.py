@@ -257,6 +257,7 @@ def run(request: Request, registry: Registry, backend: Backend,
                   for v in chosen) + tuple(failed)
     numerics_section = None
     directions = _directions(request, family)
+    ir_later = _ir_alongside(request, family, chosen, preset, backend, step) if directions else None
     if directions:
         numerics_section = run_numerics(request, family, chosen, preset, backend, registry, directions, step)
     skipped = list(request.left_out)
@@ -272,7 +273,7 @@ def run(request: Request, registry: Registry, backend: Backend,
                            "interpreter, whose speed says nothing about the GPU)")
     ir_sections = ()
     if "ir" in request.checks:
-        ir_sections, ir_skipped = _ir(request, family, chosen, preset, backend, step)
+        ir_sections, ir_skipped = ir_later() if ir_later else _ir(request, family, chosen, preset, backend, step)
         step.advance()
         skipped.extend(ir_skipped)
     dtype_names = ",".join(str(d).removeprefix("torch.") for d in resolve_matrix(request, family)[0])
@@ -282,6 +283,31 @@ def run(request: Request, registry: Registry, backend: Backend,
                   shape_params=tuple(json.dumps(_shape_params(family, s), sort_keys=True) for s in preset.shapes),
                   numerics=numerics_section, timing=timing_section, ir=(ir_sections or (None,))[0],
                   ir_kernels=ir_sections[1:], skipped=tuple(skipped))
+
+
+def _ir_alongside(request: Request, family, chosen, preset, backend: Backend, step):
+    """Offline compiles run in a worker process: started here, they use the second core while numerics
+    run the interpreter on the first. Returns what gives `_ir`'s result (None: not overlapped, as on a GPU,
+    where kernels are read back after a launch, or with ops, which are run in this process to find theirs)."""
+    if "ir" not in request.checks or backend.gpu or any(v.kind == "op" for v in chosen):
+        return None
+    import threading
+    found: dict = {}
+
+    def compile_all():
+        try:
+            found["result"] = _ir(request, family, chosen, preset, backend, step)
+        except BaseException as exc:   # noqa: BLE001 - raised again where the result is read
+            found["error"] = exc
+    worker = threading.Thread(target=compile_all, name="kernel-ab IR compile", daemon=True)
+    worker.start()
+
+    def result():
+        worker.join()
+        if "error" in found:
+            raise found["error"]
+        return found["result"]
+    return result
 
 
 def _shape_params(family, shape) -> dict:
@@ -354,6 +380,9 @@ def run_numerics(request: Request, family, chosen, preset, backend: Backend, reg
                     f"--inputs all runs every case on every shape and trial")
     else:
         plan.append(f"every case on every shape, {len(full_seeds)} trials")
+    if backend.interpreted:
+        plan.append("run-to-run spread: not measured for Triton kernels here (the interpreter runs a kernel's "
+                    "programs one after another, so the same inputs give the same bits)")
     plan.append(f"every run reads its own copy of the inputs (a variant that writes into one is named); a launch "
                 f"that has not returned after {supervisor.limit_s():g} s is stopped (--variant-timeout)")
     ops = [v.name for v in variants if v.kind == "op"]
