@@ -152,3 +152,21 @@ def test_every_renderer_lists_the_gates_and_json_keeps_them():
     md = markdown.render(report)
     assert f"- ❌ {said}" in md and md.index("**Gates**") < md.index("#### Variants")
     assert json_report.load(json_report.render(report)).gates == report.gates
+
+
+def test_compare_records_the_gates_in_its_report_and_exits_by_them(tmp_path, capsys):
+    """On the CPU nothing is timed: --fail-if-slower could not be judged, the report says so, exit 1."""
+    import json
+    import main
+    out = tmp_path / "report.json"
+    code = main.main(["compare", "pointer_mutation", "explicit_offset", "--shape", "2,8,2,16", "--trials", "1",
+                      "--inputs", "normal", "--check", "numerics", "--quiet", "--json", str(out),
+                      "--fail-on-numerics", "--fail-if-slower", "2"])
+    stdout, stderr = capsys.readouterr()
+    recorded = {g["name"]: g for g in json.loads(out.read_text())["gates"]}
+    assert recorded["--fail-on-numerics"]["outcome"] == "passed"
+    assert recorded["--fail-if-slower"]["outcome"] == "not judged" and recorded["--fail-if-slower"]["threshold"] == 2
+    assert code == 1
+    assert "kernel-ab: gate failed: --fail-if-slower could not be judged: timing was not measured" in stderr
+    assert "gate --fail-if-slower 2: could not be judged, so it fails" in stdout
+    assert "gate --fail-on-numerics: passed" in stdout
