@@ -62,13 +62,14 @@ def _numerics(report: Report) -> Gate:
     if unrun:
         why = [f"{n} ran in no numerics case ({_why_not(report, n)})" for n in unrun]
         return Gate(name, None, "not judged", tuple(why))
-    against = f"against {report.baseline} " if len(names) > 1 else ""
-    return Gate(name, None, "passed", (f"no numerics problem introduced {against}in {len(section.cases)} cases",))
+    what = f"introduced against {report.baseline}" if len(names) > 1 else f"of {report.baseline}'s"
+    n = len(section.cases)
+    return Gate(name, None, "passed", (f"no numerics problem {what} in {n} case{'' if n == 1 else 's'}",))
 
 
 def _why_not(report: Report, name: str) -> str:
-    reasons = [r for c in report.numerics.cases for v in c.variants if v.variant == name for r in v.reasons]
-    return reasons[0] if reasons else "no result"
+    said = [r for c in report.numerics.cases for v in c.variants if v.variant == name for r in v.reasons]
+    return said[0] if said else "no result"
 
 
 def _slower(report: Report, pct: float) -> Gate:

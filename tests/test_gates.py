@@ -99,7 +99,7 @@ def test_a_gate_without_its_evidence_fails_and_says_why():
 def test_each_gate_asked_for_is_recorded_with_its_threshold_outcome_and_lines():
     decided = gates.decide(fixed_report(slower_ratio=1.03), fail_on_numerics=True, fail_if_slower_pct=2)
     assert decided == (
-        Gate("--fail-on-numerics", None, "passed", ("no numerics problem introduced against A in 1 cases",)),
+        Gate("--fail-on-numerics", None, "passed", ("no numerics problem introduced against A in 1 case",)),
         Gate("--fail-if-slower", 2, "failed",
              ("timing: B is 3.00% slower than A on N2 C8 G2 S256 forward (limit 2%)",)))
     assert [g.fails for g in decided] == [False, True]
