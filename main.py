@@ -2,14 +2,15 @@
 
     python main.py list
     python main.py compare [A B ...] [--family NAME] [--preset NAME | --shape SHAPE] [--dtype float32] [--check CHECK]
-                           [--json PATH] [--out DIR] [--fail-on-numerics] [--fail-if-slower PCT]
+                           [--json PATH] [--out DIR] [--fail-on-numerics] [--fail-if-slower PCT] [--accept-unjudged]
     python main.py compare [A B ...] [--dtype float32[,float16|all]] [--inputs KIND[,KIND]|all] [--check backward]
     python main.py compare [A ...] --variant NAME=git:REV:PATH::CALLABLE[,BACKWARD] --variant NAME=PATH::CALLABLE [--repo DIR]
     python main.py compare --variant 'NAME=git:REV:PATH::Fn.apply(X, W, B, num_channels, num_groups, eps)'
     python main.py ir [A B ...] [--stage ttir|ttgir|llir|ptx|sass] [--target sm_90] [--preset NAME | --shape ...] [--full]
     python main.py report FILE.json [--format terminal|markdown]
 
-Exit codes: 0 every gate asked for holds; 1 a gate failed; 2 bad usage; 74 a report file could not be written.
+Exit codes: 0 every gate asked for holds; 1 a gate failed or could not be judged (--accept-unjudged lets
+the latter pass); 2 bad usage; 74 a report file could not be written.
 """
 from __future__ import annotations
 
@@ -119,6 +120,9 @@ def _output_options(p: argparse.ArgumentParser) -> None:
                    help="exit 1 if a variant is significantly slower than the baseline by more than PCT percent "
                         "(the verdict against the baseline: what the change introduced; a difference within the "
                         "noise never fails)")
+    o.add_argument("--accept-unjudged", action="store_true",
+                   help="a gate whose evidence is missing (say --fail-if-slower where nothing could be timed) is "
+                        "reported as not judged and does not fail the run; without it, it fails")
     o.add_argument("--quiet", action="store_true", help="no progress output")
 
 
@@ -236,6 +240,7 @@ def _request(args):
 
 
 def cmd_compare(args, registry, backend) -> int:
+    import dataclasses
     from compare import gates, memory, pipeline
     from compare.progress import reporter
     from compare.render import files, terminal
@@ -248,14 +253,17 @@ def cmd_compare(args, registry, backend) -> int:
                                                    supervisor.timing_left_out())
         with reporter(pipeline.count_steps(request, registry, backend), not args.quiet) as step:
             report = pipeline.run(request, registry, backend, step, failed=failed)
+    # the gates are decided once, into the report, so that every renderer lists them and the exit code agrees
+    report = dataclasses.replace(report, gates=gates.decide(report, args.fail_on_numerics, args.fail_if_slower,
+                                                            args.accept_unjudged))
     terminal.render(report)
     lines, unwritten = files.write(report, args.json, args.markdown, args.out)
     for line in lines:
         print(line, file=sys.stderr)
-    broken = gates.failures(report, args.fail_on_numerics, args.fail_if_slower)
+    broken = [line for g in report.gates for line in gates.reasons(g)]
     for line in broken:
         print(f"kernel-ab: gate failed: {line}", file=sys.stderr)
-    return files.WRITE_FAILED if unwritten else 1 if broken else 0
+    return files.WRITE_FAILED if unwritten else 1 if any(g.fails for g in report.gates) else 0
 
 
 def cmd_report(args) -> int:

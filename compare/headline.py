@@ -2,11 +2,15 @@
 
 Derived from a Report's sections alone (so a saved report.json re-renders the same headline), and
 read by every renderer and by the gates:
-- per pair (baseline, variant), at most three lines: numerics, timing, compiled code;
-- once, the problems the baseline has that the other variants share (not introduced by the change);
-- per pair, what the variant introduced: a problem it has and the baseline has not in the same case,
-  or a "less accurate" verdict against the baseline. Only these fail `--fail-on-numerics`.
+- per pair (baseline, variant), at most three lines: numerics, timing, compiled code; and two lists:
+  the problems the variant introduced (it has them, the baseline has not, in the same case) and the ones
+  it fixed (the baseline has them, it has not);
+- once, the baseline's problems every other variant keeps (not introduced by the change), and those
+  only some keep;
+- per pair, the gate lines: the introduced problems, and "less accurate" verdicts against the baseline.
+  Only these fail `--fail-on-numerics`.
 The reference point (e.g. torch) is a yardstick: it judges the others and is never judged itself.
+Which problems are shared, introduced or fixed is decided in compare/problems.py (`lists`).
 """
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ import dataclasses
 from typing import Optional
 
 from compare.ir.loopclaims import loop_claims
-from compare.problems import KINDS, Problem, describe, input_kinds, problems, ran, variant_of
+from compare.problems import BITS, Problem, bits, brief, describe, input_kinds, judged, lists, problems, ran, variant_of
 from compare.results import IRSection, NumericsCase, NumericsSection, Report, TimingSection
 
 _STAGE = {"ttir": "TTIR", "ttgir": "TTGIR", "llir": "LLIR", "ptx": "PTX", "sass": "SASS"}
@@ -33,19 +37,17 @@ class PairHeadline:
     variant: str
     lines: tuple[Line, ...]
     introduced: tuple[str, ...] = ()   # numerics the variant made worse: what --fail-on-numerics acts on
-
-
-@dataclasses.dataclass(frozen=True)
-class SharedLine:
-    text: str
-    everyone: bool                     # every variant has it (else `text` names who does not)
+    problems_introduced: tuple[str, ...] = ()   # problems it has and the baseline has not, a line per input kind
+    problems_fixed: tuple[str, ...] = ()        # problems the baseline has and it has not, a line per input kind
 
 
 @dataclasses.dataclass(frozen=True)
 class Headline:
     pairs: tuple[PairHeadline, ...]
     shared_title: str
-    shared: tuple[SharedLine, ...]
+    shared: tuple[str, ...]            # the baseline's problems every other variant keeps
+    kept_title: str = ""
+    kept: tuple[str, ...] = ()         # the baseline's problems only some keep, each naming who
 
 
 # ---------------------------------------------------------------- numerics line
@@ -65,27 +67,18 @@ def _grouped(items: list[tuple[NumericsCase, str]], limit: int = 3) -> str:
     return "; ".join(parts[:limit]) + (f"; and {len(parts) - limit} more" if len(parts) > limit else "")
 
 
-_BITS = ("identical", "within run-to-run spread", "differ")
-
-
-def _bits(case: NumericsCase, a: str, b: str, output: str | None = None) -> str:
-    """The pair's bitwise verdict in `case`, for `output` or the worst over its outputs ("" if none recorded)."""
-    found = [p.verdict for p in case.pairs if {p.a, p.b} == {a, b} and output in (None, p.output)]
-    return max(found, key=_BITS.index, default="")
-
-
 def _bitwise_part(direction: str, cases: list[NumericsCase], a: str, b: str) -> tuple[str, list[NumericsCase]]:
     """The direction's bits in one phrase, and the cases whose bits differ beyond A's run-to-run spread."""
-    state = [_bits(c, a, b) for c in cases]
+    state = [bits(c, a, b) for c in cases]
     differ = [c for c, s in zip(cases, state) if s in ("differ", "")]
-    spread = [c for c, s in zip(cases, state) if s == _BITS[1]]
-    n, n_same = len(cases), state.count(_BITS[0])
+    spread = [c for c, s in zip(cases, state) if s == BITS[1]]
+    n, n_same = len(cases), state.count(BITS[0])
     if n_same == n:
         return f"{direction}: identical bits in {'all ' if n > 1 else ''}{_n(n, 'case')}", []
     parts = []
     if spread:
         outs = list(dict.fromkeys(p.output for c in spread for p in c.pairs if {p.a, p.b} == {a, b}))
-        noisy = [o for o in outs if any(_bits(c, a, b, o) == _BITS[1] for c in spread)]
+        noisy = [o for o in outs if any(bits(c, a, b, o) == BITS[1] for c in spread)]
         same = [o for o in outs if o not in noisy]
         where = f"in all {_n(n, 'case')}" if len(spread) == n else f"in {_n(len(spread), 'case')}"
         parts.append(f"{', '.join(same) + ' identical bits, ' if same else ''}{', '.join(noisy)} differ only within "
@@ -105,14 +98,15 @@ def _produced(case: NumericsCase, name: str) -> bool:
 def _where(case: NumericsCase, verdict, outputs: tuple[str, ...]) -> str:
     """The verdict's first detail on an output whose bits differ beyond A's run-to-run spread ("" if none:
     then the verdict only reflects how a non-deterministic output happened to land, and does not count)."""
-    real = [o for o in outputs if _bits(case, verdict.a, verdict.b, o) == "differ"] if outputs else []
+    real = [o for o in outputs if bits(case, verdict.a, verdict.b, o) == "differ"] if outputs else []
     if outputs and not real:
         return ""
     return next((d for d in verdict.detail if d.split(":", 1)[0] in real), verdict.detail[0] if verdict.detail
                 else verdict.basis)
 
 
-def _numerics_line(section: NumericsSection, a: str, b: str, introduced: set[Problem]) -> tuple[Line, list[str]]:
+def _numerics_line(section: NumericsSection, a: str, b: str, introduced: frozenset[Problem],
+                   fixed: frozenset[Problem]) -> tuple[Line, list[str]]:
     """The pair's numerics line and its gate lines (less accurate verdicts, introduced problems, crashes)."""
     both = [c for c in section.cases if _produced(c, a) and _produced(c, b)]
     parts, level, gate = [], "ok", []
@@ -123,27 +117,35 @@ def _numerics_line(section: NumericsSection, a: str, b: str, introduced: set[Pro
         unexplained += differ
     verdicts = [(c, v) for c in unexplained for v in c.verdicts if (v.a, v.b) == (a, b)]
     less = [(c, _where(c, v, v.lost)) for c, v in verdicts if v.accuracy == "less accurate" and _where(c, v, v.lost)]
-    more = [(c, _where(c, v, v.gained)) for c, v in verdicts
-            if v.accuracy == "more accurate" and _where(c, v, v.gained)]
-    same = len(verdicts) - len(less) - len(more)
+    gains = [(c, v) for c, v in verdicts if v.accuracy == "more accurate" and _where(c, v, v.gained)]
+    # a gain on an output where B fixed a problem of A is said by "fixes"
+    fixed_at = {(p.direction, p.dtype, p.input_kind, p.shape, p.output) for p in fixed}
+    rest = [(c, v, tuple(o for o in v.gained if (c.direction, c.dtype, c.input_kind, c.shape, o) not in fixed_at))
+            for c, v in gains]
+    more = [(c, _where(c, v, outs)) for c, v, outs in rest if outs and _where(c, v, outs)]
+    same = len(verdicts) - len(less) - len(gains)
+    front = []
     if less:
-        parts.insert(0, f"LESS ACCURATE than {a} in {_grouped(less)}")
+        front.append(f"LESS ACCURATE than {a} in {_grouped(less)}")
         gate += [f"numerics: {b} less accurate than {a} on {c.shape} {_case_key(c)} ({d})" for c, d in less]
         level = "fail"
+    if introduced:
+        front.append(f"new problems (not in {a}): {brief(introduced, input_kinds(section))}")
+        gate += [f"numerics: {b} has a problem {a} has not: {line}" for line in describe(introduced)]
+        level = "fail"
+    if fixed:
+        front.append(f"fixes: {brief(fixed, input_kinds(section))}")
     if more:
-        parts.insert(1 if less else 0, f"more accurate than {a} in {_grouped(more)}")
+        front.append(f"more accurate than {a} in {_grouped(more)}")
+    parts = front + parts
     if same:
-        parts.append(f"as accurate as {a} in the other {_n(same, 'case')}" if less or more
+        parts.append(f"as accurate as {a} in the other {_n(same, 'case')}" if less or gains
                      else f"as accurate as {a} where bits differ")
     unjudged = [c for c in unexplained if not any((v.a, v.b) == (a, b) for v in c.verdicts)]
     if unjudged:
         outs = sorted({p.output for c in unjudged for p in c.pairs if {p.a, p.b} == {a, b} and p.verdict == "differ"})
         parts.append(f"bits differ in {', '.join(outs)} ({_n(len(unjudged), 'case')}; no accuracy verdict recorded)")
         level = "warn" if level == "ok" else level
-    if introduced:
-        parts.append(f"new problems (not in {a}): " + " | ".join(describe(introduced, input_kinds(section))))
-        gate += [f"numerics: {b} has a problem {a} has not: {line}" for line in describe(introduced)]
-        level = "fail"
     missing = [c for c in section.cases if ran(variant_of(c, a)) and not ran(variant_of(c, b))]
     if missing:
         why = variant_of(missing[0], b)
@@ -241,63 +243,34 @@ def _ir_lines(report: Report, a: str, b: str) -> Line:
 
 
 # ---------------------------------------------------------------- the headline
-def _judged(report: Report) -> list[str]:
-    """Variants the headline is about: loaded ones, in order, without the reference point added unasked."""
-    added = report.numerics.added_reference if report.numerics else ""
-    return [v.name for v in report.variants if v.status == "ok" and v.name != added]
-
-
-def _has(case: NumericsCase, name: str, other: str, p: Problem) -> bool:
-    """Does `name` have `other`'s problem `p` in `case`? Yes also when the two outputs' bits are identical or
-    differ only within run-to-run spread: then the problem comes and goes with the run, not the variant."""
-    return (p.key in {q.key for q in problems(case, name)}
-            or (p.output != "-" and _bits(case, name, other, p.output) in _BITS[:2]))
-
-
 def headline(report: Report) -> Headline:
-    names = _judged(report)
-    base = report.baseline
-    section = report.numerics
+    section, base = report.numerics, report.baseline
+    found = lists(report)
+    kinds = input_kinds(section) if section else ()
     pairs = []
-    for b in [n for n in names if n != base]:
+    for b in [n for n in judged(report) if n != base]:
         lines, gate = [], []
+        introduced, fixed = found.introduced.get(b, frozenset()), found.fixed.get(b, frozenset())
         if section is not None:
-            introduced = {p for c in section.cases if ran(variant_of(c, base))
-                          for p in problems(c, b) if not _has(c, base, b, p)}
-            line, gate = _numerics_line(section, base, b, introduced)
+            line, gate = _numerics_line(section, base, b, introduced, fixed)
             lines.append(line)
         lines.append(_timing_line(report.timing, base, b, report.skipped))
         lines.append(_ir_lines(report, base, b))
-        pairs.append(PairHeadline(base, b, tuple(lines), tuple(gate)))
-    return Headline(tuple(pairs), *_shared(report, names))
-
-
-def _shared(report: Report, names: list[str]) -> tuple[str, tuple[SharedLine, ...]]:
-    """The baseline's problems, and which of the other variants share each one."""
-    section, base = report.numerics, report.baseline
-    yardsticks = {c.reference for c in section.cases} if section else set()
-    others = [n for n in names if n != base and n not in yardsticks]   # the yardstick is judged by nothing
-    title = ("shared by every variant (not introduced by this change)" if others
-             else f"problems of {base} (the only variant judged)")
-    if section is None:
-        return title, ()
-    everyone: set[Problem] = set()
-    partly: dict[tuple[str, ...], set[Problem]] = {}
-    for c in section.cases:
-        for p in sorted(problems(c, base), key=lambda p: (p.direction, p.order, KINDS.index(p.kind))):
-            without = tuple(n for n in others if ran(variant_of(c, n)) and not _has(c, n, base, p))
-            (partly.setdefault(without, set()) if without else everyone).add(p)
-    lines = [SharedLine(t, True) for t in describe(everyone, input_kinds(section))]
-    for without, ps in partly.items():
-        lines += [SharedLine(f"{t} (not in {', '.join(without)})", False) for t in describe(ps, input_kinds(section))]
-    return title, tuple(lines)
+        pairs.append(PairHeadline(base, b, tuple(lines), tuple(gate), tuple(describe(introduced, kinds)),
+                                  tuple(describe(fixed, kinds))))
+    shared_title = ("shared by every variant (not introduced by this change)" if found.others
+                    else f"problems of {base} (the only variant judged)")
+    kept = tuple(f"{line} (kept by {', '.join(keepers)}; fixed by {', '.join(found.fixers(ps))})"
+                 for keepers, ps in found.kept.items() for line in describe(ps, kinds))
+    return Headline(tuple(pairs), shared_title, tuple(describe(found.shared, kinds)),
+                    f"problems of {base} only some variants keep", kept)
 
 
 def gate_failures(report: Report) -> list[str]:
     """What the variants introduced in numerics (see the module docstring); with one variant, its own problems."""
     if report.numerics is None:
         return []
-    names = _judged(report)
+    names = judged(report)
     if len(names) == 1:
         items = {p for c in report.numerics.cases for p in problems(c, names[0])}
         return [f"numerics: {names[0]}: {line}" for line in describe(items)]

@@ -13,6 +13,7 @@ import typing
 from typing import Any, Optional
 
 from compare.migrations import MIGRATIONS
+from compare.results_gates import Gate  # noqa: F401  re-exported: one result model
 
 SCHEMA_VERSION = 2   # older versions are migrated by `from_dict` (compare/migrations.py says what each lacks)
 # the top-level key and value by which a report.json says kernel-ab wrote it (the JSON renderer writes it;
@@ -298,6 +299,7 @@ class Report:
     skipped: tuple[str, ...] = ()    # sections not run, each with its reason
     schema_version: int = SCHEMA_VERSION
     incidents: tuple[str, ...] = ()  # what variants did to the process beyond their results (threads left running)
+    gates: tuple[Gate, ...] = ()     # the exit-code gates asked for and how each ended (compare/gates.py)
 
     @property
     def ir_sections(self) -> tuple[IRSection, ...]:

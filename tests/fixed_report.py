@@ -51,3 +51,52 @@ def fixed_report(slower_ratio: float = 1.03, failing: bool = False, baseline_fai
         numerics=NumericsSection("cuda", "compiled Triton kernels on NVIDIA H200", (case,)),
         timing=timing,
     )
+
+
+def without(report: Report, name: str) -> Report:
+    """`report` as if variant `name` had never been asked for."""
+    import dataclasses
+    cases = tuple(dataclasses.replace(c, variants=tuple(v for v in c.variants if v.variant != name),
+                                      pairs=tuple(p for p in c.pairs if name not in (p.a, p.b)),
+                                      verdicts=tuple(v for v in c.verdicts if name not in (v.a, v.b)))
+                  for c in report.numerics.cases)
+    return dataclasses.replace(report, variants=tuple(v for v in report.variants if v.name != name),
+                               numerics=dataclasses.replace(report.numerics, cases=cases))
+
+
+def with_copy_of_baseline(report: Report, name: str = "C") -> Report:
+    """`report` with a third variant `name` whose results are the baseline A's, bit for bit."""
+    import dataclasses
+    info = dataclasses.replace(report.variants[0], name=name, why="A again", origin="variants/c.py")
+    cases = []
+    for c in report.numerics.cases:
+        a = next(v for v in c.variants if v.variant == "A")
+        same = tuple(PairBitwise("A", name, p.output, p.numel, 0) for p in c.pairs if p.a == "A" and p.b == "B")
+        cases.append(dataclasses.replace(c, variants=c.variants + (dataclasses.replace(a, variant=name),),
+                                         pairs=c.pairs + same))
+    return dataclasses.replace(report, variants=report.variants + (info,),
+                               numerics=dataclasses.replace(report.numerics, cases=tuple(cases)))
+
+
+def tolerance_report(torch_misses_dw: bool) -> Report:
+    """A float32 backward case judged against torch: A and B miss the tolerance on dW (a sum over the
+    batch), B on dx too; torch, the yardstick, misses it on dW when `torch_misses_dw`. No verdict says
+    anyone is less accurate than anyone."""
+    import dataclasses
+
+    def err(o, beyond):
+        return OutputError(o, "float32", 4096, 3e-5, 1e-6, 40.0, beyond, 1.3e-6, 1e-5, 0, 0, 0, 0, 30.0)
+    miss = ("dW: elements beyond rtol 1.3e-06 / atol 1e-05",)
+    a = VariantNumerics("A", "fail", miss, (err("dx", 0), err("dW", 800)))
+    b = VariantNumerics("B", "fail", miss + ("dx: elements beyond",), (err("dx", 3), err("dW", 850)))
+    t = VariantNumerics("torch", "fail" if torch_misses_dw else "pass", miss if torch_misses_dw else (),
+                        (err("dx", 0), err("dW", 900 if torch_misses_dw else 0)))
+    as_good = "as accurate", "error within factor"
+    case = NumericsCase("N2 C8 G2 S256", "float32", "normal", (0,), (a, b, t),
+                        (PairBitwise("A", "B", "dx", 4096, 10, (0,), 1e-6),
+                         PairBitwise("A", "B", "dW", 8, 8, (0,), 1e-6)),
+                        "backward", (PairVerdict("A", "B", *as_good), PairVerdict("torch", "A", *as_good),
+                                     PairVerdict("torch", "B", *as_good)), reference="torch")
+    report = without(fixed_report(), "inductor")
+    return dataclasses.replace(report, numerics=dataclasses.replace(report.numerics, cases=(case,),
+                                                                    added_reference="torch"))

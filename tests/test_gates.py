@@ -1,6 +1,15 @@
 """Exit-code gates: they trip on what they promise and on nothing else."""
+import dataclasses
+
 from compare import gates
-from tests.fixed_report import fixed_report
+from compare.results import Gate
+from tests.fixed_report import fixed_report as _fixed_report, without
+
+
+def fixed_report(**kw):
+    """The fixed report without inductor, which it names but could not run (no GPU): a gate on it is
+    not judged (test_a_named_variant_that_ran_nowhere_leaves_the_numerics_gate_unjudged)."""
+    return without(_fixed_report(**kw), "inductor")
 
 
 def test_no_gate_asked_means_no_failure():
@@ -19,7 +28,7 @@ def test_fail_on_numerics_ignores_a_problem_the_baseline_shares():
     # the shared problem is listed once, under the headline, as shared
     from compare.headline import headline
     head = headline(report)
-    assert [line.text for line in head.shared] == ["normal inputs, float32: never written in forward y"]
+    assert head.shared == ("normal inputs, float32: never written in forward y",)
     assert head.pairs[0].introduced == ()
 
 
@@ -28,7 +37,6 @@ def test_fail_on_numerics_ignores_what_only_the_baseline_has():
 
 
 def test_fail_on_numerics_with_one_variant_judges_its_own_problems():
-    import dataclasses
     report = fixed_report(baseline_failing=True)
     only_a = dataclasses.replace(report, variants=report.variants[:1])
     assert gates.failures(only_a, fail_on_numerics=True) == [
@@ -45,7 +53,6 @@ def test_fail_if_slower_acts_only_on_significant_verdicts_over_the_limit():
 def _backward_report(spread_max_abs: float):
     """A and B alike except dW, whose bits differ by 3e-7; A run twice differs from itself by `spread_max_abs`.
     The accuracy verdict (which sees one draw of each) says B lost on dW."""
-    import dataclasses
     from compare.results import NumericsCase, OutputError, PairBitwise, PairVerdict, RunSpread, VariantNumerics
     report = fixed_report()
 
@@ -80,7 +87,6 @@ def test_a_difference_beyond_the_baselines_run_to_run_spread_is_judged():
 
 
 def test_a_gate_without_its_evidence_fails_and_says_why():
-    import dataclasses
     report = fixed_report(slower_ratio=1.0)
     no_timing = dataclasses.replace(report, timing=None, skipped=("timing: needs a CUDA GPU and this run has none",))
     assert gates.failures(no_timing, fail_if_slower_pct=2) == [
@@ -88,3 +94,79 @@ def test_a_gate_without_its_evidence_fails_and_says_why():
     assert gates.failures(dataclasses.replace(report, numerics=None), fail_on_numerics=True) == [
         "--fail-on-numerics could not be judged: no numerics were run"]
     assert gates.failures(report, fail_if_slower_pct=2, fail_on_numerics=True) == []
+
+
+def test_each_gate_asked_for_is_recorded_with_its_threshold_outcome_and_lines():
+    decided = gates.decide(fixed_report(slower_ratio=1.03), fail_on_numerics=True, fail_if_slower_pct=2)
+    assert decided == (
+        Gate("--fail-on-numerics", None, "passed", ("no numerics problem introduced against A in 1 case",)),
+        Gate("--fail-if-slower", 2, "failed",
+             ("timing: B is 3.00% slower than A on N2 C8 G2 S256 forward (limit 2%)",)))
+    assert [g.fails for g in decided] == [False, True]
+    assert gates.decide(fixed_report()) == ()
+
+
+def test_an_unjudged_gate_fails_unless_accepted():
+    no_timing = dataclasses.replace(fixed_report(), timing=None, skipped=("timing: needs a CUDA GPU (none here)",))
+    strict, = gates.decide(no_timing, fail_if_slower_pct=2)
+    lenient, = gates.decide(no_timing, fail_if_slower_pct=2, accept_unjudged=True)
+    assert strict.outcome == lenient.outcome == "not judged" and strict.lines == lenient.lines
+    assert strict.fails and not lenient.fails and lenient.accepted
+    assert gates.failures(no_timing, fail_if_slower_pct=2, accept_unjudged=True) == []
+    # accepting the unjudged never lets a failed gate pass
+    assert gates.failures(fixed_report(failing=True), fail_on_numerics=True, accept_unjudged=True)
+
+
+def test_a_named_variant_that_ran_nowhere_leaves_the_numerics_gate_unjudged():
+    gate, = gates.decide(_fixed_report(), fail_on_numerics=True)   # inductor: needs a GPU
+    assert gate.outcome == "not judged" and gate.fails
+    assert gate.lines == ("inductor ran in no numerics case (needs a GPU; this run has none)",)
+    # what failed is said before what could not be judged
+    assert gates.decide(_fixed_report(failing=True), fail_on_numerics=True)[0].outcome == "failed"
+
+
+def test_a_timing_gate_with_no_shape_compared_for_a_variant_is_unjudged():
+    report = fixed_report(slower_ratio=1.5)
+    case = report.timing.cases[0]
+    untimed = dataclasses.replace(case, comparisons=(dataclasses.replace(case.comparisons[0], verdict="n/a",
+                                                                         reason="B failed"),))
+    gate, = gates.decide(dataclasses.replace(report, timing=dataclasses.replace(report.timing, cases=(untimed,))),
+                         fail_if_slower_pct=2)
+    assert gate.outcome == "not judged"
+    assert gate.lines == ("B was compared on no shape (N2 C8 G2 S256 forward: B failed)",)
+
+
+def test_every_renderer_lists_the_gates_and_json_keeps_them():
+    from compare.render import json_report, markdown, terminal
+    import io
+    from rich.console import Console
+    report = dataclasses.replace(fixed_report(), timing=None, skipped=("timing: needs a CUDA GPU (none here)",))
+    report = dataclasses.replace(report, gates=gates.decide(report, fail_on_numerics=True, fail_if_slower_pct=2))
+    said = "gate --fail-if-slower 2: could not be judged, so it fails (--accept-unjudged would let it pass): " \
+           "timing was not measured (needs a CUDA GPU)"
+    buf = io.StringIO()
+    terminal.render(report, Console(file=buf, width=400))
+    text = buf.getvalue()
+    assert f"FAIL {said}" in text and "OK   gate --fail-on-numerics: passed" in text
+    assert text.index(said) < text.index("Variants")        # with the headline, before any detail
+    md = markdown.render(report)
+    assert f"- ❌ {said}" in md and md.index("**Gates**") < md.index("#### Variants")
+    assert json_report.load(json_report.render(report)).gates == report.gates
+
+
+def test_compare_records_the_gates_in_its_report_and_exits_by_them(tmp_path, capsys):
+    """On the CPU nothing is timed: --fail-if-slower could not be judged, the report says so, exit 1."""
+    import json
+    import main
+    out = tmp_path / "report.json"
+    code = main.main(["compare", "pointer_mutation", "explicit_offset", "--shape", "2,8,2,16", "--trials", "1",
+                      "--inputs", "normal", "--check", "numerics", "--quiet", "--json", str(out),
+                      "--fail-on-numerics", "--fail-if-slower", "2"])
+    stdout, stderr = capsys.readouterr()
+    recorded = {g["name"]: g for g in json.loads(out.read_text())["gates"]}
+    assert recorded["--fail-on-numerics"]["outcome"] == "passed"
+    assert recorded["--fail-if-slower"]["outcome"] == "not judged" and recorded["--fail-if-slower"]["threshold"] == 2
+    assert code == 1
+    assert "kernel-ab: gate failed: --fail-if-slower could not be judged: timing was not measured" in stderr
+    assert "gate --fail-if-slower 2: could not be judged, so it fails" in stdout
+    assert "gate --fail-on-numerics: passed" in stdout

@@ -1,5 +1,6 @@
-"""The headline, end to end through the command line with real kernels: a planted accurate fix reads
-"more accurate", planted bugs read "less accurate" first, and the gates act on what B introduced."""
+"""The headline, end to end through the command line with real kernels (a planted accurate fix reads
+"fixes: ...", planted bugs read "less accurate" first, the gates act on what B introduced), and on fixed
+reports: fixed, introduced, shared and kept problems, and tolerance misses the yardstick shares."""
 import inspect
 import json
 import subprocess
@@ -8,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from compare.headline import headline
+from compare.render.tables import build
+from tests.fixed_report import fixed_report, tolerance_report, with_copy_of_baseline
 from tests.planted import mutant_file
 import variants.group_norm.common as common
 import variants.group_norm.explicit_offset as explicit_offset
@@ -69,17 +73,20 @@ def _numerics_line(data) -> str:
     return line["text"]
 
 
-def test_planted_two_pass_variance_is_more_accurate_on_large_mean(tmp_path):
+def test_planted_two_pass_variance_fixes_the_baselines_large_mean_and_all_equal_problems(tmp_path):
     fix = mutant_file(tmp_path, explicit_offset, "two_pass", STATS_IMPORT, TWO_PASS)
     code, stdout, data = compare(tmp_path, "pointer_mutation", fix, "--inputs", "normal,large_mean,all_equal",
                                  "--fail-on-numerics")
     line = _numerics_line(data)
-    assert line.startswith("numerics: more accurate than pointer_mutation in forward float32 large_mean"), line
-    assert "all_equal" in line and "LESS" not in line
-    assert data["headline"]["pairs"][0]["introduced"] == [] and code == 0
+    assert line.startswith("numerics: fixes: "), line
+    fixes = line.split("; ")[0]
+    assert "large_mean inputs" in fixes and "all_equal inputs" in fixes and "LESS" not in line
+    pair = data["headline"]["pairs"][0]
+    assert pair["introduced"] == [] and code == 0
     # the baseline's NaN on large-mean inputs is not shared: the fix does not have it
-    assert any("large_mean" in s["text"] and "not in two_pass" in s["text"] for s in data["headline"]["shared"])
-    assert stdout.splitlines()[2].startswith("OK   numerics: more accurate")
+    assert any(t.startswith("large_mean inputs, float32: ") for t in pair["problems_fixed"]), pair
+    assert not any("large_mean" in t for t in data["headline"]["shared"])
+    assert stdout.splitlines()[2].startswith("OK   numerics: fixes: ")
 
 
 @pytest.mark.parametrize("name, module, old, new", [
@@ -102,7 +109,54 @@ def test_a_problem_both_variants_share_passes_the_gate_and_is_listed_once_as_sha
     code, stdout, data = compare(tmp_path, "pointer_mutation", same, "--inputs", "large_mean,all_equal",
                                  "--fail-on-numerics")
     assert code == 0
-    shared = [s["text"] for s in data["headline"]["shared"]]
-    assert shared and all(s["everyone"] for s in data["headline"]["shared"])
+    shared = data["headline"]["shared"]
+    assert shared and data["headline"]["kept"] == [] and data["headline"]["pairs"][0]["problems_fixed"] == []
     assert any(t.startswith("large_mean inputs, float32: ") and "forward y" in t for t in shared), shared
     assert _numerics_line(data) == "numerics: forward: identical bits in all 2 cases"
+
+
+def _numerics_section(report) -> list[tuple[str, str]]:
+    return list(next(s for s in build(report)[1] if s.title == "Numerics").lines)
+
+
+def test_a_fix_is_said_in_the_headline_line_and_listed_under_the_pair_never_as_shared():
+    report = fixed_report(baseline_failing=True)   # A leaves y unwritten, B does not; inductor did not run
+    head = headline(report)
+    pair = head.pairs[0]
+    assert pair.lines[0].text.startswith("numerics: fixes: never written on normal inputs; "), pair.lines[0].text
+    assert pair.lines[0].level == "ok"
+    assert pair.problems_fixed == ("normal inputs, float32: never written in forward y",)
+    assert pair.problems_introduced == () and head.shared == () and head.kept == ()
+    # the detail agrees: the baseline's problem is B's fix, and nothing in the section says it failed
+    lines = _numerics_section(report)
+    assert ("ok", "numerics: B fixed (in A, not in B): normal inputs, float32: never written in forward y") in lines
+    assert not [t for level, t in lines if level == "fail"], lines
+
+
+def test_a_problem_only_some_variants_keep_is_listed_apart_with_who_keeps_it():
+    report = with_copy_of_baseline(fixed_report(baseline_failing=True), "C")   # C is A again
+    head = headline(report)
+    by_name = {p.variant: p for p in head.pairs}
+    assert head.shared == ()
+    assert head.kept == ("normal inputs, float32: never written in forward y (kept by C; fixed by B)",)
+    assert by_name["B"].problems_fixed and not by_name["C"].problems_fixed
+    assert "fixes" not in by_name["C"].lines[0].text and by_name["C"].lines[0].level == "ok"
+
+
+@pytest.mark.parametrize("torch_misses", [True, False])
+def test_a_tolerance_miss_the_yardstick_has_on_the_same_output_is_no_problem(torch_misses):
+    report = tolerance_report(torch_misses_dw=torch_misses)
+    head = headline(report)
+    pair = head.pairs[0]
+    # B's own miss on dx (torch holds the tolerance there) is B's, whatever torch does on dW
+    assert pair.problems_introduced == ("normal inputs, float32: beyond tolerance in backward dx",)
+    assert pair.lines[0].level == "fail"
+    lines = _numerics_section(report)
+    if torch_misses:   # nobody holds float32's tolerance on dW: not a problem of A's, nor of B's
+        assert head.shared == ()
+        assert ("ok", "numerics: A (baseline): no problem in the 1 case run") in lines
+        yardstick = next(t for _, t in lines if "is the yardstick" in t)
+        assert "tolerance miss on an output where torch misses too is not counted" in yardstick
+    else:
+        assert head.shared == ("normal inputs, float32: beyond tolerance in backward dW",)
+        assert any(level == "warn" and "shared by every variant" in t and "backward dW" in t for level, t in lines)

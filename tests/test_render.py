@@ -75,7 +75,8 @@ def test_terminal_report_has_summary_first_and_legends():
     assert text.index("FAIL") < text.index("Numerics: forward, N2")
     assert text.splitlines()[1] == "B against A (baseline):"
     assert text.splitlines()[2].startswith("FAIL numerics: ") and "new problems (not in A)" in text.splitlines()[2]
-    assert "numerics: B FAILED in 1 of 1 cases" in text
+    assert "     New in B (not in A):\n       - normal inputs, float32: never written in forward y" in text
+    assert "FAIL numerics: B introduced (not in A): normal inputs, float32: never written in forward y" in text
     assert "verdict: faster/slower only when p < 0.05" in text
     assert "inductor: compiled in 2.5 s (reported, not timed)" in text
 
@@ -119,7 +120,8 @@ def test_seed_sweep_comment_keeps_every_headline_and_the_shared_list_under_the_l
         assert f"**`{pair.variant}`** against **`{pair.baseline}`** (baseline)" in text
         for line in pair.lines:
             assert line.text in text
-    assert all(f"- {line.text}" in text for line in head.shared)
+    assert all(f"- {line}" in text for line in head.shared + head.kept)
+    assert all(f"- {line}" in text for pair in head.pairs for line in pair.problems_introduced + pair.problems_fixed)
     assert "**Cut:**" in text      # only detail was cut
 
 

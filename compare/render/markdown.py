@@ -6,7 +6,7 @@ from tabulate import tabulate
 
 from compare.headline import Headline, headline
 from compare.render.ir_tables import diff_blocks
-from compare.render.tables import IR_TITLE, Table, build, environment_lines, variants_table
+from compare.render.tables import IR_TITLE, Table, build, environment_lines, gate_lines, variants_table
 from compare.results import Report
 
 COMMENT_LIMIT = 65536
@@ -79,17 +79,27 @@ def _ir_diff(block) -> str:
                       "</details>", ""])
 
 
-def _headline(head: Headline) -> list[str]:
+def _folded(title: str, items: tuple[str, ...]) -> list[str]:
+    if not items:
+        return []
+    return [f"<details><summary><b>{title[:1].upper() + title[1:]}</b>: {len(items)} problem "
+            f"group{'s' if len(items) > 1 else ''}</summary>", "", *(f"- {item}" for item in items), "",
+            "</details>", ""]
+
+
+def _headline(head: Headline, gates: list[tuple[str, str]]) -> list[str]:
     out = []
     for pair in head.pairs:
-        out += [f"**`{pair.variant}`** against **`{pair.baseline}`** (baseline)", ""]
+        a, b = pair.baseline, pair.variant
+        out += [f"**`{b}`** against **`{a}`** (baseline)", ""]
         out += [f"- {_MARK[line.level]} {line.text}" for line in pair.lines]
         out.append("")
-    if head.shared:
-        out += [f"<details><summary><b>{head.shared_title[:1].upper() + head.shared_title[1:]}</b>: "
-                f"{len(head.shared)} problem group{'s' if len(head.shared) > 1 else ''}</summary>", ""]
-        out += [f"- {line.text}" for line in head.shared]
-        out += ["", "</details>", ""]
+        if pair.problems_introduced:   # what the change broke is never folded away
+            out += [f"New in `{b}` (not in `{a}`):", "", *(f"- {item}" for item in pair.problems_introduced), ""]
+        out += _folded(f"fixed by {b} (in {a}, not in {b})", pair.problems_fixed)
+    out += _folded(head.shared_title, head.shared) + _folded(head.kept_title, head.kept)
+    if gates:
+        out += ["**Gates**", "", *(f"- {_MARK[level]} {text}" for level, text in gates), ""]
     return out
 
 
@@ -99,7 +109,7 @@ def render(report: Report, limit: int = COMMENT_LIMIT) -> str:
     share of the room left and keeps the tables that fit in it, with a note saying how many were left out."""
     summary, sections = build(report)
     head = [f"{TITLE}{report.family}, preset `{report.preset}`, {report.dtype}, baseline `{report.baseline}`",
-            "", *_headline(headline(report))]
+            "", *_headline(headline(report), gate_lines(report))]
     head.extend(f"- {_MARK[level]} {text}" for level, text in summary.lines)
     head += ["", _table(variants_table(report)), ""]
     head_text = "\n".join(head)

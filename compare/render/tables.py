@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from compare.problems import Lists, describe, input_kinds, lists
 from compare.supervisor import CRASHES
 from compare.render import ir_tables
 from compare.results import IRSection, NumericsCase, NumericsSection, Report
@@ -48,7 +49,8 @@ NUMERICS_LEGEND = (
     "in report.json as max_ulp, is tiny where outputs are near zero and says little there)",
     "beyond tol: elements outside the case dtype's tolerance (torch.testing.assert_close's defaults: float32 "
     "rtol 1.3e-6 atol 1e-5, float16 rtol 1e-3 atol 1e-5, bfloat16 rtol 1.6e-2 atol 1e-5), applied to every "
-    "output of the case, float32 outputs included",
+    "output of the case, float32 outputs included; a miss on an output where the yardstick misses too is not "
+    "counted as a problem of the variant (the verdict lines and the headline): the accuracy verdict judges it",
     "NaN/Inf: non-finite values the kernel wrote; unwritten: elements still holding the NaN poison after the launch",
     "Worst case over all trials; inputs drawn fresh for every trial.",
 )
@@ -142,36 +144,92 @@ def _grouped(items, limit: int = 4) -> str:
     return "; ".join(parts[:limit]) + more
 
 
-def numerics_summary(section: NumericsSection, baseline: str) -> list[tuple[str, str]]:
+def numerics_summary(section: NumericsSection, found: Lists) -> list[tuple[str, str]]:
+    """The section's verdict lines: each variant's problems as the headline groups them (shared by every
+    variant, introduced, fixed), the yardstick for scale, what did not run, and the bits against the baseline."""
     lines = []
+    kinds, base, only = input_kinds(section), found.baseline, not found.others
     names = list(dict.fromkeys(v.variant for c in section.cases for v in c.variants))
     for name in names:
         results = [(c, v) for c in section.cases for v in c.variants if v.variant == name]
         label = f"{name} (reference point)" if name == section.added_reference else name
-        bad = [(c, v) for c, v in results if v.status in ("fail", "error")]
         not_run = [(c, v) for c, v in results if v.status == "not_run"]
         untrusted = [(c, v) for c, v in results if v.status == "untrusted"]
         ran = len(results) - len(not_run) - len(untrusted)
         if any(c.reference == name for c, _ in results):   # the yardstick: shown for scale, never judged
-            outside = [(c, v) for c, v in bad if v.status == "fail"]
+            outside = [(c, v) for c, v in results if v.status == "fail"]
+            crashed = [(c, v) for c, v in results if v.status == "error"]
             lines.append(("info", f"numerics: {label} is the yardstick, judged by nothing; for scale, it is outside "
                                   f"the dtype's tolerance in {len(outside)} of {ran} cases run"
-                                  + (": " + _grouped((c, v.reasons[0]) for c, v in outside) if outside else "")))
-            bad = [(c, v) for c, v in bad if v.status == "error"]
-            ran = 0   # said above
-        if bad:
-            lines.append(("fail", f"numerics: {label} FAILED in {len(bad)} of {ran} cases run: " + _grouped(
-                (c, v.reasons[0] if v.reasons else v.status) for c, v in bad)))
-        elif ran:
-            lines.append(("ok", f"numerics: {label} within tolerance in all {ran} cases run"))
+                                  + (": " + _grouped((c, v.reasons[0]) for c, v in outside) + TOLERANCE_RULE.format(
+                                      ref=name) if outside else "")))
+            if crashed:
+                lines.append(("warn", f"numerics: {label} (the yardstick) crashed in {len(crashed)} cases: "
+                                      + _grouped((c, v.reasons[0] if v.reasons else "crashed") for c, v in crashed)))
+        elif name == base and ran:
+            lines.append(_baseline_line(found, label, ran))
+        elif name in found.others and ran:
+            introduced, fixed = found.introduced[name], found.fixed[name]
+            if introduced:
+                lines.append(("fail", f"numerics: {label} introduced (not in {base}): " + " | ".join(
+                    describe(introduced, kinds))))
+            else:
+                lines.append(("ok", f"numerics: {label} introduced no problem against {base} in {_all(ran)}"))
+            if fixed:
+                lines.append(("ok", f"numerics: {label} fixed (in {base}, not in {label}): " + " | ".join(
+                    describe(fixed, kinds))))
         if untrusted:
             dts = sorted({c.dtype for c, _ in untrusted})
             lines.append(("warn", f"numerics: {label} in {', '.join(dts)} ({len(untrusted)} cases): "
                                   f"{untrusted[0][1].reasons[0].split(': ', 1)[-1]}"))
         if not_run:
             lines.append(("warn", f"numerics: {label} not run in {len(not_run)} cases: {not_run[0][1].reasons[0]}"))
+    if found.shared:
+        title = "its own" if only else "shared by every variant (not introduced by this change)"
+        lines.append(("fail" if only else "warn", f"numerics: {base}'s problems, {title}: "
+                      + " | ".join(describe(found.shared, kinds))))
+    for keepers, ps in found.kept.items():
+        lines.append(("warn", f"numerics: {base}'s problems kept by {', '.join(keepers)} (fixed by "
+                              f"{', '.join(found.fixers(ps))}): " + " | ".join(describe(ps, kinds))))
     lines.extend(_reference_callouts(section))
-    for other in names:
+    lines.extend(_bitwise_lines(section, base))
+    return lines
+
+
+def _baseline_line(found: Lists, label: str, ran: int) -> tuple[str, str]:
+    """How many cases the baseline has problems in, and where the lines below put them."""
+    mine = found.shared.union(*found.kept.values(), *found.fixed.values())
+    if not mine:
+        return "ok", f"numerics: {label} (baseline): no problem in {_all(ran)}"
+    where = f"numerics: {label} (baseline): problems in {len({_where(p) for p in mine})} of {ran} cases run: "
+    if not found.others:
+        return "fail", where + "its own (the only variant judged)"
+    how = []
+    if found.shared:
+        how.append("some shared by every variant")
+    if found.kept:
+        how.append("some kept by only some variants")
+    fixers = [n for n, ps in found.fixed.items() if ps]
+    if fixers:
+        how.append(f"fixed by {', '.join(fixers)}")
+    return "info", where + "; ".join(how)
+
+
+TOLERANCE_RULE = ("; a variant's tolerance miss on an output where {ref} misses too is not counted as its "
+                  "problem (the tolerance does not hold there; the accuracy verdict against {ref} judges it)")
+
+
+def _all(n: int) -> str:
+    return "the 1 case run" if n == 1 else f"all {n} cases run"
+
+
+def _where(p) -> tuple:
+    return p.direction, p.dtype, p.input_kind, p.shape
+
+
+def _bitwise_lines(section: NumericsSection, baseline: str) -> list[tuple[str, str]]:
+    lines = []
+    for other in dict.fromkeys(v.variant for c in section.cases for v in c.variants):
         if other in (baseline, section.added_reference):
             continue
         pairs = [p for c in section.cases for p in c.pairs
@@ -193,20 +251,13 @@ def numerics_summary(section: NumericsSection, baseline: str) -> list[tuple[str,
 
 
 def _reference_callouts(section: NumericsSection) -> list[tuple[str, str]]:
-    """Every case where a variant is less accurate than the reference point (torch), by the verdict rule."""
+    """Every variant as or more accurate than the reference point (torch), when so: where one is less
+    accurate, that is a problem of it, listed with the others above."""
     lines = []
-    refs = {c.reference for c in section.cases if c.reference}
-    for ref in sorted(refs):
-        losers: dict[str, list] = {}
-        for c in section.cases:
-            for v in c.verdicts:
-                if v.a == ref and c.reference == ref and v.accuracy == "less accurate":
-                    losers.setdefault(v.b, []).append((c, f"{c.shape}: {v.detail[0] if v.detail else v.basis}"))
+    for ref in sorted({c.reference for c in section.cases if c.reference}):
         judged = any(v.a == ref for c in section.cases for v in c.verdicts)
-        for name, items in losers.items():
-            for key in dict.fromkeys(_case_key(c) for c, _ in items):
-                these = [(c, d) for c, d in items if _case_key(c) == key]
-                lines.append(("warn", f"less accurate than {ref}: {name}, {key}: " + "; ".join(d for _, d in these)))
+        losers = any(v.a == ref and c.reference == ref and v.accuracy == "less accurate"
+                     for c in section.cases for v in c.verdicts)
         if judged and not losers:
             lines.append(("ok", f"accuracy: every variant as or more accurate than {ref} in every case judged "
                                 f"(factor {section.verdict_factor:g})"))
@@ -231,7 +282,7 @@ def build(report: Report) -> tuple[Summary, list[Section]]:
         if n.added_reference:
             intro += (f"{n.added_reference} was not named; it runs as a reference point for the accuracy "
                       f"verdicts (labelled 'reference point').",)
-        sections.append(Section("Numerics", intro, tuple(tables), tuple(numerics_summary(n, report.baseline))))
+        sections.append(Section("Numerics", intro, tuple(tables), tuple(numerics_summary(n, lists(report)))))
     if report.timing is not None:
         from compare.render.timing_tables import timing_legend, timing_summary, timing_table  # it uses Table
         legend = timing_legend(report.timing)
@@ -309,4 +360,20 @@ def environment_lines(report: Report) -> list[str]:
     ]
     if e.clocks:
         lines.insert(1, f"clocks (MHz) {e.clocks}")
+    return lines
+
+
+def gate_lines(report: Report) -> list[tuple[str, str]]:
+    """Each gate asked for and how it ended (compare/gates.py decided it), as (level, text)."""
+    lines = []
+    for g in report.gates:
+        flag = g.name if g.threshold is None else f"{g.name} {g.threshold:g}"
+        said = "; ".join(g.lines)
+        if g.outcome == "not judged":
+            how = ("could not be judged (accepted: --accept-unjudged)" if g.accepted
+                   else "could not be judged, so it fails (--accept-unjudged would let it pass)")
+            lines.append(("warn" if g.accepted else "fail", f"gate {flag}: {how}: {said}"))
+        else:
+            lines.append(("fail" if g.fails else "ok", f"gate {flag}: {g.outcome.upper() if g.fails else g.outcome}"
+                                                      + (f": {said}" if said else "")))
     return lines

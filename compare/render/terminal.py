@@ -8,7 +8,7 @@ from rich.text import Text
 
 from compare.headline import Headline, headline
 from compare.render.ir_tables import diff_blocks, side_by_side
-from compare.render.tables import Table, build, environment_lines, variants_table
+from compare.render.tables import Table, build, environment_lines, gate_lines, variants_table
 from compare.results import Report
 
 _STYLE = {"ok": "green", "fail": "bold red", "warn": "yellow", "skip": "yellow", "info": "cyan"}
@@ -71,22 +71,32 @@ def _line(console: Console, level: str, text: str) -> None:
     console.print(Text.assemble((_MARK[level], _STYLE[level]), " ", text))
 
 
-def _headline(console: Console, head: Headline) -> None:
+def _list(console: Console, title: str, items: tuple[str, ...], indent: str = "") -> None:
+    if items:
+        console.print(Text(f"{indent}{title[:1].upper() + title[1:]}:", style="bold"))
+        for item in items:
+            console.print(Text(f"{indent}  - {item}"))
+
+
+def _headline(console: Console, head: Headline, gates: list[tuple[str, str]]) -> None:
     for pair in head.pairs:
-        console.print(Text.assemble((pair.variant, "bold"), " against ", (pair.baseline, "bold"), " (baseline):"))
+        a, b = pair.baseline, pair.variant
+        console.print(Text.assemble((b, "bold"), " against ", (a, "bold"), " (baseline):"))
         for line in pair.lines:
             _line(console, line.level, line.text)
-    if head.shared:
-        console.print(Text(f"{head.shared_title[:1].upper() + head.shared_title[1:]}:", style="bold"))
-        for line in head.shared:
-            console.print(Text(f"  - {line.text}"))
+        _list(console, f"new in {b} (not in {a})", pair.problems_introduced, "     ")
+        _list(console, f"fixed by {b} (in {a}, not in {b})", pair.problems_fixed, "     ")
+    _list(console, head.shared_title, head.shared)
+    _list(console, head.kept_title, head.kept)
+    for level, text in gates:
+        _line(console, level, text)
 
 
 def render(report: Report, console: Console | None = None) -> None:
     console = console or _console()
     summary, sections = build(report)
     console.rule(Text(f"kernel-ab: {report.family}, preset {report.preset}, {report.dtype}, baseline {report.baseline}"))
-    _headline(console, headline(report))
+    _headline(console, headline(report), gate_lines(report))
     for level, text in summary.lines:
         _line(console, level, text)
     console.print()
