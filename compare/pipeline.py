@@ -313,9 +313,9 @@ def _ir_alongside(request: Request, family, chosen, preset, backend: Backend, st
 def _shape_params(family, shape) -> dict:
     """A shape's parameters, and whether the family says its forward must read x twice."""
     params = shape.as_dict()
-    reads_x_twice = getattr(family, "reads_x_twice", None)   # optional: families that can say so
-    if reads_x_twice is not None:
-        params["reads_x_twice"] = bool(reads_x_twice(shape))
+    twice = family.reads_x_twice(shape)
+    if twice is not None:
+        params["reads_x_twice"] = bool(twice)
     return params
 
 

@@ -24,7 +24,7 @@ from compare.errors import summarize
 from compare.results import TimingCase, TimingComparison, TimingVariant
 from variants.family import NotForThisShape
 
-MODES = ("forward", "backward", "full")
+from variants.variant import MODES  # noqa: E402 (the passes a family times: the protocol's one list)
 GRAPH_AUTO_BELOW_MS = 0.1   # in graph mode "auto", a case whose fastest eager call is under this is replayed from graphs
 LAUNCH_BOUND_FRACTION = 0.5  # host time per eager call at least this fraction of its GPU time: launch-bound
 CONTROL = "\0A/A"          # the hidden second entry of the baseline (no variant name can hold a NUL)

@@ -47,7 +47,7 @@ import torch
 from variants.inputs import DTYPES, INPUT_KINDS, Inputs
 from variants.variant import Variant
 
-MODES = ("forward", "backward", "full")
+from variants.variant import MODES  # noqa: E402,F401 (the passes; re-exported)
 # the most elements a shape's input may hold: the kernels index with 32-bit offsets (shapes refuse more
 # up front, before anything is allocated)
 MAX_ELEMENTS = 2**31 - 1
@@ -182,6 +182,11 @@ class Family(abc.ABC):
 
     def shared_forward(self):
         """The forward kernel of Triton variants that replace only the backward (None: each brings its own)."""
+        return None
+
+    def reads_x_twice(self, shape) -> Optional[bool]:
+        """Whether a forward that gives each normalized unit one program must read x twice on `shape` (it does
+        not fit on chip), which caps it at 2/3 of copy bandwidth; None: the family does not say."""
         return None
 
     # ---------------------------------------------------------------- backward

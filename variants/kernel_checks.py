@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import inspect
 
-from variants.family import Family
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:   # annotations only: the protocol imports these checks, not the reverse
+    from variants.family import Family
 
 
 class BadSpec(ValueError):

@@ -20,7 +20,7 @@ import inspect
 from variants.spec import BadSpec, CallMap
 from variants.variant import Variant
 
-MODES = ("forward", "backward", "full")
+from variants.variant import MODES  # noqa: E402 (one list of passes, the protocol's)
 
 
 class MappedOp:

@@ -5,6 +5,7 @@ import dataclasses
 import re
 from typing import Any, Callable
 
+MODES = ("forward", "backward", "full")   # the passes a family times: forward, backward, both
 KINDS = ("triton", "torch", "inductor", "op")   # op: a Python op or autograd Function (variants/ops.py)
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-STAGES = ("ttir", "ttgir", "llir", "ptx", "sass")
+from compare.ir.compile import STAGES  # noqa: E402 (the stages are the compiler's)
 
 # ---------------------------------------------------------------- names per stage
 # Each pattern's group "name" is one renamable name; `_kind` says which counter renames it.

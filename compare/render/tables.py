@@ -6,35 +6,11 @@ import dataclasses
 from compare.problems import Lists, describe, input_kinds, lists
 from compare.supervisor import CRASHES
 from compare.render import ir_tables
+from compare.render.table import Section, Summary, Table  # noqa: F401 (re-exported)
 from compare.results import IRSection, NumericsCase, NumericsSection, Report
 
 
 IR_TITLE = "Compiled code (IR)"
-
-
-@dataclasses.dataclass(frozen=True)
-class Table:
-    title: str
-    headers: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-    legend: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()
-
-
-@dataclasses.dataclass(frozen=True)
-class Section:
-    title: str
-    intro: tuple[str, ...]
-    tables: tuple[Table, ...]
-    lines: tuple[tuple[str, str], ...] = ()   # the section's verdict lines (level, text), detail under the headline
-
-
-@dataclasses.dataclass(frozen=True)
-class Summary:
-    """Notices under the headline (variants not loaded, sections skipped): (level, text), level one of
-    ok, warn, fail, skip, info."""
-
-    lines: tuple[tuple[str, str], ...]
 
 
 def sci(x: float) -> str:

@@ -2,7 +2,7 @@
 control as the table's last row)."""
 from __future__ import annotations
 
-from compare.render.tables import Table
+from compare.render.table import Table
 from compare.results import TimingCase, TimingComparison, TimingSection
 
 NO_DIFFERENCE = "no difference beyond noise"

@@ -1,0 +1,29 @@
+"""What renderers draw: a table with its legend, a report section, the notices under the headline."""
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Table:
+    title: str
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    legend: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Section:
+    title: str
+    intro: tuple[str, ...]
+    tables: tuple[Table, ...]
+    lines: tuple[tuple[str, str], ...] = ()   # the section's verdict lines (level, text), detail under the headline
+
+
+@dataclasses.dataclass(frozen=True)
+class Summary:
+    """Notices under the headline (variants not loaded, sections skipped): (level, text), level one of
+    ok, warn, fail, skip, info."""
+
+    lines: tuple[tuple[str, str], ...]
