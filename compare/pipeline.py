@@ -147,8 +147,11 @@ def _ir(request: Request, family, chosen, preset, backend: Backend, step) -> tup
                                    request.stages or ir.STAGES, request.full, step=step, kernel=kernel))
         except RuntimeError as exc:
             skipped.append(f"ir {kernel}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - a bug of the IR step costs its section, not the report
+            from compare.errors import summarize
+            skipped.append(f"ir {kernel}: the IR step failed: {summarize(exc)}")
     for kernel in ("forward", "backward") if family.grads and triton else ("forward",) if triton else ():
-        found = [ir.kernel_of(family, v, kernel) for v in triton]
+        found = [_kernel_of(ir, family, v, kernel) for v in triton]
         if any(k is None for k, _ in found):
             continue
         shared = len({(id(k), launcher) for k, launcher in found}) == 1
@@ -163,6 +166,14 @@ def _ir(request: Request, family, chosen, preset, backend: Backend, step) -> tup
     if ops and not sections:
         compile_("forward", ops)
     return tuple(sections), tuple(skipped)
+
+
+def _kernel_of(ir, family, variant, kernel: str) -> tuple:
+    """ir.kernel_of, or (a kernel of its own, None) where asking raised: ir.run then reports why, as the variant's row."""
+    try:
+        return ir.kernel_of(family, variant, kernel)
+    except Exception:  # noqa: BLE001 - reported by ir.run, for this variant alone
+        return object(), None
 
 
 @contextlib.contextmanager

@@ -137,7 +137,8 @@ def compile_launched(fn, spec: dict, req: dict):
     if req.get("role", "forward") == "forward":
         family.launch_forward(fn, inputs, outputs, shape)
     else:
-        launch = getattr(family, spec.get("launcher") or "backward_call")
+        from compare.ir.compile import launcher_of
+        launch = launcher_of(family, spec.get("launcher") or "")
         launch(fn, inputs, outputs, family.alloc_grads(shape, dtype, "cuda"), shape)()
     torch.cuda.synchronize()
     kernels = _launched_kernels(fn)
