@@ -6,6 +6,7 @@ against each other variant) the normalized diff of every stage next to the raw d
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 
@@ -19,7 +20,7 @@ from compare.ir.normalize import clean, rename
 from compare.ir.summarize import summarize
 from compare.results import IRPair, IRSection, IRStage, IRStageDiff, IRVariant
 
-__all__ = ["STAGES", "CompileCache", "TargetError", "capability", "check_stages", "run", "DEFAULT_TARGET"]
+__all__ = ["STAGES", "CompileCache", "TargetError", "capability", "check_stages", "run", "run_passes", "DEFAULT_TARGET"]
 DEFAULT_TARGET = "sm_90"
 DIFF_LINE_CAP = 300   # lines of each stage's diff kept in the report unless `full`
 
@@ -105,7 +106,7 @@ def run(family, variants, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: 
     step(f"IR: compiling the {kernel} kernels of {len(triton_variants)} variants for {shape.label}, {dtype}"
          + ("" if gpu else f", {target} (offline)"))
     entries = [_entry(family, v, kernel) for v in triton_variants]
-    kernels = [e for e in entries if isinstance(e, tuple)]
+    kernels = _compilable(entries)
     done = iter(cache.compile(family, kernels, shape, dtype, target, launched=gpu, role=kernel) if kernels else ())
     compiled = [next(done) if isinstance(e, tuple) else e for e in entries]
     spec = _specializations(family, kernel, shape, dtype, kernels)
@@ -149,6 +150,56 @@ def run(family, variants, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: 
                      tuple(rows), pairs, matches, kernel)
 
 
+def run_passes(family, chosen, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: bool = False, stages=STAGES,
+               full: bool = False, cache: CompileCache | None = None, step=lambda _: None) -> tuple[tuple, tuple]:
+    """(sections, skipped reasons): a section (`run`) per kernel (forward, backward) the Triton variants do
+    not all share; a kernel they all share is identical code, said so. Every pass is compiled in one
+    worker. An error of the IR step costs its section (a skipped line), never the report."""
+    triton = [v for v in chosen if v.kind == "triton"]
+    ops = [v for v in chosen if v.kind == "op"]
+    if not triton and not ops:
+        return (), ("ir: none of the variants is a Triton kernel or an op that launches them",)
+    skipped, passes = [], []
+    for kernel in ("forward", "backward") if family.grads and triton else ("forward",) if triton else ():
+        found = [_kernel_or_own(family, v, kernel) for v in triton]
+        if any(k is None for k, _ in found):
+            continue
+        shared = len({(id(k), launcher) for k, launcher in found}) == 1
+        if shared and len(triton) > 1:
+            fn = getattr(found[0][0], "fn", found[0][0])
+            skipped.append(f"ir {kernel}: every variant runs the same {kernel} kernel ({fn.__module__}.{fn.__name__}): "
+                           "identical code, not compiled")
+        elif not shared or kernel in triton[0].own_kernels:
+            passes.append((kernel, [v for v in chosen if v.kind != "op" or not passes]))   # ops join the first
+    if ops and not passes:
+        passes.append(("forward", ops))
+    cache = cache or CompileCache()
+    sections = []
+    if len(passes) > 1:
+        step(f"IR: compiling the {' and '.join(k for k, _ in passes)} kernels of {len(triton)} variants for "
+             f"{shape.label}, {dtype}" + ("" if gpu else f", {target} (offline)"))
+        with contextlib.suppress(Exception):   # each pass's `run` below meets the same error and says it
+            jobs = [(kernel, _compilable([_entry(family, v, kernel) for v in variants if v.kind == "triton"]))
+                    for kernel, variants in passes]
+            cache.compile_passes(family, jobs, shape, dtype, target, launched=gpu)
+    for kernel, variants in passes:
+        try:
+            sections.append(run(family, variants, shape, dtype, target, gpu, stages, full, cache, step, kernel))
+        except RuntimeError as exc:
+            skipped.append(f"ir {kernel}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - a bug of the IR step costs its section, not the report
+            skipped.append(f"ir {kernel}: the IR step failed: {errors.summarize(exc)}")
+    return tuple(sections), tuple(skipped)
+
+
+def _kernel_or_own(family, variant, kernel: str) -> tuple:
+    """kernel_of, or (a kernel of its own, None) where asking raised (`run` reports why, as the variant's row)."""
+    try:
+        return kernel_of(family, variant, kernel)
+    except Exception:  # noqa: BLE001 - reported by run, for this variant alone
+        return object(), None
+
+
 def kernel_of(family, variant, kernel: str) -> tuple:
     """(the @triton.jit kernel, its launcher: None for the forward's) a Triton variant runs for `kernel`
     (forward or backward)."""
@@ -163,8 +214,13 @@ def _entry(family, variant, kernel: str):
         fn, launcher = kernel_of(family, variant, kernel)
         return variant.name, fn, variant.import_roots, launcher_ref(family, launcher) if launcher else ""
     except Exception as exc:  # noqa: BLE001 - reported as this variant's failure, the others still compiled
-        return Compiled(variant.name, False, f"the IR step could not find its {kernel} kernel and launcher: {errors.summarize(exc)}",
-                        "", {}, {}, {})
+        why = f"the IR step could not find its {kernel} kernel and launcher: {errors.summarize(exc)}"
+        return Compiled(variant.name, False, why, "", {}, {}, {})
+
+
+def _compilable(entries: list) -> list:
+    """The entries (`_entry`) that are kernels to compile, not failures."""
+    return [e for e in entries if isinstance(e, tuple)]
 
 
 def _specializations(family, kernel: str, shape, dtype: str, kernels) -> str:

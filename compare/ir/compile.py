@@ -226,7 +226,8 @@ def run_worker(request: dict) -> list[dict]:
 
 
 class CompileCache:
-    """Compiles through the worker, remembering results per (kernel, specialization, target, mode)."""
+    """Compiles through the worker, remembering results per (kernel, specialization, target, mode): a kernel
+    that several variants run is compiled once."""
 
     def __init__(self):
         self._done: dict[tuple, Compiled] = {}
@@ -235,32 +236,42 @@ class CompileCache:
         """Compile `kernels`, (name, @triton.jit kernel, import roots[, launcher ref]) each, as the family's
         `role` launcher (or the named one) runs them. A kernel whose launch cannot be recorded on meta
         tensors fails alone offline; on a GPU it is launched anyway (the JIT specializes it there)."""
+        return self.compile_passes(family, [(role, kernels)], shape, dtype, target, launched)[0]
+
+    def compile_passes(self, family, passes, shape, dtype: str, target: str, launched: bool) -> list[list[Compiled]]:
+        """`compile` for several (role, kernels) at once, in one worker (its start costs seconds)."""
         cap = capability(target)
         mode = "launched" if launched else "offline"
-        slots: list = []
-        for name, kernel, roots, *launcher in kernels:
-            try:
-                slots.append(self._keyed(family, name, kernel, roots, launcher[0] if launcher else "", shape, dtype,
-                                         cap, mode, role))
-            except Exception as exc:  # noqa: BLE001 - one kernel that cannot be set up must not hide the others
-                from compare.errors import summarize
-                slots.append(Compiled(name, False, f"the IR step could not read how its {role} launcher "
-                                                   f"launches it: {summarize(exc)}", "", {}, {}, {}))
-        todo = [slot for slot in slots if isinstance(slot, tuple) and slot[2] not in self._done]
+        done = []
+        for role, kernels in passes:
+            slots: list = []
+            for name, kernel, roots, *launcher in kernels:
+                try:
+                    slots.append(self._keyed(family, name, kernel, roots, launcher[0] if launcher else "", shape,
+                                             dtype, cap, mode, role))
+                except Exception as exc:  # noqa: BLE001 - one kernel that cannot be set up must not hide the others
+                    from compare.errors import summarize
+                    slots.append(Compiled(name, False, f"the IR step could not read how its {role} launcher "
+                                                       f"launches it: {summarize(exc)}", "", {}, {}, {}))
+            done.append(slots)
+        # one compile per kernel and specialization: variants sharing the family's kernel share its result
+        todo = list({slot[2]: slot for slots in done for slot in slots
+                     if isinstance(slot, tuple) and slot[2] not in self._done}.values())
         if todo:
-            request = {"mode": mode, "capability": cap, "dtype": dtype, "shape": shape.as_dict(), "role": role,
+            request = {"mode": mode, "capability": cap, "dtype": dtype, "shape": shape.as_dict(),
                        "family": family.name, "family_module": type(family).__module__,
                        "kernels": [spec for _, spec, _ in todo]}
             results = run_worker(request)
             for (n, _, key), r in zip(todo, results):
                 self._done[key] = Compiled(n, r["ok"], r["error"], r["kernel_name"], r["stages"],
                                            r["resources"], r["launched"])
-        return [self._done[slot[2]] if isinstance(slot, tuple) else slot for slot in slots]
+        return [[dataclasses.replace(self._done[slot[2]], variant=slot[0]) if isinstance(slot, tuple) else slot
+                 for slot in slots] for slots in done]
 
     @staticmethod
     def _keyed(family, name, kernel, roots, launcher: str, shape, dtype: str, cap: int, mode: str, role: str) -> tuple:
         """(name, the worker's spec of the kernel, its cache key)."""
-        spec = {**kernel_spec(name, kernel, roots), "launcher": launcher, "specialization": None}
+        spec = {**kernel_spec(name, kernel, roots), "role": role, "launcher": launcher, "specialization": None}
         try:
             args, kwargs = recorded_launch(family, role, shape, dtype, launcher)
             spec["specialization"] = specialization(kernel, args, kwargs)
@@ -268,4 +279,5 @@ class CompileCache:
             if mode == "offline":
                 raise
         shape_key = "" if spec["specialization"] else json.dumps(shape.as_dict(), sort_keys=True)
-        return name, spec, (json.dumps(spec, sort_keys=True), shape_key, cap, mode, dtype, role)
+        what = json.dumps({k: v for k, v in spec.items() if k != "name"}, sort_keys=True)
+        return name, spec, (what, shape_key, cap, mode, dtype, role)
