@@ -127,42 +127,16 @@ def _check_ir(request: Request) -> None:
         raise UsageError(f"--target/--stage: {exc}") from None
 
 
-def _ir(request: Request, family, chosen, preset, backend: Backend, step) -> tuple:
-    """(IR sections, skipped reasons) for the preset's first shape: a section per kernel (forward,
-    backward) the Triton variants do not all share; a kernel they all share is identical code, said so."""
+def _ir(request: Request, family, chosen, preset, backend: Backend, step, cache=None) -> tuple:
+    """(IR sections, skipped reasons) for the preset's first shape and the first dtype (ir.run_passes)."""
     from compare import ir
-    triton = [v for v in chosen if v.kind == "triton"]
-    ops = [v for v in chosen if v.kind == "op"]
-    if not triton and not ops:
-        return (), ("ir: none of the variants is a Triton kernel or an op that launches them",)
     names = [n for d in resolve_matrix(request, family)[0] for n, fd in family.dtypes.items() if fd == d]
     first = names[0]   # one specialization: the first dtype asked for
     skipped = [f"ir: {', '.join(names[1:])} (the compiled code is shown for {first}, the first dtype asked for)"
                ] if names[1:] else []
-    sections = []
-
-    def compile_(kernel: str, variants) -> None:
-        try:
-            sections.append(ir.run(family, variants, preset.shapes[0], first, request.target, backend.gpu,
-                                   request.stages or ir.STAGES, request.full, step=step, kernel=kernel))
-        except RuntimeError as exc:
-            skipped.append(f"ir {kernel}: {exc}")
-    for kernel in ("forward", "backward") if family.grads and triton else ("forward",) if triton else ():
-        found = [ir.kernel_of(family, v, kernel) for v in triton]
-        if any(k is None for k, _ in found):
-            continue
-        shared = len({(id(k), launcher) for k, launcher in found}) == 1
-        if shared and len(triton) > 1:
-            fn = getattr(found[0][0], "fn", found[0][0])
-            skipped.append(f"ir {kernel}: every variant runs the same {kernel} kernel ({fn.__module__}.{fn.__name__}): "
-                           "identical code, not compiled")
-            continue
-        if shared and kernel not in triton[0].own_kernels:
-            continue
-        compile_(kernel, [v for v in chosen if v.kind != "op" or not sections])   # ops join the first section
-    if ops and not sections:
-        compile_("forward", ops)
-    return tuple(sections), tuple(skipped)
+    sections, more = ir.run_passes(family, chosen, preset.shapes[0], first, request.target, backend.gpu,
+                                   request.stages or ir.STAGES, request.full, cache, step)
+    return sections, tuple(skipped) + more
 
 
 @contextlib.contextmanager
@@ -249,15 +223,16 @@ def _compiled(family, chosen: list, shape, dtype, backend: Backend, failed: tupl
 
 
 def run(request: Request, registry: Registry, backend: Backend,
-        step: Step = Step(), failed: tuple[VariantInfo, ...] = ()) -> Report:
-    """The report for `request`; `failed` (from `loaded`) lists variants that could not be loaded."""
+        step: Step = Step(), failed: tuple[VariantInfo, ...] = (), ir_cache=None) -> Report:
+    """The report for `request`; `failed` (from `loaded`) lists variants that could not be loaded.
+    `ir_cache` (a compare.ir.CompileCache) keeps compiled kernels for later runs of a caller comparing many pairs."""
     family, chosen, preset, dtype = resolve(request, registry)
     chosen, failed = _compiled(family, chosen, preset.shapes[0], dtype, backend, tuple(failed), step)
     infos = tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, kernels=v.own_kernels)
                   for v in chosen) + tuple(failed)
     numerics_section = None
     directions = _directions(request, family)
-    ir_later = _ir_alongside(request, family, chosen, preset, backend, step) if directions else None
+    ir_later = _ir_alongside(request, family, chosen, preset, backend, step, ir_cache) if directions else None
     if directions:
         numerics_section = run_numerics(request, family, chosen, preset, backend, registry, directions, step)
     skipped = list(request.left_out)
@@ -273,7 +248,8 @@ def run(request: Request, registry: Registry, backend: Backend,
                            "interpreter, whose speed says nothing about the GPU)")
     ir_sections = ()
     if "ir" in request.checks:
-        ir_sections, ir_skipped = ir_later() if ir_later else _ir(request, family, chosen, preset, backend, step)
+        ir_sections, ir_skipped = ir_later() if ir_later else \
+            _ir(request, family, chosen, preset, backend, step, ir_cache)
         step.advance()
         skipped.extend(ir_skipped)
     dtype_names = ",".join(str(d).removeprefix("torch.") for d in resolve_matrix(request, family)[0])
@@ -285,7 +261,7 @@ def run(request: Request, registry: Registry, backend: Backend,
                   ir_kernels=ir_sections[1:], skipped=tuple(skipped))
 
 
-def _ir_alongside(request: Request, family, chosen, preset, backend: Backend, step):
+def _ir_alongside(request: Request, family, chosen, preset, backend: Backend, step, cache=None):
     """Offline compiles run in a worker process: started here, they use the second core while numerics
     run the interpreter on the first. Returns what gives `_ir`'s result (None: not overlapped, as on a GPU,
     where kernels are read back after a launch, or with ops, which are run in this process to find theirs)."""
@@ -296,7 +272,7 @@ def _ir_alongside(request: Request, family, chosen, preset, backend: Backend, st
 
     def compile_all():
         try:
-            found["result"] = _ir(request, family, chosen, preset, backend, step)
+            found["result"] = _ir(request, family, chosen, preset, backend, step, cache)
         except BaseException as exc:   # noqa: BLE001 - raised again where the result is read
             found["error"] = exc
     worker = threading.Thread(target=compile_all, name="kernel-ab IR compile", daemon=True)

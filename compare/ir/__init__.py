@@ -6,10 +6,12 @@ against each other variant) the normalized diff of every stage next to the raw d
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 
-from compare.ir.compile import (STAGES, CompileCache, TargetError, capability, describe, launcher_name,
+from compare import errors
+from compare.ir.compile import (STAGES, CompileCache, Compiled, TargetError, capability, describe, launcher_ref,
                                 recorded_launch, specialization)
 from compare.ir import ops as op_ir
 from compare.ir.loopmatch import pair_matches
@@ -18,7 +20,7 @@ from compare.ir.normalize import clean, rename
 from compare.ir.summarize import summarize
 from compare.results import IRPair, IRSection, IRStage, IRStageDiff, IRVariant
 
-__all__ = ["STAGES", "CompileCache", "TargetError", "capability", "check_stages", "run", "DEFAULT_TARGET"]
+__all__ = ["STAGES", "CompileCache", "TargetError", "capability", "check_stages", "run", "run_passes", "DEFAULT_TARGET"]
 DEFAULT_TARGET = "sm_90"
 DIFF_LINE_CAP = 300   # lines of each stage's diff kept in the report unless `full`
 
@@ -52,6 +54,13 @@ def _named_loops(stage: IRStage, raw: str) -> IRStage:
 def _variant(c, stages, full: bool) -> IRVariant:
     if not c.ok:
         return IRVariant(c.variant, "failed", c.error)
+    try:
+        return _summarized(c, stages, full)
+    except Exception as exc:  # noqa: BLE001 - a listing the summary cannot read fails this variant alone
+        return IRVariant(c.variant, "failed", f"its compiled code could not be summarized: {errors.summarize(exc)}")
+
+
+def _summarized(c, stages, full: bool) -> IRVariant:
     summaries = []
     for stage in stages:
         lines = rename(stage, clean(stage, c.stages[stage], c.kernel_name))
@@ -96,20 +105,11 @@ def run(family, variants, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: 
     op_variants = [v for v in variants if v.kind == "op"]
     step(f"IR: compiling the {kernel} kernels of {len(triton_variants)} variants for {shape.label}, {dtype}"
          + ("" if gpu else f", {target} (offline)"))
-    # a backward kernel launched by a variant's own function (not a family method) takes that launcher's
-    # arguments, which the compile worker cannot replay: said in the note, not compiled
-    own_launcher = [v.name for v in triton_variants if kernel == "backward" and v.backward_launcher is not None
-                    and getattr(v.backward_launcher, "__self__", None) is not family]
-    triton_variants = [v for v in triton_variants if v.name not in own_launcher]
-    kernels = []
-    for v in triton_variants:
-        fn, launcher = kernel_of(family, v, kernel)
-        kernels.append((v.name, fn, v.import_roots, launcher))
-    compiled = cache.compile(family, kernels, shape, dtype, target, launched=gpu, role=kernel) if kernels else []
-    spec = ""
-    if kernels:
-        args, kwargs = recorded_launch(family, kernel, shape, dtype, kernels[0][3])
-        spec = describe(specialization(kernels[0][1], args, kwargs))
+    entries = [_entry(family, v, kernel) for v in triton_variants]
+    kernels = _compilable(entries)
+    done = iter(cache.compile(family, kernels, shape, dtype, target, launched=gpu, role=kernel) if kernels else ())
+    compiled = [next(done) if isinstance(e, tuple) else e for e in entries]
+    spec = _specializations(family, kernel, shape, dtype, kernels)
     if gpu and spec:
         spec = f"the JIT's own for the launcher's arguments (offline it would assume: {spec})"
     skipped = [v.name for v in variants if v.kind not in ("triton", "op")]
@@ -117,11 +117,15 @@ def run(family, variants, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: 
             if gpu else f"compiled offline for {target} (no GPU needed); pointers assumed 16-byte aligned")
     if skipped:
         note += f"; not Triton kernels, no IR: {', '.join(skipped)}"
-    if own_launcher:
-        note += f"; launched by a launcher of their own that the IR step cannot replay, no IR: {', '.join(own_launcher)}"
-    ok = [c for c in compiled if c.ok]
-    pairs = tuple(_pair(ok[0], c, stages, full) for c in ok[1:]) if ok and ok[0] is compiled[0] else ()
     rows = [_variant(c, stages, full) for c in compiled]
+    ok = [c for c, row in zip(compiled, rows) if row.status == "ok"]
+    pairs: tuple = ()
+    if ok and ok[0] is compiled[0]:
+        for c in ok[1:]:
+            try:
+                pairs += (_pair(ok[0], c, stages, full),)
+            except Exception as exc:  # noqa: BLE001 - one diff that fails must not take the section down
+                note += f"; the diff of {c.variant} against {ok[0].variant} failed: {errors.summarize(exc)}"
     matches: tuple = ()
     if op_variants:
         step(f"IR: running {len(op_variants)} ops to find the Triton kernels they launch")
@@ -146,8 +150,90 @@ def run(family, variants, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: 
                      tuple(rows), pairs, matches, kernel)
 
 
+def run_passes(family, chosen, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: bool = False, stages=STAGES,
+               full: bool = False, cache: CompileCache | None = None, step=lambda _: None) -> tuple[tuple, tuple]:
+    """(sections, skipped reasons): a section (`run`) per kernel (forward, backward) the Triton variants do
+    not all share; a kernel they all share is identical code, said so. Every pass is compiled in one
+    worker. An error of the IR step costs its section (a skipped line), never the report."""
+    triton = [v for v in chosen if v.kind == "triton"]
+    ops = [v for v in chosen if v.kind == "op"]
+    if not triton and not ops:
+        return (), ("ir: none of the variants is a Triton kernel or an op that launches them",)
+    skipped, passes = [], []
+    for kernel in ("forward", "backward") if family.grads and triton else ("forward",) if triton else ():
+        found = [_kernel_or_own(family, v, kernel) for v in triton]
+        if any(k is None for k, _ in found):
+            continue
+        shared = len({(id(k), launcher) for k, launcher in found}) == 1
+        if shared and len(triton) > 1:
+            fn = getattr(found[0][0], "fn", found[0][0])
+            skipped.append(f"ir {kernel}: every variant runs the same {kernel} kernel ({fn.__module__}.{fn.__name__}): "
+                           "identical code, not compiled")
+        elif not shared or kernel in triton[0].own_kernels:
+            passes.append((kernel, [v for v in chosen if v.kind != "op" or not passes]))   # ops join the first
+    if ops and not passes:
+        passes.append(("forward", ops))
+    cache = cache or CompileCache()
+    sections = []
+    if len(passes) > 1:
+        step(f"IR: compiling the {' and '.join(k for k, _ in passes)} kernels of {len(triton)} variants for "
+             f"{shape.label}, {dtype}" + ("" if gpu else f", {target} (offline)"))
+        with contextlib.suppress(Exception):   # each pass's `run` below meets the same error and says it
+            jobs = [(kernel, _compilable([_entry(family, v, kernel) for v in variants if v.kind == "triton"]))
+                    for kernel, variants in passes]
+            cache.compile_passes(family, jobs, shape, dtype, target, launched=gpu)
+    for kernel, variants in passes:
+        try:
+            sections.append(run(family, variants, shape, dtype, target, gpu, stages, full, cache, step, kernel))
+        except RuntimeError as exc:
+            skipped.append(f"ir {kernel}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - a bug of the IR step costs its section, not the report
+            skipped.append(f"ir {kernel}: the IR step failed: {errors.summarize(exc)}")
+    return tuple(sections), tuple(skipped)
+
+
+def _kernel_or_own(family, variant, kernel: str) -> tuple:
+    """kernel_of, or (a kernel of its own, None) where asking raised (`run` reports why, as the variant's row)."""
+    try:
+        return kernel_of(family, variant, kernel)
+    except Exception:  # noqa: BLE001 - reported by run, for this variant alone
+        return object(), None
+
+
 def kernel_of(family, variant, kernel: str) -> tuple:
-    """(the @triton.jit kernel, the name of its launcher) a Triton variant runs for `kernel` (forward or backward)."""
+    """(the @triton.jit kernel, its launcher: None for the forward's) a Triton variant runs for `kernel`
+    (forward or backward)."""
     if kernel == "forward":
-        return family.forward_kernel_of(variant), ""
-    return family.backward_kernel_of(variant), launcher_name(family, variant.backward_launcher)
+        return family.forward_kernel_of(variant), None
+    return family.backward_kernel_of(variant), family.backward_launch_of(variant)
+
+
+def _entry(family, variant, kernel: str):
+    """(name, kernel, import roots, launcher ref) to compile for one variant, or a failed Compiled saying why not."""
+    try:
+        fn, launcher = kernel_of(family, variant, kernel)
+        return variant.name, fn, variant.import_roots, launcher_ref(family, launcher) if launcher else ""
+    except Exception as exc:  # noqa: BLE001 - reported as this variant's failure, the others still compiled
+        why = f"the IR step could not find its {kernel} kernel and launcher: {errors.summarize(exc)}"
+        return Compiled(variant.name, False, why, "", {}, {}, {})
+
+
+def _compilable(entries: list) -> list:
+    """The entries (`_entry`) that are kernels to compile, not failures."""
+    return [e for e in entries if isinstance(e, tuple)]
+
+
+def _specializations(family, kernel: str, shape, dtype: str, kernels) -> str:
+    """The argument types and constants the kernels were compiled for: the first's, then each other's that
+    differs (a variant with a launcher of its own), as `NAME: ...`."""
+    lines: dict[str, list[str]] = {}
+    for name, fn, _, launcher in kernels:
+        try:
+            args, kwargs = recorded_launch(family, kernel, shape, dtype, launcher)
+            lines.setdefault(describe(specialization(fn, args, kwargs)), []).append(name)
+        except Exception:  # noqa: BLE001 - that variant's row says why it did not compile
+            continue
+    if not lines:
+        return ""
+    first, *others = lines
+    return "; ".join([first] + [f"{', '.join(lines[o])}: {o}" for o in others])

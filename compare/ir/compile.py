@@ -12,6 +12,7 @@ kernel): that is the kernel the launcher would run for the shape and dtype. Noth
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import inspect
 import json
 import os
@@ -82,20 +83,45 @@ class _Recorder:
     def __getitem__(self, grid):
         return lambda *args, **kwargs: self.calls.append((grid, args, kwargs))
 
+    def warmup(self, *args, **kwargs):
+        # a launcher that compiles its kernel to size the launch (a persistent grid) needs a GPU
+        raise RuntimeError("the launcher compiles the kernel on a GPU to size its launch (kernel.warmup), "
+                           "which a launch on meta tensors cannot do")
 
-def launcher_name(family, launcher) -> str:
-    """The name of a family method launching a backward kernel ("" for the family's `backward_call`), for the worker."""
+
+def launcher_ref(family, launcher) -> str:
+    """How the worker finds a backward launcher again: "" for the family's `backward_call`, a family
+    method's name, or MODULE:NAME of a module-level function (a variant's own); ValueError for any other."""
     if launcher is None or getattr(launcher, "__func__", None) is type(family).backward_call:
         return ""
-    if getattr(launcher, "__self__", None) is not family:
-        raise ValueError(f"a backward launcher must be a method of family {family.name}, got {launcher!r}")
-    return launcher.__name__
+    if getattr(launcher, "__self__", None) is family:
+        return launcher.__name__
+    ref = f"{getattr(launcher, '__module__', '')}:{getattr(launcher, '__qualname__', '')}"
+    try:
+        found = launcher_of(family, ref)
+    except (ImportError, AttributeError, ValueError):
+        found = None
+    if found is not launcher:
+        raise ValueError(f"backward launcher {launcher!r} is neither a method of family {family.name} "
+                         "nor a module-level function the compile worker can import again")
+    return ref
+
+
+def launcher_of(family, ref: str):
+    """The backward launcher `ref` (from `launcher_ref`) names."""
+    if ":" not in ref:
+        return getattr(family, ref or "backward_call")
+    module, _, name = ref.partition(":")
+    found = importlib.import_module(module)
+    for part in name.split("."):
+        found = getattr(found, part)
+    return found
 
 
 def recorded_launch(family, role: str, shape, dtype: str, launcher: str = "") -> tuple[tuple, dict]:
     """(args, kwargs) the family's launcher passes its `role` kernel for `shape` in `dtype`, from a
-    launch on meta tensors (nothing is computed, nothing allocated on a device). `launcher` names a
-    family method to launch a backward kernel with instead of `backward_call`."""
+    launch on meta tensors (nothing is computed, nothing allocated on a device). `launcher` (from
+    `launcher_ref`) names the launcher of a backward kernel, when not the family's `backward_call`."""
     import torch
     torch_dtype = family.dtypes[dtype]
     rec = _Recorder()
@@ -105,7 +131,7 @@ def recorded_launch(family, role: str, shape, dtype: str, launcher: str = "") ->
         if role == "forward":
             family.launch_forward(rec, inputs, outputs, shape)
         else:
-            launch = getattr(family, launcher or "backward_call")
+            launch = launcher_of(family, launcher)
             launch(rec, inputs, outputs, family.alloc_grads(shape, torch_dtype, "meta"), shape)()
     if len(rec.calls) != 1:
         raise RuntimeError(f"family {family.name}'s {role} launcher launched {len(rec.calls)} kernels; expected one")
@@ -200,30 +226,58 @@ def run_worker(request: dict) -> list[dict]:
 
 
 class CompileCache:
-    """Compiles through the worker, remembering results per (kernel, specialization, target, mode)."""
+    """Compiles through the worker, remembering results per (kernel, specialization, target, mode): a kernel
+    that several variants run is compiled once."""
 
     def __init__(self):
         self._done: dict[tuple, Compiled] = {}
 
     def compile(self, family, kernels, shape, dtype: str, target: str, launched: bool, role: str = "forward") -> list[Compiled]:
-        """Compile `kernels`, (name, @triton.jit kernel, import roots[, launcher name]) each, as the family's
-        `role` launcher (or the named one) runs them."""
+        """Compile `kernels`, (name, @triton.jit kernel, import roots[, launcher ref]) each, as the family's
+        `role` launcher (or the named one) runs them. A kernel whose launch cannot be recorded on meta
+        tensors fails alone offline; on a GPU it is launched anyway (the JIT specializes it there)."""
+        return self.compile_passes(family, [(role, kernels)], shape, dtype, target, launched)[0]
+
+    def compile_passes(self, family, passes, shape, dtype: str, target: str, launched: bool) -> list[list[Compiled]]:
+        """`compile` for several (role, kernels) at once, in one worker (its start costs seconds)."""
         cap = capability(target)
         mode = "launched" if launched else "offline"
-        keyed = []
-        for name, kernel, roots, *launcher in kernels:
-            launcher = launcher[0] if launcher else ""
-            args, kwargs = recorded_launch(family, role, shape, dtype, launcher)
-            spec = {**kernel_spec(name, kernel, roots), "specialization": specialization(kernel, args, kwargs),
-                    "launcher": launcher}
-            keyed.append((name, spec, (json.dumps(spec, sort_keys=True), cap, mode, dtype, role)))
-        todo = [(n, spec, key) for n, spec, key in keyed if key not in self._done]
+        done = []
+        for role, kernels in passes:
+            slots: list = []
+            for name, kernel, roots, *launcher in kernels:
+                try:
+                    slots.append(self._keyed(family, name, kernel, roots, launcher[0] if launcher else "", shape,
+                                             dtype, cap, mode, role))
+                except Exception as exc:  # noqa: BLE001 - one kernel that cannot be set up must not hide the others
+                    from compare.errors import summarize
+                    slots.append(Compiled(name, False, f"the IR step could not read how its {role} launcher "
+                                                       f"launches it: {summarize(exc)}", "", {}, {}, {}))
+            done.append(slots)
+        # one compile per kernel and specialization: variants sharing the family's kernel share its result
+        todo = list({slot[2]: slot for slots in done for slot in slots
+                     if isinstance(slot, tuple) and slot[2] not in self._done}.values())
         if todo:
-            request = {"mode": mode, "capability": cap, "dtype": dtype, "shape": shape.as_dict(), "role": role,
+            request = {"mode": mode, "capability": cap, "dtype": dtype, "shape": shape.as_dict(),
                        "family": family.name, "family_module": type(family).__module__,
                        "kernels": [spec for _, spec, _ in todo]}
             results = run_worker(request)
             for (n, _, key), r in zip(todo, results):
                 self._done[key] = Compiled(n, r["ok"], r["error"], r["kernel_name"], r["stages"],
                                            r["resources"], r["launched"])
-        return [self._done[key] for _, _, key in keyed]
+        return [[dataclasses.replace(self._done[slot[2]], variant=slot[0]) if isinstance(slot, tuple) else slot
+                 for slot in slots] for slots in done]
+
+    @staticmethod
+    def _keyed(family, name, kernel, roots, launcher: str, shape, dtype: str, cap: int, mode: str, role: str) -> tuple:
+        """(name, the worker's spec of the kernel, its cache key)."""
+        spec = {**kernel_spec(name, kernel, roots), "role": role, "launcher": launcher, "specialization": None}
+        try:
+            args, kwargs = recorded_launch(family, role, shape, dtype, launcher)
+            spec["specialization"] = specialization(kernel, args, kwargs)
+        except Exception:   # on a GPU the launcher runs for real: what it could not do on meta tensors it does there
+            if mode == "offline":
+                raise
+        shape_key = "" if spec["specialization"] else json.dumps(shape.as_dict(), sort_keys=True)
+        what = json.dumps({k: v for k, v in spec.items() if k != "name"}, sort_keys=True)
+        return name, spec, (what, shape_key, cap, mode, dtype, role)

@@ -6,7 +6,7 @@ gives functions that cannot be compiled. Each kernel is compiled on its own; one
 reported with the first lines of its error and the others still come out.
 
 Two modes: "offline" compiles with `triton.compile(ASTSource(...), target=GPUTarget(...))` and needs no
-GPU; "launched" runs the family's launcher (of the request's `role`: forward or backward) once on the
+GPU; "launched" runs the family's launcher (of each kernel's `role`: forward or backward) once on the
 GPU and reads back the kernel the JIT compiled and launched, so its stages and registers are exactly
 what ran. The family comes from the request (`family`, `family_module`): nothing here knows one.
 """
@@ -21,6 +21,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 STAGES = ("ttir", "ttgir", "llir", "ptx")
@@ -134,10 +135,11 @@ def compile_launched(fn, spec: dict, req: dict):
     dtype = family.dtypes[req["dtype"]]
     inputs = family.make_inputs(shape, dtype, "cuda", 0)
     outputs = family.alloc_outputs(shape, dtype, "cuda")
-    if req.get("role", "forward") == "forward":
+    if spec.get("role", "forward") == "forward":
         family.launch_forward(fn, inputs, outputs, shape)
     else:
-        launch = getattr(family, spec.get("launcher") or "backward_call")
+        from compare.ir.compile import launcher_of
+        launch = launcher_of(family, spec.get("launcher") or "")
         launch(fn, inputs, outputs, family.alloc_grads(shape, dtype, "cuda"), shape)()
     torch.cuda.synchronize()
     kernels = _launched_kernels(fn)
@@ -183,14 +185,26 @@ def failed(name: str, exc: BaseException) -> dict:
             "stages": {}, "resources": {}, "launched": {}}
 
 
-def compile_one(spec: dict, req: dict) -> dict:
-    """Every stage and the resource usage of one kernel, or its error."""
+def compile_one(spec: dict, req: dict, pool=None):
+    """Every stage and the resource usage of one kernel, or its error. With a thread `pool` (offline
+    compiles), a future of them: the disassembly (cuobjdump, a process of its own) of one kernel then
+    runs while the next compiles."""
+    launched = req["mode"] == "launched"
     try:
         fn = load_kernel(spec)
-        kernel = compile_launched(fn, spec, req) if req["mode"] == "launched" else compile_offline(fn, spec, req)
-        return describe(kernel, spec["name"], req["mode"] == "launched")
+        kernel = compile_launched(fn, spec, req) if launched else compile_offline(fn, spec, req)
     except Exception as exc:  # reported per kernel: one failing variant must not hide the others
         return failed(spec["name"], exc)
+    if pool is None:
+        return _described(kernel, spec["name"], launched)
+    return pool.submit(_described, kernel, spec["name"], launched)
+
+
+def _described(kernel, name: str, launched: bool) -> dict:
+    try:
+        return describe(kernel, name, launched)
+    except Exception as exc:  # as in compile_one
+        return failed(name, exc)
 
 
 def main() -> int:
@@ -198,7 +212,10 @@ def main() -> int:
         print(json.dumps({"error": "the IR worker must run without TRITON_INTERPRET"}))
         return 1
     req = json.loads(sys.stdin.read())
-    results = [compile_one(spec, req) for spec in req["kernels"]]
+    with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+        # a launched kernel is read back on the GPU's context: those stay on this thread
+        found = [compile_one(spec, req, pool if req["mode"] == "offline" else None) for spec in req["kernels"]]
+        results = [r.result() if isinstance(r, Future) else r for r in found]
     sys.stdout.write(json.dumps({"results": results}))
     return 0
 

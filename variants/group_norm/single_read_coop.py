@@ -184,7 +184,7 @@ def coop_forward(Y_ptr, X_ptr, Mean_ptr, RSTD_ptr, W_ptr, B_ptr, Part_ptr, Count
     loads item i + P before it waits for item i's group, and publishes i + P before it writes i's y (so
     the arrival's fence does not wait for those stores); every program publishes its k-th item before
     it waits for its (k-1)-th, so every wait ends."""
-    inv_count = 1.0 / hidden_size.to(tl.float64)
+    inv_count = 1.0 / tl.cast(hidden_size, tl.float64)   # tl.cast: the JIT makes a hidden_size of 1 a constant
     WIDTH: tl.constexpr = BLOCK // ROWS
     DTYPE: tl.constexpr = X_ptr.dtype.element_ty
     if SPLIT:
@@ -263,7 +263,7 @@ def group_norm_forward(
     hidden_per_channel = hidden_size // channels_per_group
     first_channel = group_idx * channels_per_group
     lanes = tl.arange(0, BLOCK_SIZE)[None, :]
-    count = hidden_size.to(tl.float64)
+    count = tl.cast(hidden_size, tl.float64)   # not .to: the JIT makes a hidden_size of 1 a constant (an int)
     if hidden_size <= BLOCK_SIZE:
         # the group in registers: read once
         mask = lanes < hidden_size
