@@ -68,13 +68,15 @@ def _section(section, diffs: tuple[str, ...] = (), budget: int | None = None) ->
     head.extend(f"{line}\n" for line in section.intro)
     tables = [(_table(t), t) for t in section.tables]
     parts = tables[:1] + [(d, None) for d in diffs] + tables[1:]
-    kept, used = [], len("\n".join(head)) + 300
+    kept, used, explained = [], len("\n".join(head)) + 300, set()
     for text, table in parts:
-        shown = [t for _, t in kept if t is not None] + ([table] if table is not None else [])
-        if budget is not None and used + len(text) + len(_legend(shown)) > budget:
+        new = [line for line in (table.legend if table else ()) if line not in explained]
+        size = len(text) + 1 + sum(len(line) + 4 for line in new) + (12 if new and not explained else 0)
+        if budget is not None and used + size > budget:
             break
         kept.append((text, table))
-        used += len(text) + 1
+        explained.update(new)
+        used += size
     fold = len(kept) > FOLD_OVER
     block = list(head)
     if fold:

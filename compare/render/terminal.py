@@ -20,11 +20,11 @@ _STYLE = {"ok": "green", "fail": "bold red", "warn": "yellow", "skip": "yellow",
 _MARK = {"ok": "OK  ", "fail": "FAIL", "warn": "WARN", "skip": "SKIP", "info": "    "}
 
 
-# Every text of a report is printed literally: names, paths, revisions and error messages come from
-# users, and rich would read `[...]` as markup and `:new:` as an emoji. Styles go on Text objects.
 PIPE_WIDTH = 100   # a log or a pipe, without COLUMNS: a width most viewers show without wrapping again
 
 
+# Every text of a report is printed literally: names, paths, revisions and error messages come from
+# users, and rich would read `[...]` as markup and `:new:` as an emoji. Styles go on Text objects.
 def _console() -> Console:
     console = Console(emoji=False, highlight=False)   # a terminal's own width, or COLUMNS
     if not console.is_terminal and not os.environ.get("COLUMNS", "").strip().isdigit():
@@ -39,7 +39,7 @@ def _style(c: str) -> str:
 def _widths(table: Table, room: int) -> list[int] | None:
     """Column widths (text only) that fit in `room` with no word broken: every column at least its
     longest word, the widest cut down to a common cap; None when the longest words alone do not fit."""
-    columns = list(zip(table.headers, *table.rows)) or [(h,) for h in table.headers]
+    columns = list(zip(table.headers, *table.rows))
     low = [max((cell_len(w) for c in col for w in str(c).split()), default=1) for col in columns]
     high = [max(max((cell_len(line) for c in col for line in str(c).splitlines()), default=1), n)
             for col, n in zip(columns, low)]
@@ -57,7 +57,8 @@ def _widths(table: Table, room: int) -> list[int] | None:
 
 
 def _rows(console: Console, table: Table) -> None:
-    """The table a row to a line ('first cell: header value; ...'), for a width its words do not fit."""
+    """The table a row to a line ('header value; header value; ...', empty cells left out), for a width
+    its words do not fit in side by side."""
     console.print(Text(table.title, style="italic"))
     for row in table.rows:
         line = Text()
