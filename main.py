@@ -7,7 +7,7 @@
     python main.py compare [A ...] --variant NAME=git:REV:PATH::CALLABLE[,BACKWARD] --variant NAME=PATH::CALLABLE [--repo DIR]
     python main.py compare --variant 'NAME=git:REV:PATH::Fn.apply(X, W, B, num_channels, num_groups, eps)'
     python main.py ir [A B ...] [--stage ttir|ttgir|llir|ptx|sass] [--target sm_90] [--preset NAME | --shape ...] [--full]
-    python main.py report FILE.json [--format terminal|markdown]
+    python main.py report FILE.json [--format terminal|markdown|markdown-full]
 
 Exit codes: 0 every gate asked for holds; 1 a gate failed or could not be judged (--accept-unjudged lets
 the latter pass); 2 bad usage; 74 a report file could not be written.
@@ -105,8 +105,10 @@ def _ir_options(p: argparse.ArgumentParser) -> None:
 def _output_options(p: argparse.ArgumentParser) -> None:
     o = p.add_argument_group("output and gates")
     o.add_argument("--json", help="also write the report as JSON here")
-    o.add_argument("--markdown", help="also write the report as Markdown here")
-    o.add_argument("--out", help="write report.md, report.json, benchmark rows and plots into this folder")
+    o.add_argument("--markdown", help="also write the report as a Markdown pull-request comment here (detail cut "
+                                      "to keep it short; --out writes the whole one too)")
+    o.add_argument("--out", help="write report.md (the comment), report-full.md (nothing cut), report.json, "
+                                 "benchmark rows and plots into this folder")
     o.add_argument("--force", action="store_true",
                    help="replace files at the output paths that kernel-ab did not write (without it, such a path "
                         "is refused before any work; kernel-ab's own reports are replaced either way)")
@@ -152,7 +154,8 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                    max_seconds=10.0, graph="auto")
     r = sub.add_parser("report", help="re-render a saved JSON report")
     r.add_argument("file", type=Path, help="a report.json written by compare")
-    r.add_argument("--format", default="terminal", choices=("terminal", "markdown"))
+    r.add_argument("--format", default="terminal", choices=("terminal", "markdown", "markdown-full"),
+                   help="markdown: the comment (report.md); markdown-full: nothing cut (report-full.md)")
     return p
 
 
@@ -287,8 +290,8 @@ def cmd_report(args) -> int:
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise UsageError(f"{args.file} is not a kernel-ab report: {exc}") from None
     try:  # a report of the right types may still hold what no renderer expects (say, an unknown IR stage)
-        if args.format == "markdown":
-            sys.stdout.write(markdown.render(report))
+        if args.format in ("markdown", "markdown-full"):
+            sys.stdout.write(markdown.render(report) if args.format == "markdown" else markdown.full(report))
         else:
             terminal.render(report)
     except Exception as exc:  # noqa: BLE001 - whatever the values, one line, not a traceback

@@ -160,14 +160,11 @@ def _numerics_line(section: NumericsSection, a: str, b: str, introduced: frozens
 
 
 # ---------------------------------------------------------------- timing line
-def _pct(x: float) -> str:
-    return f"{(x - 1) * 100:+.1f}%"
-
-
 def _timing_line(section: Optional[TimingSection], a: str, b: str, skipped: tuple[str, ...]) -> Line:
+    from compare.ratios import ratio_span   # '+3.0%', or '33.6× faster' beyond 2x
     if section is None:
         why = next((s.removeprefix("timing: ") for s in skipped if s.startswith("timing:")), "not asked for")
-        return Line("timing", "skip", f"timing: not measured ({why.split(' (')[0]})")
+        return Line("timing", "skip", f"timing: not measured: {why}")   # the whole reason: said here only
     groups: dict[str, list] = {}
     several = len({c.dtype for c in section.cases}) > 1
     for case in section.cases:
@@ -188,7 +185,7 @@ def _timing_line(section: Optional[TimingSection], a: str, b: str, skipped: tupl
             counts[c.verdict] = counts.get(c.verdict, 0) + 1
         verdicts = ", ".join(f"{v} in {n}" for v, n in sorted(counts.items(), key=lambda kv: -kv[1]))
         lo, hi = min(c.ratio for c in judged), max(c.ratio for c in judged)
-        span = _pct(lo) if _pct(lo) == _pct(hi) else f"{_pct(lo)} to {_pct(hi)}"
+        span = ratio_span(lo, hi)
         parts.append(f"{mode}: {verdicts} of {_n(len(comps), 'shape')} ({span})")
         if "slower" in counts:
             level = "warn"

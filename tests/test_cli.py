@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
+import main
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -64,20 +66,22 @@ def test_compare_writes_terminal_and_json(tmp_path):
     assert [c["direction"] for c in data["numerics"]["cases"]] == ["forward"]
 
 
-def test_out_writes_files_and_report_rerenders_the_same_markdown(tmp_path):
+def test_out_writes_files_and_report_rerenders_the_same_markdown(tmp_path, capsys):
     out = tmp_path / "out"
     r = cli("compare", "pointer_mutation", "explicit_offset", "--shape", "2,8,2,16", "--trials", "1",
             "--inputs", "normal", "--out", str(out), "--fail-on-numerics")
     assert r.returncode == 0, r.stderr
     written = {p.name for p in out.iterdir()}
     if torch.cuda.is_available():   # timed: the seed-format rows come too
-        assert {"report.json", "report.md", "benchmark_rows.json"} <= written
+        assert {"report.json", "report.md", "report-full.md", "benchmark_rows.json"} <= written
     else:
-        assert written == {"report.json", "report.md"}
-        assert "skipped: timing: needs a CUDA GPU" in (out / "report.md").read_text()
+        assert written == {"report.json", "report.md", "report-full.md"}
+        assert (out / "report.md").read_text().count("needs a CUDA GPU and this run has none") == 1
     again = cli("report", str(out / "report.json"), "--format", "markdown")
     assert again.returncode == 0, again.stderr
     assert again.stdout == (out / "report.md").read_text()
+    assert main.main(["report", str(out / "report.json"), "--format", "markdown-full"], prog="main.py") == 0
+    assert capsys.readouterr().out == (out / "report-full.md").read_text()
     term = cli("report", str(out / "report.json"))
     assert term.returncode == 0 and "numerics: explicit_offset introduced no problem against" in term.stdout
 

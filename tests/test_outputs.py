@@ -48,11 +48,12 @@ def test_a_file_kernel_ab_did_not_write_is_refused_and_kept(flag, name, tmp_path
     assert path.read_bytes() == before
 
 
-def test_a_foreign_file_in_the_out_folder_is_refused(tmp_path, capsys, monkeypatch):
-    (tmp_path / "report.md").write_text("my notes\n")
+@pytest.mark.parametrize("name", ["report.md", "report-full.md"])
+def test_a_foreign_file_in_the_out_folder_is_refused(name, tmp_path, capsys, monkeypatch):
+    (tmp_path / name).write_text("my notes\n")
     line = _refused([*TINY, "--out", str(tmp_path)], capsys, monkeypatch)
-    assert f"--out {tmp_path}: {tmp_path / 'report.md'} holds a file kernel-ab did not write" in line
-    assert (tmp_path / "report.md").read_text() == "my notes\n"
+    assert f"--out {tmp_path}: {tmp_path / name} holds a file kernel-ab did not write" in line
+    assert (tmp_path / name).read_text() == "my notes\n"
 
 
 def test_force_allows_a_foreign_file_but_nothing_else(tmp_path):

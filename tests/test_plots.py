@@ -19,9 +19,9 @@ def test_one_png_per_timed_mode_tagged_as_kernel_abs():
 def test_out_folder_holds_every_file(tmp_path):
     lines, unwritten = files.write(fixed_report(), out=tmp_path)
     assert unwritten == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["benchmark_rows.json", "report.json", "report.md",
-                                                         "timing_forward.png"]
-    assert len(lines) == 4
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["benchmark_rows.json", "report-full.md", "report.json",
+                                                         "report.md", "timing_forward.png"]
+    assert len(lines) == 5
 
 
 def _flagged(report, reads_twice: bool):

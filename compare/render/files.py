@@ -1,5 +1,5 @@
-"""Every file a comparison writes (--json, --markdown, --out DIR: report.md, report.json,
-benchmark_rows.json when timed, plots), each written atomically: a temporary file in the same folder,
+"""Every file a comparison writes (--json, --markdown, --out DIR: report.md, the comment, report-full.md,
+nothing cut, report.json, benchmark_rows.json when timed, plots), each written atomically: a temporary file in the same folder,
 then os.replace, so a failed write (a full disk) leaves the file that was there as it was.
 
 `ours` tells the files kernel-ab writes from others: compare.usage refuses, before any work, to replace
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from compare.results import MARKER, MARKER_KEY, from_dict
 
-REPORT_MD, REPORT_JSON, ROWS_JSON = "report.md", "report.json", "benchmark_rows.json"
+REPORT_MD, FULL_MD, REPORT_JSON, ROWS_JSON = "report.md", "report-full.md", "report.json", "benchmark_rows.json"
 WRITE_FAILED = 74   # the exit code when a file could not be written (sysexits' EX_IOERR)
 
 
@@ -24,7 +24,7 @@ def folder_files(folder: Path, modes: tuple[str, ...] = ()) -> list[Path]:
     """The files `write` puts in an --out folder: the reports, and (`modes` timed) the benchmark rows
     and the plots of those modes that are there now (a plot's name also carries its dtype when several
     dtypes are timed: timing_forward.png, timing_forward_float16.png)."""
-    paths = [folder / REPORT_MD, folder / REPORT_JSON] + ([folder / ROWS_JSON] if modes else [])
+    paths = [folder / REPORT_MD, folder / FULL_MD, folder / REPORT_JSON] + ([folder / ROWS_JSON] if modes else [])
     if folder.is_dir():
         paths += sorted(p for m in modes for p in folder.glob(f"timing_{m}*.png")
                         if p.name == f"timing_{m}.png" or p.name.startswith(f"timing_{m}_"))
@@ -102,13 +102,15 @@ def _rendered(report, json_path, markdown_path, out) -> tuple[list, list, list[s
 
     def text(kind: str) -> bytes:
         if kind not in cache:
-            cache[kind] = (json_report.render(report) if kind == "json" else markdown.render(report)).encode()
+            render = {"json": json_report.render, "md": markdown.render, "full": markdown.full}[kind]
+            cache[kind] = render(report).encode()
         return cache[kind]
     single = [(Path(p), text(kind), "") for kind, p in (("json", json_path), ("md", markdown_path)) if p]
     inside, notes = [], []
     if out:
         folder = Path(out)
-        inside += [(folder / REPORT_MD, text("md"), ""), (folder / REPORT_JSON, text("json"), "")]
+        inside += [(folder / REPORT_MD, text("md"), " (the comment)"), (folder / FULL_MD, text("full"), " (nothing cut)"),
+                   (folder / REPORT_JSON, text("json"), "")]
         rows = benchmark_rows.rows(report)
         if rows:
             inside.append((folder / ROWS_JSON, (json.dumps(rows, indent=2) + "\n").encode(),

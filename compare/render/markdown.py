@@ -1,15 +1,20 @@
 """The Markdown report, for a pull-request comment: the headline first (each variant against the baseline,
-then what they all share, folded), GitHub tables, long parts folded; only detail is cut to fit."""
+then what they all share, folded), GitHub tables, long parts folded, each legend once per section. The
+comment is kept short (COMMENT_LIMIT) by cutting detail only; `full` is the same report with nothing cut."""
 from __future__ import annotations
 
 from tabulate import tabulate
 
 from compare.headline import Headline, headline
 from compare.render.ir_tables import diff_blocks
-from compare.render.tables import IR_TITLE, Table, build, environment_lines, gate_lines, variants_table
+from compare.render.tables import IR_TITLE, Table, build, environment_lines, gate_lines, section_legend, variants_table
 from compare.results import Report
 
-COMMENT_LIMIT = 65536
+GITHUB_LIMIT = 65536    # the most characters GitHub takes in one comment
+# what the comment aims at: a reviewer reads the headline and the verdicts, not 60,000 characters of
+# tables; past this, tables and diffs are cut (report-full.md and report.json keep them)
+COMMENT_LIMIT = 15000
+CUT_WHERE = "`--out` writes them all to report-full.md; report.json holds every number"
 # how every Markdown report begins: compare/render/files.py tells kernel-ab's own reports (those it may
 # replace without --force) by it, so a change here must keep reports written before it recognized
 TITLE = "## kernel-ab: "
@@ -29,46 +34,62 @@ def _table(table: Table, heading: str = "####") -> str:
     parts.extend(f"- ❗ {n}" for n in table.notes)
     if table.notes:
         parts.append("")
-    if table.legend:
-        parts.append("<sub>" + "<br>".join(table.legend) + "</sub>")
-        parts.append("")
+    if table.aside:
+        parts += [_sub(table.aside), ""]
     return "\n".join(parts)
+
+
+def _sub(lines) -> str:
+    return "<sub>" + "<br>".join(lines) + "</sub>"
+
+
+def _legend(tables) -> str:
+    """The tables' legends, each line once (empty when there are none)."""
+    lines = section_legend(tables)
+    return f"{_sub(lines)}\n" if lines else ""
 
 
 FOLD_OVER = 2   # a section with more tables than this is folded into a <details> block
 
 
 def _section(section, diffs: tuple[str, ...] = (), budget: int | None = None) -> str:
-    """A section's Markdown. `diffs` (the IR diffs) come right after the section's first table. With a
-    `budget`, only the parts that fit in it are kept, in order, and a line says how many were left out."""
+    """A section's Markdown. `diffs` (the IR diffs) come right after the section's first table, the
+    legend of the tables shown after them. With a `budget`, only the parts that fit in it are kept, in
+    order, and a line says how many were left out."""
     head = [f"### {section.title}", ""]
     for i, (level, text) in enumerate(section.lines):
         line = f"- {_MARK[level]} {text}"
         if budget is not None and len("\n".join(head)) + len(line) > budget // 2:
-            head.append(f"- … {len(section.lines) - i} more verdict lines of this section in report.json")
+            head.append(f"- … {len(section.lines) - i} more verdict lines of this section: {CUT_WHERE}")
             break
         head.append(line)
     if section.lines:
         head.append("")
     head.extend(f"{line}\n" for line in section.intro)
-    tables = [_table(t) for t in section.tables]
-    parts = tables[:1] + list(diffs) + tables[1:]
-    kept, used = [], len("\n".join(head)) + 300
-    for text in parts:
-        if budget is not None and used + len(text) > budget:
+    tables = [(_table(t), t) for t in section.tables]
+    parts = tables[:1] + [(d, None) for d in diffs] + tables[1:]
+    kept, used, explained = [], len("\n".join(head)) + 300, set()
+    for text, table in parts:
+        new = [line for line in (table.legend if table else ()) if line not in explained]
+        size = len(text) + 1 + sum(len(line) + 4 for line in new) + (12 if new and not explained else 0)
+        if budget is not None and used + size > budget:
             break
-        kept.append(text)
-        used += len(text) + 1
+        kept.append((text, table))
+        explained.update(new)
+        used += size
     fold = len(kept) > FOLD_OVER
     block = list(head)
     if fold:
         block.append(f"<details><summary>{len(kept)} parts</summary>\n")
-    block.extend(kept)
+    block.extend(text for text, _ in kept)
+    legend = _legend([t for _, t in kept if t is not None])
+    if legend:
+        block.append(legend)
     if fold:
         block.append("</details>\n")
     if len(kept) < len(parts):
         block.append(f"> **Cut:** {len(parts) - len(kept)} of this section's {len(parts)} parts (tables, diffs) "
-                     "were left out to stay under GitHub's comment limit; report.json holds everything.\n")
+                     f"were left out to keep this comment short: {CUT_WHERE}.\n")
     return "\n".join(block) + "\n"
 
 
@@ -103,15 +124,17 @@ def _headline(head: Headline, gates: list[tuple[str, str]]) -> list[str]:
     return out
 
 
-def render(report: Report, limit: int = COMMENT_LIMIT) -> str:
-    """The report as one GitHub comment of at most `limit` characters. The headline, the shared list and
-    each section's verdict lines always stay; when everything does not fit, each section gets an even
-    share of the room left and keeps the tables that fit in it, with a note saying how many were left out."""
-    summary, sections = build(report)
+def render(report: Report, limit: int | None = COMMENT_LIMIT) -> str:
+    """The report as one GitHub comment of about `limit` characters (None: everything). The headline and
+    the shared list always stay; when everything does not fit, each section gets an even share of the
+    room left and keeps the verdict lines and tables that fit in it, with a note saying what was left out."""
+    the_headline = headline(report)
+    summary, sections = build(report, the_headline)
     head = [f"{TITLE}{report.family}, preset `{report.preset}`, {report.dtype}, baseline `{report.baseline}`",
-            "", *_headline(headline(report), gate_lines(report))]
+            "", *_headline(the_headline, gate_lines(report))]
     head.extend(f"- {_MARK[level]} {text}" for level, text in summary.lines)
-    head += ["", _table(variants_table(report)), ""]
+    variants = variants_table(report)
+    head += ["", _table(variants), _legend([variants]), ""]
     head_text = "\n".join(head)
     extras = [() for _ in sections]
     ir_at = [i for i, s in enumerate(sections) if s.title.startswith(IR_TITLE)]
@@ -120,7 +143,7 @@ def render(report: Report, limit: int = COMMENT_LIMIT) -> str:
     tail = "\n".join(["<details><summary>Environment</summary>", "",
                       *(f"- {line}" for line in environment_lines(report)), "", "</details>", ""])
     text = head_text + "".join(_section(s, e) for s, e in zip(sections, extras)) + tail
-    if len(text) <= limit:
+    if limit is None or len(text) <= limit:
         return text
     room = limit - len(head_text) - len(tail)
     body = ""
@@ -128,3 +151,8 @@ def render(report: Report, limit: int = COMMENT_LIMIT) -> str:
         share = (room - len(body)) // (len(sections) - i)
         body += _section(section, extra, budget=share)
     return head_text + body + tail
+
+
+def full(report: Report) -> str:
+    """The whole report in Markdown, nothing cut (report-full.md): too long for a comment, for reading."""
+    return render(report, limit=None)

@@ -6,7 +6,7 @@ import dataclasses
 from compare.problems import Lists, describe, input_kinds, lists
 from compare.supervisor import CRASHES
 from compare.render import ir_tables
-from compare.render.table import Section, Summary, Table  # noqa: F401 (re-exported)
+from compare.render.table import Section, Summary, Table, section_legend  # noqa: F401 (re-exported)
 from compare.results import IRSection, NumericsCase, NumericsSection, Report
 
 
@@ -85,11 +85,12 @@ def _numerics_tables(case: NumericsCase, section: NumericsSection) -> list[Table
             f"{v.variant}: {r}" for r in v.reasons)
     legend = NUMERICS_LEGEND + (section.backward_legend if case.direction == "backward" else section.forward_legend)
     if case.reference:
-        legend += REFERENCE_LEGEND + tuple(f"{line} (for scale)" for line in yardstick)
+        legend += REFERENCE_LEGEND
     if any(v.status == "untrusted" for v in case.variants):
         legend += UNTRUSTED_LEGEND
     where = f"{case.direction}, {case.shape}, {case.dtype}, {case.input_kind} inputs"
-    tables = [Table(f"Numerics: {where}, {len(case.seeds)} trials", headers, tuple(rows), legend, tuple(notes))]
+    tables = [Table(f"Numerics: {where}, {len(case.seeds)} trials", headers, tuple(rows), legend, tuple(notes),
+                    tuple(f"{line} (for scale)" for line in yardstick))]
     if case.pairs:
         prow = tuple((p.a, p.b, p.output, _BITWISE[p.verdict], str(p.n_diff), "-" if p.equal else sci(p.max_abs),
                       f"{p.spread_n_diff} / {sci(p.spread_max_abs)}" if p.spread_n_diff else "0",
@@ -240,9 +241,20 @@ def _reference_callouts(section: NumericsSection) -> list[tuple[str, str]]:
     return lines
 
 
-def build(report: Report) -> tuple[Summary, list[Section]]:
-    """The notices for under the headline (variants not loaded, sections skipped) and the sections, each
-    with its own verdict lines."""
+# a skipped check's reason starts "CHECK:"; the headline's line of that topic says it for each pair
+_HEADLINE_TOPIC = {"timing": "timing", "ir": "compiled code"}
+
+
+def _in_headline(reason: str, head) -> bool:
+    """Whether every pair's headline already says the check of `reason` was skipped (so it is said once)."""
+    topic = _HEADLINE_TOPIC.get(reason.split(":", 1)[0])
+    return bool(head and head.pairs and topic) and all(
+        any(line.topic == topic and line.level == "skip" for line in pair.lines) for pair in head.pairs)
+
+
+def build(report: Report, head=None) -> tuple[Summary, list[Section]]:
+    """The notices for under the headline (variants not loaded, sections skipped, unless `head`, the
+    report's headline, says so already) and the sections, each with its own verdict lines."""
     summary: list[tuple[str, str]] = []
     sections: list[Section] = []
     failed = [v for v in report.variants if v.status != "ok"]
@@ -268,8 +280,7 @@ def build(report: Report) -> tuple[Summary, list[Section]]:
                                 tuple(timing_summary(report.timing))))
     for ir in report.ir_sections:
         sections.append(ir_section(ir, tuple(ir_tables.ir_summary(ir, report.baseline))))
-    for reason in report.skipped:
-        summary.append(("skip", f"skipped: {reason}"))
+    summary.extend(("skip", f"skipped: {reason}") for reason in report.skipped if not _in_headline(reason, head))
     return Summary(tuple(summary)), sections
 
 

@@ -1,46 +1,104 @@
 """The terminal report (rich): the headline first (each variant against the baseline, then what they all
-share), then each section's verdict lines and tables with legends."""
+share), then each section's verdict lines, tables and, once, their legend. Text wraps by words at the
+terminal's width; a table whose words cannot all fit side by side is printed a row to a line instead."""
 from __future__ import annotations
 
+import os
+
+from rich.cells import cell_len
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table as RichTable
 from rich.text import Text
 
 from compare.headline import Headline, headline
 from compare.render.ir_tables import diff_blocks, side_by_side
-from compare.render.tables import Table, build, environment_lines, gate_lines, variants_table
+from compare.render.tables import Table, build, environment_lines, gate_lines, section_legend, variants_table
 from compare.results import Report
 
 _STYLE = {"ok": "green", "fail": "bold red", "warn": "yellow", "skip": "yellow", "info": "cyan"}
 _MARK = {"ok": "OK  ", "fail": "FAIL", "warn": "WARN", "skip": "SKIP", "info": "    "}
 
 
+PIPE_WIDTH = 100   # a log or a pipe, without COLUMNS: a width most viewers show without wrapping again
+
+
 # Every text of a report is printed literally: names, paths, revisions and error messages come from
 # users, and rich would read `[...]` as markup and `:new:` as an emoji. Styles go on Text objects.
 def _console() -> Console:
-    console = Console(emoji=False, highlight=False)
-    if not console.is_terminal:  # a log or a pipe: wide enough that tables do not fold
-        console = Console(width=160, emoji=False, highlight=False)
+    console = Console(emoji=False, highlight=False)   # a terminal's own width, or COLUMNS
+    if not console.is_terminal and not os.environ.get("COLUMNS", "").strip().isdigit():
+        console = Console(width=PIPE_WIDTH, emoji=False, highlight=False)
     return console
 
 
-def _cell(c: str) -> Text:
-    return Text(c, style="red" if c in ("fail", "error", "DIFFER", "NO", "LESS ACCURATE") else "yellow" if c == "untrusted"
-                else "")
+def _style(c: str) -> str:
+    return "red" if c in ("fail", "error", "DIFFER", "NO", "LESS ACCURATE") else "yellow" if c == "untrusted" else ""
+
+
+def _widths(table: Table, room: int) -> list[int] | None:
+    """Column widths (text only) that fit in `room` with no word broken: every column at least its
+    longest word, the widest cut down to a common cap; None when the longest words alone do not fit."""
+    columns = list(zip(table.headers, *table.rows))
+    low = [max((cell_len(w) for c in col for w in str(c).split()), default=1) for col in columns]
+    high = [max(max((cell_len(line) for c in col for line in str(c).splitlines()), default=1), n)
+            for col, n in zip(columns, low)]
+    room -= 3 * len(columns) + 1   # a border and a space either side of every column
+    if sum(low) > room:
+        return None
+
+    def fit(cap: int) -> list[int]:
+        return [max(n, min(m, cap)) for n, m in zip(low, high)]
+    lo, hi = 0, max(high)
+    while lo < hi:   # the largest cap that fits
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if sum(fit(mid)) <= room else (lo, mid - 1)
+    return fit(lo)
+
+
+def _rows(console: Console, table: Table) -> None:
+    """The table a row to a line ('header value; header value; ...', empty cells left out), for a width
+    its words do not fit in side by side."""
+    console.print(Text(table.title, style="italic"))
+    for row in table.rows:
+        line = Text()
+        cells = [(h, str(c)) for h, c in zip(table.headers, row) if str(c) not in ("", "-")]
+        for i, (h, c) in enumerate(cells):
+            line.append(f"{'; ' if i else ''}{h} ", style="bold" if i == 0 else "")
+            line.append(c, style=_style(c) or ("bold" if i == 0 else ""))
+        _indented(console, line)
 
 
 def _table(console: Console, table: Table) -> None:
-    rt = RichTable(title=Text(table.title), title_justify="left", show_lines=False)
-    for h in table.headers:
-        rt.add_column(Text(h), overflow="fold")
-    for row in table.rows:
-        rt.add_row(*(_cell(str(c)) for c in row))
-    console.print(rt)
+    widths = _widths(table, console.width)
+    if widths is None:
+        _rows(console, table)
+    else:
+        rt = RichTable(title=Text(table.title), title_justify="left", show_lines=False)
+        for h, w in zip(table.headers, widths):
+            rt.add_column(Text(h), width=w, overflow="fold")
+        for row in table.rows:
+            rt.add_row(*(Text(str(c), style=_style(str(c))) for c in row))
+        console.print(rt)
     for note in table.notes:
-        console.print(Text.assemble("  ", ("!", "red"), " ", note))
-    for line in table.legend:
-        console.print(Text("  " + line, style="dim"))
+        _indented(console, Text.assemble(("!", "red"), " ", note))
+    for line in table.aside:
+        _indented(console, Text(line, style="dim"))
     console.print()
+
+
+def _indented(console: Console, text: Text, indent: int = 2) -> None:
+    """`text` wrapped by words, every line of it indented."""
+    console.print(Padding(text, (0, 0, 0, indent), expand=False))
+
+
+def _legend(console: Console, tables) -> None:
+    """The tables' legend, each line once."""
+    lines = section_legend(tables)
+    for line in lines:
+        _indented(console, Text(line, style="dim"))
+    if lines:
+        console.print()
 
 
 _SIDE_STYLE = {"~": ("yellow", "yellow"), "-": ("red", "dim"), "+": ("dim", "green"), "@": ("cyan", "cyan"),
@@ -68,7 +126,12 @@ def _ir_diffs(console: Console, report: Report) -> None:
 
 
 def _line(console: Console, level: str, text: str) -> None:
-    console.print(Text.assemble((_MARK[level], _STYLE[level]), " ", text))
+    """A verdict line: its mark, then the text, wrapped by words and hanging under its first word."""
+    grid = RichTable.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column()
+    grid.add_row(Text(_MARK[level], style=_STYLE[level]), Text(text))
+    console.print(grid)
 
 
 def _list(console: Console, title: str, items: tuple[str, ...], indent: str = "") -> None:
@@ -94,13 +157,16 @@ def _headline(console: Console, head: Headline, gates: list[tuple[str, str]]) ->
 
 def render(report: Report, console: Console | None = None) -> None:
     console = console or _console()
-    summary, sections = build(report)
+    the_headline = headline(report)
+    summary, sections = build(report, the_headline)
     console.rule(Text(f"kernel-ab: {report.family}, preset {report.preset}, {report.dtype}, baseline {report.baseline}"))
-    _headline(console, headline(report), gate_lines(report))
+    _headline(console, the_headline, gate_lines(report))
     for level, text in summary.lines:
         _line(console, level, text)
     console.print()
-    _table(console, variants_table(report))
+    variants = variants_table(report)
+    _table(console, variants)
+    _legend(console, [variants])
     for section in sections:
         console.rule(Text(section.title))
         for level, text in section.lines:
@@ -109,6 +175,7 @@ def render(report: Report, console: Console | None = None) -> None:
             console.print(Text(line))
         for table in section.tables:
             _table(console, table)
+        _legend(console, section.tables)
     if report.ir_sections:
         _ir_diffs(console, report)
     console.rule(Text("Environment"))

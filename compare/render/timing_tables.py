@@ -2,6 +2,7 @@
 control as the table's last row)."""
 from __future__ import annotations
 
+from compare.ratios import ratio_interval, ratio_span, ratio_text
 from compare.render.table import Table
 from compare.results import TimingCase, TimingComparison, TimingSection
 
@@ -29,10 +30,6 @@ def timing_legend(section: TimingSection) -> tuple[str, ...]:
     )
 
 
-def _pct(x: float) -> str:
-    return f"{(x - 1) * 100:+.2f}%"
-
-
 def _verdict_cell(c: TimingComparison) -> str:
     if c.basis == "identical timed code":
         return f"{c.verdict} (identical timed code)"
@@ -57,13 +54,13 @@ def timing_table(case: TimingCase, legend: tuple[str, ...]) -> Table:
         elif c.verdict == "n/a":
             cmp = ("-", "-", "-", f"n/a ({c.reason})")
         else:
-            cmp = (_pct(c.ratio), f"[{_pct(c.ci_low)}, {_pct(c.ci_high)}]", f"{c.p_value:.3g}", _verdict_cell(c))
+            cmp = (ratio_text(c.ratio, 2), ratio_interval(c.ci_low, c.ci_high), f"{c.p_value:.3g}", _verdict_cell(c))
         rows.append((v.variant, f"{v.median_ms:.4f}", f"{v.p20_ms:.4f}-{v.p80_ms:.4f}", f"{v.gbs:.0f}",
                      f"{v.fraction_of_copy:.0%}", f"{v.peak_memory_bytes / 2**20:.1f}", *cmp))
     c = case.control
     if c is not None and c.verdict != "n/a":
-        rows.append((f"A/A: {c.baseline} again", "", "", "", "", "", _pct(c.ratio), f"[{_pct(c.ci_low)}, "
-                     f"{_pct(c.ci_high)}]", f"{c.p_value:.3g}", "control"))
+        rows.append((f"A/A: {c.baseline} again", "", "", "", "", "", ratio_text(c.ratio, 2),
+                     ratio_interval(c.ci_low, c.ci_high), f"{c.p_value:.3g}", "control"))
     graph = ", CUDA graph replay" if case.graph else ""
     rounds = max((v.rounds for v in case.variants), default=0)
     dtype = f", {case.dtype}" if case.dtype else ""
@@ -122,7 +119,7 @@ def timing_summary(section: TimingSection) -> list[tuple[str, str]]:
         lo, hi = min(c.ratio for c in comps), max(c.ratio for c in comps)
         level = "warn" if "slower" in counts else "info"
         same = " (identical timed code: measurement noise)" if all(c.basis == "identical timed code" for c in comps) else ""
-        lines.append((level, f"timing {mode}: {variant} vs {baseline}: {parts}{same} (ratio {_pct(lo)} to {_pct(hi)})"))
+        lines.append((level, f"timing {mode}: {variant} vs {baseline}: {parts}{same} (ratio {ratio_span(lo, hi, 2)})"))
     lines.extend(_control_summary(section))
     for case in section.cases:
         for v in case.variants:
