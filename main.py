@@ -338,6 +338,8 @@ def _main(argv: list[str], prog: str) -> int:
         args = _parser(prog).parse_args(argv)
     except _ParseError as exc:
         return _fail(str(exc))
+    except SystemExit as exc:   # --help and --version: argparse printed them and exits; a deliberate end
+        return exc.code if isinstance(exc.code, int) else 0
     from compare.backend import BackendError, configure
     from compare.supervisor import POISONED_EXIT, ContextPoisoned
     from compare.pipeline import NothingToCompare, UsageError

@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# The GPU evidence behind reports/ (each part fits one 10-minute device call):
+# The GPU evidence behind reports/ (each part fits one 10-minute device call; where each part's output is
+# committed: 3 -> reports/timing_validation/; 4 -> reports/roofline_group_norm/forward_*,
+# reports/numerics_single_read_coop/seed512; 5 -> reports/roofline_group_norm/backward_*,
+# reports/numerics_single_read_coop/image_N16C320, reports/gpu_tests/; 6 -> reports/timing_plan/):
 #   bash benchmarks/gpu_reports.sh 1   the whole test suite on the GPU
 #   bash benchmarks/gpu_reports.sh 2   the seed comparison (--out), every input kind and dtype, the timing
 #                                      validation, and the tests that exercise the GPU paths
@@ -8,12 +11,12 @@
 #                                      and image presets (float32 and bfloat16, forward and backward); the
 #                                      timed seed sweep (7 variants, 3 modes) (about 6 minutes; each step
 #                                      stops by the deadline: BUDGET_S, default 400)
-#   bash benchmarks/gpu_reports.sh 4   issue 14's forward evidence for single_read_coop: timing against the seed's
+#   bash benchmarks/gpu_reports.sh 4   the roofline forward evidence for single_read_coop: timing against the seed's
 #                                      kernel, flat, single_read_tiled, torch and inductor on the seed and image
 #                                      presets in float32 and bfloat16 (and single_read_coop_reread on the
 #                                      image preset, whose groups it splits); numerics and backward numerics against
 #                                      pointer_mutation and torch on every input kind and dtype (seed512)
-#   bash benchmarks/gpu_reports.sh 5   issue 14's backward evidence: single_read_coop's own backward timed against
+#   bash benchmarks/gpu_reports.sh 5   the roofline backward evidence: single_read_coop's own backward timed against
 #                                      the shared backward, torch and inductor (seed and image presets); numerics
 #                                      and backward numerics of a split image shape; tests/test_gpu.py
 #                                      (parts 4 and 5: BUDGET_S, default 540)
@@ -47,11 +50,11 @@ cat "$W/gpu.txt"
 ALL="pointer_mutation explicit_offset explicit_offset_range pointer_mutation_tlrange flat torch inductor"
 if [ "$part" = 1 ]; then   # everything tests/ holds, GPU tests included (slow: the CLI tests time on the GPU)
     step pytest 580 python3 -m pytest -q -rs -p no:cacheprovider tests
-elif [ "$part" = 4 ]; then  # issue 14, forward: the roofline kernel's timing against the others, then numerics
+elif [ "$part" = 4 ]; then  # the roofline kernel's forward timing against the others, then numerics
     ROOF="pointer_mutation flat single_read_tiled single_read_coop torch inductor"
     # one process per dtype: in one process, after torch and inductor had run the float32 image cases, the
     # kernels that lean on L2 ran slower in the bfloat16 ones (pointer_mutation 2.2x, slices read again
-    # 22%), and not in a process of their own (reports/h200/roofline_coop_reread/README.md)
+    # 22%), and not in a process of their own (reports/timing_order_effect/README.md)
     for dtype in float32 bfloat16; do
         step roofline_seed_$dtype 110 python3 main.py compare $ROOF --preset seed --dtype $dtype --modes forward \
             --check timing --max-seconds 2 --out "$W/roofline_seed_$dtype"
@@ -60,7 +63,7 @@ elif [ "$part" = 4 ]; then  # issue 14, forward: the roofline kernel's timing ag
     done
     step numerics_seed512 150 python3 main.py compare pointer_mutation single_read_coop torch --check numerics \
         --check backward --inputs all --dtype all --trials 1 --preset seed512 --out "$W/numerics_seed512"
-elif [ "$part" = 5 ]; then  # issue 14, backward: its own backward's timing, the numerics of a split shape, GPU tests
+elif [ "$part" = 5 ]; then  # the roofline kernel's own backward timing, the numerics of a split shape, GPU tests
     BACK="pointer_mutation single_read_coop torch inductor"
     for dtype in float32 bfloat16; do   # one process per dtype, as in part 4
         step backward_seed_$dtype 90 python3 main.py compare $BACK --preset seed --dtype $dtype --modes backward \
@@ -78,7 +81,7 @@ elif [ "$part" = 3 ]; then  # the timing validation, twice in fresh processes, t
     done
     step timing_validation_between 20 python3 benchmarks/timing_validation.py --between "$W/timing_validation_run1.json" \
         "$W/timing_validation_run2.json" --out "$W/timing_validation_between.md"
-    for preset in seed image; do   # the A/A behind issue 14's published timings
+    for preset in seed image; do   # the A/A behind single_read_coop's published timings
         step aa_single_read_coop_$preset 100 python3 benchmarks/timing_validation.py --aa single_read_coop \
             --preset $preset --dtype float32,bfloat16 --modes forward,backward --out "$W/aa_single_read_coop_$preset.md" \
             --json "$W/aa_single_read_coop_$preset.json"

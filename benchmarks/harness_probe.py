@@ -10,8 +10,8 @@ harness and a few of kernel-ab's settings taken one at a time, so the difference
     python3 benchmarks/harness_probe.py
     python3 benchmarks/harness_probe.py --placements   # the same x at 8 places in device memory
 
-Its runs and what they found (the harness agrees; state left by earlier cases in the process does not):
-reports/h200/roofline_coop_reread/README.md.
+What it found (the harness agrees; state left by earlier cases in the process does not):
+reports/timing_order_effect/README.md.
 """
 from __future__ import annotations
 

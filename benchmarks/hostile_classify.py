@@ -11,7 +11,7 @@ from benchmarks.hostile_cases import SIGNALS, Case, signal_number
 
 CLASSES = ("wrong_verdict", "no_report", "hang", "file_destroyed", "traceback", "orphan", "leftover_file",
            "wrong_exit", "other")
-# the order a case with several problems is counted under: what the sentence names first
+# the order a case with several problems is counted under: the first of these it has
 PRIORITY = ("hang", "file_destroyed", "orphan", "no_report", "wrong_verdict", "traceback", "leftover_file",
             "wrong_exit", "other")
 FAST_SECONDS = 20.0   # a value check comes before any work; a torch import is ~3-5 s on a busy 2-core box

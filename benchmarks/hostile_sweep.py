@@ -6,7 +6,7 @@ against what it must do (benchmarks/hostile_cases.py) and classified (benchmarks
     python3 benchmarks/hostile_sweep.py --list           # the invocations, without running them
     python3 benchmarks/hostile_sweep.py --only hostile --limit 20 --report-dir /tmp/sweep
 
-Each runs as `python3 main.py ...` under the tool's supervisor, in a session of its own, from a
+Each runs as `python3 main.py ...` under the tool's supervisor, in a process group of its own, from a
 scratch folder of its own (main.py there links to the repository's) with its own TMPDIR; a marker in
 its environment finds every process it left behind. Exit code 0 only when every case met its expectation.
 """

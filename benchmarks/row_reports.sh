@@ -5,7 +5,8 @@
 # Per family: the llm preset with every variant, numerics + backward + timing (forward, backward, full) +
 # IR (--out llm); the default pair on every input kind and dtype, forward and backward (--out numerics;
 # rms_norm also with gemma casting and offset 1: numerics_gemma); the family's tests on the GPU.
-# Everything is packed into $OUT/row_reports_<family>.tgz; commit llm/, numerics*/ under reports/h200/<family>/.
+# Everything is packed into $OUT/row_reports_<family>.tgz; commit llm/ and numerics/ as
+# reports/row_families/<family>_llm/ and <family>_numerics/ (report.md and report.json).
 # Set KERNEL_AB_GIT_COMMIT to the commit the tree was copied from (the copy has no .git).
 set -uo pipefail
 family=${1:?layer_norm or rms_norm}

@@ -1,8 +1,7 @@
 """Does what ran earlier in the process change a kernel's time? (GPU only, one call of about 2 minutes.)
 
-In session 8 (reports/h200/roofline_coop_reread/README.md) kernel-ab's report timed the bfloat16 image
-cases of the kernels that lean on L2 hits slower when torch and inductor had timed the float32 image
-cases earlier in the same process: pointer_mutation 1.19 to 2.65 ms and single_read_coop's read-again
+kernel-ab's report timed the bfloat16 image cases of the kernels that lean on L2 hits slower when torch
+and inductor had timed the float32 image cases earlier in the same process (reports/timing_order_effect/): pointer_mutation 1.19 to 2.65 ms and single_read_coop's read-again
 slices 29.2 to 35.8 us on N16 C320, slices held in registers unmoved. This takes the run apart: it
 times those three kernels on bfloat16 N16 C320 (the probe's harness: CUDA graph, L2 flushed by a read,
 median of 30) in a fresh process, then again after each step that kernel-ab's run took or could take:

@@ -1,7 +1,7 @@
 """Variant isolation, the child's side (the supervisor's: compare/supervision.py): whatever a variant does to its process, it is that variant's result, and the rest
 of the report still comes out.
 
-`kernel-ab compare` and `ir` run in a child process (a session of its own) under a small supervisor that
+`kernel-ab compare` and `ir` run in a child process (a process group of its own) under a small supervisor that
 imports nothing heavy. Around every launch the child writes to a status file which variants run, on
 what, since when and for how long at most (`running`); its deliberate ends (a report, a usage error)
 write `done`. When the child dies by a signal, exits without `done` (os._exit, a crash, the OOM

@@ -219,7 +219,7 @@ def _backward_case(names, shape, dtype=torch.bfloat16, extra=None):
 
 def test_torch_and_inductor_backward_are_replayed_from_graphs_and_leave_the_default_stream():
     # their forward made the inputs' gradient nodes on the default stream, which broke the backward's
-    # capture: the first backward case of every process was timed eagerly (reports/h200/roofline_coop_reread)
+    # capture: the first backward case of every process was timed eagerly (reports/backward_capture)
     case = _backward_case(("pointer_mutation", "torch", "inductor"), Shape(4, 64, 16, (256,)))
     assert case.graph and case.note == "", case.note
     assert [v.status for v in case.variants] == ["ok", "ok", "ok"]

@@ -105,7 +105,7 @@ def test_timing_of_several_dtypes_is_summarised_and_tabled_per_dtype():
         ("A", "float16"), ("A", "float32"), ("B", "float16"), ("B", "float32")]
 
 
-SEED = Path(__file__).resolve().parent.parent / "reports" / "h200" / "seed" / "report.json"
+SEED = Path(__file__).resolve().parent.parent / "reports" / "seed_pair" / "report.json"
 
 
 @pytest.mark.parametrize("limit", [markdown.GITHUB_LIMIT, 30000])

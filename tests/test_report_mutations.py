@@ -12,7 +12,7 @@ import main
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden" / "report.json"        # numerics and timing
-WITH_IR = ROOT / "reports" / "h200" / "seed" / "report.json"   # its IR section
+WITH_IR = ROOT / "reports" / "seed_pair" / "report.json"   # its IR section
 
 
 def _trim(value, keep=2):

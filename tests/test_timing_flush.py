@@ -1,5 +1,5 @@
 """The L2 flush before each timed call reads its buffer: zeroing it (triton.testing.do_bench's way) left
-L2 full of dirty lines that the timed call wrote back (reports/h200/roofline_coop_read_flush)."""
+L2 full of dirty lines that the timed call wrote back (reports/l2_flush)."""
 import torch
 
 from compare import timing

@@ -55,7 +55,7 @@ class Config:
             " overlap" if self.overlap else "") + (" reread" if self.chunks > 1 else "")
 
 
-# Chosen from benchmarks/coop_probe.py on the H200 (reports/h200/roofline_coop/probe/README.md), by element
+# Chosen from benchmarks/coop_probe.py on the H200 (reports/coop_probes/README.md), by element
 # size in bytes. Resident: elements a thread holds (float32 64: 2,048-element groups in one warp;
 # bfloat16 32: two warps, 56 registers). Split: registers a thread may take, the fewest without spills
 # (float32 128: 4 programs an SM where 160 would fit 3; bfloat16 96: 5 programs an SM).
@@ -78,7 +78,7 @@ TILE_WIDTH_PER_WARP = 256    # 32 threads of 16-byte bfloat16 vectors: narrower 
 # programs an SM (64 registers a thread on triton 3.6), so that every program of the launch runs at once.
 # Chosen for 16-bit launches whose x fits L2 (bfloat16 N16 C320 on the H200: 42 MB of 60 MiB): there
 # kernel-ab timed them at 29.2-29.5 us against 33.3-34.0 us for slices held in registers; float32 (x of
-# 84 MB) and launches larger than L2 are slower read again (reports/h200/roofline_coop_reread).
+# 84 MB) and launches larger than L2 are slower read again (reports/timing_order_effect, reports/roofline_group_norm).
 REREAD_SIZES = (2,)
 REREAD_BLOCK = 2048
 REREAD_WARPS = 2

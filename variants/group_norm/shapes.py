@@ -101,7 +101,7 @@ PRESETS = {p.name: p for p in (
            (Shape(2, 1, 1, (1,)), Shape(3, 6, 2, (7, 5)), Shape(2, 2, 1, (300, 300)), Shape(1, 8, 2, (16,))),
            x_name="hidden_size"),
     Preset("image", "image-model shapes, groups too large to keep on chip: batch 16, 320 channels, and batch "
-           "32, 512 channels (the issue's shape), 32 groups, 64x64",
+           "32, 512 channels, 32 groups, 64x64",
            (Shape(16, 320, 32, (64, 64)), Shape(32, 512, 32, (64, 64))), x_name="hidden_size"),
 )}
 

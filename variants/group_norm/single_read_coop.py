@@ -1,6 +1,7 @@
 """single_read_coop: x read from device memory once on every shape; large groups split over programs.
 
-It exists because `single_read` and `single_read_tiled` missed issue 14's targets, and kernel-ab said
+It exists because `single_read` and `single_read_tiled` missed the roofline targets (85% of copy
+bandwidth on the seed shapes, 65% on the image shapes), and kernel-ab said
 why: their [rows, 8] tile took 168 registers a thread (6 groups in flight per multiprocessor; a plain
 block of the same group needs 66-79), and a group too large for one program (the image shapes) was
 read twice. One kernel (`coop_forward`) and its own launcher (`choose`) answer both:
@@ -35,7 +36,7 @@ and summed in float64 (no overflow on huge inputs, no underflow on tiny ones); s
 rstd in float64, once per group; y = (x - mean_hi) * k + (B - mean_lo * k), k = rstd * W, with the
 float64 mean in two float32 parts, so a large mean costs y no accuracy.
 
-Measured on the H200: README, "What kernel-ab found", and reports/h200/roofline_coop.
+Measured on the H200: docs/findings.md and reports/roofline_group_norm.
 `group_norm_forward` keeps the spec's signature (the IR step and the spec's launcher run it): one group
 per program, in registers when BLOCK_SIZE covers it, else streamed (x read twice). The variant's own
 backward is in single_read_coop_backward.py.

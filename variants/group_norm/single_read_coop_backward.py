@@ -2,9 +2,8 @@
 
 It exists because the shared backward (variants/group_norm/backward.py) walks each group twice, channel
 by channel: x and dy cross the memory bus twice, five tensor passes where three suffice, which caps it
-at 3/5 of copy bandwidth (measured on the H200: 53-55% of copy on the seed shapes with 512 channels or
-more in float32; inductor 57-62%). This one reaches 94-102% there, 78-96% in bfloat16 (README, "What
-kernel-ab found"). The same gradients (shared/specs/group_norm.md, "Backward"):
+at 3/5 of copy bandwidth (measured on the H200: 55-57% of copy on the seed shapes with 512 channels or
+more in float32; inductor 62-65%). This one reaches 101-106% there, 83-98% in bfloat16 (docs/findings.md). The same gradients (shared/specs/group_norm.md, "Backward"):
 
     x_hat = (x - mean) * rstd,  dW[c] += sum(dy * x_hat),  dB[c] += sum(dy)   (per channel, atomic adds)
     c1 = sum(x_hat * W[c] * dy) / N,  c2 = sum(W[c] * dy) / N,  dx = (W[c] * dy - (x_hat * c1 + c2)) * rstd

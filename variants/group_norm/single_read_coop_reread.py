@@ -6,7 +6,7 @@ configuration probe could not: on bfloat16 N16 C320 (42 MB, less than the H200's
 timed read-again slices at 28.3-29.3 us against 33.5-33.9 us held, but kernel-ab's report at `d11bd41`
 gave 35.7 us. Timed in the same rounds as single_read_coop, in a process that had not first timed
 torch's and inductor's float32 cases, kernel-ab agrees with the probe (29.4 us against 33.8 held;
-reports/h200/roofline_coop_reread), and single_read_coop reads such launches again since.
+reports/timing_order_effect), and single_read_coop reads such launches again.
 
 Read again (`Config.chunks`): a program streams its slice through in blocks of REREAD_BLOCK elements,
 publishes the slice's partial statistics, waits for its group's other slices, then reads the slice again

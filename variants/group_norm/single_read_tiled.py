@@ -16,8 +16,8 @@ overflow; rstd in float64 once per group) and changes what each element costs:
   chosen by the block size alone (BLOCK_SIZE > RESIDENT_CAP: blocks of BLOCK_SIZE // 16), so the
   resident kernel does not carry the streamed path's registers.
 
-kernel-ab timed it on the H200 (README, "What kernel-ab found"): 80-85% of copy bandwidth on the seed
-shapes in float32, 68-77% in bfloat16; `single_read_coop` later found its [rows, 8] tile costs 168
+kernel-ab timed it on the H200 (docs/findings.md): 84-87% of copy bandwidth on the seed shapes of 512
+channels or more in float32, 73-77% in bfloat16; `single_read_coop` later found its [rows, 8] tile costs 168
 registers a thread, which caps the groups a multiprocessor holds at once.
 `group_norm_forward` keeps the spec's signature; the spec's launcher passes BLOCK_SIZE =
 next_power_of_2(hidden_size), which this kernel relies on for the resident path (the group fits).
@@ -226,7 +226,7 @@ class Config:
         return f"{self.path} b{self.block} w{self.num_warps}"
 
 
-# single_read's rule, from benchmarks/roofline_probe.py on the H200 (README): 32 values per thread for a
+# single_read's rule, from benchmarks/roofline_probe.py on the H200 (reports/single_read_probe): 32 values per thread for a
 # resident group, the streamed path with 4,096-element blocks and 8 warps above 16,384 elements.
 RESIDENT_ELEMENTS_PER_THREAD = 32
 RESIDENT_MAX_WARPS = 16
