@@ -95,7 +95,10 @@ def _report(case: Case, o: dict) -> list[list[str]]:
         failed = hostile.get("status") != "ok"
         if failed and not str(hostile.get("error") or "").strip():
             problems.append(["other", f"{case.hostile} is {hostile.get('status')} without saying what happened"])
-        flagged = failed or any(s != "pass" for ss in statuses.get(case.hostile, {}).values() for s in ss)
+        # a variant that writes into its inputs is told apart by the writes the report records for it
+        wrote = any(v.get("variant") == case.hostile and v.get("writes")
+                    for c in (report.get("numerics") or {}).get("cases") or [] for v in c.get("variants") or [])
+        flagged = failed or wrote or any(s != "pass" for ss in statuses.get(case.hostile, {}).values() for s in ss)
         if case.must_flag and not flagged:
             problems.append(["wrong_verdict", f"the hostile variant {case.hostile} is reported as passing"])
     return problems

@@ -64,9 +64,23 @@ class Stopped(BaseException):
         return _STOP_CODES[self.signum]
 
 
-def _on_stop_signal(signum, _frame):
+STOP_REQUESTED: list[int] = []   # the stop signal received, if any: an error while unwinding from it is the stop
+
+
+def _on_stop_signal(signum, frame):
+    # never raised inside an import (a half-imported C extension refuses to load again, and an exception
+    # through C++ aborts): asked again shortly, when the import is done
+    f = frame
+    while f is not None:
+        if f.f_code.co_filename.startswith("<frozen importlib"):
+            again = threading.Timer(0.05, os.kill, (os.getpid(), signum))
+            again.daemon = True
+            again.start()
+            return
+        f = f.f_back
     for s in _STOP_CODES:   # once: a second signal must not interrupt the cleanup
         signal.signal(s, signal.SIG_IGN)
+    STOP_REQUESTED.append(signum)
     raise Stopped(signum)
 
 

@@ -113,3 +113,40 @@ def test_the_report_runs_the_trees_own_kernel_and_names_the_one_that_lacks_its_i
     assert "variant alien could not be loaded" in r.stdout
     status = {v["variant"]: v["status"] for v in data["numerics"]["cases"][0]["variants"]}
     assert status["own"] == "pass"      # the tree's helpers (offset 0.0) computed group norm
+
+
+CALL_TIME = '''\
+import torch.nn.functional as F
+
+
+def op(X, W, B, num_channels, num_groups, eps):
+    from variants.inputs import WHERE   # imported when called (kernel-ab has a variants.inputs too)
+    assert WHERE == "the reviewed tree", WHERE
+    return F.group_norm(X, num_groups, W, B, eps)
+'''
+
+
+@pytest.mark.parametrize("has_variants", [True, False])
+def test_an_import_made_when_called_resolves_in_the_reviewed_tree(tmp_path, has_variants):
+    tree = tmp_path / "tree"
+    (tree / "lib").mkdir(parents=True)
+    (tree / "lib" / "__init__.py").write_text("")
+    (tree / "lib" / "ops.py").write_text(CALL_TIME)
+    if has_variants:
+        (tree / "variants").mkdir()
+        (tree / "variants" / "__init__.py").write_text("")
+        (tree / "variants" / "inputs.py").write_text('WHERE = "the reviewed tree"\n')
+        (tree / "lib" / "__init__.py").write_text("import variants.inputs  # noqa: F401 (loaded with the tree)\n")
+    import torch
+    family = registry().family(FAMILY)
+    shape = family.parse_shape("2,8,2,16").shapes[0]
+    inputs = family.make_inputs(shape, torch.float32, "cpu", 0)
+    with ExternalKernels(tree) as kernels:
+        v = kernels.load(f"x={tree / 'lib' / 'ops.py'}::op", family)
+        outputs = family.alloc_outputs(shape, torch.float32, "cpu")
+        if has_variants:
+            v.run(inputs, outputs, shape)   # the tree's variants.inputs, not kernel-ab's
+        else:
+            with pytest.raises(ModuleNotFoundError, match="in the reviewed tree"):
+                v.run(inputs, outputs, shape)
+    assert sys.modules["variants"] is variants

@@ -3,13 +3,16 @@
 During the import the tree's top-level names and kernel-ab's own are out of `sys.modules`, and kernel-ab's
 names (`variants`, `compare`, ...) resolve only in the tree (ModuleNotFoundError where it lacks one);
 afterwards `sys.modules` and `sys.path` are as before, so revisions load side by side. What the modules
-bind as they import stays the tree's; an import a function makes when called is not isolated: it gets
-kernel-ab's module for kernel-ab's names, and ModuleNotFoundError for the tree's own packages.
+bind as they import stays the tree's, and so does an import a function makes when called: the tree's
+modules are kept and answer it (`_tree_import`), kernel-ab's names included.
 """
 from __future__ import annotations
 
+import builtins
 import functools
 import importlib
+import importlib.util
+import os
 import sys
 from importlib.machinery import PathFinder
 from pathlib import Path
@@ -89,11 +92,46 @@ def import_isolated(module_name: str, roots) -> object:
     finder = _OnlyInTree(roots, own)
     sys.meta_path.insert(0, finder)
     importlib.invalidate_caches()
+    _IMPORTING.append(module_name)   # while it imports, the finder alone decides (not `_tree_import`)
     try:
         return importlib.import_module(module_name)
     finally:
+        _IMPORTING.pop()
         sys.meta_path.remove(finder)
-        for key in [k for k in sys.modules if ours(k)]:
-            del sys.modules[key]
+        _remember(roots, {key: sys.modules.pop(key) for key in [k for k in sys.modules if ours(k)]})
         sys.modules.update(hidden)
         sys.path[:] = saved_path
+
+
+# Imports a reviewed tree's code makes when called (a function body's `import variants.x`): each tree's
+# modules, kept here, answer for kernel-ab's names and the tree's own, so such an import never reaches
+# kernel-ab's modules (ModuleNotFoundError where the tree has none), as at import time.
+_TREES: list[tuple[tuple[str, ...], dict]] = []
+_IMPORTING: list[str] = []
+_BUILTIN_IMPORT = builtins.__import__
+
+
+def _remember(roots, modules: dict) -> None:
+    own_folder = str(Path(__file__).resolve().parents[1])
+    prefixes = tuple(str(Path(r).resolve()) + os.sep for r in roots if str(Path(r).resolve()) != own_folder)
+    if not prefixes:   # the tree is kernel-ab's own checkout: its imports are kernel-ab's anyway
+        return
+    _TREES.append((prefixes, modules))
+    if builtins.__import__ is _BUILTIN_IMPORT:
+        builtins.__import__ = _tree_import
+
+
+def _tree_import(name, globals=None, locals=None, fromlist=(), level=0):
+    importer = (globals or {}).get("__file__") or ""
+    tree = None
+    if importer and not _IMPORTING:   # the latest load of a tree answers for it
+        tree = next((modules for prefixes, modules in reversed(_TREES) if importer.startswith(prefixes)), None)
+    if tree is not None:
+        absolute = importlib.util.resolve_name("." * level + name, globals.get("__package__")) if level else name
+        top = absolute.split(".")[0]
+        if absolute in tree or top in _own_names() - _NEVER_HIDE:
+            if absolute not in tree:
+                raise ModuleNotFoundError(f"No module named {absolute!r} in the reviewed tree (a variant never "
+                                          "imports kernel-ab's own)", name=absolute)
+            return tree[absolute] if fromlist else tree.get(top, tree[absolute])
+    return _BUILTIN_IMPORT(name, globals, locals, fromlist, level)
