@@ -66,6 +66,7 @@ def test_compare_writes_terminal_and_json(tmp_path):
     assert [c["direction"] for c in data["numerics"]["cases"]] == ["forward"]
 
 
+@pytest.mark.slow
 def test_out_writes_files_and_report_rerenders_the_same_markdown(tmp_path, capsys):
     out = tmp_path / "out"
     r = cli("compare", "pointer_mutation", "explicit_offset", "--shape", "2,8,2,16", "--trials", "1",

@@ -450,6 +450,7 @@ def test_working_tree_origin_says_commit_and_whether_modified(tmp_path):
         assert _working_tree_note(loose / "k.py") == ""
 
 
+@pytest.mark.slow
 def test_on_compiled_triton_a_kernel_that_does_not_compile_is_reported_failed_and_the_rest_compared():
     """pipeline.run on a compiled backend (faked here: the interpreter's kernels, whose warmup compiles
     nothing, plus one kernel whose compile raises) lists the broken one as failed and compares the rest."""

@@ -202,9 +202,10 @@ def test_readme_first_commands_are_what_ci_runs_in_a_fresh_venv():
     first, second = module.commands((ROOT / "README.md").read_text())
     assert first.startswith("python3 -m pip install torch==") and first.endswith("&& python3 main.py compare")
     assert "pip install -e ." in first and "[test" not in first   # the main job installs no extras
-    assert second.endswith("&& python3 -m pytest -q -rs")
+    assert second.endswith('&& python3 -m pytest -q -rs -n 2 -m "not slow"')
     ci = (ROOT / ".ci" / "run").read_text()
     assert "python3 -m venv" in ci and "readme_commands.py" in ci and "set -euo pipefail" in ci
+    assert "python3 -m pytest -q -rs -n 2 -m slow" in ci   # what the README's command leaves out still runs
 
 
 def test_the_installed_kernel_ab_command_names_itself():

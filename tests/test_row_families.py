@@ -95,6 +95,7 @@ def test_a_planted_fault_in_a_layer_norm_backward_kernel_is_caught(tmp_path):
     assert status(case)["bwd_explicit_offset"][0] == "pass"
 
 
+@pytest.mark.slow
 def test_a_row_pointer_not_advanced_in_rms_norm_is_caught(tmp_path):
     import variants.rms_norm.pointer_mutation as good
     bad = _mutant(tmp_path, good, "stuck", "        RSTD_ptr += RSTD_row_stride\n", "")
@@ -105,6 +106,7 @@ def test_a_row_pointer_not_advanced_in_rms_norm_is_caught(tmp_path):
     assert {v.variant: v.status for v in case.variants} == {"pointer_mutation": "pass", "stuck": "fail"}
 
 
+@pytest.mark.slow
 def test_backward_kernels_load_with_variant_by_their_parameters():
     request = pipeline.Request(variants=("bwd_pointer_mutation",), family="layer_norm", checks=("backward", "ir"), inputs="normal",
                                trials=1, shape="16,64", external=(

@@ -18,9 +18,12 @@ CONFIGS = {
     "split_one_block": coop.Config(16, 1, split=True),
     "register_cap": coop.Config(1024, 4, max_registers=96),   # a compile option: the interpreter runs it as is
 }
+# the configurations whose every-input-kind sweep takes minutes on the interpreter: `slow` (.ci/run runs them)
+SWEPT = [pytest.param(name, marks=pytest.mark.slow) if name in ("split_one_block", "register_cap") else name
+         for name in CONFIGS]
 
 
-@pytest.mark.parametrize("path", CONFIGS)
+@pytest.mark.parametrize("path", SWEPT)
 @pytest.mark.parametrize("kind", [k for k in gn.INPUT_KINDS if k != "huge"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_within_tolerance_of_float64_on_every_input_kind(path, kind, dtype):
@@ -152,6 +155,7 @@ def _float16_huge_mean_error(module):
     return float((out["mean"].double() - gn.FAMILY.reference(inputs, shape)["mean"]).abs().max())
 
 
+@pytest.mark.slow
 def test_float16_values_near_the_top_of_the_range_give_their_mean_exactly(tmp_path):
     """|x| in [4094, 8188]: multiples of 2 or 4, so with a centre of few bits (`coop_math.centre`) every x - c is
     exact in float32 and every float64 sum exact; a centre with finer bits (the planted fault: the first
@@ -187,8 +191,8 @@ def _float32_mean_error(module, shape):
     return float((_run(module, None, inputs, shape)["mean"].double() - ref).norm() / ref.norm())
 
 
-@pytest.mark.parametrize("shape", [gn.Shape(4, 64, 16, (512,)), gn.Shape(16, 8, 2, (256,))],
-                         ids=["per_element", "tiled"])
+@pytest.mark.parametrize("shape", [pytest.param(gn.Shape(4, 64, 16, (512,)), marks=pytest.mark.slow),
+                                   gn.Shape(16, 8, 2, (256,))], ids=["per_element", "tiled"])
 def test_a_centre_of_few_bits_keeps_the_float32_mean_of_values_around_0_close(tmp_path, shape):
     """Values around 0 with spread 1: the centre rounds to a multiple of a power of two above the spread
     (0 here), so every x - c is exact; the planted fault centres on the slice's first value, as before,
