@@ -157,7 +157,7 @@ def supervise(command: list[str], stop: list[int] | None = None) -> int:
             finally:
                 run.close()
             ended = next((r["done"] for r in reversed(records) if "done" in r), None)
-            if run.leftover:
+            if run.leftover and not stop:   # after a stop signal, ending what is left is the stop's own cleanup
                 print(f"kernel-ab: stopped what the run left running: {', '.join(run.leftover)}", file=sys.stderr)
             if stop:
                 if ended is None and rc not in _STOP_CODES.values():   # the child could not say it: say it here
