@@ -234,7 +234,12 @@ def run(request: Request, registry: Registry, backend: Backend,
     directions = _directions(request, family)
     ir_later = _ir_alongside(request, family, chosen, preset, backend, step, ir_cache) if directions else None
     if directions:
-        numerics_section = run_numerics(request, family, chosen, preset, backend, registry, directions, step)
+        try:
+            numerics_section = run_numerics(request, family, chosen, preset, backend, registry, directions, step)
+        except BaseException:
+            if ir_later:
+                ir_later.cancel()
+            raise
     skipped = list(request.left_out)
     if "backward" in request.checks and "backward" not in directions:
         skipped.append(f"backward: family {family.name} has no backward pass")
@@ -283,6 +288,12 @@ def _ir_alongside(request: Request, family, chosen, preset, backend: Backend, st
         if "error" in found:
             raise found["error"]
         return found["result"]
+
+    def cancel():   # the run is ending: the worker's compile, and with it the thread, end now
+        from compare.ir.compile import stop_workers
+        stop_workers()
+        worker.join(timeout=30)
+    result.cancel = cancel
     return result
 
 

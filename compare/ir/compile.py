@@ -208,6 +208,15 @@ def kernel_spec(name: str, kernel, import_roots=()) -> dict:
             "function": fn.__name__, "root": str(PROJECT_ROOT), "import_roots": list(import_roots)}
 
 
+LIVE_WORKERS: set = set()   # workers compiling now (a run that stops ends them: `stop_workers`)
+
+
+def stop_workers() -> None:
+    """End every worker compiling now (from another thread: its caller then fails and returns)."""
+    for proc in list(LIVE_WORKERS):
+        proc.kill()
+
+
 def run_worker(request: dict) -> list[dict]:
     """Run the worker on `request`; its per-kernel results (RuntimeError if the worker itself fails)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
@@ -216,8 +225,18 @@ def run_worker(request: dict) -> list[dict]:
     # whatever happens: also when the run is interrupted or the worker killed
     with tempfile.TemporaryDirectory(prefix="kernel-ab-ir-") as tmp:
         env["TMPDIR"] = tmp
-        proc = subprocess.run([sys.executable, "-m", "compare.ir.worker"], input=json.dumps(request),
-                              capture_output=True, text=True, cwd=PROJECT_ROOT, env=env, timeout=WORKER_TIMEOUT_S)
+        proc = subprocess.Popen([sys.executable, "-m", "compare.ir.worker"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=PROJECT_ROOT, env=env)
+        LIVE_WORKERS.add(proc)
+        try:
+            stdout, stderr = proc.communicate(json.dumps(request), timeout=WORKER_TIMEOUT_S)
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        finally:
+            LIVE_WORKERS.discard(proc)
+    proc.stdout, proc.stderr = stdout, stderr   # read as subprocess.run's result was
     try:
         return json.loads(proc.stdout)["results"]
     except (ValueError, KeyError):
