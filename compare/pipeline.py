@@ -230,16 +230,20 @@ def run(request: Request, registry: Registry, backend: Backend,
     chosen, failed = _compiled(family, chosen, preset.shapes[0], dtype, backend, tuple(failed), step)
     infos = tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, kernels=v.own_kernels)
                   for v in chosen) + tuple(failed)
-    numerics_section = None
     directions = _directions(request, family)
     ir_later = _ir_alongside(request, family, chosen, preset, backend, step, ir_cache) if directions else None
+    try:
+        return _checks(request, registry, backend, step, family, chosen, preset, infos, directions, ir_later, ir_cache)
+    except BaseException:   # a stop, or an error: the compile alongside ends with the run (its files removed)
+        if ir_later:
+            ir_later.cancel()
+        raise
+
+
+def _checks(request, registry, backend, step, family, chosen, preset, infos, directions, ir_later, ir_cache) -> Report:
+    numerics_section = None
     if directions:
-        try:
-            numerics_section = run_numerics(request, family, chosen, preset, backend, registry, directions, step)
-        except BaseException:
-            if ir_later:
-                ir_later.cancel()
-            raise
+        numerics_section = run_numerics(request, family, chosen, preset, backend, registry, directions, step)
     skipped = list(request.left_out)
     if "backward" in request.checks and "backward" not in directions:
         skipped.append(f"backward: family {family.name} has no backward pass")

@@ -64,6 +64,7 @@ class Stopped(BaseException):
         return _STOP_CODES[self.signum]
 
 
+_DEFERRED: dict[int, float] = {}   # signal -> when it was first put off (it came inside an import)
 STOP_REQUESTED: list[int] = []   # the stop signal received, if any: an error while unwinding from it is the stop
 
 
@@ -71,7 +72,8 @@ def _on_stop_signal(signum, frame):
     # never raised inside an import (a half-imported C extension refuses to load again, and an exception
     # through C++ aborts): asked again shortly, when the import is done
     f = frame
-    while f is not None:
+    first = _DEFERRED.setdefault(signum, time.monotonic())
+    while f is not None and time.monotonic() - first < 2.0:   # at most 2 s: then wherever it is
         if f.f_code.co_filename.startswith("<frozen importlib"):
             again = threading.Timer(0.05, os.kill, (os.getpid(), signum))
             again.daemon = True

@@ -211,14 +211,20 @@ def kernel_spec(name: str, kernel, import_roots=()) -> dict:
 LIVE_WORKERS: set = set()   # workers compiling now (a run that stops ends them: `stop_workers`)
 
 
+_STOPPING: list[bool] = []
+
+
 def stop_workers() -> None:
-    """End every worker compiling now (from another thread: its caller then fails and returns)."""
+    """End every worker compiling now, and start no other (from another thread: its caller then fails)."""
+    _STOPPING.append(True)
     for proc in list(LIVE_WORKERS):
         proc.kill()
 
 
 def run_worker(request: dict) -> list[dict]:
     """Run the worker on `request`; its per-kernel results (RuntimeError if the worker itself fails)."""
+    if _STOPPING:
+        raise RuntimeError("IR worker not started: the run is stopping")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")   # Triton 3.9 warns when unset; 1 is the default it keeps
     # ptxas's files (Triton keeps them with delete=False) go to a folder of the worker's own, removed
