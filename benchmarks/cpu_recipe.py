@@ -63,7 +63,7 @@ def main() -> int:
                 return proc.returncode
             print(f"run {run + 1}: {walls[-1]:.1f} s", flush=True)
         headline = (out / "report.md").read_text().split("#### Variants")[0].strip()
-    shown = " ".join(command(Path("REPO"), Path("OUT"))[1:]).replace(sys.executable, "python3")
+    shown = " ".join(command(Path("REPO"), Path("OUT"))[1:]).replace(str(ROOT / "main.py"), "main.py")
     text = "\n".join([
         "# The reviewer's recipe on the CPU", "",
         f"`python3 benchmarks/cpu_recipe.py --runs {args.runs}` times `python3 {shown}` on a repository holding the",
