@@ -204,7 +204,7 @@ def run_case(index: int, case: hc.Case, scratch_root: Path, fixture: Path, param
     start = time.monotonic()
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         proc = subprocess.Popen([sys.executable, "main.py", *argv], cwd=scratch, env=env, stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=err, start_new_session=True)
+                                stdout=out, stderr=err, preexec_fn=os.setsid)
         with _LOCK:
             _RUNNING.add(proc.pid)
         try:

@@ -35,7 +35,9 @@ def _signal_name(signum: int) -> str:
 
 def _start_child() -> None:
     """In the child, before exec: the stop signals stay blocked until its handlers are in place (it
-    unblocks them: supervisor.install_stop_handlers), and it gets SIGTERM if the supervisor dies."""
+    unblocks them: supervisor.install_stop_handlers), and it gets SIGTERM if the supervisor dies. It leads
+    a process group of its own (os.setsid), which the supervisor signals and, at the end, empties."""
+    os.setsid()
     signal.pthread_sigmask(signal.SIG_BLOCK, set(_STOP_CODES))
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)   # PR_SET_PDEATHSIG (Linux)
@@ -76,7 +78,7 @@ class _Run:
         fd, self.status = tempfile.mkstemp(prefix="kernel-ab-status-")
         os.close(fd)
         env = {**env, STATUS_ENV: self.status}
-        self.proc = subprocess.Popen(command, env=env, start_new_session=True, preexec_fn=_start_child)
+        self.proc = subprocess.Popen(command, env=env, preexec_fn=_start_child)
         self.hung: dict = {}
         self.leftover: list[str] = []
 

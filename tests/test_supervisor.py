@@ -163,7 +163,7 @@ def test_an_interrupted_run_is_one_line_and_leaves_nothing_behind(signum, to_gro
     tmp.mkdir()
     if args is GIT_VARIANT:
         args = [*args, "--repo", str(_kernel_repo(tmp_path))]
-    proc = _start(args, tmp, start_new_session=True)
+    proc = _start(args, tmp, preexec_fn=os.setsid)   # a process group of its own, as a shell gives a command
     if prefix:
         _wait_for(tmp, prefix, proc)
         time.sleep(0.3)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 from compare.headline import headline
-from compare.results import MARKER, MARKER_KEY, Report, _encode, from_dict, to_dict
+from compare.jsonform import encode as _encode
+from compare.results import MARKER, MARKER_KEY, Report, from_dict, to_dict
 
 
 def render(report: Report) -> str:
