@@ -313,7 +313,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     from compare import supervisor
     previous = {}
     try:
-        previous = supervisor.install_stop_handlers(EARLY_SIGNALS)
+        early, EARLY_SIGNALS[:] = list(EARLY_SIGNALS), []   # consumed: a later call in this process starts clean
+        previous = supervisor.install_stop_handlers(early)
         code = _main(_join_values(list(sys.argv[1:] if argv is None else argv)), prog or _prog())
     except supervisor.Stopped as exc:   # temporary trees and files are gone by now: the stack unwound
         print(f"kernel-ab: {exc}; no report", file=sys.stderr)
@@ -334,6 +335,11 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         code = 141
     finally:
         supervisor.restore_handlers(previous)
+    pending = supervisor.pending_stop()
+    if pending is not None and code not in (130, 143, 129):   # the stop came; the run ended before it was raised
+        stop = supervisor.Stopped(pending)
+        print(f"kernel-ab: {stop}; no report", file=sys.stderr)
+        code = stop.exit_code
     if code != supervisor.POISONED_EXIT:
         supervisor.done(code)
     return code

@@ -65,7 +65,21 @@ class Stopped(BaseException):
 
 
 _DEFERRED: dict[int, float] = {}   # signal -> when it was first put off (it came inside an import)
-STOP_REQUESTED: list[int] = []   # the stop signal received, if any: an error while unwinding from it is the stop
+STOP_REQUESTED: list[int] = []
+_HANDLING: list[bool] = []   # non-empty while this process's stop handlers are installed
+_RUNS: list[bool] = []       # one entry per install: which run put a signal off
+
+
+def _ask_again(signum: int, run: int) -> None:
+    if _HANDLING and run == len(_RUNS):   # only while the run that put it off is still going
+        os.kill(os.getpid(), signum)
+
+
+def _raise_pending() -> None:
+    """At the end of a launch (an import of a variant's file included): a stop put off there is raised now."""
+    pending = pending_stop()
+    if pending is not None and _HANDLING and threading.current_thread() is threading.main_thread():
+        _on_stop_signal(pending, None)   # the stop signal received, if any: an error while unwinding from it is the stop
 
 
 def _on_stop_signal(signum, frame):
@@ -75,7 +89,7 @@ def _on_stop_signal(signum, frame):
     first = _DEFERRED.setdefault(signum, time.monotonic())
     while f is not None and time.monotonic() - first < 2.0:   # at most 2 s: then wherever it is
         if f.f_code.co_filename.startswith("<frozen importlib"):
-            again = threading.Timer(0.05, os.kill, (os.getpid(), signum))
+            again = threading.Timer(0.05, _ask_again, (signum, len(_RUNS)))
             again.daemon = True
             again.start()
             return
@@ -93,13 +107,23 @@ def install_stop_handlers(early: list[int] | tuple = ()) -> dict:
     if threading.current_thread() is not threading.main_thread():
         return {}
     previous = {s: signal.signal(s, _on_stop_signal) for s in _STOP_CODES}
+    _DEFERRED.clear()
+    STOP_REQUESTED.clear()
+    _HANDLING[:] = [True]
+    _RUNS.append(True)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, set(_STOP_CODES))
     if early:
         _on_stop_signal(early[0], None)
     return previous
 
 
+def pending_stop() -> int | None:
+    """A stop signal put off (it came inside an import) and not raised before the run ended, if any."""
+    return next((s for s in _DEFERRED if s not in STOP_REQUESTED), None)
+
+
 def restore_handlers(previous: dict) -> None:
+    _HANDLING.clear()
     for s, handler in previous.items():
         signal.signal(s, handler)
 
@@ -178,6 +202,7 @@ def running(names: tuple[str, ...] | list[str], what: str, launches: int = 1, ex
                                                                    for pid in sorted(new_children)]
             for name in names:
                 LEFT_BEHIND.setdefault(name, []).extend(said)
+    _raise_pending()
 
 
 def left_behind() -> tuple[str, ...]:
