@@ -322,17 +322,17 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     except KeyboardInterrupt:           # raised by code outside any variant's launch
         print("kernel-ab: interrupted; no report", file=sys.stderr)
         code = 130
+    except BrokenPipeError:
+        # the reader left (`kernel-ab list | head`): stop quietly, as a command killed by SIGPIPE does;
+        # stdout goes to devnull so that the interpreter's final flush does not raise again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 141
     except BaseException as exc:        # an error while unwinding from a stop signal is that stop
         if not supervisor.STOP_REQUESTED or isinstance(exc, SystemExit):
             raise
         stop = supervisor.Stopped(supervisor.STOP_REQUESTED[0])
         print(f"kernel-ab: {stop}; no report", file=sys.stderr)
         code = stop.exit_code
-    except BrokenPipeError:
-        # the reader left (`kernel-ab list | head`): stop quietly, as a command killed by SIGPIPE does;
-        # stdout goes to devnull so that the interpreter's final flush does not raise again
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        code = 141
     finally:
         supervisor.restore_handlers(previous)
     pending = supervisor.pending_stop()
