@@ -165,6 +165,7 @@ def test_ir_bad_input_is_one_line_and_exit_2(args, expected):
     assert len(r.stderr.strip().splitlines()) == 1 and expected in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 def test_ir_command_end_to_end(tmp_path):
     out, md = tmp_path / "ir.json", tmp_path / "ir.md"
     r = subprocess.run([sys.executable, "main.py", "ir", "pointer_mutation", "explicit_offset", "--shape", "2,8,2,24",

@@ -2,6 +2,7 @@
 shared/specs/layer_norm.md: a Triton forward kernel per row, the backward in torch) joins the
 layer_norm family with `--family layer_norm`, and is compared forward and backward at op level, its
 launched kernel found for the IR. Nothing in the op-level code knows the family."""
+import pytest
 import json
 import subprocess
 import sys
@@ -56,6 +57,7 @@ class LayerNormFunction(torch.autograd.Function):
 '''
 
 
+@pytest.mark.slow
 def test_a_layer_norm_op_is_compared_at_op_level(tmp_path):
     lib = tmp_path / "lnlib"
     lib.mkdir()

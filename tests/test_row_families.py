@@ -161,6 +161,7 @@ def test_every_familys_kernels_take_the_parameters_its_launchers_pass():
     assert checked > 20
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["layer_norm", "rms_norm"])
 def test_compare_family_runs_numerics_from_the_command_line(family, tmp_path):
     out = tmp_path / "report.json"

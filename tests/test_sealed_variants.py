@@ -153,6 +153,7 @@ def leaves_a_process(X, W, B, num_channels, num_groups, eps):
 '''
 
 
+@pytest.mark.slow
 def test_every_way_out_of_a_variant_is_its_result_and_the_others_come_out(tmp_path):
     (tmp_path / "hostile.py").write_text(HOSTILE.format(at_import=""))
     (tmp_path / "exits_at_import.py").write_text(HOSTILE.format(at_import="os._exit(7)"))
