@@ -17,9 +17,6 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 
@@ -32,7 +29,6 @@ DEFAULT_LIMIT_S = 300.0                  # --variant-timeout: one launch (a vari
 GRACE_S = 10.0                           # after passing a signal on, the child's time to unwind
 _FATAL_DEVICE_ERRORS = ("illegal memory access", "illegal address", "unspecified launch failure",
                         "misaligned address", "illegal instruction", "device-side assert", "launch timed out")
-_MAX_RERUNS = 8
 # how a failed variant's error starts (the report says "variant X crashed the process (SIGSEGV) while ...")
 CRASHES = ("crashed the process", "poisoned the CUDA context", "ended the process", "did not return")
 _STOP_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}

@@ -1,7 +1,6 @@
 """The report as summary lines and titled tables with legends, shared by every text renderer."""
 from __future__ import annotations
 
-import dataclasses
 
 from compare.problems import Lists, describe, input_kinds, lists
 from compare.supervisor import CRASHES
