@@ -80,7 +80,14 @@ def _variant_options(p: argparse.ArgumentParser) -> None:
                         "whose arguments are not in the family's order lists the family's op arguments (`main.py "
                         "list` shows them) in its own order: 'Fn.apply(X, W, B, num_channels, num_groups, eps)' "
                         "(quote it for the shell)")
-    g.add_argument("--repo", default=".", help="the git repository of git: variants (default: the current directory)")
+    g.add_argument("--repo", default=".", help="the git repository of git: variants, whose pyproject.toml may name "
+                                               "family folders (default: the current directory)")
+    _family_options(p)
+
+
+def _family_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--family-path", action="append", dest="family_paths", default=[], metavar="DIR",
+                   help="also find families in DIR's packages (repeatable; docs/variants-and-families.md)")
 
 
 def _timing_options(p: argparse.ArgumentParser) -> None:
@@ -131,7 +138,11 @@ def _output_options(p: argparse.ArgumentParser) -> None:
 def _parser(prog: str) -> argparse.ArgumentParser:
     p = _Parser(prog=prog, description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    sub.add_parser("list", help="list the families, their variants, presets, input kinds and dtypes")
+    ls = sub.add_parser("list", help="list the families, where each came from, their variants, presets, input "
+                                     "kinds and dtypes")
+    _family_options(ls)
+    ls.add_argument("--repo", default=".", help="the repository whose pyproject.toml may name family folders "
+                                                "(default: the current directory)")
     c = sub.add_parser("compare", help="compare variants (default: the family's default pair)")
     _shape_options(c)
     c.add_argument("--inputs", help="input kinds, comma list or all (the family's kinds: `main.py list`; default: "
@@ -168,7 +179,9 @@ def cmd_list(registry) -> int:
     from tabulate import tabulate
     print(f"families: {', '.join(registry.families)} (default {registry.default_family})")
     for family in registry.families.values():
-        print(f"\n## family {family.name}: {type(family).__doc__.strip().splitlines()[0]}")
+        doc = (type(family).__doc__ or "").strip().splitlines()
+        print(f"\n## family {family.name}: {doc[0] if doc else '(its class has no docstring)'}")
+        print(f"from: {registry.origins.get(family.name, 'given')}")
         rows = [(v.name, v.kind, ", ".join(v.own_kernels) or "op", "GPU" if v.needs_gpu else "any", v.why)
                 for v in registry.variants(family.name)]
         print(tabulate(rows, headers=("variant", "kind", "kernels", "runs on", "what it is"), tablefmt="github"))
@@ -355,6 +368,7 @@ def _main(argv: list[str], prog: str) -> int:
     from compare.backend import BackendError, configure
     from compare.supervisor import POISONED_EXIT, ContextPoisoned
     from compare.pipeline import NothingToCompare, UsageError
+    from variants.discovery import FamilyError
     try:
         if args.command == "report":
             return cmd_report(args)
@@ -362,12 +376,13 @@ def _main(argv: list[str], prog: str) -> int:
         if args.command in ("compare", "ir"):   # read by every launch's status record (compare.supervisor)
             os.environ["KERNEL_AB_VARIANT_TIMEOUT"] = repr(args.variant_timeout)
         backend = configure(getattr(args, "device", "auto"))
-        from variants import registry
-        reg = registry()
-        if args.command == "list":
-            return cmd_list(reg)
-        return cmd_compare(args, reg, backend)
-    except (UsageError, BackendError) as exc:
+        from variants import discovery, registry
+        with discovery.configured(args.family_paths, args.repo):   # the processes a run starts see them too
+            reg = registry()
+            if args.command == "list":
+                return cmd_list(reg)
+            return cmd_compare(args, reg, backend)
+    except (UsageError, BackendError, FamilyError) as exc:
         return _fail(str(exc))
     except NothingToCompare as exc:
         print(f"kernel-ab: nothing to compare: {exc}", file=sys.stderr)

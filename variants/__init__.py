@@ -1,8 +1,8 @@
 """The variant registry: every family kernel-ab finds, and every variant of each, by name.
 
-A family (`variants.family.Family`, documented in variants/README.md) is a package `variants/<name>/`
-whose `__init__.py` sets `FAMILY`; `registry()` finds every such package, so adding a family edits no
-list. A variant (`variants.variant.Variant`) belongs to one family; names are unique within a family
+A family (`variants.family.Family`, documented in variants/README.md) is a package whose `__init__.py`
+sets `FAMILY`, under variants/ or in a folder or installed package variants/discovery.py finds; adding a
+family edits no list. A variant (`variants.variant.Variant`) belongs to one family; names are unique within a family
 (every family may have its own `torch`). Nothing here imports Triton: `registry()` imports the families
 when first asked, after `compare.backend.configure()` has decided whether Triton runs compiled or
 interpreted.
@@ -10,7 +10,6 @@ interpreted.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import pkgutil
 from pathlib import Path
 from typing import Iterable, Mapping, Optional
@@ -30,6 +29,7 @@ class Registry:
 
     families: Mapping[str, Family]
     by_family: Mapping[str, Mapping[str, Variant]]
+    origins: Mapping[str, str] = dataclasses.field(default_factory=dict)   # family -> where it came from
 
     @property
     def default_family(self) -> str:
@@ -74,13 +74,16 @@ class Registry:
         family = self.family(variant.family).name
         if variant.name in self.by_family.get(family, {}):
             raise ValueError(f"variant name {variant.name!r} is already registered in {family}; pick another name")
-        return Registry(self.families, {**self.by_family, family: {**self.by_family.get(family, {}), variant.name: variant}})
+        return Registry(self.families, {**self.by_family, family: {**self.by_family.get(family, {}), variant.name: variant}},
+                        self.origins)
 
-    def with_family(self, family: Family) -> "Registry":
-        """A registry that also holds `family` and its variants (for families defined outside variants/)."""
+    def with_family(self, family: Family, origin: str = "given", variants=None) -> "Registry":
+        """A registry that also holds `family` and its variants (`variants`: those already collected)."""
         if family.name in self.families:
             raise ValueError(f"family {family.name!r} is already registered")
-        return Registry({**self.families, family.name: family}, {**self.by_family, family.name: _collect(family)})
+        return Registry({**self.families, family.name: family},
+                        {**self.by_family, family.name: _collect(family) if variants is None else variants},
+                        {**self.origins, family.name: origin})
 
 
 def _collect(family: Family) -> dict[str, Variant]:
@@ -100,17 +103,11 @@ def family_packages() -> list[str]:
 
 
 def registry(extra: Iterable[Family] = ()) -> Registry:
-    """Every family found under variants/ (plus `extra`) and its variants. Call after
-    `compare.backend.configure()`: families import their Triton kernels here."""
-    families: dict[str, Family] = {}
-    for package in family_packages():
-        family = getattr(importlib.import_module(f"variants.{package}"), "FAMILY", None)
-        if family is None:
-            continue
-        if not isinstance(family, Family):
-            raise TypeError(f"variants/{package}: FAMILY is a {type(family).__name__}, not a variants.family.Family")
-        families[family.name] = family
-    reg = Registry(families, {name: _collect(f) for name, f in families.items()})
+    """Every family found (variants/discovery.py: built-in, --family-path, the reviewed repository's
+    pyproject, entry points) plus `extra`, and their variants. Call after `compare.backend.configure()`:
+    families import their Triton kernels here."""
+    from variants import discovery
+    reg = discovery.registry()
     for family in extra:
         reg = reg.with_family(family)
     return reg

@@ -9,6 +9,7 @@ modules are kept and answer it (`_tree_import`), kernel-ab's names included.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import functools
 import importlib
 import importlib.util
@@ -75,13 +76,22 @@ class _OnlyInTree:
         return spec
 
 
-def import_isolated(module_name: str, roots) -> object:
+def import_isolated(module_name: str, roots, share_own: bool = False) -> object:
     """Import `module_name` with `roots` first on sys.path, none of the modules their trees provide (nor
     kernel-ab's) visible from earlier imports; put sys.path and sys.modules back afterwards."""
-    own = _own_names() - _NEVER_HIDE
-    provided = set().union(*(_top_names(r) for r in roots)) | {module_name.split(".")[0]} | own
-    provided -= set(getattr(sys, "stdlib_module_names", ()))
-    provided -= _NEVER_HIDE
+    with isolated(roots, module_name, share_own):
+        return importlib.import_module(module_name)
+
+
+@contextlib.contextmanager
+def isolated(roots, module_name: str = "", share_own: bool = False):
+    """The isolation of `import_isolated` around a block (a family folder imports its package and lists its
+    variants in one). `share_own`: kernel-ab's names stay kernel-ab's (a family builds on its protocol)."""
+    own = frozenset() if share_own else _own_names() - _NEVER_HIDE
+    provided = set().union(*(_top_names(r) for r in roots)) | ({module_name.split(".")[0]} if module_name else set())
+    provided = (provided | own) - set(getattr(sys, "stdlib_module_names", ())) - _NEVER_HIDE
+    if share_own:
+        provided -= _own_names()
 
     def ours(key: str) -> bool:
         return key.split(".")[0] in provided
@@ -94,11 +104,11 @@ def import_isolated(module_name: str, roots) -> object:
     importlib.invalidate_caches()
     _IMPORTING.append(module_name)   # while it imports, the finder alone decides (not `_tree_import`)
     try:
-        return importlib.import_module(module_name)
+        yield
     finally:
         _IMPORTING.pop()
         sys.meta_path.remove(finder)
-        _remember(roots, {key: sys.modules.pop(key) for key in [k for k in sys.modules if ours(k)]})
+        _remember(roots, {key: sys.modules.pop(key) for key in [k for k in sys.modules if ours(k)]}, own)
         sys.modules.update(hidden)
         sys.path[:] = saved_path
 
@@ -106,30 +116,31 @@ def import_isolated(module_name: str, roots) -> object:
 # Imports a reviewed tree's code makes when called (a function body's `import variants.x`): each tree's
 # modules, kept here, answer for kernel-ab's names and the tree's own, so such an import never reaches
 # kernel-ab's modules (ModuleNotFoundError where the tree has none), as at import time.
-_TREES: list[tuple[tuple[str, ...], dict]] = []
+_TREES: list[tuple[tuple[str, ...], dict, frozenset]] = []
 _IMPORTING: list[str] = []
 _BUILTIN_IMPORT = builtins.__import__
 
 
-def _remember(roots, modules: dict) -> None:
+def _remember(roots, modules: dict, own: frozenset) -> None:
     own_folder = str(Path(__file__).resolve().parents[1])
     prefixes = tuple(str(Path(r).resolve()) + os.sep for r in roots if str(Path(r).resolve()) != own_folder)
     if not prefixes:   # the tree is kernel-ab's own checkout: its imports are kernel-ab's anyway
         return
-    _TREES.append((prefixes, modules))
+    _TREES.append((prefixes, modules, own))
     if builtins.__import__ is _BUILTIN_IMPORT:
         builtins.__import__ = _tree_import
 
 
 def _tree_import(name, globals=None, locals=None, fromlist=(), level=0):
     importer = (globals or {}).get("__file__") or ""
-    tree = None
+    tree, own = None, frozenset()
     if importer and not _IMPORTING:   # the latest load of a tree answers for it
-        tree = next((modules for prefixes, modules in reversed(_TREES) if importer.startswith(prefixes)), None)
+        tree, own = next(((modules, own) for prefixes, modules, own in reversed(_TREES)
+                          if importer.startswith(prefixes)), (None, own))
     if tree is not None:
         absolute = importlib.util.resolve_name("." * level + name, globals.get("__package__")) if level else name
         top = absolute.split(".")[0]
-        if absolute in tree or top in _own_names() - _NEVER_HIDE:
+        if absolute in tree or top in own:
             if absolute not in tree:
                 raise ModuleNotFoundError(f"No module named {absolute!r} in the reviewed tree (a variant never "
                                           "imports kernel-ab's own)", name=absolute)

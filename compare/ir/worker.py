@@ -43,8 +43,11 @@ def load_kernel(spec: dict):
     if spec.get("import_roots") and module_name:
         # a kernel loaded with --variant: import it as its own revision's package, isolated from any other
         # revision of the same package compiled in this process (as variants.external loaded it)
+        from variants.discovery import family_folders
         from variants.isolation import import_isolated
-        return getattr(import_isolated(module_name, tuple(Path(r) for r in spec["import_roots"])), spec["function"])
+        roots = tuple(Path(r) for r in spec["import_roots"])
+        # a family's folder (variants/discovery.py) builds on kernel-ab's own modules; a reviewed tree never does
+        return getattr(import_isolated(module_name, roots, share_own=set(roots) <= family_folders()), spec["function"])
     module = None
     if module_name and not module_name.startswith("__"):
         try:
@@ -108,7 +111,11 @@ def _constant(value):
 def _family(req: dict):
     """The family object named in the request, from the module that defines it."""
     from variants.family import Family
-    module = importlib.import_module(req["family_module"])
+    try:
+        module = importlib.import_module(req["family_module"])
+    except ModuleNotFoundError:   # a family from a folder or an entry point (variants/discovery.py)
+        from variants import registry
+        return registry().family(req["family"])
     for value in vars(module).values():
         if isinstance(value, Family) and value.name == req["family"]:
             return value

@@ -1,0 +1,200 @@
+"""Where families come from: kernel-ab's own, folders, and installed packages.
+
+In this order: the packages under variants/ ("built-in"); each `--family-path DIR` and each folder of
+`family-paths` in the `[tool.kernel-ab]` table of the reviewed repository's pyproject.toml (a family is
+a package `DIR/<name>/` whose `__init__.py` sets `FAMILY`); installed packages' entry points in group
+`kernel_ab.families` (a Family instance or class, or a module with `FAMILY`). Two families with one
+name, or a family package that fails to import, is a FamilyError (one line).
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib
+import json
+import os
+import pkgutil
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from variants import Family, Registry, _collect, family_packages
+from variants.isolation import isolated
+
+GROUP = "kernel_ab.families"
+# the folders of the command line and the pyproject, as JSON [[origin, folder], ...]: set while a command
+# runs, so that the processes it starts (timing, compile workers) find the same families
+FOLDERS_ENV = "KERNEL_AB_FAMILY_FOLDERS"
+BUILT_IN = "built-in"
+
+
+class FamilyError(ValueError):
+    """A family that cannot be registered; the message is one line saying which, why, and what would do."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Found:
+    family: Family
+    variants: dict
+    origin: str
+
+
+def _pyproject(repo: Path) -> Path | None:
+    """The nearest pyproject.toml at or above `repo`, not above its git top level."""
+    for folder in (repo, *repo.parents):
+        if (folder / "pyproject.toml").is_file():
+            return folder / "pyproject.toml"
+        if (folder / ".git").exists():
+            return None
+    return None
+
+
+def pyproject_folders(repo: str | os.PathLike = ".") -> list[tuple[str, Path]]:
+    """(origin, folder) of each `family-paths` entry of the `[tool.kernel-ab]` table (none without one)."""
+    import tomllib
+    path = _pyproject(Path(repo).resolve())
+    if path is None:
+        return []
+    try:
+        table = tomllib.loads(path.read_text()).get("tool", {}).get("kernel-ab", {})
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise FamilyError(f"{path} cannot be read as TOML ({exc}); fix it or give --repo another folder") from None
+    paths = table.get("family-paths", []) if isinstance(table, dict) else []
+    if not isinstance(paths, list) or not all(isinstance(p, str) and p.strip() for p in paths):
+        raise FamilyError(f"{path}: [tool.kernel-ab] family-paths must be a list of folder names, "
+                          f'e.g. family-paths = ["kernels/families"]')
+    return [(f"pyproject {p}", _folder(path.parent / p, f"{path}: family-paths entry {p!r}")) for p in paths]
+
+
+def _folder(path: Path, what: str) -> Path:
+    if not path.is_dir():
+        raise FamilyError(f"{what}: no such folder {path} (a folder holding family packages)")
+    return path.resolve()
+
+
+def folders(family_paths=(), repo: str | os.PathLike = ".") -> list[tuple[str, Path]]:
+    """(origin, folder) of every --family-path DIR, then of the pyproject's family-paths; a folder once."""
+    if any(not p.strip() for p in family_paths):
+        raise FamilyError("--family-path is empty; give a folder holding family packages")
+    found = [(f"--family-path {p}", _folder(Path(p), f"--family-path {p}")) for p in family_paths]
+    found += pyproject_folders(repo)
+    return list({folder: (origin, folder) for origin, folder in reversed(found)}.values())[::-1]
+
+
+@contextlib.contextmanager
+def configured(family_paths=(), repo: str | os.PathLike = "."):
+    """While the block runs, `registry()` (here and in the processes it starts) also finds the families
+    of these folders (FamilyError for a folder that is not one)."""
+    before = os.environ.get(FOLDERS_ENV)
+    os.environ[FOLDERS_ENV] = json.dumps([[o, str(f)] for o, f in folders(family_paths, repo)])
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(FOLDERS_ENV, None)
+        else:
+            os.environ[FOLDERS_ENV] = before
+
+
+def configured_folders() -> list[tuple[str, Path]]:
+    return [(origin, Path(folder)) for origin, folder in json.loads(os.environ.get(FOLDERS_ENV) or "[]")]
+
+
+def family_folders() -> set[Path]:
+    """The family folders of the command that runs (`configured`): their code imports kernel-ab's own."""
+    return {folder for _, folder in configured_folders()}
+
+
+def _family_of(obj, where: str) -> Family | None:
+    """The Family an entry point or a package names: an instance, a class, or a module's FAMILY."""
+    if isinstance(obj, type) and issubclass(obj, Family):
+        obj = obj()
+    elif not isinstance(obj, Family) and hasattr(obj, "__spec__") and hasattr(obj, "__name__"):
+        obj = getattr(obj, "FAMILY", None)
+        if obj is None:
+            return None
+        if isinstance(obj, type) and issubclass(obj, Family):
+            obj = obj()
+    if not isinstance(obj, Family):
+        raise FamilyError(f"{where}: FAMILY is a {type(obj).__name__}, not a variants.family.Family (an instance "
+                          "or subclass)")
+    return obj
+
+
+def _failed(what: str, exc: BaseException) -> FamilyError:
+    first = next((line for line in str(exc).splitlines() if line.strip()), "")
+    return FamilyError(f"{what} failed to import: {type(exc).__name__}: {first}"[:400])
+
+
+def _built_in() -> list[Found]:
+    found = []
+    for package in family_packages():
+        try:
+            family = _family_of(importlib.import_module(f"variants.{package}"), f"variants/{package}")
+            if family is not None:
+                found.append(Found(family, _collect(family), BUILT_IN))
+        except FamilyError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any error of the family's code: one line naming it
+            raise _failed(f"family package variants/{package} ({BUILT_IN})", exc) from None
+    return found
+
+
+def _from_folder(origin: str, folder: Path) -> list[Found]:
+    """The families of a folder's packages, each imported in isolation (variants/isolation.py) with its
+    variants listed in the same window, so that the family's own imports resolve in its folder."""
+    found = []
+    for package in sorted(m.name for m in pkgutil.iter_modules([str(folder)]) if m.ispkg):
+        where = f"family package {package} ({origin})"
+        try:
+            with isolated((folder,), package, share_own=True):
+                family = _family_of(importlib.import_module(package), where)
+                variants = _collect(family) if family is not None else {}
+        except FamilyError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any error of the family's code: one line naming it
+            raise _failed(where, exc) from None
+        if family is not None:
+            # its kernels are compiled again elsewhere (compare/ir/worker.py) from the same folder
+            roots = (str(folder),)
+            found.append(Found(family, {n: dataclasses.replace(v, import_roots=roots) if v.own_kernels else v
+                                        for n, v in variants.items()}, origin))
+    return found
+
+
+def _from_entry_points() -> list[Found]:
+    found = []
+    for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
+        dist = getattr(ep.dist, "name", None) or "an unnamed distribution"
+        origin = f"entry point {ep.name} from {dist}"
+        try:
+            family = _family_of(ep.load(), f"{origin} ({ep.value})")
+            if family is None:
+                raise FamilyError(f"{origin} ({ep.value}) names a module without FAMILY; point it at a Family")
+            found.append(Found(family, _collect(family), origin))
+        except FamilyError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any error of the family's code: one line naming it
+            raise _failed(f"family {origin} ({ep.value})", exc) from None
+    return found
+
+
+def discover() -> list[Found]:
+    """Every family, in the order above (FamilyError: a name found twice, or a family that fails)."""
+    found = _built_in()
+    for origin, folder in configured_folders():
+        found += _from_folder(origin, folder)
+    found += _from_entry_points()
+    first: dict[str, Found] = {}
+    for f in found:
+        if f.family.name in first:
+            raise FamilyError(f"two families are named {f.family.name!r}: one from {first[f.family.name].origin}, "
+                              f"one from {f.origin}; rename one (its class's `name`) or leave one out")
+        first[f.family.name] = f
+    return found
+
+
+def registry() -> Registry:
+    reg = Registry({}, {})
+    for f in discover():
+        reg = reg.with_family(f.family, f.origin, f.variants)
+    return reg
