@@ -6,6 +6,7 @@ A spec (variants/spec.py) names the variant and where its code is:
     NAME=git:REV:PATH::CALLABLE       the file at revision REV of the repository (PATH from its top level)
     NAME=...::FORWARD,BACKWARD        two kernels of one file: the variant brings both
     NAME=...::CALLABLE(ARGS)          an op, with the family's arguments in the op's own order
+    NAME=package.module:CALLABLE      from an installed package (say, a released version), imported as usual
 
 What CALLABLE names decides what the variant is: a `@triton.jit` function is a kernel; anything else
 callable (a Python function, an autograd Function's `apply`) is an op, called as its users call it
@@ -30,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib
+import importlib.util
 import inspect
 import linecache
 import os
@@ -39,6 +41,7 @@ import sys
 import tarfile
 import tempfile
 import traceback
+from importlib.metadata import packages_distributions, version
 from pathlib import Path
 
 from variants import Family, Registry, UnknownName, Variant
@@ -180,6 +183,8 @@ class ExternalKernels:
     def load(self, spec: Spec | str, family: Family) -> Variant | FailedLoad:
         if isinstance(spec, str):
             spec = parse(spec)
+        if spec.installed:
+            return self._load_installed(spec, family)
         if spec.rev is None:
             file = Path(spec.path)
             if not file.is_file():
@@ -213,9 +218,33 @@ class ExternalKernels:
         except (Exception, SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
             return FailedLoad(spec.name, family.name, spec.where, origin,
                               f"import of {spec.path} failed: {_error_lines(exc, roots, labels)}")
+        return self._from_module(spec, family, module, origin, tuple(str(r) for r in roots))
+
+    def _load_installed(self, spec: Spec, family: Family) -> Variant | FailedLoad:
+        """package.module:CALLABLE: the module as installed (say, a released version), imported as usual."""
+        top = spec.path.split(".")[0]
+        found = importlib.util.find_spec(top)
+        if found is None:
+            raise BadSpec(f"--variant {spec.name}: no module {top} is installed (pip install its package, or give "
+                          "PATH::CALLABLE for a file)")
+        folder = Path(found.origin or next(iter(found.submodule_search_locations or ()), ".")).parent
+        dists = packages_distributions().get(top, [])
+        origin = f"{spec.where} (installed {dists[0]} {version(dists[0])})" if dists else f"{spec.where} ({folder})"
+        try:
+            with self.guard(spec.name, f"import of {spec.path}"):
+                module = importlib.import_module(spec.path)
+        except (Exception, SystemExit, KeyboardInterrupt, GeneratorExit) as exc:   # as for a file, above
+            missing = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+            if missing and (spec.path + ".").startswith(missing + "."):   # the spec's module, not one it imports
+                raise BadSpec(f"--variant {spec.name}: no module {missing} in the installed {top}") from None
+            return FailedLoad(spec.name, family.name, spec.where, origin,
+                              f"import of {spec.path} failed: {_error_lines(exc, (folder,), {})}")
+        return self._from_module(spec, family, module, origin, ())
+
+    def _from_module(self, spec: Spec, family: Family, module, origin: str, roots_text: tuple) -> Variant:
+        """The variant (kernel or op) that `spec`'s CALLABLE names in the imported `module`."""
         self._modules.append(module)
         where = f"--variant {spec.name}"
-        roots_text = tuple(str(r) for r in roots)
         target = _resolve(module, spec, spec.functions[0]) if len(spec.functions) == 1 else None
         if target is not None and not _is_triton_kernel(target):
             return dataclasses.replace(self._op(spec, target, family, origin, where), import_roots=roots_text)
@@ -242,7 +271,7 @@ class ExternalKernels:
                           "@triton.heuristics, which the family's launcher cannot configure; name the op that "
                           "launches it instead")
         if not callable(target):
-            raise BadSpec(f"{where}: {spec.path}::{spec.function} is neither a @triton.jit kernel nor a "
+            raise BadSpec(f"{where}: {spec.path}{spec.sep}{spec.function} is neither a @triton.jit kernel nor a "
                           f"callable op (it is {type(target).__name__})")
         return op_variant(spec.name, target, spec.call, family, f"op {spec.callable_text}, loaded with --variant",
                           origin, where)
@@ -251,7 +280,7 @@ class ExternalKernels:
     def _kernel(module, spec: Spec, function: str):
         kernel = _resolve(module, spec, function)
         if not _is_triton_kernel(kernel):
-            raise BadSpec(f"--variant {spec.name}: {spec.path}::{function} is not a @triton.jit kernel "
+            raise BadSpec(f"--variant {spec.name}: {spec.path}{spec.sep}{function} is not a @triton.jit kernel "
                           f"(it is {type(kernel).__name__})")
         return kernel
 
@@ -268,7 +297,7 @@ def _resolve(module, spec: Spec, function: str):
     for depth, part in enumerate(parts):
         if not hasattr(target, part):
             if depth:
-                raise BadSpec(f"--variant {spec.name}: {spec.path}::{'.'.join(parts[:depth])} has no attribute {part}")
+                raise BadSpec(f"--variant {spec.name}: {spec.path}{spec.sep}{'.'.join(parts[:depth])} has no attribute {part}")
             kernels = sorted(n for n, v in vars(module).items()
                              if _is_triton_kernel(v) and getattr(v.fn, "__module__", None) == module.__name__)
             hint = f"; Triton kernels it defines: {', '.join(kernels)}" if kernels else "; it defines no Triton kernel"

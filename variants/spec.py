@@ -4,6 +4,7 @@
     NAME=git:REV:PATH::CALLABLE           the file at revision REV of the repository (PATH from its top level)
     NAME=...::FORWARD,BACKWARD            two kernels of one file: the variant brings both
     NAME=...::CALLABLE(ARG, ARG, KW=ARG)  an op whose arguments are not in the family's order
+    NAME=package.module:CALLABLE          from an installed package (Python's module:attr), any form above
 
 CALLABLE is a Python name in the file, or a dotted path into it (`LayerNormFunction.apply`). What it
 names decides what the variant is (`variants.external`): a `@triton.jit` function is a kernel, run by
@@ -22,7 +23,8 @@ import re
 from variants.kernel_checks import BadSpec
 from variants.variant import NAME as _NAME  # what a variant name may be
 
-FORMS = "NAME=PATH::CALLABLE or NAME=git:REV:PATH::CALLABLE (an op may add its arguments: CALLABLE(X, W, ...))"
+FORMS = ("NAME=PATH::CALLABLE or NAME=git:REV:PATH::CALLABLE or NAME=package.module:CALLABLE (an op may add "
+         "its arguments: CALLABLE(X, W, ...))")
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _TWO_KERNELS = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*,[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -52,6 +54,11 @@ class Spec:
     rev: str | None = None         # None: the file as it is now
     text: str = ""
     call: CallMap | None = None    # an op's argument mapping, if given
+    installed: bool = False        # path is a module of an installed package (package.module:CALLABLE)
+
+    @property
+    def sep(self) -> str:
+        return ":" if self.installed else "::"
 
     @property
     def functions(self) -> tuple[str, ...]:
@@ -64,7 +71,7 @@ class Spec:
     @property
     def where(self) -> str:
         place = f"git:{self.rev}:{self.path}" if self.rev is not None else self.path
-        return f"{place}::{self.callable_text}"
+        return f"{place}{self.sep}{self.callable_text}"
 
 
 def _call_map(text: str, spec_text: str) -> CallMap:
@@ -101,7 +108,11 @@ def parse(text: str) -> Spec:
         raise BadSpec(f"--variant {text!r}: expected {FORMS}")
     if not _NAME.match(name):
         raise BadSpec(f"--variant {text!r}: variant name {name!r} must be an identifier (letters, digits, _ . -)")
-    where, sep, tail = rest.rpartition("::")
+    installed = "::" not in rest and not rest.startswith("git:") and ":" in rest
+    where, sep, tail = rest.partition(":") if installed else rest.rpartition("::")
+    if installed and not _DOTTED.match(where.strip()):
+        raise BadSpec(f"--variant {text!r}: {where!r} is not a module name (package.module:CALLABLE); a file's "
+                      "CALLABLE follows '::' (PATH::CALLABLE)")
     function, paren, args = tail.partition("(")
     call = None
     if paren:
@@ -121,4 +132,4 @@ def parse(text: str) -> Spec:
         rev, colon, where = where[len("git:"):].partition(":")
         if not colon or not rev or not where:
             raise BadSpec(f"--variant {text!r}: a git spec is git:REV:PATH::CALLABLE, e.g. git:HEAD~1:pkg/kernel.py::fwd")
-    return Spec(name, where, function, rev, text, call)
+    return Spec(name, where.strip() if installed else where, function, rev, text, call, installed)
