@@ -1,6 +1,6 @@
 """kernel-ab: put variants of a Triton kernel side by side (numerics, timing, compiled code).
 
-    python main.py list
+    python main.py list [--family-path DIR] [--repo DIR]
     python main.py compare [A B ...] [--family NAME] [--preset NAME | --shape SHAPE] [--dtype float32] [--check CHECK]
                            [--json PATH] [--out DIR] [--fail-on-numerics] [--fail-if-slower PCT] [--accept-unjudged]
     python main.py compare [A B ...] [--dtype float32[,float16|all]] [--inputs KIND[,KIND]|all] [--check backward]

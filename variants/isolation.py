@@ -4,7 +4,8 @@ During the import the tree's top-level names and kernel-ab's own are out of `sys
 names (`variants`, `compare`, ...) resolve only in the tree (ModuleNotFoundError where it lacks one);
 afterwards `sys.modules` and `sys.path` are as before, so revisions load side by side. What the modules
 bind as they import stays the tree's, and so does an import a function makes when called: the tree's
-modules are kept and answer it (`_tree_import`), kernel-ab's names included.
+modules are kept and answer it (`_tree_import`), kernel-ab's names included. A family folder
+(variants/discovery.py) imports with `share_own`: apart from other trees, but on kernel-ab's own modules.
 """
 from __future__ import annotations
 
