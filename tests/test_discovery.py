@@ -124,15 +124,18 @@ def test_a_family_class_without_docstring_is_listed(tmp_path, capsys):
 
 def test_family_folders_import_isolated_from_each_other(tmp_path):
     """Two folders, each a package `fam` importing a top-level `common` of its own: each family gets its
-    own, at import and in an import its code makes later, and neither stays in sys.modules."""
-    which = "    def which(self):\n        import common\n        return common.VALUE\n"
+    own, at import and in imports its code makes later (of a module imported already, and of one not yet
+    imported), and neither stays in sys.modules."""
+    which = ("    def which(self):\n        import common\n        from fam.late import VALUE\n"
+             "        return common.VALUE, VALUE\n")
     for tag in ("a", "b"):
         init = scale_family(f"iso_{tag}", extra="import common").replace("\nFAMILY", which + "\nFAMILY")
         package(tmp_path / tag, "fam", init, common=f"VALUE = {tag!r}\n")
+        (tmp_path / tag / "fam" / "late.py").write_text(f"VALUE = 'late {tag}'\n")
     with discovery.configured([str(tmp_path / "a"), str(tmp_path / "b")]):
         reg = registry()
-    assert reg.family("iso_a").which() == "a" and reg.family("iso_b").which() == "b"
-    assert "common" not in sys.modules and "fam" not in sys.modules
+    assert reg.family("iso_a").which() == ("a", "late a") and reg.family("iso_b").which() == ("b", "late b")
+    assert "common" not in sys.modules and "fam" not in sys.modules and "fam.late" not in sys.modules
     assert reg.origins["iso_b"] == f"--family-path {tmp_path / 'b'}"
 
 

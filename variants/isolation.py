@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import dataclasses
 import functools
 import importlib
 import importlib.util
@@ -85,9 +86,10 @@ def import_isolated(module_name: str, roots, share_own: bool = False) -> object:
 
 
 @contextlib.contextmanager
-def isolated(roots, module_name: str = "", share_own: bool = False):
+def isolated(roots, module_name: str = "", share_own: bool = False, into: dict | None = None):
     """The isolation of `import_isolated` around a block (a family folder imports its package and lists its
-    variants in one). `share_own`: kernel-ab's names stay kernel-ab's (a family builds on its protocol)."""
+    variants in one). `share_own`: kernel-ab's names stay kernel-ab's (a family builds on its protocol).
+    `into`: a tree's modules already loaded, visible in the block and given what it imports."""
     own = frozenset() if share_own else _own_names() - _NEVER_HIDE
     provided = set().union(*(_top_names(r) for r in roots)) | ({module_name.split(".")[0]} if module_name else set())
     provided = (provided | own) - set(getattr(sys, "stdlib_module_names", ())) - _NEVER_HIDE
@@ -98,6 +100,7 @@ def isolated(roots, module_name: str = "", share_own: bool = False):
         return key.split(".")[0] in provided
 
     hidden = {k: sys.modules.pop(k) for k in list(sys.modules) if ours(k)}
+    sys.modules.update(into or {})
     saved_path = list(sys.path)
     sys.path[:0] = [str(r) for r in roots]
     finder = _OnlyInTree(roots, own)
@@ -109,41 +112,54 @@ def isolated(roots, module_name: str = "", share_own: bool = False):
     finally:
         _IMPORTING.pop()
         sys.meta_path.remove(finder)
-        _remember(roots, {key: sys.modules.pop(key) for key in [k for k in sys.modules if ours(k)]}, own)
+        modules = {key: sys.modules.pop(key) for key in [k for k in sys.modules if ours(k)]}
+        if into is None:
+            _remember(roots, modules, frozenset(provided), share_own)
+        else:
+            into.update(modules)
         sys.modules.update(hidden)
         sys.path[:] = saved_path
 
 
+@dataclasses.dataclass(frozen=True)
+class _Tree:
+    prefixes: tuple[str, ...]   # its roots' folders, each ending in os.sep
+    modules: dict               # what it has imported so far
+    names: frozenset            # top-level names it answers for: its own, and kernel-ab's unless shared
+    roots: tuple
+    share_own: bool
+
+
 # Imports a reviewed tree's code makes when called (a function body's `import variants.x`): each tree's
-# modules, kept here, answer for kernel-ab's names and the tree's own, so such an import never reaches
-# kernel-ab's modules (ModuleNotFoundError where the tree has none), as at import time.
-_TREES: list[tuple[tuple[str, ...], dict, frozenset]] = []
+# modules, kept here, answer for kernel-ab's names and the tree's own (one not imported yet is imported
+# then, in the tree's isolation), so such an import never reaches kernel-ab's modules
+# (ModuleNotFoundError where the tree has none), as at import time.
+_TREES: list[_Tree] = []
 _IMPORTING: list[str] = []
 _BUILTIN_IMPORT = builtins.__import__
 
 
-def _remember(roots, modules: dict, own: frozenset) -> None:
+def _remember(roots, modules: dict, names: frozenset, share_own: bool) -> None:
     own_folder = str(Path(__file__).resolve().parents[1])
     prefixes = tuple(str(Path(r).resolve()) + os.sep for r in roots if str(Path(r).resolve()) != own_folder)
     if not prefixes:   # the tree is kernel-ab's own checkout: its imports are kernel-ab's anyway
         return
-    _TREES.append((prefixes, modules, own))
+    _TREES.append(_Tree(prefixes, modules, names, tuple(roots), share_own))
     if builtins.__import__ is _BUILTIN_IMPORT:
         builtins.__import__ = _tree_import
 
 
 def _tree_import(name, globals=None, locals=None, fromlist=(), level=0):
     importer = (globals or {}).get("__file__") or ""
-    tree, own = None, frozenset()
+    tree = None
     if importer and not _IMPORTING:   # the latest load of a tree answers for it
-        tree, own = next(((modules, own) for prefixes, modules, own in reversed(_TREES)
-                          if importer.startswith(prefixes)), (None, own))
+        tree = next((t for t in reversed(_TREES) if importer.startswith(t.prefixes)), None)
     if tree is not None:
         absolute = importlib.util.resolve_name("." * level + name, globals.get("__package__")) if level else name
         top = absolute.split(".")[0]
-        if absolute in tree or top in own:
-            if absolute not in tree:
-                raise ModuleNotFoundError(f"No module named {absolute!r} in the reviewed tree (a variant never "
-                                          "imports kernel-ab's own)", name=absolute)
-            return tree[absolute] if fromlist else tree.get(top, tree[absolute])
+        if absolute in tree.modules or top in tree.names:
+            if absolute not in tree.modules:   # ModuleNotFoundError where the tree has none
+                with isolated(tree.roots, absolute, tree.share_own, into=tree.modules):
+                    importlib.import_module(absolute)
+            return tree.modules[absolute] if fromlist else tree.modules.get(top, tree.modules[absolute])
     return _BUILTIN_IMPORT(name, globals, locals, fromlist, level)
