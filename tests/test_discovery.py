@@ -95,12 +95,15 @@ def test_two_families_with_one_name_is_one_line_and_exit_2(tmp_path, capsys):
                    f"--family-path {folder}; rename one (its class's `name`) or leave one out\n")
 
 
-def test_a_family_package_that_fails_to_import_is_named_in_one_line(tmp_path, capsys):
-    folder = package(tmp_path, "broken", "import no_such_module_anywhere\n")
+@pytest.mark.parametrize("source, error", [
+    ("import no_such_module_anywhere\n", "ModuleNotFoundError: No module named 'no_such_module_anywhere'"),
+    ("raise SystemExit('no GPU, no family')\n", "SystemExit: no GPU, no family"),
+])
+def test_a_family_package_that_fails_to_import_is_named_in_one_line(tmp_path, capsys, source, error):
+    folder = package(tmp_path, "broken", source)
     code, _, err = run_main(capsys, "list", "--family-path", str(folder))
     assert code == 2
-    assert err == (f"kernel-ab: error: family package broken (--family-path {folder}) failed to import: "
-                   "ModuleNotFoundError: No module named 'no_such_module_anywhere'\n")
+    assert err == f"kernel-ab: error: family package broken (--family-path {folder}) failed to load: {error}\n"
 
 
 @pytest.mark.parametrize("bad", ["/no/such/folder", ""])

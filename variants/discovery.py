@@ -120,22 +120,26 @@ def _family_of(obj, where: str) -> Family | None:
     return obj
 
 
-def _failed(what: str, exc: BaseException) -> FamilyError:
-    first = next((line for line in str(exc).splitlines() if line.strip()), "")
-    return FamilyError(f"{what} failed to import: {type(exc).__name__}: {first}"[:400])
+@contextlib.contextmanager
+def _loading(what: str):
+    """Any error the family's code raises (a KeyboardInterrupt too: the user's own signals are no
+    KeyboardInterrupt, compare.supervisor.Stopped) as one FamilyError line naming `what`."""
+    try:
+        yield
+    except FamilyError:
+        raise
+    except (Exception, SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
+        first = next((line for line in str(exc).splitlines() if line.strip()), "")
+        raise FamilyError(f"{what} failed to load: {type(exc).__name__}: {first}"[:400]) from None
 
 
 def _built_in() -> list[Found]:
     found = []
     for package in family_packages():
-        try:
+        with _loading(f"family package variants/{package} ({BUILT_IN})"):
             family = _family_of(importlib.import_module(f"variants.{package}"), f"variants/{package}")
             if family is not None:
                 found.append(Found(family, _collect(family), BUILT_IN))
-        except FamilyError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - any error of the family's code: one line naming it
-            raise _failed(f"family package variants/{package} ({BUILT_IN})", exc) from None
     return found
 
 
@@ -145,14 +149,9 @@ def _from_folder(origin: str, folder: Path) -> list[Found]:
     found = []
     for package in sorted(m.name for m in pkgutil.iter_modules([str(folder)]) if m.ispkg):
         where = f"family package {package} ({origin})"
-        try:
-            with isolated((folder,), package, share_own=True):
-                family = _family_of(importlib.import_module(package), where)
-                variants = _collect(family) if family is not None else {}
-        except FamilyError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - any error of the family's code: one line naming it
-            raise _failed(where, exc) from None
+        with _loading(where), isolated((folder,), package, share_own=True):
+            family = _family_of(importlib.import_module(package), where)
+            variants = _collect(family) if family is not None else {}
         if family is not None:
             # its kernels are compiled again elsewhere (compare/ir/worker.py) from the same folder
             roots = (str(folder),)
@@ -166,15 +165,11 @@ def _from_entry_points() -> list[Found]:
     for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
         dist = getattr(ep.dist, "name", None) or "an unnamed distribution"
         origin = f"entry point {ep.name} from {dist}"
-        try:
+        with _loading(f"family {origin} ({ep.value})"):
             family = _family_of(ep.load(), f"{origin} ({ep.value})")
             if family is None:
                 raise FamilyError(f"{origin} ({ep.value}) names a module without FAMILY; point it at a Family")
             found.append(Found(family, _collect(family), origin))
-        except FamilyError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - any error of the family's code: one line naming it
-            raise _failed(f"family {origin} ({ep.value})", exc) from None
     return found
 
 
