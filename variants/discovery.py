@@ -50,10 +50,18 @@ def _pyproject(repo: Path) -> Path | None:
 
 def pyproject_folders(repo: str | os.PathLike = ".") -> list[tuple[str, Path]]:
     """(origin, folder) of each `family-paths` entry of the `[tool.kernel-ab]` table (none without one)."""
-    import tomllib
+    if not Path(repo).is_dir():
+        raise FamilyError(f"--repo {repo}: no such folder")
     path = _pyproject(Path(repo).resolve())
     if path is None:
         return []
+    try:
+        import tomllib
+    except ImportError:   # Python 3.10
+        try:
+            import tomli as tomllib
+        except ImportError:
+            raise FamilyError(f"reading {path} needs Python 3.11 or the tomli package (pip install tomli)") from None
     try:
         table = tomllib.loads(path.read_text()).get("tool", {}).get("kernel-ab", {})
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
