@@ -28,7 +28,7 @@ BUILT_IN = "built-in"
 
 
 class FamilyError(ValueError):
-    """A family that cannot be registered; the message is one line saying which, why, and what would do."""
+    """A family that cannot be registered; the message is one line: which, why, and what to do."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,8 +123,8 @@ def _family_of(obj, where: str) -> Family | None:
         if isinstance(obj, type) and issubclass(obj, Family):
             obj = obj()
     if not isinstance(obj, Family):
-        raise FamilyError(f"{where}: FAMILY is a {type(obj).__name__}, not a variants.family.Family (an instance "
-                          "or subclass)")
+        raise FamilyError(f"{where}: found a {type(obj).__name__}, not a variants.family.Family (give an instance "
+                          "or a subclass)")
     return obj
 
 
