@@ -75,16 +75,28 @@ def test_a_registry_outside_a_command_has_only_built_in_families(tmp_path, capsy
     assert "gone_after" not in registry().families   # the command's folders ended with it
 
 
-def test_compare_runs_a_family_added_in_a_temporary_folder(tmp_path, capsys):
+def compare_json(capsys, tmp_path, *argv) -> dict:
     folder = copy_rms_norm(tmp_path / "fams", "tiny_rms")
-    code, _, err = run_main(capsys, "compare", "--family-path", str(folder), "--family", "tiny_rms", "--check",
-                            "numerics", "--shape", "3,24", "--trials", "1", "--inputs", "normal",
-                            "--json", str(tmp_path / "r.json"), "--fail-on-numerics", "--quiet")
+    code, _, err = run_main(capsys, "compare", *argv, "--family-path", str(folder), "--family", "tiny_rms",
+                            "--shape", "3,24", "--trials", "1", "--inputs", "normal", "--json", str(tmp_path / "r.json"),
+                            "--quiet")
     assert code == 0, err
-    report = json.loads((tmp_path / "r.json").read_text())
+    return json.loads((tmp_path / "r.json").read_text())
+
+
+def test_compare_runs_a_family_added_in_a_temporary_folder(tmp_path, capsys):
+    report = compare_json(capsys, tmp_path, "--check", "numerics", "--fail-on-numerics")
     assert report["family"] == "tiny_rms"
     statuses = {v["variant"]: v["status"] for case in report["numerics"]["cases"] for v in case["variants"]}
     assert statuses["pointer_mutation"] == statuses["explicit_offset"] == "pass"
+
+
+def test_the_compile_worker_imports_a_folder_familys_kernels_again(tmp_path, capsys):
+    """The compiled code comes from a worker process: it finds the kernel in the family's folder, on
+    kernel-ab's own modules (a reviewed tree's kernel could not import them)."""
+    report = compare_json(capsys, tmp_path, "explicit_offset", "--check", "ir", "--stage", "ttir")
+    compiled = [(k["variant"], k["status"], k["error"]) for ir in report["ir_kernels"] for k in ir["variants"]]
+    assert compiled == [("explicit_offset", "ok", "")], compiled
 
 
 def test_two_families_with_one_name_is_one_line_and_exit_2(tmp_path, capsys):
