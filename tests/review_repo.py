@@ -113,7 +113,8 @@ def _write(repo: Path, state: str) -> None:
 
 
 def make_repo(folder: Path, table: bool) -> Path:
-    """The repository at two commits (HEAD~1, HEAD), with pyproject.toml's kernel table if `table`."""
+    """The repository at tags v1 and v2 (see the module docstring), with pyproject.toml's kernel table if
+    `table`; then v3: `_scale_kernel`'s body changed, which no family's parameters fit."""
     repo = folder / ("mylib-table" if table else "mylib-plain")
     repo.mkdir()
     git(repo, "init", "-q")
@@ -121,6 +122,12 @@ def make_repo(folder: Path, table: bool) -> Path:
     (repo / "pyproject.toml").write_text(TABLE if table else '[project]\nname = "mylib"\n')
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "mylib")
+    git(repo, "tag", "v1")
     _write(repo, "after")
     git(repo, "commit", "-q", "-am", "rstd by rsqrt; a comment; relu's kernel renamed")
+    git(repo, "tag", "v2")
+    scale = repo / "mylib" / "scale.py"
+    scale.write_text(scale.read_text().replace("* factor", "* factor * 2.0"))
+    git(repo, "commit", "-q", "-am", "scale twice")
+    git(repo, "tag", "v3")
     return repo

@@ -1,0 +1,127 @@
+"""`review BASE HEAD` on a library repository built here (tests/review_repo.py): it compares the op of the
+one kernel whose code changed, lists the renamed kernel, says nothing of the comment-only change, maps the
+kernel by the repository's [tool.kernel-ab.kernels] table or else by parameter names, and a changed kernel
+it cannot map is named with the line that would map it."""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import time
+
+import pytest
+
+import main
+from compare.review import mapping
+from compare.review.kernels import kernels_in
+from tests.review_repo import make_repo
+
+SMALL = ["--shape", "4,64", "--check", "numerics", "--trials", "1", "--inputs", "normal", "--quiet"]
+
+
+def _review(repo, tmp, *more: str) -> tuple[int, dict, str, str]:
+    """(exit code, the --json review, the --markdown text, stderr) of an in-process review."""
+    out = tmp / f"review-{time.monotonic_ns()}"
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = main.main(["review", "--repo", str(repo), *more, "--json", str(out) + ".json",
+                          "--markdown", str(out) + ".md", *SMALL])
+    read = (lambda p: p.read_text() if p.exists() else "")
+    text = read(out.with_suffix(".json"))
+    return code, (json.loads(text) if text else {}), read(out.with_suffix(".md")), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def reviews(tmp_path_factory):
+    """One review of v1..v2 per repository: with the kernel table, and without it."""
+    tmp = tmp_path_factory.mktemp("review")
+    found = {}
+    for table in (True, False):
+        repo = make_repo(tmp, table)
+        started = time.monotonic()
+        found[table] = (*_review(repo, tmp, "v1", "v2", "--fail-on-numerics"), time.monotonic() - started, repo, tmp)
+    return found
+
+
+@pytest.mark.parametrize("table", [True, False], ids=["table", "parameters"])
+def test_review_compares_exactly_the_changed_kernels_op_at_both_revisions(reviews, table):
+    code, data, _, _, _, repo, _ = reviews[table]
+    assert code == 0
+    [compared] = data["compared"]
+    assert compared["target"]["callable"] == "RMSNormFunction.apply"
+    assert compared["target"]["kernels"] == ["mylib.rms:_rms_norm_fwd"]
+    assert compared["target"]["family"] == "rms_norm"
+    variants = {v["name"]: v["origin"] for v in compared["report"]["variants"] if v["kind"] == "op"}
+    assert sorted(variants) == ["RMSNormFunction.base", "RMSNormFunction.head"]
+    assert variants["RMSNormFunction.base"].startswith("git:" + data["base"])
+    assert variants["RMSNormFunction.head"].startswith("git:" + data["head"])
+    assert data["base"] != data["head"]
+
+
+@pytest.mark.parametrize("table", [True, False], ids=["table", "parameters"])
+def test_review_says_how_the_family_was_matched(reviews, table):
+    how = reviews[table][1]["compared"][0]["target"]["how"]
+    if table:
+        assert how.startswith("[tool.kernel-ab.kernels] maps mylib.rms:_rms_norm_fwd to rms_norm")
+    else:
+        assert how.startswith("matched by parameter names: RMSNormFunction.apply takes rms_norm's op arguments")
+
+
+def test_review_lists_the_rename_and_ignores_the_comment_only_change(reviews):
+    _, data, markdown, _, _, _, _ = reviews[False]
+    texts = [line["text"] for line in data["lines"]]
+    assert "renamed: mylib.act:_relu_kernel -> mylib.act:_relu_fwd_kernel (the same code; not compared)" in texts
+    assert texts[0].startswith("1 Triton kernel changed between v1")
+    assert "_scale_kernel" not in json.dumps(data)
+    assert "_scale_kernel" not in markdown and "mylib.scale" not in markdown
+    assert "**`RMSNormFunction.head`** against **`RMSNormFunction.base`** (baseline)" in markdown
+
+
+def test_review_of_one_op_on_the_cpu_takes_under_a_minute(reviews):
+    assert reviews[False][4] < 60
+
+
+def test_a_changed_kernel_no_family_fits_is_named_with_the_line_that_maps_it(reviews):
+    repo, tmp = reviews[False][5:]
+    code, data, _, err = _review(repo, tmp, "v2", "v3", "--fail-on-numerics")
+    assert data["compared"] == [] and code == 1
+    [line] = [x["text"] for x in data["lines"] if x["level"] == "warn"]
+    assert line.startswith("mylib.scale:_scale_kernel: changed, not compared: neither it nor an op")
+    assert line.endswith('"mylib.scale:_scale_kernel" = "<family>"')
+    assert "kernel-ab: gate failed: review could not judge: mylib.scale:_scale_kernel changed" in err
+    assert _review(repo, tmp, "v2", "v3", "--fail-on-numerics", "--accept-unjudged")[0] == 0
+
+
+@pytest.mark.parametrize("args, says", [
+    (["v1", "no-such-rev"], "HEAD 'no-such-rev': no such revision"),
+    (["-x", "v2"], "BASE"),
+])
+def test_a_bad_revision_is_one_line_and_exit_2(reviews, capsys, args, says):
+    repo = reviews[False][5]
+    assert main.main(["review", "--repo", str(repo), *(["--"] if args[0].startswith("-") else []), *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("kernel-ab: error: ") and says in err[0]
+
+
+def test_a_repo_that_is_no_git_repository_is_one_line_and_exit_2(tmp_path, capsys):
+    assert main.main(["review", "--repo", str(tmp_path), "A", "B"]) == 2
+    assert capsys.readouterr().err.strip() == (f"kernel-ab: error: --repo {tmp_path}: not a git repository; give "
+                                               "the reviewed git repository's folder")
+
+
+def test_kernels_are_found_under_autotune_and_compared_without_comments_or_docstrings():
+    source = ("import triton\n@triton.autotune(configs=[], key=['n'])\n@triton.jit\ndef k(X, n, B: tl.constexpr=4):\n"
+              "    '''doc'''\n    x = 1  # one\n\n\ndef op(X, n):\n    k[(1,)](X, n)\n")
+    [kernel] = kernels_in(source, "m.py", "m")
+    assert (kernel.name, kernel.tuned, kernel.params, kernel.required) == ("k", True, ("X", "n", "B"), 2)
+    assert [o.name for o in kernel.ops] == ["op"]
+    other = source.replace("'''doc'''", "'''other doc'''").replace("# one", "# two").replace("x = 1", "x   =   1")
+    assert kernels_in(other, "m.py", "m")[0].code == kernel.code
+    assert kernels_in(source.replace("x = 1", "x = 2"), "m.py", "m")[0].code != kernel.code
+
+
+def test_a_table_naming_an_unknown_family_is_said_with_the_known_ones():
+    [kernel] = kernels_in("@triton.jit\ndef k(a):\n    pass\n", "m.py", "m")
+    changed = [(kernel, kernel)]
+    targets, [unmapped] = mapping.plan(changed, {"m:k": "nope"}, {"rms_norm": object()})
+    assert targets == [] and unmapped.why.startswith("pyproject.toml maps m:k to 'nope', which is no registered family")
