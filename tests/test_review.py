@@ -7,14 +7,19 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
 import main
 from compare.review import mapping
 from compare.review.kernels import kernels_in
-from tests.review_repo import make_repo
+from compare.render import files
+from tests.review_repo import git, make_repo
 
 SMALL = ["--shape", "4,64", "--check", "numerics", "--trials", "1", "--inputs", "normal", "--quiet"]
 
@@ -22,6 +27,7 @@ SMALL = ["--shape", "4,64", "--check", "numerics", "--trials", "1", "--inputs", 
 def _review(repo, tmp, *more: str) -> tuple[int, dict, str, str]:
     """(exit code, the --json review, the --markdown text, stderr) of an in-process review."""
     out = tmp / f"review-{time.monotonic_ns()}"
+    (tmp / "last").write_text(str(out))
     err = io.StringIO()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
         code = main.main(["review", "--repo", str(repo), *more, "--json", str(out) + ".json",
@@ -81,6 +87,12 @@ def test_review_of_one_op_on_the_cpu_takes_under_a_minute(reviews):
     assert reviews[False][4] < 60
 
 
+def test_the_review_json_is_one_kernel_ab_replaces_without_force(reviews):
+    _review(*reviews[False][5:], "v2", "v3", "--accept-unjudged")
+    written = Path((reviews[False][6] / "last").read_text() + ".json")
+    assert json.loads(written.read_text())["kernel_ab"] == "review" and files.ours(written)
+
+
 def test_a_changed_kernel_no_family_fits_is_named_with_the_line_that_maps_it(reviews):
     repo, tmp = reviews[False][5:]
     code, data, _, err = _review(repo, tmp, "v2", "v3", "--fail-on-numerics")
@@ -125,3 +137,19 @@ def test_a_table_naming_an_unknown_family_is_said_with_the_known_ones():
     changed = [(kernel, kernel)]
     targets, [unmapped] = mapping.plan(changed, {"m:k": "nope"}, {"rms_norm": object()})
     assert targets == [] and unmapped.why.startswith("pyproject.toml maps m:k to 'nope', which is no registered family")
+
+
+@pytest.mark.slow
+def test_an_op_that_ends_the_process_is_reported_failed_and_the_review_still_comes_out(tmp_path):
+    repo = make_repo(tmp_path, table=False)
+    rms = repo / "mylib" / "rms.py"
+    rms.write_text(rms.read_text().replace("        X = X.contiguous()\n", "        import os\n        os._exit(3)\n", 1))
+    git(repo, "commit", "-q", "-am", "the op ends the process")
+    env = {k: v for k, v in os.environ.items() if k != "KERNEL_AB_ISOLATE"}
+    done = subprocess.run([sys.executable, "main.py", "review", "--repo", str(repo), "v1", "HEAD", *SMALL,
+                           "--json", str(tmp_path / "r.json")], capture_output=True, text=True, env=env,
+                          cwd=Path(main.__file__).parent, timeout=300)
+    assert "variant RMSNormFunction.head ended the process (exit code 3" in done.stderr
+    [compared] = json.loads((tmp_path / "r.json").read_text())["compared"]
+    status = {v["name"]: v["status"] for v in compared["report"]["variants"]}
+    assert status["RMSNormFunction.head"] == "failed" and status["RMSNormFunction.base"] == "ok"

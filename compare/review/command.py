@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+from pathlib import Path
 
 from compare.review import mapping
 from compare.review.kernels import changes
@@ -72,8 +73,15 @@ def run(args, registry, backend, make_request) -> int:
     base, head = repo.commit(args.base, "BASE"), repo.commit(args.head, "HEAD")
     found = changes(repo, base, head)
     targets, unmapped = mapping.plan(found.changed, _table(repo, head), registry.families)
+    labels = _labels(targets)
+    if args.out:   # each op's folder in --out is checked as --out itself is, before any work
+        from compare.usage import outputs
+        timed = not args.checks or "timing" in args.checks
+        for label in labels:
+            outputs(None, None, str(Path(args.out) / label), force=args.force,
+                    modes=("forward", "backward", "full") if timed else ())
     done = []
-    for target, label in zip(targets, _labels(targets)):
+    for target, label in zip(targets, labels):
         specs = (target.spec(f"{label}.base", base), target.spec(f"{label}.head", head))
         request = make_request(argparse.Namespace(**{**vars(args), "external": specs, "repo": str(repo.top),
                                                      "family": target.family, "variants": []}))

@@ -81,7 +81,9 @@ def markdown(review: Review) -> str:
 def _json(review: Review) -> str:
     from compare.jsonform import encode
     from compare.results import to_dict
-    data = {"kernel_ab": "review", "base": review.base, "head": review.head,
+    from compare.render.files import REVIEW_MARKER
+    from compare.results import MARKER_KEY
+    data = {MARKER_KEY: REVIEW_MARKER, "base": review.base, "head": review.head,
             "lines": [{"level": level, "text": text} for level, text in lines(review)],
             "compared": [{"label": c.label, "target": encode(c.target), "error": c.error,
                           "report": to_dict(c.report) if c.report is not None else None} for c in review.compared]}
