@@ -153,10 +153,8 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     _output_options(i)
     i.set_defaults(checks=["ir"], trials=1, seed=0, modes=None, noise=0.01, rounds=60, calls=5,
                    max_seconds=10.0, graph="auto")
-    from compare.review.command import add_options as review_options
-    v = sub.add_parser("review", help="compare the ops of the Triton kernels changed between two git revisions")
-    for options in (review_options, _timing_options, _ir_options, _output_options):
-        options(v)
+    from compare.review.command import register
+    register(sub, (_timing_options, _ir_options, _output_options))
     r = sub.add_parser("report", help="re-render a saved JSON report")
     r.add_argument("file", type=Path, help="a report.json written by compare")
     r.add_argument("--format", default="terminal", choices=("terminal", "markdown", "markdown-full"),

@@ -26,8 +26,10 @@ class Compared:
     error: str = ""            # why it could not run
 
 
-def add_options(p: argparse.ArgumentParser) -> None:
-    """BASE, HEAD, --repo and the comparison's options that review passes on (main adds timing, IR, output)."""
+def register(subparsers, more_options=()) -> None:
+    """The `review` subcommand: BASE, HEAD, --repo, the comparison's options it passes on, and `more_options`
+    (main's timing, IR and output options, each a function adding them to a parser)."""
+    p = subparsers.add_parser("review", help="compare the ops of the Triton kernels changed between two git revisions")
     p.add_argument("base", metavar="BASE", help="the revision before the change (a commit, branch or tag)")
     p.add_argument("head", metavar="HEAD", help="the revision with the change")
     p.add_argument("--repo", default=".", help="the reviewed git repository (default: the current directory)")
@@ -44,6 +46,8 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trials", type=int, default=3, help="fresh-input trials per shape (default 3)")
     p.add_argument("--seed", type=int, default=0, help="first seed of the trials (default 0)")
     p.set_defaults(variants=[], external=None, family=None)
+    for options in more_options:
+        options(p)
 
 
 def _table(repo: Repository, commit: str) -> dict[str, str]:
