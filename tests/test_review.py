@@ -17,7 +17,8 @@ import pytest
 
 import main
 from compare.review import mapping
-from compare.review.kernels import kernels_in
+from compare.review.kernels import changes, kernels_in
+from compare.review.revisions import Repository
 from compare.render import files
 from tests.review_repo import git, make_repo
 
@@ -153,3 +154,29 @@ def test_an_op_that_ends_the_process_is_reported_failed_and_the_review_still_com
     [compared] = json.loads((tmp_path / "r.json").read_text())["compared"]
     status = {v["name"]: v["status"] for v in compared["report"]["variants"]}
     assert status["RMSNormFunction.head"] == "failed" and status["RMSNormFunction.base"] == "ok"
+
+
+@pytest.mark.parametrize("text, says", [
+    ("[tool.kernel-ab.kernels\n", "pyproject.toml is not TOML"),
+    ('[tool.kernel-ab.kernels]\n"m:k" = 3\n', 'must map "package.module:name" to a family\'s name'),
+    ('[tool.kernel-ab.kernels]\n"k" = "rms_norm"\n', 'must map "package.module:name"'),
+])
+def test_a_kernel_table_that_is_not_strings_keyed_module_colon_name_is_refused(text, says):
+    with pytest.raises(ValueError, match=says.replace("(", "\\(")):
+        mapping.read_table(text)
+
+
+def test_added_removed_and_unparsable_kernels_are_told_apart(tmp_path):
+    git(tmp_path, "init", "-q")
+    (tmp_path / "a.py").write_text("@triton.jit\ndef gone(x):\n    return x\n")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "one")
+    (tmp_path / "a.py").write_text("@triton.jit\ndef new(x):\n    return x + 1\n")
+    (tmp_path / "b.py").write_text("@triton.jit\ndef broken(:\n")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "two")
+    repo = Repository(str(tmp_path))
+    found = changes(repo, repo.commit("HEAD~1", "BASE"), repo.commit("HEAD", "HEAD"))
+    assert [k.key for k in found.added] == ["a:new"] and [k.key for k in found.removed] == ["a:gone"]
+    assert found.changed == [] and found.renamed == []
+    assert len(found.unreadable) == 1 and found.unreadable[0].startswith("b.py at ")

@@ -48,7 +48,13 @@ def read_table(text: str | None) -> dict[str, str]:
     ValueError, one line, where it is not TOML or not a table of strings)."""
     if text is None:
         return {}
-    import tomllib
+    try:
+        import tomllib
+    except ImportError:   # Python 3.10
+        try:
+            import tomli as tomllib
+        except ImportError:
+            raise ValueError("reading pyproject.toml needs Python 3.11 or the tomli package") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
