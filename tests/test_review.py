@@ -20,7 +20,7 @@ from compare.review import mapping
 from compare.review.kernels import changes, kernels_in
 from compare.review.revisions import Repository
 from compare.render import files
-from tests.review_repo import git, make_repo
+from tests.review_repo import RMS, RSTD, git, make_repo
 
 SMALL = ["--shape", "4,64", "--check", "numerics", "--trials", "1", "--inputs", "normal", "--quiet"]
 
@@ -180,3 +180,27 @@ def test_added_removed_and_unparsable_kernels_are_told_apart(tmp_path):
     assert [k.key for k in found.added] == ["a:new"] and [k.key for k in found.removed] == ["a:gone"]
     assert found.changed == [] and found.renamed == []
     assert len(found.unreadable) == 1 and found.unreadable[0].startswith("b.py at ")
+
+
+def _rms_kernel(source: str = RMS):
+    [kernel] = kernels_in(source.replace("{rstd}", RSTD["after"]), "mylib/rms.py", "mylib.rms")
+    return [(kernel, kernel)]
+
+
+def test_a_table_line_naming_an_op_compares_that_op():
+    from variants import registry
+    changed = _rms_kernel(RMS.replace("def rms_norm(x, weight, eps=1e-6)", "def rms_norm(X, W, eps, offset, casting_mode)"))
+    [target], [] = mapping.plan(changed, {"mylib.rms:rms_norm": "rms_norm"}, registry().families)
+    assert target.callable == "rms_norm" and target.how.startswith("[tool.kernel-ab.kernels] maps mylib.rms:rms_norm")
+    [nearest], [] = mapping.plan(changed, {}, registry().families)
+    assert nearest.callable == "RMSNormFunction.apply"   # without the line: the op launching it directly
+
+
+def test_an_op_taking_the_family_arguments_in_its_own_order_is_called_in_that_order():
+    from variants import registry
+    changed = _rms_kernel(RMS.replace("def forward(ctx, X, W, eps, offset, casting_mode)",
+                                      "def forward(ctx, W, X, eps, offset, casting_mode)"))
+    [target], [] = mapping.plan(changed, {}, registry().families)
+    assert target.call == ("W", "X", "eps", "offset", "casting_mode")
+    assert target.spec("n.head", "abc") == "n.head=git:abc:mylib/rms.py::RMSNormFunction.apply(W, X, eps, offset, casting_mode)"
+    assert "in its own order" in target.how
