@@ -133,6 +133,14 @@ def test_kernels_are_found_under_autotune_and_compared_without_comments_or_docst
     assert kernels_in(source.replace("x = 1", "x = 2"), "m.py", "m")[0].code != kernel.code
 
 
+def test_a_kernel_the_table_maps_whose_op_does_not_fit_the_family_says_why():
+    from variants import registry
+    [kernel] = kernels_in("@triton.jit\ndef k(a):\n    pass\n\ndef f(a):\n    k[(1,)](a)\n", "m.py", "m")
+    [], [unmapped] = mapping.plan([(kernel, kernel)], {"m:k": "rms_norm"}, registry().families)
+    assert unmapped.mapped and unmapped.why == ("its ops (f(a)) do not take rms_norm's op arguments (X, W, eps, offset, "
+                                                "casting_mode), and the kernel does not take its launchers' parameters")
+
+
 def test_a_table_naming_an_unknown_family_is_said_with_the_known_ones():
     [kernel] = kernels_in("@triton.jit\ndef k(a):\n    pass\n", "m.py", "m")
     changed = [(kernel, kernel)]

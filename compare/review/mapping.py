@@ -37,6 +37,7 @@ class Unmapped:
     kernel: str      # module:name
     why: str
     family: str = "<family>"   # the closest family, for the line that would fix it
+    mapped: bool = False       # the table maps it already: another line would not help
 
     @property
     def fix(self) -> str:
@@ -129,7 +130,7 @@ def plan(changed: list[tuple[Kernel, Kernel]], table: dict[str, str], families) 
             named_op = key.partition(":")[2] if key != kernel.key else ""
             best = _best(kernel, base, families[family_name], named_op)
             if best is None:
-                unmapped.append(Unmapped(kernel.key, _unfit(kernel, families[family_name]), family_name))
+                unmapped.append(Unmapped(kernel.key, _unfit(kernel, families[family_name]), family_name, mapped=True))
                 continue
             target = dataclasses.replace(best[1], how=f"{TABLE} maps {key} to {family_name}; {best[1].how}")
         else:
@@ -157,4 +158,4 @@ def plan(changed: list[tuple[Kernel, Kernel]], table: dict[str, str], families) 
 def _unfit(kernel: Kernel, family) -> str:
     ops = "; ".join(f"{o.name}({', '.join(o.params)})" for o in kernel.ops) or "none found in its module"
     return (f"its ops ({ops}) do not take {family.name}'s op arguments ({', '.join(family.op_params)}), and the "
-            f"kernel{' is autotuned' if kernel.tuned else ' does not take its launchers parameters'}")
+            "kernel " + ("is autotuned" if kernel.tuned else "does not take its launchers' parameters"))

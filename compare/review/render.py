@@ -50,8 +50,9 @@ def lines(review: Review) -> list[tuple[str, str]]:
                         f"{', '.join(c.label for c in ran) or 'none'}")]
     out += [("fail", f"{', '.join(c.target.kernels)}: changed; {c.target.module}:{c.target.callable} could not be "
                      f"compared: {c.error}") for c in review.compared if c.report is None]
-    out += [("warn", f"{u.kernel}: changed, not compared: {u.why}; a line of pyproject.toml's {TABLE} would map "
-                     f"it: {u.fix}") for u in review.unmapped]
+    out += [("warn", f"{u.kernel}: changed, not compared: {u.why}" + (
+        "; compare its op by hand: compare --variant NAME=git:REV:PATH::OP(ARGS)" if u.mapped else
+        f"; a line of pyproject.toml's {TABLE} would map it: {u.fix}")) for u in review.unmapped]
     out += [("info", f"renamed: {a.key} -> {b.key} (the same code; not compared)") for a, b in ch.renamed]
     out += [("info", f"added: {k.key} (no version at {review.base_rev} to compare with)") for k in ch.added]
     out += [("info", f"removed: {k.key}") for k in ch.removed]
