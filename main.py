@@ -8,6 +8,7 @@
     python main.py compare --variant 'NAME=git:REV:PATH::Fn.apply(X, W, B, num_channels, num_groups, eps)'
     python main.py ir [A B ...] [--stage ttir|ttgir|llir|ptx|sass] [--target sm_90] [--preset NAME | --shape ...] [--full]
     python main.py report FILE.json [--format terminal|markdown|markdown-full]
+    python main.py review BASE HEAD [--repo DIR] [--preset NAME | --shape ...] [--check CHECK] [--out DIR] [gates]
 
 Exit codes: 0 every gate asked for holds; 1 a gate failed or could not be judged (--accept-unjudged lets
 the latter pass); 2 bad usage; 74 a report file could not be written.
@@ -163,6 +164,8 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     _output_options(i)
     i.set_defaults(checks=["ir"], trials=1, seed=0, modes=None, noise=0.01, rounds=60, calls=5,
                    max_seconds=10.0, graph="auto")
+    from compare.review.command import register
+    register(sub, (_timing_options, _ir_options, _output_options, _family_options))
     r = sub.add_parser("report", help="re-render a saved JSON report")
     r.add_argument("file", type=Path, help="a report.json written by compare")
     r.add_argument("--format", default="terminal", choices=("terminal", "markdown", "markdown-full"),
@@ -373,7 +376,7 @@ def _main(argv: list[str], prog: str) -> int:
         if args.command == "report":
             return cmd_report(args)
         _check(args)
-        if args.command in ("compare", "ir"):   # read by every launch's status record (compare.supervisor)
+        if args.command in ("compare", "ir", "review"):   # read by every launch's status record (compare.supervisor)
             os.environ["KERNEL_AB_VARIANT_TIMEOUT"] = repr(args.variant_timeout)
         backend = configure(getattr(args, "device", "auto"))
         from variants import discovery, registry
@@ -381,6 +384,9 @@ def _main(argv: list[str], prog: str) -> int:
             reg = registry()
             if args.command == "list":
                 return cmd_list(reg)
+            if args.command == "review":
+                from compare.review.command import run as cmd_review
+                return cmd_review(args, reg, backend, _request)
             return cmd_compare(args, reg, backend)
     except (UsageError, BackendError, FamilyError) as exc:
         return _fail(str(exc))
@@ -402,7 +408,7 @@ def cli() -> None:
     from compare import supervisor
     argv = sys.argv[1:]
     words = [a for a in argv if not a.startswith("-")]
-    if (words[:1] in (["compare"], ["ir"]) and os.environ.get(supervisor.ISOLATE_ENV) != "0"
+    if (words[:1] in (["compare"], ["ir"], ["review"]) and os.environ.get(supervisor.ISOLATE_ENV) != "0"
             and not os.environ.get(supervisor.STATUS_ENV)):
         from compare.supervision import supervise
         child = [sys.executable, sys.argv[0], *argv]   # the same command line, so the report records it

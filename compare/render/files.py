@@ -17,6 +17,7 @@ from pathlib import Path
 from compare.results import MARKER, MARKER_KEY, from_dict
 
 REPORT_MD, FULL_MD, REPORT_JSON, ROWS_JSON = "report.md", "report-full.md", "report.json", "benchmark_rows.json"
+REVIEW_MARKER = "review"   # the marker of `review`'s JSON (compare/review/render.py)
 WRITE_FAILED = 74   # the exit code when a file could not be written (sysexits' EX_IOERR)
 
 
@@ -58,7 +59,7 @@ def ours(path: Path) -> bool:
     if not isinstance(value, dict):
         return False
     if MARKER_KEY in value:
-        return value[MARKER_KEY] == MARKER
+        return value[MARKER_KEY] in (MARKER, REVIEW_MARKER)
     try:
         from_dict(value)
     except Exception:  # noqa: BLE001 - whatever fails to load is not a report of ours

@@ -1,0 +1,118 @@
+"""`review BASE HEAD`: the changed kernels' ops compared at both revisions, as `compare` compares them.
+
+Each op (or kernel) becomes two --variant specs, `OP.base=git:BASE:PATH::OP` and `OP.head=git:HEAD:...`,
+run through compare's pipeline in its family with the family's default plan (--preset, --shape, --check
+and the rest pass through). Names are unique across ops, so a supervisor that reruns the review without
+a variant that crashed its process (compare.supervisor) leaves out that one alone.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+from pathlib import Path
+
+from compare.review import mapping
+from compare.review.kernels import changes
+from compare.review.revisions import Repository
+from compare.usage import UsageError
+
+
+@dataclasses.dataclass(frozen=True)
+class Compared:
+    target: mapping.Target
+    label: str                 # the variants are LABEL.base and LABEL.head
+    report: object = None      # the compare Report (None: it could not run)
+    error: str = ""            # why it could not run
+
+
+def register(subparsers, more_options=()) -> None:
+    """The `review` subcommand: BASE, HEAD, --repo, the comparison's options it passes on, and `more_options`
+    (main's timing, IR and output options, each a function adding them to a parser)."""
+    p = subparsers.add_parser("review", help="compare the ops of the Triton kernels changed between two git revisions")
+    p.add_argument("base", metavar="BASE", help="the revision before the change (a commit, branch or tag)")
+    p.add_argument("head", metavar="HEAD", help="the revision with the change")
+    p.add_argument("--repo", default=".", help="the reviewed git repository (default: the current directory)")
+    p.add_argument("--preset", help="shape preset of every family compared (default: each family's default)")
+    p.add_argument("--shape", help="one shape instead of a preset, in the family's form (`main.py list`)")
+    p.add_argument("--eps", type=float, help="eps for --shape (default 1e-6)")
+    p.add_argument("--dtype", default="float32", help="float32, float16, bfloat16, a comma list, or all")
+    p.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"), help="where kernels run")
+    p.add_argument("--variant-timeout", type=float, default=300.0, metavar="SECONDS",
+                   help="a launch that has not returned after this long is stopped and reported (default 300)")
+    p.add_argument("--check", action="append", dest="checks",
+                   help="run only this check (repeatable): numerics, backward, timing, ir (default all)")
+    p.add_argument("--inputs", help="input kinds, comma list or all (default: the quick plan)")
+    p.add_argument("--trials", type=int, default=3, help="fresh-input trials per shape (default 3)")
+    p.add_argument("--seed", type=int, default=0, help="first seed of the trials (default 0)")
+    p.set_defaults(variants=[], external=None, family=None)
+    for options in more_options:
+        options(p)
+
+
+def _table(repo: Repository, commit: str) -> dict[str, str]:
+    files = repo.files(commit)
+    text = repo.read([files["pyproject.toml"]]).get(files["pyproject.toml"]) if "pyproject.toml" in files else None
+    try:
+        return mapping.read_table(text)
+    except ValueError as exc:
+        raise UsageError(f"{repo.top}: {exc}") from None
+
+
+def _labels(targets: list[mapping.Target]) -> list[str]:
+    labels = []
+    for t in targets:
+        label = t.callable.removesuffix(".apply")
+        if label in labels:
+            label = f"{t.module}.{label}"
+        labels.append(label)
+    return labels
+
+
+def run(args, registry, backend, make_request) -> int:
+    """The review's exit code; `make_request(args)` is the command line's Request maker (main._request)."""
+    from compare import gates, supervisor
+    from compare.review import render
+    repo = Repository(args.repo)
+    base, head = repo.commit(args.base, "BASE"), repo.commit(args.head, "HEAD")
+    found = changes(repo, base, head)
+    targets, unmapped = mapping.plan(found.changed, _table(repo, head), registry.families)
+    labels = _labels(targets)
+    if args.out:   # each op's folder in --out is checked as --out itself is, before any work
+        from compare.usage import outputs
+        timed = not args.checks or "timing" in args.checks
+        for label in labels:
+            outputs(None, None, str(Path(args.out) / label), force=args.force,
+                    modes=("forward", "backward", "full") if timed else ())
+    done = []
+    for target, label in zip(targets, labels):
+        specs = (target.spec(f"{label}.base", base), target.spec(f"{label}.head", head))
+        request = make_request(argparse.Namespace(**{**vars(args), "external": specs, "repo": str(repo.top),
+                                                     "family": target.family, "variants": []}))
+        report, error = _compare(request, registry, backend, args.quiet, supervisor.excluded())
+        if report is not None:
+            report = dataclasses.replace(report, gates=gates.decide(report, args.fail_on_numerics,
+                                                                    args.fail_if_slower, args.accept_unjudged))
+        done.append(Compared(target, label, report, error))
+    review = render.Review(args.base, args.head, base, head, found, tuple(done), tuple(unmapped))
+    return render.finish(review, args)
+
+
+def _compare(request, registry, backend, quiet: bool, excluded) -> tuple[object, str]:
+    """(report, "") of one op's comparison, or (None, why) when neither revision's code could be loaded.
+    A bad --preset or --shape for its family is the user's: UsageError."""
+    from compare import memory, pipeline, supervisor
+    from compare.progress import reporter
+    with contextlib.ExitStack() as stack:
+        try:
+            request, registry, failed = stack.enter_context(pipeline.loaded(request, registry, excluded))
+        except (UsageError, pipeline.NothingToCompare) as exc:
+            return None, str(exc)
+        pipeline.resolve(request, registry)
+        memory.refuse_what_cannot_fit(request, registry, backend)
+        try:
+            request, failed = pipeline.without_crashed(request, registry, failed, excluded, supervisor.timing_left_out())
+        except pipeline.NothingToCompare as exc:
+            return None, str(exc)
+        with reporter(pipeline.count_steps(request, registry, backend), not quiet) as step:
+            return pipeline.run(request, registry, backend, step, failed=failed), ""

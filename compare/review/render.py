@@ -1,0 +1,142 @@
+"""The review in one report: each compared op's own report (its headline first, as compare writes it), then
+what the change did to every kernel that was not compared, and why, with the line that would map it.
+
+Terminal: each op's report, then the review's lines. Markdown (--markdown, --out's report.md): the
+review's lines, then each op's comment, cut to share the comment's room. --out also writes each op's
+whole report into a folder of its own (report-full.md, report.json: `main.py report` re-renders it).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+from pathlib import Path
+
+from compare.review.kernels import Changes
+from compare.review.mapping import TABLE, Unmapped
+
+LEVELS = {"ok": "OK  ", "fail": "FAIL", "warn": "WARN", "info": "    "}
+_MARKS = {"ok": "✅ ", "fail": "❌ ", "warn": "⚠️ ", "info": ""}
+
+
+@dataclasses.dataclass(frozen=True)
+class Review:
+    base_rev: str           # as given
+    head_rev: str
+    base: str               # the commits
+    head: str
+    changes: Changes
+    compared: tuple         # command.Compared, one per op
+    unmapped: tuple[Unmapped, ...]
+
+
+def title(c) -> str:
+    t = c.target
+    return (f"{t.module}:{t.callable} in family {t.family} (changed: {', '.join(k.partition(':')[2] for k in t.kernels)}; "
+            f"{t.how})")
+
+
+def lines(review: Review) -> list[tuple[str, str]]:
+    """(level, text) of what the review found, apart from each op's report."""
+    ch = review.changes
+    span = f"{review.base_rev} ({review.base[:7]}) and {review.head_rev} ({review.head[:7]})"
+    ran = [c for c in review.compared if c.report is not None]
+    if not ch.changed:
+        out = [("ok", f"no Triton kernel's code changed between {span}")]
+    else:
+        out = [("info", f"{len(ch.changed)} Triton kernel{'s' if len(ch.changed) != 1 else ''} changed between {span}; "
+                        f"{len(ran)} op{'s' if len(ran) != 1 else ''} compared: "
+                        f"{', '.join(c.label for c in ran) or 'none'}")]
+    out += [("fail", f"{', '.join(c.target.kernels)}: changed; {c.target.module}:{c.target.callable} could not be "
+                     f"compared: {c.error}") for c in review.compared if c.report is None]
+    out += [("warn", f"{u.kernel}: changed, not compared: {u.why}" + (
+        "; compare its op by hand: compare --variant NAME=git:REV:PATH::OP(ARGS)" if u.mapped else
+        f"; a line of pyproject.toml's {TABLE} would map it: {u.fix}")) for u in review.unmapped]
+    out += [("info", f"renamed: {a.key} -> {b.key} (the same code; not compared)") for a, b in ch.renamed]
+    out += [("info", f"added: {k.key} (no version at {review.base_rev} to compare with)") for k in ch.added]
+    out += [("info", f"removed: {k.key}") for k in ch.removed]
+    out += [("warn", f"not read (does not parse): {u}") for u in ch.unreadable]
+    return out
+
+
+def unjudged(review: Review) -> list[str]:
+    """A line per changed kernel whose change no comparison judged (gates cannot pass on it)."""
+    return [f"{u.kernel} changed and was not compared ({u.why})" for u in review.unmapped] + \
+           [f"{', '.join(c.target.kernels)} changed and could not be compared" for c in review.compared
+            if c.report is None]
+
+
+def markdown(review: Review) -> str:
+    from compare.render import markdown as md
+    text = [f"{md.TITLE}review of {review.base_rev}..{review.head_rev}", ""]
+    text += [f"- {_MARKS[level]}{line}" for level, line in lines(review)]
+    ran = [c for c in review.compared if c.report is not None]
+    room = max(md.COMMENT_LIMIT - len("\n".join(text)), 2000) // max(len(ran), 1)
+    for c in ran:
+        body = md.render(c.report, limit=room).replace(md.TITLE, "#### ", 1)
+        text += ["", f"### `{c.label}`: {title(c)}", "", body]
+    return "\n".join(text) + "\n"
+
+
+def _json(review: Review) -> str:
+    from compare.jsonform import encode
+    from compare.results import to_dict
+    from compare.render.files import REVIEW_MARKER
+    from compare.results import MARKER_KEY
+    data = {MARKER_KEY: REVIEW_MARKER, "base": review.base, "head": review.head,
+            "lines": [{"level": level, "text": text} for level, text in lines(review)],
+            "compared": [{"label": c.label, "target": encode(c.target), "error": c.error,
+                          "report": to_dict(c.report) if c.report is not None else None} for c in review.compared]}
+    return json.dumps(data, indent=2, allow_nan=False) + "\n"
+
+
+def _terminal(review: Review) -> None:
+    from rich.console import Console
+    from rich.text import Text
+    from compare.render import terminal
+    console = Console(emoji=False, highlight=False)
+    if not console.is_terminal and not os.environ.get("COLUMNS", "").strip().isdigit():
+        console = Console(width=terminal.PIPE_WIDTH, emoji=False, highlight=False)
+    for c in review.compared:
+        if c.report is not None:
+            console.rule(Text(f"review: {title(c)}"))
+            terminal.render(c.report, console)
+    console.rule(Text(f"kernel-ab review of {review.base_rev}..{review.head_rev}"))
+    for level, line in lines(review):
+        console.print(Text(f"{LEVELS[level]} {line}"))
+
+
+def finish(review: Review, args) -> int:
+    """Print the review, write its files, and return the exit code (gates as compare's, and a changed kernel
+    no comparison judged is a gate that could not be judged)."""
+    from compare import gates
+    from compare.render import files
+    _terminal(review)
+    written, unwritten = [], 0
+    outputs = [(args.markdown, lambda: markdown(review)), (args.json, lambda: _json(review))]
+    if args.out:
+        outputs.append((str(Path(args.out) / files.REPORT_MD), lambda: markdown(review)))
+        for c in review.compared:
+            if c.report is not None:
+                said, failed = files.write(c.report, out=Path(args.out) / c.label)
+                written += said
+                unwritten += failed
+    for path, text in outputs:
+        if path:
+            try:
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+                files.write_atomic(Path(path), text().encode())
+                written.append(f"wrote {path}")
+            except OSError as exc:
+                unwritten += 1
+                written.append(f"kernel-ab: error: could not write {path} ({exc.strerror or exc})")
+    for line in written:
+        print(line, file=sys.stderr)
+    broken = [line for c in review.compared if c.report is not None for g in c.report.gates
+              for line in gates.reasons(g)]
+    if (args.fail_on_numerics or args.fail_if_slower is not None) and not args.accept_unjudged:
+        broken += [f"review could not judge: {line}" for line in unjudged(review)]
+    for line in broken:
+        print(f"kernel-ab: gate failed: {line}", file=sys.stderr)
+    return files.WRITE_FAILED if unwritten else 1 if broken else 0

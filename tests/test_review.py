@@ -1,0 +1,214 @@
+"""`review BASE HEAD` on a library repository built here (tests/review_repo.py): it compares the op of the
+one kernel whose code changed, lists the renamed kernel, says nothing of the comment-only change, maps the
+kernel by the repository's [tool.kernel-ab.kernels] table or else by parameter names, and a changed kernel
+it cannot map is named with the line that would map it."""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import main
+from compare.review import mapping
+from compare.review.kernels import changes, kernels_in
+from compare.review.revisions import Repository
+from compare.render import files
+from tests.review_repo import RMS, RSTD, git, make_repo
+
+SMALL = ["--shape", "4,64", "--check", "numerics", "--trials", "1", "--inputs", "normal", "--quiet"]
+
+
+def _review(repo, tmp, *more: str) -> tuple[int, dict, str, str]:
+    """(exit code, the --json review, the --markdown text, stderr) of an in-process review."""
+    out = tmp / f"review-{time.monotonic_ns()}"
+    (tmp / "last").write_text(str(out))
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = main.main(["review", "--repo", str(repo), *more, "--json", str(out) + ".json",
+                          "--markdown", str(out) + ".md", *SMALL])
+    read = (lambda p: p.read_text() if p.exists() else "")
+    text = read(out.with_suffix(".json"))
+    return code, (json.loads(text) if text else {}), read(out.with_suffix(".md")), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def reviews(tmp_path_factory):
+    """One review of v1..v2 per repository: with the kernel table, and without it."""
+    tmp = tmp_path_factory.mktemp("review")
+    found = {}
+    for table in (True, False):
+        repo = make_repo(tmp, table)
+        started = time.monotonic()
+        found[table] = (*_review(repo, tmp, "v1", "v2", "--fail-on-numerics"), time.monotonic() - started, repo, tmp)
+    return found
+
+
+@pytest.mark.parametrize("table", [True, False], ids=["table", "parameters"])
+def test_review_compares_exactly_the_changed_kernels_op_at_both_revisions(reviews, table):
+    code, data, _, _, _, repo, _ = reviews[table]
+    assert code == 0
+    [compared] = data["compared"]
+    assert compared["target"]["callable"] == "RMSNormFunction.apply"
+    assert compared["target"]["kernels"] == ["mylib.rms:_rms_norm_fwd"]
+    assert compared["target"]["family"] == "rms_norm"
+    variants = {v["name"]: v["origin"] for v in compared["report"]["variants"] if v["kind"] == "op"}
+    assert sorted(variants) == ["RMSNormFunction.base", "RMSNormFunction.head"]
+    assert variants["RMSNormFunction.base"].startswith("git:" + data["base"])
+    assert variants["RMSNormFunction.head"].startswith("git:" + data["head"])
+    assert data["base"] != data["head"]
+
+
+@pytest.mark.parametrize("table", [True, False], ids=["table", "parameters"])
+def test_review_says_how_the_family_was_matched(reviews, table):
+    how = reviews[table][1]["compared"][0]["target"]["how"]
+    if table:
+        assert how.startswith("[tool.kernel-ab.kernels] maps mylib.rms:_rms_norm_fwd to rms_norm")
+    else:
+        assert how.startswith("matched by parameter names: RMSNormFunction.apply takes rms_norm's op arguments")
+
+
+def test_review_lists_the_rename_and_ignores_the_comment_only_change(reviews):
+    _, data, markdown, _, _, _, _ = reviews[False]
+    texts = [line["text"] for line in data["lines"]]
+    assert "renamed: mylib.act:_relu_kernel -> mylib.act:_relu_fwd_kernel (the same code; not compared)" in texts
+    assert texts[0].startswith("1 Triton kernel changed between v1")
+    assert "_scale_kernel" not in json.dumps(data)
+    assert "_scale_kernel" not in markdown and "mylib.scale" not in markdown
+    assert "**`RMSNormFunction.head`** against **`RMSNormFunction.base`** (baseline)" in markdown
+
+
+def test_review_of_one_op_on_the_cpu_takes_under_a_minute(reviews):
+    assert reviews[False][4] < 60
+
+
+def test_the_review_json_is_one_kernel_ab_replaces_without_force(reviews):
+    _review(*reviews[False][5:], "v2", "v3", "--accept-unjudged")
+    written = Path((reviews[False][6] / "last").read_text() + ".json")
+    assert json.loads(written.read_text())["kernel_ab"] == "review" and files.ours(written)
+
+
+def test_a_changed_kernel_no_family_fits_is_named_with_the_line_that_maps_it(reviews):
+    repo, tmp = reviews[False][5:]
+    code, data, _, err = _review(repo, tmp, "v2", "v3", "--fail-on-numerics")
+    assert data["compared"] == [] and code == 1
+    [line] = [x["text"] for x in data["lines"] if x["level"] == "warn"]
+    assert line.startswith("mylib.scale:_scale_kernel: changed, not compared: neither it nor an op")
+    assert line.endswith('"mylib.scale:_scale_kernel" = "<family>"')
+    assert "kernel-ab: gate failed: review could not judge: mylib.scale:_scale_kernel changed" in err
+    assert _review(repo, tmp, "v2", "v3", "--fail-on-numerics", "--accept-unjudged")[0] == 0
+
+
+@pytest.mark.parametrize("args, says", [
+    (["v1", "no-such-rev"], "HEAD 'no-such-rev': no such revision"),
+    (["-x", "v2"], "BASE"),
+])
+def test_a_bad_revision_is_one_line_and_exit_2(reviews, capsys, args, says):
+    repo = reviews[False][5]
+    assert main.main(["review", "--repo", str(repo), *(["--"] if args[0].startswith("-") else []), *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("kernel-ab: error: ") and says in err[0]
+
+
+def test_a_repo_that_is_no_git_repository_is_one_line_and_exit_2(tmp_path, capsys):
+    assert main.main(["review", "--repo", str(tmp_path), "A", "B"]) == 2
+    assert capsys.readouterr().err.strip() == (f"kernel-ab: error: --repo {tmp_path}: not a git repository; give "
+                                               "the reviewed git repository's folder")
+
+
+def test_kernels_are_found_under_autotune_and_compared_without_comments_or_docstrings():
+    source = ("import triton\n@triton.autotune(configs=[], key=['n'])\n@triton.jit\ndef k(X, n, B: tl.constexpr=4):\n"
+              "    '''doc'''\n    x = 1  # one\n\n\ndef op(X, n):\n    k[(1,)](X, n)\n")
+    [kernel] = kernels_in(source, "m.py", "m")
+    assert (kernel.name, kernel.tuned, kernel.params, kernel.required) == ("k", True, ("X", "n", "B"), 2)
+    assert [o.name for o in kernel.ops] == ["op"]
+    other = source.replace("'''doc'''", "'''other doc'''").replace("# one", "# two").replace("x = 1", "x   =   1")
+    assert kernels_in(other, "m.py", "m")[0].code == kernel.code
+    assert kernels_in(source.replace("x = 1", "x = 2"), "m.py", "m")[0].code != kernel.code
+
+
+def test_a_kernel_the_table_maps_whose_op_does_not_fit_the_family_says_why():
+    from variants import registry
+    [kernel] = kernels_in("@triton.jit\ndef k(a):\n    pass\n\ndef f(a):\n    k[(1,)](a)\n", "m.py", "m")
+    [], [unmapped] = mapping.plan([(kernel, kernel)], {"m:k": "rms_norm"}, registry().families)
+    assert unmapped.mapped and unmapped.why == ("its ops (f(a)) do not take rms_norm's op arguments (X, W, eps, offset, "
+                                                "casting_mode), and the kernel does not take its launchers' parameters")
+
+
+def test_a_table_naming_an_unknown_family_is_said_with_the_known_ones():
+    [kernel] = kernels_in("@triton.jit\ndef k(a):\n    pass\n", "m.py", "m")
+    changed = [(kernel, kernel)]
+    targets, [unmapped] = mapping.plan(changed, {"m:k": "nope"}, {"rms_norm": object()})
+    assert targets == [] and unmapped.why.startswith("pyproject.toml maps m:k to 'nope', which is no registered family")
+
+
+@pytest.mark.slow
+def test_an_op_that_ends_the_process_is_reported_failed_and_the_review_still_comes_out(tmp_path):
+    repo = make_repo(tmp_path, table=False)
+    rms = repo / "mylib" / "rms.py"
+    rms.write_text(rms.read_text().replace("        X = X.contiguous()\n", "        import os\n        os._exit(3)\n", 1))
+    git(repo, "commit", "-q", "-am", "the op ends the process")
+    env = {k: v for k, v in os.environ.items() if k != "KERNEL_AB_ISOLATE"}
+    done = subprocess.run([sys.executable, "main.py", "review", "--repo", str(repo), "v1", "HEAD", *SMALL,
+                           "--json", str(tmp_path / "r.json")], capture_output=True, text=True, env=env,
+                          cwd=Path(main.__file__).parent, timeout=300)
+    assert "variant RMSNormFunction.head ended the process (exit code 3" in done.stderr
+    [compared] = json.loads((tmp_path / "r.json").read_text())["compared"]
+    status = {v["name"]: v["status"] for v in compared["report"]["variants"]}
+    assert status["RMSNormFunction.head"] == "failed" and status["RMSNormFunction.base"] == "ok"
+
+
+@pytest.mark.parametrize("text, says", [
+    ("[tool.kernel-ab.kernels\n", "pyproject.toml is not TOML"),
+    ('[tool.kernel-ab.kernels]\n"m:k" = 3\n', 'must map "package.module:name" to a family\'s name'),
+    ('[tool.kernel-ab.kernels]\n"k" = "rms_norm"\n', 'must map "package.module:name"'),
+])
+def test_a_kernel_table_that_is_not_strings_keyed_module_colon_name_is_refused(text, says):
+    with pytest.raises(ValueError, match=says.replace("(", "\\(")):
+        mapping.read_table(text)
+
+
+def test_added_removed_and_unparsable_kernels_are_told_apart(tmp_path):
+    git(tmp_path, "init", "-q")
+    (tmp_path / "a.py").write_text("@triton.jit\ndef gone(x):\n    return x\n")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "one")
+    (tmp_path / "a.py").write_text("@triton.jit\ndef new(x):\n    return x + 1\n")
+    (tmp_path / "b.py").write_text("@triton.jit\ndef broken(:\n")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "two")
+    repo = Repository(str(tmp_path))
+    found = changes(repo, repo.commit("HEAD~1", "BASE"), repo.commit("HEAD", "HEAD"))
+    assert [k.key for k in found.added] == ["a:new"] and [k.key for k in found.removed] == ["a:gone"]
+    assert found.changed == [] and found.renamed == []
+    assert len(found.unreadable) == 1 and found.unreadable[0].startswith("b.py at ")
+
+
+def _rms_kernel(source: str = RMS):
+    [kernel] = kernels_in(source.replace("{rstd}", RSTD["after"]), "mylib/rms.py", "mylib.rms")
+    return [(kernel, kernel)]
+
+
+def test_a_table_line_naming_an_op_compares_that_op():
+    from variants import registry
+    changed = _rms_kernel(RMS.replace("def rms_norm(x, weight, eps=1e-6)", "def rms_norm(X, W, eps, offset, casting_mode)"))
+    [target], [] = mapping.plan(changed, {"mylib.rms:rms_norm": "rms_norm"}, registry().families)
+    assert target.callable == "rms_norm" and target.how.startswith("[tool.kernel-ab.kernels] maps mylib.rms:rms_norm")
+    [nearest], [] = mapping.plan(changed, {}, registry().families)
+    assert nearest.callable == "RMSNormFunction.apply"   # without the line: the op launching it directly
+
+
+def test_an_op_taking_the_family_arguments_in_its_own_order_is_called_in_that_order():
+    from variants import registry
+    changed = _rms_kernel(RMS.replace("def forward(ctx, X, W, eps, offset, casting_mode)",
+                                      "def forward(ctx, W, X, eps, offset, casting_mode)"))
+    [target], [] = mapping.plan(changed, {}, registry().families)
+    assert target.call == ("W", "X", "eps", "offset", "casting_mode")
+    assert target.spec("n.head", "abc") == "n.head=git:abc:mylib/rms.py::RMSNormFunction.apply(W, X, eps, offset, casting_mode)"
+    assert "in its own order" in target.how
