@@ -87,7 +87,7 @@ def flush_l2(buffer: torch.Tensor) -> None:
     zeroing the buffer (as triton.testing.do_bench does) leaves it full of dirty ones, whose write-back
     to device memory the next, timed, call then pays for: on the H200 a read-only pass over 42 MB took
     24.7 us after a zeroing flush and 19.5 us after a reading one, a copy of 42 MB 23.9 against 21.5 us
-    (benchmarks/flush_probe.py; reports/l2_flush)."""
+    (reports/l2_flush)."""
     buffer.amax()
 
 

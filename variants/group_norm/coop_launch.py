@@ -55,7 +55,7 @@ class Config:
             " overlap" if self.overlap else "") + (" reread" if self.chunks > 1 else "")
 
 
-# Chosen from benchmarks/coop_probe.py on the H200 (reports/coop_probes/README.md), by element
+# Chosen from coop_probe.py on the H200 (reports/coop_probes/README.md), by element
 # size in bytes. Resident: elements a thread holds (float32 64: 2,048-element groups in one warp;
 # bfloat16 32: two warps, 56 registers). Split: registers a thread may take, the fewest without spills
 # (float32 128: 4 programs an SM where 160 would fit 3; bfloat16 96: 5 programs an SM).

@@ -18,7 +18,7 @@ by kernel-ab itself (docs/findings.md). Three things set it apart from the spec'
   many warps (pass 1 accumulates Chan-combined block statistics, pass 2 re-reads x, mostly from L2),
   or split over several programs per group ("split": a statistics kernel writes per-slice partial
   statistics, a normalize kernel combines them and re-reads its slice, last-read slices first so the
-  re-read hits L2). benchmarks/roofline_probe.py chose among them on the H200 (reports/single_read_probe): it did
+  re-read hits L2). roofline_probe.py chose among them on the H200 (reports/single_read_probe): it did
   not reach the roofline targets; docs/findings.md says what costs the time (per-element channel index and W/B
   gathers, four block reductions) and what to try next.
 
@@ -277,7 +277,7 @@ class Config:
         return f"{self.path} b{self.block} w{self.num_warps}{extra}"
 
 
-# The rule below was set from benchmarks/roofline_probe.py's table on the H200 (reports/single_read_probe, commit cef537c):
+# The rule below was set from roofline_probe.py's table on the H200 (reports/single_read_probe, commit cef537c):
 # resident groups did best with 32 values per thread (2 warps for the seed's 2,048-element groups: 85% of
 # copy in float32 at 2,048 channels; 4 warps tied), groups over 16,384 with the streamed path, 4,096-element
 # blocks and 8 warps (57-61% float32, 40-44% bfloat16 on the image shapes; split peaked at 54-56%).

@@ -1,6 +1,6 @@
 """single_read_tiled: single_read's design with fewer instructions per element.
 
-`single_read` (measured on the H200 by benchmarks/roofline_probe.py) turned out bound by per-group
+`single_read` (measured on the H200 by roofline_probe.py) turned out bound by per-group
 latency and instructions per element, not by bytes: float32 and bfloat16 reached about the same
 elements per second. This variant keeps its contract and numerics (x read once for a group of up to
 16,384 elements held in registers; a shifted, power-of-two-scaled variance that cannot cancel or
@@ -226,7 +226,7 @@ class Config:
         return f"{self.path} b{self.block} w{self.num_warps}"
 
 
-# single_read's rule, from benchmarks/roofline_probe.py on the H200 (reports/single_read_probe): 32 values per thread for a
+# single_read's rule, from roofline_probe.py on the H200 (reports/single_read_probe): 32 values per thread for a
 # resident group, the streamed path with 4,096-element blocks and 8 warps above 16,384 elements.
 RESIDENT_ELEMENTS_PER_THREAD = 32
 RESIDENT_MAX_WARPS = 16
