@@ -17,7 +17,7 @@ import compare
 import variants
 import variants.group_norm.common  # noqa: F401 (kernel-ab's module the alien kernel asks for)
 from tests.op_package import git
-from tests.test_external import KERNEL, TINY, UTILS, cli
+from tests.byok_repo import KERNEL, TINY, UTILS, cli
 from variants import registry
 from variants.external import ExternalKernels, FailedLoad
 
