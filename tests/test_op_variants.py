@@ -1,12 +1,7 @@
-"""Op-level variants (variants/ops.py): a library's op at two revisions, compared as its users call it.
-
-A temporary git repository holds `normlib` (tests/op_package.py): an autograd Function launching a
-forward and a backward Triton kernel (in the family's argument order), and a function calling it in
-torch's order, whose spec maps the family's arguments onto its own. Between HEAD~1 and HEAD only the
-backward kernel changes (dx's terms regrouped). So the forward kernel compiles identically and the
-backward kernel does not; forward outputs are bitwise equal and so are dW and dB (computed by torch
-from the identical forward's statistics), while dx may differ in its last bits, within tolerance.
-"""
+"""Op-level variants (variants/ops.py): a library's op at two revisions (tests/op_package.py's `normlib`),
+compared as its users call it, its spec mapping the family's arguments onto its own. Only the backward
+kernel changes between HEAD~1 and HEAD, so the forward compiles identically and the backward does not;
+forward outputs, dW and dB are bitwise equal, while dx may differ in its last bits, within tolerance."""
 import json
 import subprocess
 import sys

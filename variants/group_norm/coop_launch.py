@@ -17,13 +17,11 @@ MAX_HIDDEN = 1 << 24                 # a group this large or larger is refused (
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """How `launch` runs one shape: `block` elements per program (a power of two), `num_warps`; split:
-    a group over ceil(hidden / block) programs that wait for each other (else one program per group,
-    block >= hidden); `max_registers` caps the registers a thread may take (more programs in flight per
-    SM), None leaves them to the compiler; `overlap` (split only): a program loads its next slice before
-    it waits for the group of the one it holds, so its load and that wait overlap; `chunks` > 1 (split,
-    not overlap): a slice is `chunks` blocks streamed through, not held, and read again after the wait,
-    from L2 while it holds them (a turn then moves as many bytes as L2 keeps, not as registers hold)."""
+    """How `launch` runs one shape: `block` elements per program (a power of two) and `num_warps`; `split`: a
+    group over ceil(hidden / block) programs that wait for each other (else one program per group);
+    `max_registers` caps registers per thread (more programs per SM; None: the compiler's choice); `overlap`
+    (split): load the next slice before waiting on the held one's group; `chunks` > 1 (split, not overlap): a
+    slice streamed as `chunks` blocks and read again from L2 after the wait instead of held in registers."""
 
     block: int
     num_warps: int
