@@ -104,7 +104,7 @@ def run(args) -> int:
     try:
         rows = pairwise(report, args.b, args.others)
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
-        raise UsageError(f"{args.file} is not a kernel-ab report its timed cases can be read from ({exc!r}); "
-                         "give a report.json written by compare") from None
+        raise UsageError(f"{args.file}: its timed cases cannot be read ({exc!r}); give a report.json written "
+                         "by compare") from None
     print(render(rows, args.b))
     return 0
