@@ -58,10 +58,14 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     untimed.write_text(json.dumps({"timing": None}))
     timed = tmp_path / "timed.json"
     timed.write_text(json.dumps(_report()))
+    broken = _report()
+    broken["timing"]["cases"][0]["variants"][3]["calls_per_round"] = 0
+    (tmp_path / "broken.json").write_text(json.dumps(broken))
     cases = [([str(tmp_path / "missing.json"), "b", "a"], "does not exist"),
              ([str(tmp_path), "b", "a"], "is a folder"),
              ([str(untimed), "b", "a"], "no timed cases"),
-             ([str(timed), "b", "inductor"], "inductor not timed")]
+             ([str(timed), "b", "inductor"], "inductor not timed"),
+             ([str(tmp_path / "broken.json"), "b", "a"], "its timed cases cannot be read")]
     for argv, said in cases:
         assert main.main(["pairwise", *argv]) == 2
         err = capsys.readouterr().err.strip().splitlines()
