@@ -30,7 +30,8 @@ def long_docstrings(path: Path, root: Path = ROOT) -> list[str]:
 def test_the_check_names_each_docstring_over_five_non_empty_lines(tmp_path):
     source = tmp_path / "m.py"
     four, six = "\n".join("2345"), "\n".join("123456")
-    source.write_text(f'"""One.\n\n{four}\n"""\n\n\nclass C:\n    """{six}"""\n\n    async def f(self):\n        """{six}"""\n')
+    source.write_text(f'"""One.\n\n{four}\n"""\n\n\nclass C:\n    """{six}"""\n\n'
+                      f'    async def f(self):\n        """{six}"""\n')
     assert long_docstrings(source, tmp_path) == ["m.py:10 C (6 lines)", "m.py:18 f (6 lines)"]
 
 
