@@ -44,8 +44,8 @@ def repo(tmp_path_factory) -> Path:
     ("bad name=mypkg/ops/gn.py::f", "must be an identifier"),
 ])
 def test_bad_variant_is_one_line_and_exit_2(repo, spec, expected, capsys):
-    # in process, for speed (an uncaught exception would fail the test); the subprocess test below
-    # checks the real command line the same way
+    # in process, for speed (an uncaught exception would fail the test); test_external_git.py's
+    # test_bad_variant_on_the_command_line checks the real command line the same way
     path_before = list(sys.path)
     assert main.main(["compare", "--repo", str(repo), "--variant", spec, *TINY]) == 2
     out, err = capsys.readouterr()
