@@ -170,6 +170,8 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     r.add_argument("file", type=Path, help="a report.json written by compare")
     r.add_argument("--format", default="terminal", choices=("terminal", "markdown", "markdown-full"),
                    help="markdown: the comment (report.md); markdown-full: nothing cut (report-full.md)")
+    from compare import pairwise
+    pairwise.add_parser(sub)
     return p
 
 
@@ -375,6 +377,9 @@ def _main(argv: list[str], prog: str) -> int:
     try:
         if args.command == "report":
             return cmd_report(args)
+        if args.command == "pairwise":
+            from compare import pairwise
+            return pairwise.run(args)
         _check(args)
         if args.command in ("compare", "ir", "review"):   # read by every launch's status record (compare.supervisor)
             os.environ["KERNEL_AB_VARIANT_TIMEOUT"] = repr(args.variant_timeout)

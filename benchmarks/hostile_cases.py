@@ -1,13 +1,8 @@
-"""The invocations of benchmarks/hostile_sweep.py, in four categories, each with what it must do.
-
-values:  a malformed value in one flag or shape field -> exit 2, one `kernel-ab: error:` line, fast
-outputs: an output path that is not the tool's to overwrite -> exit 2 and its bytes unchanged; with
-         --force (or a file kernel-ab wrote) -> written, atomically (a new inode)
-hostile: a variant that exits, raises, hangs, kills itself, leaves threads or processes, writes into
-         its inputs or returns garbage, next to a correct one -> a report of both, the correct one passing
-signals: SIGINT/SIGTERM/SIGHUP to the main process or its group -> 130/143/129, one line, nothing left
-`{s}` in argv is the case's scratch folder. Nothing here imports torch or the tool.
-"""
+"""The invocations of benchmarks/hostile_sweep.py in four categories, each with what it must do. values: a
+malformed value -> exit 2, one `kernel-ab: error:` line, fast; outputs: a path not the tool's to overwrite
+-> exit 2, its bytes unchanged (with --force: written atomically); hostile: a variant that exits, raises,
+hangs, leaks or writes its inputs -> a report of it and a passing correct one; signals: SIGINT/TERM/HUP ->
+130/143/129, one line, nothing left. `{s}` in argv is the case's scratch folder; nothing imports torch."""
 from __future__ import annotations
 
 import dataclasses

@@ -1,15 +1,7 @@
-"""The hostile sweep: hundreds of real `python3 main.py ...` invocations that try to break kernel-ab
-(malformed values, output paths it must not overwrite, hostile --variant code, signals), each judged
-against what it must do (benchmarks/hostile_cases.py) and classified (benchmarks/hostile_classify.py).
-
-    python3 benchmarks/hostile_sweep.py                  # every case; reports/hostile_sweep/sweep.{md,json}
-    python3 benchmarks/hostile_sweep.py --list           # the invocations, without running them
-    python3 benchmarks/hostile_sweep.py --only hostile --limit 20 --report-dir /tmp/sweep
-
-Each runs as `python3 main.py ...` under the tool's supervisor, in a process group of its own, from a
-scratch folder of its own (main.py there links to the repository's) with its own TMPDIR; a marker in
-its environment finds every process it left behind. Exit code 0 only when every case met its expectation.
-"""
+"""The hostile sweep: hundreds of real `python3 main.py ...` invocations that try to break kernel-ab, each
+judged against what it must do (benchmarks/hostile_cases.py) and classified (hostile_classify.py); how to
+run it: benchmarks/README.md. Each case runs in a process group, scratch folder and TMPDIR of its own; a
+marker in its environment finds every process it left. Exit 0 only when every case met its expectation."""
 from __future__ import annotations
 
 import argparse

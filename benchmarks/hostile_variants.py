@@ -1,11 +1,7 @@
-"""Source text of the hostile variant files that benchmarks/hostile_sweep.py loads with --variant.
-
-An op variant is a correct autograd.Function for its family (torch's own math), with one hostile act
-at one place: the file's import, the forward call or the backward call. Acts that leave the numbers
-right (a thread, a child process) test only that the run ends clean; every other act must show in the
-report as that variant's failure. A kernel variant is a @triton.jit forward kernel with the family's
-parameters whose body is the act (Triton's CPU interpreter runs the body as Python).
-"""
+"""Source text of the hostile variant files that benchmarks/hostile_sweep.py loads with --variant. An op
+variant is a correct autograd.Function with one hostile act at its import, forward or backward: acts that
+leave the numbers right (a thread, a child) test only that the run ends clean, every other must show as that
+variant's failure. A kernel variant is a @triton.jit forward whose body is the act (the interpreter runs it)."""
 from __future__ import annotations
 
 # the family's op arguments (`main.py list`: "op (for --variant ops)"), its tensors, and torch's math

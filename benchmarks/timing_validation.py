@@ -1,25 +1,8 @@
 """Does the timing verdict tell the truth? The evidence, on a GPU; writes a Markdown summary (and JSON).
 
-1. A/A: one kernel file loaded three times under three names (as `--variant a1=FILE::fn --variant
-   a2=FILE::fn --variant a3=FILE::fn` loads it), timed over every shape of the seed preset in forward,
-   backward and full modes: 21 cases, 42 comparisons, each of which should say "no difference beyond
-   noise". Counted twice: the verdict as reported, and the verdict the interval alone would have given
-   (without the identical-timed-code rule), so the statistics are seen to hold on their own.
-2. A planted slowdown: explicit_offset plus one extra copy of a fraction of x (about 3% more time), on
-   the seed's 512-channel shape, forward, N times with different seeds: "slower" every time.
-3. The seed's pair (pointer_mutation vs explicit_offset) over the seed preset, forward and backward.
-
-`--aa VARIANT [--preset P --dtype D,D --modes M,M]` runs only an A/A, of a registered variant under
-three names, over any preset, dtypes and modes: the check behind a variant's published timings (one with
-its own launcher, which --variant cannot load, such as single_read_coop).
-
-Every part goes through the tool's own path (registry, --variant loader, pipeline, default settings).
-Run it twice in fresh processes, then put the two runs side by side:
-
-    python3 benchmarks/timing_validation.py --out run1.md --json run1.json
-    python3 benchmarks/timing_validation.py --out run2.md --json run2.json
-    python3 benchmarks/timing_validation.py --between run1.json run2.json --out between.md
-"""
+An A/A of one kernel under three names, a planted ~3% slowdown that must be "slower" every time, and the
+seed's pair, all through kernel-ab's own path; `--aa VARIANT` runs an A/A of a registered variant alone,
+`--between` compares two runs. What each part checks and how to run it: benchmarks/README.md."""
 from __future__ import annotations
 
 import argparse

@@ -1,21 +1,8 @@
-"""libdevice math on Triton's CPU interpreter.
-
-Kernels from real libraries call libdevice (`from triton.language.extra.libdevice import rsqrt`).
-Compiled, Triton maps those stubs to the backend's library (`__nv_rsqrtf` on CUDA); interpreted
-(triton 3.9), the stubs return None or the CUDA module's functions raise NotImplementedError, so
-such kernels fail on the CPU. While interpreting, `install()` puts a bridge in place of each:
-
-- functions Triton's own math has (`rsqrt`, `sqrt`, `exp`, `fma`, ...) call the `triton.language.math`
-  function, so a kernel gives the same bits with `libdevice.rsqrt` as with `tl.rsqrt` (in float64,
-  which libdevice takes and some of tl.math does not, numpy computes them as the interpreter does);
-- common others (`tanh`, `pow`, `log1p`, `atan2`, ...) are computed by numpy in the argument's float
-  dtype (float32 or float64, as libdevice takes);
-- any other libdevice function raises, naming itself, in one line.
-
-The bridge replaces the functions in both libdevice modules, and, as the interpreter prepares each
-kernel, the names a kernel's module imported from them. It is installed only when Triton interprets:
-compiled kernels (the GPU, the IR worker) never see it.
-"""
+"""libdevice math on Triton's CPU interpreter, where its stubs return None or raise, so kernels from real
+libraries (`from triton.language.extra.libdevice import rsqrt`) would fail on the CPU. While interpreting,
+`install()` bridges each: to the `tl.math` function where there is one (the same bits as `tl.rsqrt`), to
+numpy in the argument's dtype for common others (`tanh`, `pow`, ...), else to a one-line error naming it.
+Compiled kernels (the GPU, the IR worker) never see the bridge."""
 from __future__ import annotations
 
 import functools
@@ -123,7 +110,8 @@ _INSTALLED: dict = {}   # original libdevice function -> its bridge
 
 
 def install() -> None:
-    """Bridge libdevice while Triton interprets (idempotent; call only in interpret mode)."""
+    """Bridge libdevice while Triton interprets (idempotent; call only in interpret mode): the functions of
+    both libdevice modules, and, as the interpreter prepares each kernel, the names its module imported."""
     if _INSTALLED:
         return
     import inspect

@@ -1,17 +1,8 @@
-"""The numerics comparison: each variant against the float64 reference, and each pair bit by bit,
-forward (the family's outputs) or backward (its gradients), with an accuracy verdict per pair.
-
-Each variant also runs a second time on its first trial's inputs: where an output is not
-deterministic (atomic adds), that run-to-run spread is recorded, and a bitwise difference between
-two variants that stays within it is reported as such rather than as a change.
-
-Every output buffer is filled with a NaN of a distinctive payload before the launch, so an element
-the kernel never wrote is told apart from a NaN it computed. Inputs are drawn fresh for every trial.
-Tolerances are those of the case's dtype (`TOLERANCES`) for every output, including float32
-statistics and gradient accumulators, which carry the dtype's inputs. Dtypes that Triton's CPU
-interpreter is known not to run faithfully (`INTERPRETER_UNTRUSTED`) are not run there for Triton
-variants: they are reported as "untrusted" with the reason.
-"""
+"""The numerics comparison: each variant against the float64 reference and each pair bit by bit, forward
+or backward, with an accuracy verdict per pair. Outputs are pre-filled with a NaN of a distinctive payload
+(an unwritten element is told from a computed NaN); each variant runs twice on its first inputs, so a
+difference within its run-to-run spread (atomic adds) is said as such. Dtypes the interpreter does not
+compute faithfully (`INTERPRETER_UNTRUSTED`) are not run there for Triton variants."""
 from __future__ import annotations
 
 import itertools

@@ -1,16 +1,8 @@
-"""Variant isolation, the child's side (the supervisor's: compare/supervision.py): whatever a variant does to its process, it is that variant's result, and the rest
-of the report still comes out.
-
-`kernel-ab compare` and `ir` run in a child process (a process group of its own) under a small supervisor that
-imports nothing heavy. Around every launch the child writes to a status file which variants run, on
-what, since when and for how long at most (`running`); its deliberate ends (a report, a usage error)
-write `done`. When the child dies by a signal, exits without `done` (os._exit, a crash, the OOM
-killer's SIGKILL), exits with `POISONED_EXIT` after a fatal device error, or outlives a launch's time
-limit (a hang: it is killed), the supervisor names the variant it was running, says so in one line and
-runs the comparison again without it. SIGINT, SIGTERM and SIGHUP reach the supervisor alone or with
-its group: they are passed to the child's group (which unwinds, removes its files and says one line),
-and the run exits 130, 143 or 129. Processes left in the child's group at its end are killed.
-"""
+"""Variant isolation, the child's side (the supervisor's: compare/supervision.py): whatever a variant does
+to its process is that variant's result, and the rest of the report still comes out. Around every launch
+the child writes which variants run, since when and for how long at most (`running`); a deliberate end
+writes `done`. A death, hang or `POISONED_EXIT` makes the supervisor name the variant and run again
+without it; SIGINT, SIGTERM and SIGHUP unwind the child and exit 130, 143 or 129."""
 from __future__ import annotations
 
 import contextlib

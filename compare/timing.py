@@ -1,14 +1,8 @@
 """The timing comparison (GPU only): interleaved rounds, L2 flushed (by a read) before every timed call.
 
-Each round times every variant once (a short batch of calls each) in an order shuffled from round to
-round, on the same inputs; device events bracket each call and nothing else (the flush is outside).
-Where a buffer lands changes a kernel's speed, so the variants of a case write into one shared set of
-output buffers (a placement), and a few placements are rotated round by round: placement moves every
-variant of a round alike, and what it still does shows as spread in the interval, never as a bias.
-The baseline is timed a second time as a hidden entry (the A/A control); a verdict must clear what the
-baseline shows against itself. Every sample is kept; `compare.stats` turns paired rounds into a ratio,
-an interval and a verdict.
-"""
+Each round times every variant in a shuffled order; the variants of a case share one placement of output
+buffers, a few placements rotated by round, so placement moves a round alike and shows as spread, never
+bias. The baseline is timed again as a hidden A/A control that a verdict must clear (`compare.stats`)."""
 from __future__ import annotations
 
 import contextlib
@@ -87,7 +81,7 @@ def flush_l2(buffer: torch.Tensor) -> None:
     zeroing the buffer (as triton.testing.do_bench does) leaves it full of dirty ones, whose write-back
     to device memory the next, timed, call then pays for: on the H200 a read-only pass over 42 MB took
     24.7 us after a zeroing flush and 19.5 us after a reading one, a copy of 42 MB 23.9 against 21.5 us
-    (benchmarks/flush_probe.py; reports/l2_flush)."""
+    (reports/l2_flush)."""
     buffer.amax()
 
 

@@ -1,12 +1,7 @@
-"""Checks of the command line's own values, made before any work starts: each bad value is a
-UsageError whose one line says what was wrong and what would be right.
-
-Output paths are probed by writing (and removing) a file where the report will go: permissions,
-read-only mounts and pseudo file systems such as /proc all refuse there, so a run is never lost to a
-path that only fails after it. A path that holds a file kernel-ab did not write is refused unless
---force is given (compare/render/files.py tells kernel-ab's own files), as are two outputs naming one
-file and paths that are no regular file (a device, a pipe).
-"""
+"""Checks of the command line's own values, made before any work starts: each bad value is a UsageError
+whose one line says what was wrong and what would be right. Output paths are probed by writing (and
+removing) a file there, so a run is never lost to a path that fails only after it; a path holding a file
+kernel-ab did not write is refused unless --force (compare/render/files.py tells its own files)."""
 from __future__ import annotations
 
 import math

@@ -1,4 +1,9 @@
 """A fixed result model, with every section filled, for renderer and gate tests."""
+import io
+
+from rich.console import Console
+
+from compare.render import terminal
 from compare.results import (Environment, NumericsCase, NumericsSection, OutputError, PairBitwise, PairVerdict, Report,
                              TimingCase, TimingComparison, TimingSection, TimingVariant, VariantInfo,
                              VariantNumerics)
@@ -100,3 +105,10 @@ def tolerance_report(torch_misses_dw: bool) -> Report:
     report = without(fixed_report(), "inductor")
     return dataclasses.replace(report, numerics=dataclasses.replace(report.numerics, cases=(case,),
                                                                     added_reference="torch"))
+
+
+def terminal_text(report: Report, width: int = 200) -> str:
+    """The terminal report as plain text at `width` columns."""
+    buf = io.StringIO()
+    terminal.render(report, Console(file=buf, width=width, emoji=False, highlight=False))
+    return buf.getvalue()

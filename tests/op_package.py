@@ -1,13 +1,8 @@
-"""A small library that exposes a group-norm op, written for the op-level tests from
-shared/specs/group_norm.md: `GroupNormFunction.apply(X, W, B, num_channels, num_groups, eps)` (its
-own argument order, not torch's) launches a forward and a backward Triton kernel, and
-`group_norm(x, num_groups, weight, bias, eps)` calls it in torch's order.
-
-`write(repo, backward_form)` writes the package into `repo`; `make_repo(folder)` commits it at two revisions. The two backward forms compute the same
-dx with the terms in another order (the kind of rewrite a pull request makes to one kernel), so
-between two revisions that differ only there, the forward kernel compiles to identical code and the
-backward kernel does not.
-"""
+"""A small library exposing a group-norm op, for the op-level tests (shared/specs/group_norm.md):
+`GroupNormFunction.apply(X, W, B, num_channels, num_groups, eps)` launches a forward and a backward Triton
+kernel; `group_norm(x, num_groups, weight, bias, eps)` calls it in torch's order. `make_repo(folder)`
+commits it at two revisions whose backward forms order dx's terms differently (a pull request's kind of
+rewrite), so the forward compiles identically between them and the backward does not."""
 from __future__ import annotations
 
 import subprocess

@@ -126,15 +126,3 @@ def test_a_backward_launcher_the_worker_cannot_import_fails_that_variant_alone(i
     assert rows["lost"].status == "failed"
     assert "nor a module-level function the compile worker can import again" in rows["lost"].error
     assert [p.b for p in section.pairs] == ["single_read_coop"]
-
-
-def test_an_ir_step_that_raises_costs_its_section_not_the_report(monkeypatch):
-    def broken(*args, **kwargs):
-        raise KeyError("planted")
-    monkeypatch.setattr(ir, "run", broken)
-    family = REG.family("group_norm")
-    request = pipeline.Request(family.default_pair, family=family.name, shape=smallest_shape(family), trials=1,
-                               inputs="normal", checks=("numerics", "ir"))
-    report = pipeline.run(request, REG, BACKEND)
-    assert report.ir is None and [c.direction for c in report.numerics.cases] == ["forward"]
-    assert "ir forward: the IR step failed: KeyError: 'planted'" in report.skipped

@@ -119,7 +119,8 @@ def test_every_malformed_invocation_is_one_line_exit_2_no_traceback(tmp_path, ca
         if not ok:
             failures.append(f"{argv}: rc {rc}, {seconds:.1f} s, stderr {err!r}, stdout {out[:200]!r}")
     assert not failures, "\n".join(failures)
-    assert not list(Path("/proc").glob("kernel-ab*")) and sorted(p.name for p in tmp_path.iterdir()) == sorted(
+    # nothing was written where the refused paths point (/proc refuses writes itself, so only tmp_path can tell)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         ["a_file.txt", "a_folder", "list.json", "empty.json", "cut.json", "deep.json", "binary.json", "notes.md",
          "a_fifo"])
     assert (tmp_path / "notes.md").read_text() == "# my notes\n" and not list((tmp_path / "a_folder").iterdir())

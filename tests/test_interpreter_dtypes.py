@@ -1,13 +1,8 @@
-"""Which dtypes Triton's CPU interpreter runs faithfully: the finding, pinned.
-
-The same kernel is run on float16/bfloat16 inputs and on the float32 upcast of those very values
-(exact), so every float32 computation inside is identical and only the final store's rounding
-differs. Compiled Triton rounds float32 to float16/bfloat16 to nearest even. On the interpreter
-(triton 3.9, numpy underneath) float16 does too, bit for bit, but bfloat16 is truncated toward zero:
-that is why compare/numerics.py marks bfloat16 as not trustworthy on the interpreter. On a GPU the
-same tests assert round-to-nearest-even for both dtypes, which is the evidence that the bfloat16
-numbers reported there can be trusted (the cast-store tests; the whole-kernel ones are interpreter-only).
-"""
+"""Which dtypes Triton's CPU interpreter runs faithfully, pinned: one kernel on float16/bfloat16 inputs and on
+their exact float32 upcast, so only the final store's rounding differs. Compiled Triton rounds to nearest
+even; the interpreter does for float16, but truncates bfloat16 toward zero, hence compare/numerics.py's
+INTERPRETER_UNTRUSTED. On a GPU the cast-store tests assert nearest-even for both (the whole-kernel ones
+are interpreter-only)."""
 import warnings
 
 import pytest

@@ -1,11 +1,7 @@
 """Imports stay in the reviewed tree (variants/isolation.py): a --variant file finds kernel-ab's own
-top-level names (`variants`, `compare`, `main`) only in its own tree, never kernel-ab's modules.
-
-Two synthetic repositories: `alien` has no `variants` package, and its kernel file imports
-`variants.group_norm.common` (kernel-ab's); `own` has its own `variants` (with an `external` module,
-as kernel-ab's has), `compare` (a namespace package) and `main`, each holding a WHERE that only it
-has, and a group-norm kernel whose helpers come from its `variants`.
-"""
+top-level names (`variants`, `compare`, `main`) only in its own tree. Two synthetic repositories: `alien`
+lacks `variants` and imports kernel-ab's `variants.group_norm.common`; `own` has its own `variants`,
+`compare` (a namespace package) and `main`, each with a WHERE only it has."""
 import json
 import sys
 from pathlib import Path
@@ -17,7 +13,7 @@ import compare
 import variants
 import variants.group_norm.common  # noqa: F401 (kernel-ab's module the alien kernel asks for)
 from tests.op_package import git
-from tests.test_external import KERNEL, TINY, UTILS, cli
+from tests.byok_repo import KERNEL, TINY, UTILS, cli
 from variants import registry
 from variants.external import ExternalKernels, FailedLoad
 

@@ -1,17 +1,15 @@
-"""What makes a report legible: ratios far from 1 as multiples, each legend once, a comment short enough
-to read (everything else in report-full.md), a skipped check said once, terminal text wrapped by words."""
+"""What makes a report legible: ratios far from 1 as multiples, a comment short enough to read (everything
+else in report-full.md), terminal text wrapped by words (each legend once: tests/test_tables.py)."""
 import dataclasses
-import io
 from pathlib import Path
 
 from rich.cells import cell_len
-from rich.console import Console
 
 from compare.headline import headline
 from compare.ratios import ratio_interval, ratio_span, ratio_text
 from compare.render import json_report, markdown, terminal
 from compare.render.tables import build
-from tests.fixed_report import fixed_report
+from tests.fixed_report import fixed_report, terminal_text
 
 REPORTS = Path(__file__).resolve().parent.parent / "reports"
 
@@ -26,47 +24,12 @@ def test_ratios_beyond_twice_read_as_multiples_and_near_one_as_percentages():
     assert ratio_interval(0.99, 1.03) == "[-1.00%, +3.00%]"
 
 
-def _pair_only() -> object:
-    """The fixed report without inductor: one pair, A against B."""
-    report = fixed_report()
-    case = report.numerics.cases[0]
-    case = dataclasses.replace(case, variants=case.variants[:2])
-    return dataclasses.replace(report, variants=report.variants[:2],
-                               numerics=dataclasses.replace(report.numerics, cases=(case,)))
-
-
-def _terminal(report, width: int = 200) -> str:
-    buf = io.StringIO()
-    terminal.render(report, Console(file=buf, width=width, emoji=False, highlight=False))
-    return buf.getvalue()
-
-
 def test_a_33x_speedup_reads_as_33_6x_faster_in_headline_table_and_summary():
     report = fixed_report(slower_ratio=1 / 33.6)
     text = markdown.full(report)
     assert "timing: forward: no difference beyond noise in 1 of 1 shape (33.6× faster)" in text   # the headline
     assert "| 33.6× faster " in text and "(ratio 33.6× faster)" in text
     assert "-97." not in text
-
-
-def _many_cases(report):
-    """`report` with its timing case and numerics case repeated on three shapes."""
-    t, n = report.timing.cases[0], report.numerics.cases[0]
-    shapes = ("N2 C8 G2 S256", "N2 C16 G4 S256", "N2 C32 G8 S256")
-    return dataclasses.replace(
-        report, timing=dataclasses.replace(report.timing, cases=tuple(dataclasses.replace(t, shape=s) for s in shapes)),
-        numerics=dataclasses.replace(report.numerics, cases=tuple(dataclasses.replace(n, shape=s) for s in shapes)))
-
-
-def test_each_legend_line_is_printed_once_per_report():
-    report = _many_cases(fixed_report())
-    _, sections = build(report)
-    assert sum(len(s.tables) for s in sections) == 12   # 3 numerics, bitwise and verdict tables, 3 timing tables
-    for text in (markdown.full(report), _terminal(report, width=400)):
-        assert text.count("method: interleaved rounds") == 1
-        assert text.count("status: pass = every output within tolerance") == 1
-        assert text.count("bitwise: raw bits of the two outputs compared") == 1
-        assert text.count("#### Timing: " if text.startswith("##") else "Timing: N2") == 3
 
 
 def test_the_comment_of_a_committed_two_variant_report_is_under_15000_characters():
@@ -84,25 +47,13 @@ def test_the_comment_of_a_committed_two_variant_report_is_under_15000_characters
     assert all(f"#### {t.title}\n" in whole for s in sections for t in s.tables)
 
 
-def test_a_skipped_timing_is_said_once():
-    why = ("timing: needs a CUDA GPU and this run has none (Triton ran through its CPU interpreter, whose speed "
-           "says nothing about the GPU)")
-    report = dataclasses.replace(_pair_only(), timing=None, skipped=(why,))
-    for text in (markdown.render(report), _terminal(report)):
-        assert text.count("needs a CUDA GPU and this run has none") == 1, text
-        assert "timing: not measured: needs a CUDA GPU and this run has none (Triton ran through" in text
-    summary, _ = build(report, headline(report))
-    assert summary.lines == ()
-    assert build(report)[0].lines == (("skip", f"skipped: {why}"),)   # without the headline, the summary says it
-
-
 def test_terminal_text_wraps_by_words_at_the_width():
     report = fixed_report(failing=True)
     long = dataclasses.replace(report.variants[1], why="a description long enough to need several lines " * 3,
                                origin="variants/group_norm/a_long_name_for_the_kernel.py")
     report = dataclasses.replace(report, variants=(report.variants[0], long, report.variants[2]))
     for width in (60, 100):
-        text = _terminal(report, width)
+        text = terminal_text(report, width)
         assert max(cell_len(line) for line in text.splitlines()) <= width
         words = {w for s in build(report)[1] for t in s.tables for row in t.rows for c in row for w in str(c).split()}
         words = {w.strip(";:") for w in words | set(long.why.split()) | {long.origin}}

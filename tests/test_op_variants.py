@@ -1,12 +1,7 @@
-"""Op-level variants (variants/ops.py): a library's op at two revisions, compared as its users call it.
-
-A temporary git repository holds `normlib` (tests/op_package.py): an autograd Function launching a
-forward and a backward Triton kernel (in the family's argument order), and a function calling it in
-torch's order, whose spec maps the family's arguments onto its own. Between HEAD~1 and HEAD only the
-backward kernel changes (dx's terms regrouped). So the forward kernel compiles identically and the
-backward kernel does not; forward outputs are bitwise equal and so are dW and dB (computed by torch
-from the identical forward's statistics), while dx may differ in its last bits, within tolerance.
-"""
+"""Op-level variants (variants/ops.py): a library's op at two revisions (tests/op_package.py's `normlib`),
+compared as its users call it, its spec mapping the family's arguments onto its own. Only the backward
+kernel changes between HEAD~1 and HEAD, so the forward compiles identically and the backward does not;
+forward outputs, dW and dB are bitwise equal, while dx may differ in its last bits, within tolerance."""
 import json
 import subprocess
 import sys
@@ -23,7 +18,6 @@ from compare.ir.launches import LaunchRecorder
 from tests.op_package import make_repo
 from variants import registry
 from variants.external import ExternalKernels
-from variants.spec import BadSpec, CallMap, parse
 
 
 @triton.jit
@@ -212,24 +206,6 @@ def test_a_kernel_launched_with_two_specializations_is_recorded_twice():
     assert "n" in first["divisible_by_16"] and "n" not in second["divisible_by_16"]
     assert second["options"] == {"num_warps": 2}
     assert float(x[0]) == 8.0 and float(x[31]) == 4.0   # the launches ran: recording changes nothing
-
-
-def test_parse_op_specs():
-    s = parse("a=git:HEAD:pkg/norm.py::Fn.apply(X, W, B, num_channels, num_groups, eps=eps)")
-    assert (s.rev, s.path, s.function) == ("HEAD", "pkg/norm.py", "Fn.apply")
-    assert s.call == CallMap(("X", "W", "B", "num_channels", "num_groups"), (("eps", "eps"),))
-    assert s.where == "git:HEAD:pkg/norm.py::Fn.apply(X, W, B, num_channels, num_groups, eps=eps)"
-    assert parse("b=k.py::fwd,bwd").functions == ("fwd", "bwd")
-    assert parse("b=my (copy)/k.py::f(X)").path == "my (copy)/k.py"
-    assert parse("b=k.py::fwd").call is None and parse("b=k.py::fwd()").call == CallMap(())
-    for bad, message in [("c=k.py::Fn.apply(x, weight", "one list in parentheses at the end"),
-                         ("c=k.py::f(x, x)", "argument x is passed twice"),
-                         ("c=k.py::f(eps=eps, x)", "positional argument 'x' after a keyword one"),
-                         ("c=k.py::f(x+1)", "is not a name of the family's op arguments"),
-                         ("c=k.py::Fn..apply", "CALLABLE a Python name or dotted path"),
-                         ("c=k.py::fwd,bwd(X)", "an argument list is for an op")]:
-        with pytest.raises(BadSpec, match=message.replace("(", r"\(").replace("+", r"\+")):
-            parse(bad)
 
 
 @pytest.mark.parametrize("spec, expected", [

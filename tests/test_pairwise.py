@@ -1,9 +1,13 @@
-"""benchmarks/pairwise.py: verdicts between two non-baseline variants of a timed report, from their rounds."""
+"""compare/pairwise.py (`main.py pairwise`): verdicts between two non-baseline variants of a timed report."""
 import json
 import random
+from pathlib import Path
 
-from benchmarks import pairwise
+import main
+from compare import pairwise
 from compare.stats import NO_DIFFERENCE
+
+REPORTS = Path(__file__).resolve().parent.parent / "reports"
 
 
 def _entry(name, level, rounds=30, calls=5, seed=0):
@@ -34,14 +38,35 @@ def test_a_wide_a_a_control_raises_the_margin():
 
 
 def test_a_variant_missing_from_a_case_is_said_so():
-    assert pairwise.pairwise(_report(), "b", ["inductor"])[0]["verdict"] == "not timed"
-    assert "| inductor | - |" in pairwise.render(pairwise.pairwise(_report(), "b", ["inductor"]), "b")
+    report = _report()
+    extra = json.loads(json.dumps(report["timing"]["cases"][0]))
+    extra["variants"] = [v for v in extra["variants"] if v["variant"] != "a"]
+    report["timing"]["cases"].append({**extra, "mode": "backward"})
+    rows = pairwise.pairwise(report, "b", ["a"])
+    assert [r["verdict"] for r in rows] == ["faster", "not timed"]
+    assert "| backward | a | - |" in pairwise.render(rows, "b")
+
+
+def test_the_subcommand_reproduces_a_committed_pairwise_table(capsys):
+    folder = REPORTS / "roofline_group_norm" / "forward_image_bfloat16"
+    rc = main.main(["pairwise", str(folder / "report.json"), "single_read_coop", "single_read_coop_reread"])
+    assert rc == 0 and capsys.readouterr().out == (folder / "pairwise_reread.md").read_text()
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
-    assert pairwise.main([str(tmp_path / "missing.json"), "b", "a"]) == 2
     untimed = tmp_path / "untimed.json"
     untimed.write_text(json.dumps({"timing": None}))
-    assert pairwise.main([str(untimed), "b", "a"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 2 and all(line.startswith("pairwise: ") for line in err)
+    timed = tmp_path / "timed.json"
+    timed.write_text(json.dumps(_report()))
+    broken = _report()
+    broken["timing"]["cases"][0]["variants"][3]["calls_per_round"] = 0
+    (tmp_path / "broken.json").write_text(json.dumps(broken))
+    cases = [([str(tmp_path / "missing.json"), "b", "a"], "does not exist"),
+             ([str(tmp_path), "b", "a"], "is a folder"),
+             ([str(untimed), "b", "a"], "no timed cases"),
+             ([str(timed), "b", "inductor"], "inductor not timed"),
+             ([str(tmp_path / "broken.json"), "b", "a"], "its timed cases cannot be read")]
+    for argv, said in cases:
+        assert main.main(["pairwise", *argv]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("kernel-ab: error: ") and said in err[0], err

@@ -13,7 +13,7 @@ from compare import pipeline, sealing, timing
 from compare.backend import configure
 from compare.headline import headline
 from tests import op_package
-from tests.test_timing_rounds import CONFIG, clock  # noqa: F401 (the simulated device)
+from tests.simulated_device import CONFIG
 from variants import registry
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,7 +96,7 @@ def test_the_op_that_scales_x_and_w_in_place_is_the_one_reported(tmp_path):
     assert by_variant["explicit_offset"].lines[0].level == "ok"
 
 
-def test_timing_restores_a_writers_inputs_before_each_call_and_no_other_entry_sees_them(clock):  # noqa: F811
+def test_timing_restores_a_writers_inputs_before_each_call_and_no_other_entry_sees_them(clock):
     drawn = {"dy": torch.arange(4.0)}
     seen_by_others: list[bool] = []
     writer_started_clean: list[bool] = []

@@ -28,7 +28,7 @@ def test_slices_of_whole_blocks_keep_every_program_of_the_launch_on_the_gpu_at_o
 
 
 def test_image_shapes_take_the_slices_the_probe_timed():
-    # bfloat16 N16 C320 on 132 SMs: 4 slices of 5 blocks (benchmarks/harness_probe.py: "b2048x5")
+    # bfloat16 N16 C320 on 132 SMs: 4 slices of 5 blocks (harness_probe.py at 80aadd0: "b2048x5")
     assert read_again(40960, 16 * 32 / H200_SMS).label == "split b2048x5 w2 reread"
     assert read_again(65536, 32 * 32 / H200_SMS).label == "split b2048x16 w2 reread"
 

@@ -1,31 +1,8 @@
-"""Bring your own kernel or op: loaded from a file, or from a file at a git revision.
-
-A spec (variants/spec.py) names the variant and where its code is:
-
-    NAME=PATH::CALLABLE               the file as it is now (the working tree)
-    NAME=git:REV:PATH::CALLABLE       the file at revision REV of the repository (PATH from its top level)
-    NAME=...::FORWARD,BACKWARD        two kernels of one file: the variant brings both
-    NAME=...::CALLABLE(ARGS)          an op, with the family's arguments in the op's own order
-    NAME=package.module:CALLABLE      from an installed package (say, a released version), imported as usual
-
-What CALLABLE names decides what the variant is: a `@triton.jit` function is a kernel; anything else
-callable (a Python function, an autograd Function's `apply`) is an op, called as its users call it
-(variants/ops.py). A kernel is the family's forward or backward kernel by its parameters: those of the family's forward
-launcher (`Family.forward_params`) or of its backward launcher (`backward_params`); the pass a variant
-does not bring runs the family's shared kernel.
-
-A revision's tree is materialized with `git archive` into a temporary folder, so the kernel's own
-package (`from mypkg.ops.utils import helper`) imports from that revision. Each load imports in
-isolation (variants/isolation.py): the tree's top-level names and kernel-ab's own are taken out of
-`sys.modules` for the import and put back after it, and kernel-ab's names resolve only in the tree, so
-two revisions of one package load side by side in one process and no kernel runs kernel-ab's modules;
-the kernel's function keeps its own module (and, through its globals, its own helpers) alive.
-
-`ExternalKernels` is a context manager around the whole run: the temporary trees stay while kernels
-may be run or re-imported from their files (`Variant.import_roots`), and are removed at exit, also
-on error. Bad input raises `BadSpec` (one line); a kernel file that fails to import gives a
-`FailedLoad` carrying the first lines of its error, so the run can go on with the others.
-"""
+"""Bring your own kernel or op: from a file, a file at a git revision, or an installed package (the
+spec's forms: variants/spec.py). A `@triton.jit` function is the family's forward or backward kernel by its
+parameters; anything else callable is an op (variants/ops.py). A revision is materialized with `git archive`
+and each load imports in isolation (variants/isolation.py), so two revisions load side by side.
+Bad input raises `BadSpec`; a file that fails to import is a `FailedLoad`."""
 from __future__ import annotations
 
 import contextlib

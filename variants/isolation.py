@@ -1,12 +1,9 @@
 """Import a module from a tree of its own, isolated from other trees and from kernel-ab itself.
 
-During the import the tree's top-level names and kernel-ab's own are out of `sys.modules`, and kernel-ab's
-names (`variants`, `compare`, ...) resolve only in the tree (ModuleNotFoundError where it lacks one);
-afterwards `sys.modules` and `sys.path` are as before, so revisions load side by side. What the modules
-bind as they import stays the tree's, and so does an import a function makes when called: the tree's
-modules are kept and answer it (`_tree_import`), kernel-ab's names included. A family folder
-(variants/discovery.py) imports with `share_own`: apart from other trees, but on kernel-ab's own modules.
-"""
+During the import the tree's and kernel-ab's top-level names are out of `sys.modules`, and kernel-ab's
+names resolve only in the tree; afterwards `sys.modules` and `sys.path` are as before. An import a function
+makes when called is answered by the tree's kept modules (`_tree_import`), so revisions load side by side.
+A family folder (variants/discovery.py) imports with `share_own`: apart from other trees, on kernel-ab's own."""
 from __future__ import annotations
 
 import builtins

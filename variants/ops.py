@@ -1,18 +1,8 @@
 """Op-level variants: a Python function or an autograd Function's `apply`, compared as its users call it.
 
-The family defines its op (variants/family.py): the canonical arguments `op_params` (in the order an
-op given without an argument list takes them), their values (`op_arguments(inputs, shape)`, which may
-give more names than `op_params`), which arguments have gradients (`op_grads`), and that the op
-returns the family's first output. `op_variant` turns a loaded callable and its argument mapping
-(`variants.spec.CallMap`) into a `Variant` of kind "op" whose
-- forward (`run`, `OpForward`) calls the op on the trial's inputs and copies its result into the
-  family's first output (only that: an op does not return the statistics a kernel writes);
-- backward runs through autograd (`Family.run_backward`, as for torch: `Variant.op`, `op_order`);
-- timed passes are `OpPass`es: the forward as training calls it (inputs requiring grad, so autograd's
-  graph is built), the backward through one forward's graph kept across calls, or both; an `OpPass`
-  captures itself in CUDA graphs (`capture_graph`), which compare/timing.py replays, so the op's
-  Python, autograd and allocation overhead stays out of the timed interval.
-"""
+`op_variant` makes a Variant of kind "op" from a callable and its argument mapping (`CallMap`): its forward
+calls the op and copies the result into the family's first output, its backward runs through autograd, and
+its timed passes (`OpPass`) capture themselves in CUDA graphs so Python and autograd overhead stay untimed."""
 from __future__ import annotations
 
 import inspect
@@ -112,14 +102,10 @@ class OpPass:
             self._grad(self._forward(), retain=False)
 
     def capture_graph(self):
-        """A CUDA graph whose replay is this pass. Warm-up runs on a side stream first (Triton compiles,
-        autograd and the allocator settle outside the capture). forward and full are captured whole.
-        backward runs its forward eagerly on the capture stream and then captures the backward alone there:
-        autograd runs a backward op on its forward op's stream, and a leaf's gradient node (AccumulateGrad)
-        on the stream it was made on; one made on the default stream while capturing elsewhere breaks the
-        capture (torch warns "The AccumulateGrad node's stream does not match..."). So the eager pass's
-        forward, made on the default stream at __init__, is dropped first: its graph holds those nodes.
-        Raises if the op cannot be captured (e.g. it synchronizes with the host)."""
+        """A CUDA graph whose replay is this pass (warm-up first, on a side stream); raises if the op cannot be
+        captured (say it synchronizes with the host). The backward captures alone on one capture stream after an
+        eager forward there: a leaf's AccumulateGrad runs on the stream it was made on, and one made on the
+        default stream breaks the capture, so the forward made at __init__ is dropped first."""
         import torch
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())

@@ -1,20 +1,7 @@
-"""The text of a `--variant`: its name, where its code is, what to take from there, how to call it.
-
-    NAME=PATH::CALLABLE                   the file as it is now (the working tree)
-    NAME=git:REV:PATH::CALLABLE           the file at revision REV of the repository (PATH from its top level)
-    NAME=...::FORWARD,BACKWARD            two kernels of one file: the variant brings both
-    NAME=...::CALLABLE(ARG, ARG, KW=ARG)  an op whose arguments are not in the family's order
-    NAME=package.module:CALLABLE          from an installed package (Python's module:attr), any form above
-
-CALLABLE is a Python name in the file, or a dotted path into it (`LayerNormFunction.apply`). What it
-names decides what the variant is (`variants.external`): a `@triton.jit` function is a kernel, run by
-the family's launcher; anything else callable is an op, called as its users call it.
-
-The parenthesized list says, in the callee's own order, which of the family's op arguments each
-parameter takes: `GroupNormFunction.apply(x, weight, bias, channels, num_groups, eps)`. An entry
-`KW=ARG` passes argument ARG by the keyword KW. Without the list the op is called with the
-family's op arguments in the family's order. Only ops take a list.
-"""
+"""The text of a `--variant`: NAME=[git:REV:]PATH::CALLABLE (the file now or at revision REV) or
+NAME=package.module:CALLABLE (an installed package). CALLABLE is a name or dotted path (`Fn.apply`);
+FORWARD,BACKWARD names two kernels of one file. An op may add, in its own order, which of the family's op
+arguments each parameter takes: `Fn.apply(x, weight, bias, channels, num_groups, eps)`, `KW=ARG` by keyword."""
 from __future__ import annotations
 
 import dataclasses

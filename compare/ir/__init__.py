@@ -93,12 +93,10 @@ def _pair(a, b, stages, full: bool) -> IRPair:
 def run(family, variants, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: bool = False, stages=STAGES,
         full: bool = False, cache: CompileCache | None = None, step=lambda _: None, kernel: str = "forward") -> IRSection:
     """Compile, summarize and diff the `kernel` ("forward" or "backward") each of `variants` runs (the first
-    is the baseline), for one shape and dtype, as `family`'s launcher runs it.
-
-    On a GPU (`gpu=True`) the kernels are the ones Triton launched for that GPU and `target` is
-    ignored; otherwise they are compiled offline for `target`. Op-level variants (kind "op")
-    contribute the kernels they launch (compare.ir.ops), listed as OP:KERNEL and paired by kernel
-    name with the first op's."""
+    is the baseline), for one shape and dtype, as `family`'s launcher runs it. On a GPU (`gpu=True`) these
+    are the kernels Triton launched there and `target` is ignored; otherwise they are compiled offline for
+    `target`. Op variants contribute the kernels they launch (compare.ir.ops), named OP:KERNEL and paired
+    by kernel name with the first op's."""
     stages = check_stages(stages)
     cache = cache or CompileCache()
     triton_variants = [v for v in variants if v.kind == "triton"]

@@ -1,14 +1,8 @@
 """Compile variants for one specialization at every stage (TTIR, TTGIR, LLIR, PTX, SASS).
 
-The compiling happens in a child process (`compare.ir.worker`) with TRITON_INTERPRET removed, because
-a process that interprets Triton cannot compile it, and so that a crash in one compile cannot take
-the report down. All variants of a request go to one worker; results are cached per
-(variant, specialization, target, mode) for the life of a `CompileCache`.
-
-The specialization is what Triton's JIT infers from the arguments the family's own launcher passes a
-kernel (`recorded_launch` runs the launcher on meta tensors with a recorder standing in for the
-kernel): that is the kernel the launcher would run for the shape and dtype. Nothing here knows a family.
-"""
+Compiles run in a child process (`compare.ir.worker`) without TRITON_INTERPRET: an interpreting process
+cannot compile, and a crashing compile must not take the report down. Results are cached per (variant,
+specialization, target, mode); the specialization is what Triton infers from the launcher's arguments."""
 from __future__ import annotations
 
 import dataclasses

@@ -1,15 +1,8 @@
 """The diff of two cleaned listings that shows only what differs after normalization.
 
-Lines are aligned on their skeletons (every name replaced by its kind), so one inserted instruction
-is one inserted line, not a renaming that cascades through the rest of the function. Along aligned
-lines the names of A and B are paired into a one-to-one correspondence; an aligned pair whose names
-break it (the same operation on different values) counts as changed. A second alignment pass writes
-the paired names out, so that a run of look-alike lines shifted by one aligns on the right lines.
-Both sides are then printed
-with A's canonical names, and B's names through the correspondence (fresh names where B has a value
-A has not). In SASS, physical registers are reused by the allocator, so registers are compared by
-class only (labels still are paired).
-"""
+Lines align on their skeletons (names replaced by their kind), so one inserted instruction is one line,
+not a cascade of renamings; along aligned lines A's and B's names are paired one to one, and a pair that
+breaks the pairing is changed. SASS registers are reused by the allocator: compared by class only."""
 from __future__ import annotations
 
 import dataclasses

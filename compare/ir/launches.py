@@ -1,15 +1,8 @@
 """The Triton kernels an op launches: recorded at launch, with the argument types they were launched with.
 
-`LaunchRecorder` wraps `JITFunction.run` (and, under the interpreter, `InterpretedFunction.run`) for
-the length of a `with` block: every launch (not a warm-up compile) is recorded with its kernel's
-name, the function, the specialization Triton's JIT infers from the actual arguments and the launch
-options (`compare.ir.compile.specialization`), and, on compiled Triton, the kernel the JIT launched.
-Under the interpreter nothing is compiled, so the recorded specialization is what the IR worker
-compiles offline.
-
-A kernel launched twice with the same specialization is recorded once; launched with another, it is
-recorded again as `name#2`, `name#3`, in launch order.
-"""
+`LaunchRecorder` wraps `JITFunction.run` (and the interpreter's) inside a `with` block and records each
+launch's kernel, specialization and options, and on compiled Triton the kernel launched. A kernel
+launched again with another specialization is recorded again as `name#2`, `name#3`, in launch order."""
 from __future__ import annotations
 
 import dataclasses

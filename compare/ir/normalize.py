@@ -1,14 +1,8 @@
 """Normalize one stage's listing so that only meaningful differences remain.
 
-`clean(stage, text, kernel_name)` drops what never means a change in the code: source locations,
-debug information and sections, comments, blank lines, SASS addresses and encodings, the register
-counts of PTX `.reg` declarations (they only say how many names were used); it writes the
-kernel's own name as `kernel` and turns SASS branch addresses into labels. What is left still has
-its original value, register and label names; `names(stage, line)` finds them and `rename(stage,
-lines)` renames them canonically, in order of first appearance, per kind (`%v3`, `%rd2`, `L1`...);
-SASS registers are physical and stay as they are.
-Two kernels that differ only in their names therefore give identical normalized listings.
-"""
+`clean` drops what never means a change (locations, debug sections, comments, SASS addresses, PTX `.reg`
+counts) and names the kernel `kernel`; `rename` renames values, registers and labels canonically in order
+of first appearance, per kind. Two kernels that differ only in their names normalize alike."""
 from __future__ import annotations
 
 import re

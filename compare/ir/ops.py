@@ -1,16 +1,8 @@
 """The compiled code of op-level variants: the kernels each op launched, paired by kernel name.
 
-An op is run once forward and once backward (autograd, through `Family.run_backward`) on the family's inputs
-for the specialization's shape and dtype, under `LaunchRecorder`. On a GPU the op runs once more
-before that, unrecorded, so that JIT compiles and autotuning are done and the recorded launches are
-the ones a user's steady state runs; each kernel's stages are then read from the CompiledKernel the
-JIT launched. Under the interpreter nothing is compiled: each kernel is compiled offline by the IR
-worker for the argument types it was launched with.
-
-Kernels of the baseline op and of every other op are paired by name: a pair is "identical" when every
-stage's normalized listing agrees, "changed" otherwise; a name launched by one op only is "only in"
-that op; a kernel that did not compile is "failed".
-"""
+Each op runs forward and backward under `LaunchRecorder` (on a GPU once more before, unrecorded, so JIT
+compiles and autotuning are done). Kernels pair by name with the baseline op's: "identical" when every
+stage's normalized listing agrees, else "changed"; "only in" one op; "failed" when it did not compile."""
 from __future__ import annotations
 
 from compare import supervisor

@@ -1,13 +1,8 @@
 """The structural summary of one normalized stage: its loop nest, what each loop carries, what it
 executes, and how wide its global loads and stores are.
 
-Loops are read from what the stage really holds (after Triton's unrolling, pipelining or hoisting):
-`scf.for`/`scf.while` regions in TTIR/TTGIR, back-edges in LLIR (`br` to an earlier block; its
-`phi`s are the carried values), PTX (`bra` to an earlier label) and SASS (`BRA` to an earlier
-label). Carried values are typed in TTIR/TTGIR/LLIR; in PTX a carried register is one the loop reads
-before it writes it, and it is marked as an address when it feeds a `[...]` operand in the loop;
-SASS registers are physical and reused, so no carried values are given there.
-"""
+Loops are read from what the stage really holds, after Triton's unrolling and pipelining (regions in
+TTIR/TTGIR, back-edges in LLIR, PTX and SASS); SASS registers are physical, so no carried values there."""
 from __future__ import annotations
 
 import collections

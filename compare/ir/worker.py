@@ -1,15 +1,7 @@
-"""The compile worker: compiles Triton kernels in a process of its own and prints every stage as JSON.
-
-Run as `python -m compare.ir.worker` with a JSON request on stdin (see `compare.ir.compile.request`).
-It must run without TRITON_INTERPRET (the parent removes it): in an interpreter process `@triton.jit`
-gives functions that cannot be compiled. Each kernel is compiled on its own; one that fails is
-reported with the first lines of its error and the others still come out.
-
-Two modes: "offline" compiles with `triton.compile(ASTSource(...), target=GPUTarget(...))` and needs no
-GPU; "launched" runs the family's launcher (of each kernel's `role`: forward or backward) once on the
-GPU and reads back the kernel the JIT compiled and launched, so its stages and registers are exactly
-what ran. The family comes from the request (`family`, `family_module`): nothing here knows one.
-"""
+"""The compile worker: `python -m compare.ir.worker` compiles the Triton kernels of a JSON request on stdin
+in a process of its own and prints every stage as JSON; a kernel that fails is reported, the rest still
+come out. It runs without TRITON_INTERPRET (an interpreting process cannot compile). "offline" compiles
+for a target with no GPU; "launched" runs the family's launcher once on the GPU and reads back what ran."""
 from __future__ import annotations
 
 import importlib

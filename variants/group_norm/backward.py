@@ -1,17 +1,8 @@
-"""The shared group-norm backward kernel (shared/specs/group_norm.md, "Backward").
-
-One backward serves every forward variant: the seed's change touched the forward only, so the
-backward check asks whether each variant's saved statistics (mean, rstd) give correct gradients
-through one common kernel, and whether the whole forward+backward agrees with float64 autograd.
-
-Grid (batch, num_groups). Each program walks its group twice, channel by channel:
-  pass 1: per channel, sum(dy * x_hat) and sum(dy) are atomically added into dW[c] and dB[c]
-          (float32 buffers that must be zeroed first: every sample adds into the same channel),
-          and c1 = sum(x_hat * W[c] * dy) / N, c2 = sum(W[c] * dy) / N are accumulated, with
-          N = channels_per_group * hidden_per_channel and x_hat = (x - mean) * rstd;
-  pass 2: dx = (W[c] * dy - (x_hat * c1 + c2)) * rstd, stored in dx's dtype.
-Everything is computed in float32.
-"""
+"""The shared group-norm backward kernel (shared/specs/group_norm.md, "Backward"): one backward for every
+forward variant, so the backward check asks whether each one's saved mean and rstd give correct gradients.
+Grid (batch, num_groups); each program walks its group twice, in float32: pass 1 adds sum(dy * x_hat) and
+sum(dy) atomically into dW[c], dB[c] (zeroed first) and sums c1 = sum(x_hat * W * dy) / N and
+c2 = sum(W * dy) / N; pass 2 writes dx = (W * dy - (x_hat * c1 + c2)) * rstd."""
 import torch
 import triton
 import triton.language as tl

@@ -17,13 +17,11 @@ MAX_HIDDEN = 1 << 24                 # a group this large or larger is refused (
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """How `launch` runs one shape: `block` elements per program (a power of two), `num_warps`; split:
-    a group over ceil(hidden / block) programs that wait for each other (else one program per group,
-    block >= hidden); `max_registers` caps the registers a thread may take (more programs in flight per
-    SM), None leaves them to the compiler; `overlap` (split only): a program loads its next slice before
-    it waits for the group of the one it holds, so its load and that wait overlap; `chunks` > 1 (split,
-    not overlap): a slice is `chunks` blocks streamed through, not held, and read again after the wait,
-    from L2 while it holds them (a turn then moves as many bytes as L2 keeps, not as registers hold)."""
+    """How `launch` runs one shape: `block` elements per program (a power of two) and `num_warps`; `split`: a
+    group over ceil(hidden / block) programs that wait for each other (else one program per group);
+    `max_registers` caps registers per thread (more programs per SM; None: the compiler's choice); `overlap`
+    (split): load the next slice before waiting on the held one's group; `chunks` > 1 (split, not overlap): a
+    slice streamed as `chunks` blocks and read again from L2 after the wait instead of held in registers."""
 
     block: int
     num_warps: int
@@ -55,7 +53,7 @@ class Config:
             " overlap" if self.overlap else "") + (" reread" if self.chunks > 1 else "")
 
 
-# Chosen from benchmarks/coop_probe.py on the H200 (reports/coop_probes/README.md), by element
+# Chosen from coop_probe.py on the H200 (reports/coop_probes/README.md), by element
 # size in bytes. Resident: elements a thread holds (float32 64: 2,048-element groups in one warp;
 # bfloat16 32: two warps, 56 registers). Split: registers a thread may take, the fewest without spills
 # (float32 128: 4 programs an SM where 160 would fit 3; bfloat16 96: 5 programs an SM).

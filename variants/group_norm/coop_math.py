@@ -28,14 +28,11 @@ def row_sums(x, c, mask, EVEN: tl.constexpr):
 
 @triton.jit
 def partials(x, c, mask, EVEN: tl.constexpr, PAIR: tl.constexpr, DTYPE: tl.constexpr):
-    """About the slice's centre c (`centre`), T1 = sum(x - c) and Q = sum((x - c)^2), in one pass: x - c
-    in float32, squared and summed in float64 (no overflow on huge inputs, no underflow on tiny ones).
-    M2 = Q - T1^2 / n then cancels only as far as c lies from the mean in units of the spread, and
-    float64 has 29 bits to spare for that. With c a coarse multiple of a power of two above the spread
-    of the first values, x - c is exact for every x within that spread: a centre with finer bits (the
-    first value itself, before) rounds each x - c, and a float32 mean of values around 0 landed 2-5
-    times further from float64. An all-equal slice has x - c = 0: its mean is exact and its variance 0,
-    so y = B exactly. x as `load_chunk` gave it (PAIR: 16-bit values of DTYPE two to a 32-bit word)."""
+    """About the slice's centre c (`centre`), T1 = sum(x - c) and Q = sum((x - c)^2) in one pass: x - c in
+    float32, squared and summed in float64 (no overflow or underflow). M2 = Q - T1^2 / n cancels only as far as
+    c lies from the mean in units of the spread, which float64's spare 29 bits absorb, and x - c is exact near
+    c's few significant bits; an all-equal slice has x - c = 0, so y = B exactly. x as `load_chunk` gave it
+    (PAIR: 16-bit values of DTYPE two to a 32-bit word)."""
     if PAIR:
         even, odd = widen_pair(x, DTYPE, False)
         t1, q = row_sums(even, c, mask, EVEN)
@@ -83,14 +80,11 @@ def normalize(Y_ptr, x, offsets, mask, w, b, mean_hi, mean_lo, rstd, EVEN: tl.co
 
 @triton.jit
 def centre(base, start, hidden_size, live):
-    """The centre of a slice's statistics (`partials`): the mean of its first 8 values rounded to a
-    multiple of a power of two above their spread, so that it has few significant bits and x - c is
-    exact in float32 for values as near it as that spread; 0 where that mean lies within 256 such units
-    of 0 (x - 0 is exact for every x: a centre of one unit left the values of the other sign rounding,
-    2e28 off in the mean of huge inputs of both signs, and float64 keeps M2's cancellation harmless that
-    near); the first value itself where the 8 are equal (an all-equal slice: x - c = 0), not finite, or
-    far from their spread's scale. The 8 values lie in the slice's first 32 bytes: no bytes beyond the
-    slice's own come from device memory."""
+    """The centre of a slice's statistics (`partials`): the mean of its first 8 values (in its first 32 bytes)
+    rounded to a multiple of a power of two above their spread, so x - c is exact in float32 near it; 0 where
+    that mean lies within 256 such units of 0 (x - 0 is always exact, while a one-unit centre rounds the values
+    of the other sign); the first value itself where the 8 are equal, not finite, or far from their spread's
+    scale."""
     first = tl.load(base + start, mask=live).to(tl.float32)
     near = start + tl.arange(0, 8)
     ok = (near < hidden_size) & live

@@ -1,15 +1,8 @@
-"""What single_read_coop's forward and backward share to split a group over programs that wait for
-each other: the per-group counter wait, the persistent workspace, and how many programs the GPU holds
-at once (a program waited on must be running, so the persistent grid never exceeds that); and how they
-hold 16-bit values across a wait in as few registers as the values take.
-
-The counters only grow: each launch adds `slices` to a group's counter and a program waits for the next
-multiple, so nothing is zeroed between calls. One set of counters per (pass, slice count): a counter
-shared with another slice count would sit off its multiple and wait forever; the forward's sets are also
-per row count, so that one read of the launch's epoch serves every row (`launch_epoch`). A wait past
-MAX_POLLS polls gives up (the caller writes NaN), so a fault shows in the numerics instead of hanging
-the GPU.
-"""
+"""What single_read_coop's forward and backward share to split a group over programs that wait for each
+other: the per-group counter wait, the persistent workspace, how many programs the GPU holds at once (one
+waited on must be running) and 16-bit values held two to a register across a wait. Counters only grow
+(one set per pass and slice count), so nothing is zeroed between calls; a wait past MAX_POLLS gives up and
+the caller writes NaN, so a fault shows in the numerics instead of hanging the GPU."""
 from __future__ import annotations
 
 import torch

@@ -1,32 +1,8 @@
-"""single_read: a group-norm forward that reads x from device memory once, near the memory roofline.
-
-It exists to show what a good kernel for the seed's problem looks like, and to be measured against it
-by kernel-ab itself (docs/findings.md). Three things set it apart from the spec's kernels:
-
-- A group that fits in one block (`hidden_size <= BLOCK_SIZE <= RESIDENT_CAP`) is loaded once and
-  kept in registers: statistics and normalization use the same loaded values, so x crosses the
-  memory bus once and y once, the fewest bytes there are.
-- The variance does not cancel: values are shifted by a pivot (the resident path: the plain mean
-  sum(x / n); the streamed and split paths: the group's first element), scaled by a power of two near
-  the largest shifted magnitude (exact, and no overflow of the sums near the dtype's top), then
-  var = mean((t - mean(t))^2), with rstd from it in float64 once per group. Where the seed's one-pass
-  E[x^2] - E[x]^2 writes NaN (large_mean, all_equal), this is finite and within the fp64 tolerance; an
-  all-equal group gives exactly y = B.
-- Its own launcher (`launch`) picks the warps per program by group size; the spec's launcher (4 warps
-  and a block of up to 65,536 elements per program) is what holds the seed's kernels to ~2% of copy
-  bandwidth on image shapes. Groups too large for registers are either streamed by one program with
-  many warps (pass 1 accumulates Chan-combined block statistics, pass 2 re-reads x, mostly from L2),
-  or split over several programs per group ("split": a statistics kernel writes per-slice partial
-  statistics, a normalize kernel combines them and re-reads its slice, last-read slices first so the
-  re-read hits L2). benchmarks/roofline_probe.py chose among them on the H200 (reports/single_read_probe): it did
-  not reach the roofline targets; docs/findings.md says what costs the time (per-element channel index and W/B
-  gathers, four block reductions) and what to try next.
-
-`group_norm_forward` keeps the spec's signature, so the IR comparison and the spec's launcher still
-run it (with 4 warps: the resident path up to RESIDENT_CAP elements, else the streamed one). W and B are gathered per
-element in the resident path: the channel of element `o` is found from a float reciprocal of
-`hidden_per_channel` with an exact integer correction (exact for groups under 2**24 elements).
-"""
+"""single_read: a group-norm forward that reads x from device memory once, near the memory roofline: what a
+good kernel for the seed's problem looks like, measured by kernel-ab itself (docs/findings.md). A group that
+fits a block stays in registers (x crosses the bus once); values are shifted by a pivot and scaled by a
+power of two, so the variance neither cancels nor overflows (all-equal groups: y = B exactly); `launch`
+picks warps by group size, and streams or splits groups too large for registers over several programs."""
 from __future__ import annotations
 
 import dataclasses
@@ -159,6 +135,8 @@ def _streamed(X_ptr, Y_ptr, W_ptr, B_ptr, hidden_size, channels_per_group, hidde
     return mean, rstd
 
 
+# the spec's signature, so the IR comparison and the spec's launcher (4 warps) still run it: resident up to
+# RESIDENT_CAP elements, else streamed
 @triton.jit
 def group_norm_forward(
     Y_ptr, Y_row_stride, Y_col_stride,
@@ -277,7 +255,7 @@ class Config:
         return f"{self.path} b{self.block} w{self.num_warps}{extra}"
 
 
-# The rule below was set from benchmarks/roofline_probe.py's table on the H200 (reports/single_read_probe, commit cef537c):
+# The rule below was set from roofline_probe.py's table on the H200 (reports/single_read_probe, commit cef537c):
 # resident groups did best with 32 values per thread (2 warps for the seed's 2,048-element groups: 85% of
 # copy in float32 at 2,048 channels; 4 warps tied), groups over 16,384 with the streamed path, 4,096-element
 # blocks and 8 warps (57-61% float32, 40-44% bfloat16 on the image shapes; split peaked at 54-56%).

@@ -1,46 +1,8 @@
-"""single_read_coop: x read from device memory once on every shape; large groups split over programs.
-
-It exists because `single_read` and `single_read_tiled` missed the roofline targets (85% of copy
-bandwidth on the seed shapes, 65% on the image shapes), and kernel-ab said
-why: their [rows, 8] tile took 168 registers a thread (6 groups in flight per multiprocessor; a plain
-block of the same group needs 66-79), and a group too large for one program (the image shapes) was
-read twice. One kernel (`coop_forward`) and its own launcher (`choose`) answer both:
-
-- resident: one program per group, held in registers as a [rows, width] tile whose rows each lie in one
-  channel (W, B and rstd * W once per row), the warps side by side along a row (float32: 64 values a
-  thread, one warp for the seed's 2,048-element groups; 16-bit: 32 a thread);
-- split: a group larger than ON_CHIP is split over programs of 8,192 elements that publish partial
-  statistics, wait for the group's other slices at a per-group counter, combine, and write y from the
-  values they still hold: x crosses the memory bus once. A program waits only on its group's, which
-  have neighbouring ids; the grid is persistent and no larger than the GPU holds at once
-  (`coop_sync.resident_programs`; split programs are capped at SPLIT_REGISTERS, so that 4 float32 or
-  5 bfloat16 programs fit an SM), so every program waited on is running. The counters only grow (each
-  launch adds `slices` per group; one set per slice count and row count, so a program reads the
-  launch's epoch once and knows every target: its arrivals need no answer), so nothing is zeroed
-  between calls; a wait past MAX_POLLS polls writes NaN (the numerics say so), not a hang. Overlapped
-  (16-bit launches of many slices an SM, `coop_launch.choose`), a program loads its next slice before it
-  waits for the group of the one it holds. Read again (`Config.chunks`; chosen for 16-bit x that fits
-  L2, see coop_launch), a program streams its slice through in blocks, publishes, waits, then reads the
-  slice again, from L2 while it holds it, to write y: a turn then moves as many bytes as L2 keeps.
-  Triton's interpreter runs programs one after another, where slices would wait forever: on the CPU a
-  split configuration runs the spec entry, streaming the same blocks with the same arithmetic.
-
-16-bit x is loaded and held as 32-bit words, two values each (PAIR): held as 16-bit values the compiler
-gives each its own register, so a bfloat16 slice took as many registers as a float32 one.
-
-Statistics (`coop_math`): one pass about a centre c with few significant bits near the slice's first
-values: T1 = sum(x - c) and Q = sum((x - c)^2), x - c in float32 (exact for values within the spread
-of c, so neither a large mean nor a mean near 0 costs the sums any rounding), squared
-and summed in float64 (no overflow on huge inputs, no underflow on tiny ones); slices combine in float64
-(Chan). An all-equal slice has x - c = 0: its mean is exact and its variance 0, so y = B exactly.
-rstd in float64, once per group; y = (x - mean_hi) * k + (B - mean_lo * k), k = rstd * W, with the
-float64 mean in two float32 parts, so a large mean costs y no accuracy.
-
-Measured on the H200: docs/findings.md and reports/roofline_group_norm.
-`group_norm_forward` keeps the spec's signature (the IR step and the spec's launcher run it): one group
-per program, in registers when BLOCK_SIZE covers it, else streamed (x read twice). The variant's own
-backward is in single_read_coop_backward.py.
-"""
+"""single_read_coop: x read from device memory once on every shape, large groups split over programs.
+A group is held in registers as a [rows, width] tile whose rows each lie in one channel (W, B, rstd * W
+once a row); a group over ON_CHIP is split over programs that publish partial statistics, wait for their
+group's other slices at a counter (coop_sync) and write y from what they hold. Statistics: coop_math; its
+launcher: coop_launch; its backward: single_read_coop_backward.py; measured: docs/findings.md."""
 from __future__ import annotations
 
 import triton
@@ -178,13 +140,11 @@ def coop_forward(Y_ptr, X_ptr, Mean_ptr, RSTD_ptr, W_ptr, B_ptr, Part_ptr, Count
                  BLOCK: tl.constexpr, HPC: tl.constexpr, ROWS: tl.constexpr, EVEN: tl.constexpr,
                  SPLIT: tl.constexpr, SLICE_BLOCK: tl.constexpr, PAIR: tl.constexpr, OVERLAP: tl.constexpr,
                  CHUNKS: tl.constexpr):
-    """resident (SPLIT False): program r normalizes group row r, held in registers (hidden <= BLOCK).
-    split: persistent; program p takes work items p, p + P, ... (P programs, a multiple of `slices`);
-    item i is slice i % slices (BLOCK elements) of group row i // slices, so a program keeps its slice
-    index and its group's other slices are its neighbours, running at the same time. OVERLAP: a program
-    loads item i + P before it waits for item i's group, and publishes i + P before it writes i's y (so
-    the arrival's fence does not wait for those stores); every program publishes its k-th item before
-    it waits for its (k-1)-th, so every wait ends."""
+    """resident (SPLIT False): program r normalizes group row r, held in registers (hidden <= BLOCK). split:
+    persistent; program p takes items p, p + P, ... (P a multiple of `slices`); item i is slice i % slices of
+    group row i // slices, so a group's slices are neighbours running at once. OVERLAP: load item i + P before
+    waiting for item i's group, and publish it before writing i's y; every program publishes its k-th item
+    before it waits for its (k-1)-th, so every wait ends."""
     inv_count = 1.0 / tl.cast(hidden_size, tl.float64)   # tl.cast: the JIT makes a hidden_size of 1 a constant
     WIDTH: tl.constexpr = BLOCK // ROWS
     DTYPE: tl.constexpr = X_ptr.dtype.element_ty

@@ -1,29 +1,8 @@
-"""single_read_coop's backward: x and dy read from device memory once, dx written once.
-
-It exists because the shared backward (variants/group_norm/backward.py) walks each group twice, channel
-by channel: x and dy cross the memory bus twice, five tensor passes where three suffice, which caps it
-at 3/5 of copy bandwidth (measured on the H200: 55-57% of copy on the seed shapes with 512 channels or
-more in float32; inductor 62-65%). This one reaches 101-106% there, 83-98% in bfloat16 (docs/findings.md). The same gradients (shared/specs/group_norm.md, "Backward"):
-
-    x_hat = (x - mean) * rstd,  dW[c] += sum(dy * x_hat),  dB[c] += sum(dy)   (per channel, atomic adds)
-    c1 = sum(x_hat * W[c] * dy) / N,  c2 = sum(W[c] * dy) / N,  dx = (W[c] * dy - (x_hat * c1 + c2)) * rstd
-
-with the forward's layout: the group (or a slice of it) held in registers as a [rows, width] tile whose
-rows each lie in one channel, so the per-channel sums are row sums (one atomic add per channel a slice
-touches) and W is loaded once per row. A group larger than ON_CHIP is split over programs of `block`
-elements that publish their partial sums, wait for the group's other slices at a per-group counter
-(variants/group_norm/coop_sync.py), and write dx from the x and dy they still hold.
-
-x_hat is taken about the group's own mean, not the saved float32 one: the sums are about the saved mean
-m, with sum((x - m) * rstd) / N correcting it. On large-mean inputs the float32 mean is off by a large
-part of the spread (half a unit in its last place), and the shared kernel's gradients carry that error.
-
-The tile is as wide as the warps side by side (TILE_WIDTH_PER_WARP a warp) when that divides a channel's
-element count, else as wide as the largest power of two that does (1 for an odd count: correct, not
-fast). Everything is computed in float32, as the shared kernel does, except the sums over tile rows
-(float64). Under Triton's interpreter (no register limit, programs run one after another) every group
-is resident: one program holds it whole.
-"""
+"""single_read_coop's backward: x and dy read from device memory once, dx written once (the shared backward
+reads both twice: five tensor passes where three suffice). The gradients of shared/specs/group_norm.md on
+the forward's [rows, width] tile (per-channel sums are row sums, one atomic add per channel a slice
+touches), split over waiting programs as the forward is. x_hat is taken about the group's own mean, not
+the saved float32 one, whose error on large-mean inputs would reach the gradients."""
 from __future__ import annotations
 
 import dataclasses

@@ -1,27 +1,8 @@
-"""single_read_tiled: single_read's design with fewer instructions per element.
-
-`single_read` (measured on the H200 by benchmarks/roofline_probe.py) turned out bound by per-group
-latency and instructions per element, not by bytes: float32 and bfloat16 reached about the same
-elements per second. This variant keeps its contract and numerics (x read once for a group of up to
-16,384 elements held in registers; a shifted, power-of-two-scaled variance that cannot cancel or
-overflow; rstd in float64 once per group) and changes what each element costs:
-
-- the group is a [rows, 8] tile; when a channel holds a multiple of 8 elements no row straddles two
-  channels, so the channel index, W and B are found once per row, not per element;
-- two fused reductions (sum and max together, then the sums of t and t^2 about the pivot, a shifted
-  one-pass that cannot cancel because the pivot is the plain mean) instead of four in sequence;
-- y = (t - mean_t) * k + B with k = rstd * W per row (a subtraction and an FMA per element);
-- the streamed path (groups over 16,384 elements) writes y from aligned flat blocks (vector loads
-  in bfloat16 too) instead of per-channel blocks whose start is not known to be aligned, and is
-  chosen by the block size alone (BLOCK_SIZE > RESIDENT_CAP: blocks of BLOCK_SIZE // 16), so the
-  resident kernel does not carry the streamed path's registers.
-
-kernel-ab timed it on the H200 (docs/findings.md): 84-87% of copy bandwidth on the seed shapes of 512
-channels or more in float32, 73-77% in bfloat16; `single_read_coop` later found its [rows, 8] tile costs 168
-registers a thread, which caps the groups a multiprocessor holds at once.
-`group_norm_forward` keeps the spec's signature; the spec's launcher passes BLOCK_SIZE =
-next_power_of_2(hidden_size), which this kernel relies on for the resident path (the group fits).
-"""
+"""single_read_tiled: single_read's contract and numerics (x read once for groups up to 16,384 elements,
+a variance that cannot cancel or overflow) with fewer instructions per element, since single_read was
+bound by instructions, not bytes: a [rows, 8] tile (channel index, W and B once a row), two fused
+reductions, y = (t - mean_t) * k + B, and a streamed path of aligned flat blocks chosen by BLOCK_SIZE alone.
+The spec's launcher passes BLOCK_SIZE = next_power_of_2(hidden_size), which the resident path relies on."""
 from __future__ import annotations
 
 import dataclasses
@@ -226,7 +207,7 @@ class Config:
         return f"{self.path} b{self.block} w{self.num_warps}"
 
 
-# single_read's rule, from benchmarks/roofline_probe.py on the H200 (reports/single_read_probe): 32 values per thread for a
+# single_read's rule, from roofline_probe.py on the H200 (reports/single_read_probe): 32 values per thread for a
 # resident group, the streamed path with 4,096-element blocks and 8 warps above 16,384 elements.
 RESIDENT_ELEMENTS_PER_THREAD = 32
 RESIDENT_MAX_WARPS = 16

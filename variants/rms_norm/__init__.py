@@ -1,11 +1,7 @@
-"""The rms-norm family (shared/specs/rms_norm.md) on the family protocol (variants/family.py).
-
-X viewed as (rows, cols); y = x * rstd * (offset + W). Each variant brings both kernels, the forward and
-the persistent backward, in the pointer-mutating (`pointer_mutation.py`) or explicit-offset
-(`explicit_offset.py`) form; explicit_offset's are the shared ones for kernels that bring one pass.
-The casting mode and the offset are part of the shape (`RmsShape`): presets pick them (llama, offset 0
-by default; `*_gemma` presets: gemma, offset 1), and --shape takes ROWS,COLS[,OFFSET[,MODE]].
-"""
+"""The rms-norm family (shared/specs/rms_norm.md) on the family protocol: X viewed as (rows, cols),
+y = x * rstd * (offset + W). Each variant brings a forward and a persistent backward kernel, in the
+pointer-mutating or explicit-offset form (explicit_offset's are the shared ones). The casting mode and
+offset are part of the shape (`RmsShape`): --shape takes ROWS,COLS[,OFFSET[,MODE]]; `*_gemma` presets: gemma, 1."""
 from __future__ import annotations
 
 import dataclasses
