@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from compare import stats
-from variants.variant import MODES   # the passes a family times: the protocol's one list
+from compare.vocabulary import MODES
 
 
 GRAPH_AUTO_BELOW_MS = 0.1   # in graph mode "auto", a case whose fastest eager call is under this is replayed from graphs
