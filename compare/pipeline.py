@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-from typing import Iterator
+from typing import Iterator, Optional
 
 from compare import numerics, supervisor, timing_run
 from compare.backend import Backend
@@ -175,7 +175,8 @@ def _checks(plan: Plan, backend, step, infos, ir_later, ir_cache) -> Report:
     return Report(family=family.name, preset=preset.name, dtype=dtype_names, baseline=plan.variants[0].name,
                   incidents=supervisor.left_behind(), variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
                   x_name=preset.x_name, x_values=tuple(float(preset.x_value(s)) for s in preset.shapes),
-                  shape_params=tuple(json.dumps(_shape_params(family, s), sort_keys=True) for s in preset.shapes),
+                  shape_params=tuple(json.dumps(_shape_params(s, twice), sort_keys=True)
+                                     for s, twice in zip(preset.shapes, plan.reads_x_twice)),
                   numerics=numerics_section, timing=timing_section, ir=(ir_sections or (None,))[0],
                   ir_kernels=ir_sections[1:], skipped=tuple(skipped))
 
@@ -211,10 +212,9 @@ def _ir_alongside(plan: Plan, backend: Backend, step, cache=None):
     return result
 
 
-def _shape_params(family, shape) -> dict:
-    """A shape's parameters, and whether the family says its forward must read x twice."""
+def _shape_params(shape, twice: Optional[bool]) -> dict:
+    """A shape's parameters, and whether the family says its forward must read x twice (None: it does not say)."""
     params = shape.as_dict()
-    twice = family.reads_x_twice(shape)
     if twice is not None:
         params["reads_x_twice"] = bool(twice)
     return params

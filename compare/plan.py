@@ -76,6 +76,7 @@ class Plan:
     timing: TimingConfig             # modes: the asked ones, else the planned ones (when timing is a check)
     timing_left_out: tuple[str, ...] = ()   # the passes the timing plan leaves out, a line each
     accuracy_reference: Any = None   # the family's reference-point variant, when registered
+    reads_x_twice: tuple[Optional[bool], ...] = ()   # per shape, the family's Family.reads_x_twice (None: not said)
     checks: tuple[str, ...] = CHECKS
     left_out: tuple[str, ...] = ()
     options: Options = Options()
@@ -212,8 +213,13 @@ def build(request: Request, registry: "Registry", options: Options = Options()) 
     modes, left = _modes(family, chosen, request.timing.modes, request.checks)
     return Plan(request=request, family=family, variants=tuple(chosen), preset=preset, dtypes=dtypes,
                 input_kinds=kinds, directions=directions, timing=dataclasses.replace(request.timing, modes=modes),
-                timing_left_out=left, accuracy_reference=reference, checks=request.checks,
+                timing_left_out=left, accuracy_reference=reference,
+                reads_x_twice=tuple(_optional_bool(family.reads_x_twice(s)) for s in preset.shapes), checks=request.checks,
                 left_out=request.left_out, options=options)
+
+
+def _optional_bool(value) -> Optional[bool]:
+    return None if value is None else bool(value)
 
 
 def _modes(family, chosen, asked: tuple[str, ...], checks) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -304,6 +304,13 @@ class Report:
         """Every compiled-code section, the first (`ir`) first."""
         return ((self.ir,) if self.ir is not None else ()) + self.ir_kernels
 
+    @property
+    def reads_x_twice(self) -> tuple[bool, ...]:
+        """Per shape, whether its family said a forward must read x twice there (Family.reads_x_twice;
+        False where the family did not say). Stored in each shape's parameters, so saved reports keep it."""
+        import json
+        return tuple(bool(json.loads(p).get("reads_x_twice")) for p in self.shape_params)
+
 
 # ---------------------------------------------------------------- JSON form
 def to_dict(report: Report) -> dict:
