@@ -194,7 +194,7 @@ def cmd_list(registry) -> int:
     return 0
 
 
-def cmd_compare(args, request, options, registry, backend) -> int:
+def cmd_compare(request, options, registry, backend) -> int:
     import dataclasses
     from compare import gates, memory, pipeline, plan
     from compare.progress import reporter
@@ -319,7 +319,7 @@ def _main(argv: list[str], prog: str) -> int:
         os.environ["KERNEL_AB_VARIANT_TIMEOUT"] = repr(options.variant_timeout)
         backend = configure(options.device)
         from variants import registry
-        return cmd_compare(args, request, options, registry(), backend)
+        return cmd_compare(request, options, registry(), backend)
     except (UsageError, BackendError) as exc:
         return _fail(str(exc))
     except NothingToCompare as exc:
