@@ -7,15 +7,17 @@ timing, IR, rendering and gates read the Plan and resolve nothing again."""
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from compare import usage
 from compare.timing_config import TimingConfig
 from compare.usage import UsageError
 from compare.vocabulary import CHECKS, STAGES
 
-if TYPE_CHECKING:
-    from variants import Registry
+if TYPE_CHECKING:   # the families import torch: imported once the backend is chosen (compare.backend)
+    import torch
+
+    from variants import Family, Preset, Registry, Variant
 
 COMMAND_CHECKS = {"ir": ("ir",)}     # a subcommand that runs one check; `compare` runs the --check ones
 COMMAND_TRIALS = {"ir": 1}           # the IR compiles one shape: more trials would change nothing
@@ -67,15 +69,15 @@ class Plan:
     """A Request resolved: the objects every stage runs on, and what the request asked of them."""
 
     request: Request                 # as asked (after --variant loading): a timing process plans it again
-    family: Any
-    variants: tuple[Any, ...]        # the Variants compared, the baseline first
-    preset: Any                      # the preset, or the one-shape preset of --shape
-    dtypes: tuple[Any, ...]          # torch dtypes, in the order asked
+    family: Family
+    variants: tuple[Variant, ...]    # the variants compared, the baseline first
+    preset: Preset                   # the preset, or the one-shape preset of --shape
+    dtypes: tuple[torch.dtype, ...]  # in the order asked
     input_kinds: tuple[str, ...]
     directions: tuple[str, ...]      # the numerics passes asked for that the family has
     timing: TimingConfig             # modes: the asked ones, else the planned ones (when timing is a check)
     timing_left_out: tuple[str, ...] = ()   # the passes the timing plan leaves out, a line each
-    accuracy_reference: Any = None   # the family's reference-point variant, when registered
+    accuracy_reference: Optional[Variant] = None   # the family's reference-point variant, when registered
     reads_x_twice: tuple[Optional[bool], ...] = ()   # per shape, the family's Family.reads_x_twice (None: not said)
     checks: tuple[str, ...] = CHECKS
     left_out: tuple[str, ...] = ()
@@ -168,7 +170,7 @@ def from_args(args) -> tuple[Request, Options]:
     return request, options
 
 
-def build(request: Request, registry: "Registry", options: Options = Options()) -> Plan:
+def build(request: Request, registry: Registry, options: Options = Options()) -> Plan:
     """The plan of `request`, or UsageError naming what is known (variants, presets, dtypes, kinds, checks)."""
     from variants import UnknownName   # the families (torch) are imported once the backend is chosen
     try:
