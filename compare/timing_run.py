@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 from compare import supervisor
+from compare.vocabulary import MODES
 from compare.results import TimingSection, decode, to_dict
 
 IN_PROCESS_ENV = "KERNEL_AB_TIMING_IN_PROCESS"
@@ -41,7 +42,7 @@ def plan_modes(family, chosen, asked: tuple[str, ...]) -> tuple[tuple[str, ...],
         return ("forward",), (f"timing backward, full: family {family.name} has no backward pass",)
     unknown = [v.name for v in chosen if v.kind != "triton"]
     if unknown or len(chosen) < 2:
-        return ("forward", "backward", "full"), ()
+        return MODES, ()
     differs = {m: len({_code(family, v, m) for v in chosen}) > 1 for m in ("forward", "backward")}
     modes = tuple(m for m in ("forward", "backward") if differs[m])
     left = [f"timing {m}: every variant runs the same {m} kernel and launcher (identical code; --modes {m} "
@@ -101,15 +102,15 @@ def write_section(section: TimingSection, path: str) -> None:
     Path(path).write_text(json.dumps(to_dict(section)))
 
 
-def run_timing(family, chosen, preset, request, step, dtypes) -> TimingSection:
-    """Every (dtype, shape, mode) case of the request, timed on the GPU in this process."""
+def run_timing(plan, step) -> TimingSection:
+    """Every (dtype, shape, mode) case of the plan (compare.plan.Plan), timed on the GPU in this process."""
     import torch
     from compare import timing
-    config = request.timing
+    family, chosen, preset, request, config = plan.family, plan.variants, plan.preset, plan.request, plan.timing
     step("timing: measuring device-to-device copy bandwidth")
     copy_gbs = timing.copy_bandwidth_gbs()
     cases = []
-    for dtype in dtypes:
+    for dtype in plan.dtypes:
         dtype_name = str(dtype).removeprefix("torch.")
         for shape in preset.shapes:
             inputs = family.make_inputs(shape, dtype, "cuda", request.seed, request.input_kind)

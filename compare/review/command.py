@@ -69,8 +69,9 @@ def _labels(targets: list[mapping.Target]) -> list[str]:
     return labels
 
 
-def run(args, registry, backend, make_request) -> int:
-    """The review's exit code; `make_request(args)` is the command line's Request maker (main._request)."""
+def run(args, registry, backend) -> int:
+    """The review's exit code."""
+    from compare.plan import from_args
     from compare import gates, supervisor
     from compare.review import render
     repo = Repository(args.repo)
@@ -87,8 +88,10 @@ def run(args, registry, backend, make_request) -> int:
     done = []
     for target, label in zip(targets, labels):
         specs = (target.spec(f"{label}.base", base), target.spec(f"{label}.head", head))
-        request = make_request(argparse.Namespace(**{**vars(args), "external": specs, "repo": str(repo.top),
-                                                     "family": target.family, "variants": []}))
+        # each op's request as `compare` would resolve it; the review writes the files itself
+        request, _ = from_args(argparse.Namespace(**{**vars(args), "external": specs, "repo": str(repo.top),
+                                                     "family": target.family, "variants": [], "command": "compare",
+                                                     "json": None, "markdown": None, "out": None}))
         report, error = _compare(request, registry, backend, args.quiet, supervisor.excluded())
         if report is not None:
             report = dataclasses.replace(report, gates=gates.decide(report, args.fail_on_numerics,
@@ -101,18 +104,18 @@ def run(args, registry, backend, make_request) -> int:
 def _compare(request, registry, backend, quiet: bool, excluded) -> tuple[object, str]:
     """(report, "") of one op's comparison, or (None, why) when neither revision's code could be loaded.
     A bad --preset or --shape for its family is the user's: UsageError."""
-    from compare import memory, pipeline, supervisor
+    from compare import memory, pipeline, plan, supervisor
     from compare.progress import reporter
     with contextlib.ExitStack() as stack:
         try:
             request, registry, failed = stack.enter_context(pipeline.loaded(request, registry, excluded))
         except (UsageError, pipeline.NothingToCompare) as exc:
             return None, str(exc)
-        pipeline.resolve(request, registry)
-        memory.refuse_what_cannot_fit(request, registry, backend)
+        the_plan = plan.build(request, registry)
+        memory.refuse_what_cannot_fit(the_plan, backend)
         try:
-            request, failed = pipeline.without_crashed(request, registry, failed, excluded, supervisor.timing_left_out())
+            the_plan, failed = pipeline.without_crashed(the_plan, failed, excluded, supervisor.timing_left_out())
         except pipeline.NothingToCompare as exc:
             return None, str(exc)
-        with reporter(pipeline.count_steps(request, registry, backend), not quiet) as step:
-            return pipeline.run(request, registry, backend, step, failed=failed), ""
+        with reporter(pipeline.count_steps(the_plan, backend), not quiet) as step:
+            return pipeline.execute(the_plan, backend, step, failed=failed), ""
