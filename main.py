@@ -93,7 +93,7 @@ def _variant_options(p: argparse.ArgumentParser) -> None:
 
 
 def _family_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--family-path", action="append", dest="family_paths", default=[], metavar="DIR",
+    p.add_argument("--family-path", action="append", dest="family_paths", metavar="DIR",
                    help="also find families in DIR's packages (repeatable; docs/variants-and-families.md)")
 
 
@@ -334,7 +334,7 @@ def _main(argv: list[str], prog: str) -> int:
         from variants import discovery, registry
         if args.command == "list":
             configure("auto")
-            with discovery.configured(args.family_paths, args.repo):
+            with discovery.configured(args.family_paths or (), args.repo or "."):
                 return cmd_list(registry())
         from compare.plan import from_args
         if args.command == "review":
@@ -346,7 +346,7 @@ def _main(argv: list[str], prog: str) -> int:
         # read by every launch's status record (compare.supervisor)
         os.environ["KERNEL_AB_VARIANT_TIMEOUT"] = repr(args.variant_timeout if options is None else options.variant_timeout)
         backend = configure("auto" if options is None else options.device)
-        with discovery.configured(args.family_paths, args.repo):   # the processes a run starts see them too
+        with discovery.configured(args.family_paths or (), args.repo or "."):   # the processes a run starts see them too
             reg = registry()
             if args.command == "review":
                 from compare.review.command import run as cmd_review
