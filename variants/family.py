@@ -284,17 +284,21 @@ class Family(abc.ABC):
         return {g: found[a] for g, a in self.op_grads.items()}
 
     # ---------------------------------------------------------------- variants built from the above
-    def triton_variant(self, name: str, why: str, origin: str, forward=None, backward=None) -> Variant:
-        """A Triton variant bringing its own forward kernel, backward kernel, or both; the pass it does
-        not bring runs the family's shared kernel."""
+    def triton_variant(self, name: str, why: str, origin: str, forward=None, backward=None,
+                       forward_launcher=None, backward_launcher=None) -> Variant:
+        """A Triton variant bringing its own forward kernel, backward kernel, or both (and, optionally, the
+        family's launchers for them); the pass it does not bring runs the family's shared kernel."""
         fwd = forward if forward is not None else self.shared_forward()
         if fwd is None:
             raise ValueError(f"variant {name}: family {self.name} has no shared forward kernel; give the forward")
 
+        launch = forward_launcher or self.launch_forward
+
         def run(inputs, outputs, shape, _kernel=fwd):
-            self.launch_forward(_kernel, inputs, outputs, shape)
+            launch(_kernel, inputs, outputs, shape)
         return Variant(name=name, family=self.name, why=why, kind="triton", run=run, kernel=forward,
-                       backward_kernel=backward, origin=origin)
+                       backward_kernel=backward, origin=origin, forward_launcher=forward_launcher,
+                       backward_launcher=backward_launcher)
 
     def forward_kernel_of(self, variant: Variant):
         """The forward kernel a Triton variant runs: its own, else the family's shared one."""
