@@ -230,8 +230,9 @@ class Family(abc.ABC):
         return None
 
     def reference_backward(self, inputs: Operands, shape) -> dict[str, torch.Tensor]:
-        """Every gradient in float64: autograd through `torch_op` on float64 copies of the inputs, upstream dy."""
-        args = {k: (v.detach().to(torch.float64) if isinstance(v, torch.Tensor) else v)
+        """Every gradient in float64: autograd through `torch_op` on float64 copies of the float inputs (integer
+        ones as they are), upstream gradient in float64."""
+        args = {k: (v.detach().to(torch.float64) if isinstance(v, torch.Tensor) and v.is_floating_point() else v)
                 for k, v in self.op_arguments(inputs, shape).items()}
         return self._autograd(self.torch_op, args, self.upstream(inputs).to(torch.float64))
 
