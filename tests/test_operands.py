@@ -69,8 +69,8 @@ def test_an_integer_operand_is_drawn_as_integers_and_sealed_bit_for_bit():
 
 def test_a_float_generator_for_an_integer_operand_is_refused():
     class Rounded(Pick):
-        operands = (Operand("x"), Operand("t", size="rows", dtype=torch.int64,
-                                         draw=lambda s, g, d: torch.zeros(s.rows, dtype=torch.float64)))
+        operands = (Operand("x", differentiable=True),
+                    Operand("t", size="rows", dtype=torch.int64, draw=lambda s, g, d: torch.zeros(s.rows, dtype=torch.float64)))
     with pytest.raises(ValueError, match="operand t is torch.int64, its generator gave torch.float64"):
         Rounded().make_inputs(SHAPE, torch.float32, "cpu", 0)
 
@@ -84,6 +84,13 @@ def test_a_scalar_loss_is_compared_forward_and_backward_and_a_wrong_one_fails():
         assert {e.output: e.numel // 2 for e in found["torch"].outputs} == outputs
         assert found["torch"].status == "pass" and found["wrong"].status == "fail", found
         assert found["torch"].writes == () and found["wrong"].writes == ()
+
+
+def test_a_gradient_of_an_operand_not_declared_differentiable_is_refused():
+    class Undifferentiable(Pick):
+        grads = (Output("dt", of="t"),)
+    with pytest.raises(ValueError, match="dt is the gradient of 't', not a differentiable operand"):
+        Undifferentiable()
 
 
 def test_buffers_and_bytes_come_from_the_declarations():

@@ -108,6 +108,10 @@ def settle(family) -> None:
     for o in (*family.output_decls.values(), *family.grad_decls.values()):
         if names and o.overwrites and o.overwrites not in names:
             raise ValueError(f"family {family.name}: {o.name} overwrites {o.overwrites!r}, not one of its operands")
+    differentiable = {o.name for o in family.operands if o.differentiable}
+    for g, o in family.grad_decls.items():
+        if names and o.of and o.of not in differentiable:
+            raise ValueError(f"family {family.name}: {g} is the gradient of {o.of!r}, not a differentiable operand")
 
 
 class Operands:
