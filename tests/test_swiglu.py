@@ -138,8 +138,8 @@ def test_an_input_kind_swiglu_does_not_draw_is_refused_in_one_line(capsys):
 
 
 def test_variants_named_without_a_family_come_from_the_one_family_that_has_them_all():
-    from compare import pipeline
-    family, chosen, _, _ = pipeline.resolve(pipeline.Request(variants=("rowwise", "flat")), REG)
-    assert family is SW and chosen[1] is REG.get("flat", "swiglu")
-    family, chosen, _, _ = pipeline.resolve(pipeline.Request(variants=("flat", "torch")), REG)   # the default's
-    assert family.name == REG.default_family and chosen[0] is REG.get("flat", REG.default_family)
+    from compare import plan
+    p = plan.build(plan.Request(variants=("rowwise", "flat")), REG)
+    assert p.family is SW and p.variants[1] is REG.get("flat", "swiglu")
+    p = plan.build(plan.Request(variants=("flat", "torch")), REG)   # the default's
+    assert p.family.name == REG.default_family and p.variants[0] is REG.get("flat", REG.default_family)
