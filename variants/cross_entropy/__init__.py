@@ -1,1 +1,160 @@
-"""The cross-entropy family (shared/specs/cross_entropy.md); the Family comes with the operand protocol."""
+"""The cross-entropy family (shared/specs/cross_entropy.md) on the family protocol (variants/family.py).
+
+Logits X (rows, V) and integer targets (rows,); the forward kernel computes each row's loss and writes the
+gradient for an upstream gradient of 1 over the row's logits (`x_grad`), so the backward only scales that
+buffer by the upstream gradient (`common.scale_gradient`, shared by every Triton variant). The variants
+differ in how they find the row's max and sum: three reads (`two_pass.py`) or two (`online.py`).
+Shapes, presets and input kinds: `shapes.py`; the float64 reference: `reference.py`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from typing import Callable, Optional
+
+import torch
+
+from variants.baselines import torch_variants
+from variants.cross_entropy import shapes
+from variants.cross_entropy.reference import cross_entropy_op, loss_and_gradient, reference
+from variants.cross_entropy.shapes import SHAPE_FORM, CEShape
+from variants.family import Family
+from variants.variant import Variant
+
+FORWARD_PARAMS = ("X_ptr", "X_row_stride", "T_ptr", "Loss_ptr", "n_cols", "n_valid", "ignore_index",
+                  "label_smoothing", "reduction", "BLOCK_SIZE")
+BACKWARD_PARAMS = ("dX_ptr", "dX_row_stride", "Grad_ptr", "Grad_row_stride", "G_ptr", "G_stride", "n_cols",
+                   "BLOCK_SIZE")
+TRITON_VARIANTS = (
+    ("two_pass", "the row read three times: its max, then sum exp(x - max), then the gradient"),
+    ("online", "the row read twice: a running max with a rescaled running sum (online softmax), then the gradient"),
+)
+BACKWARD_BLOCK = 4096   # the backward is elementwise: a fixed chunk per program, a second grid axis over V
+
+
+@dataclasses.dataclass(frozen=True)
+class CEInputs:
+    """One trial's inputs: logits x in the dtype, int64 targets, the upstream gradient dy of the loss (a
+    scalar, or per row for `none`) in the dtype."""
+
+    x: torch.Tensor
+    target: torch.Tensor
+    dy: torch.Tensor
+    seed: int
+    kind: str
+
+
+def _native_args(inputs: CEInputs, shape: CEShape) -> tuple:
+    return inputs.x, inputs.target, shape.ignore_index, shape.label_smoothing, shape.reduction
+
+
+def _store(result, outputs: dict, shape: CEShape) -> None:
+    outputs["loss"].copy_(result[0])
+    outputs["x_grad"].copy_(result[1])
+
+
+class CrossEntropy(Family):
+    """Cross entropy of (rows, V) logits against integer targets; the forward writes the gradient over the logits.
+
+    Targets may be ignore_index; the loss is a scalar (mean, sum) or per row (none)."""
+
+    name = "cross_entropy"
+    presets = shapes.PRESETS
+    default_pair = ("two_pass", "online")
+    shape_help = SHAPE_FORM
+    input_kinds = shapes.INPUT_KINDS
+    outputs = ("loss", "x_grad")
+    forward_legend = (
+        "loss: float32 (a scalar for mean and sum, per row for none; torch's, in the dtype, is copied in); x_grad: "
+        "the gradient for an upstream gradient of 1, in the logits' dtype, written by the Triton kernels over the "
+        "logits (here over a copy of them); reference: torch in float64, autograd for x_grad",)
+    grads = ("dx",)
+    backward_legend = (
+        "backward: each Triton variant's own forward writes x_grad, then the shared kernel scales it by the upstream "
+        "gradient dy; torch: autograd in the dtype; reference: float64 autograd, dy standard normal",)
+    forward_params = FORWARD_PARAMS
+    backward_params = BACKWARD_PARAMS
+    op_params = ("X", "target", "ignore_index", "label_smoothing", "reduction")
+    op_grads = {"dx": "X"}
+    torch_op = staticmethod(cross_entropy_op)
+
+    def parse_shape(self, text: str, eps: float = 1e-6):
+        return shapes.parse_shape(text, eps)
+
+    def shape_from_dict(self, d: dict) -> CEShape:
+        return CEShape(**d)
+
+    def make_inputs(self, shape: CEShape, dtype: torch.dtype, device, seed: int, kind: str = "normal") -> CEInputs:
+        """Logits and targets from the generator of input `kind`, then dy, all from one seeded stream."""
+        self.check_input_kind(kind)
+        if torch.device(device).type == "meta":
+            return CEInputs(torch.empty(shape.tensor_shape, dtype=dtype, device="meta"),
+                            torch.empty(shape.rows, dtype=torch.int64, device="meta"),
+                            torch.empty(self._loss_size(shape), dtype=dtype, device="meta"), seed, kind)
+        x, target, dy = shapes.draw(shape, dtype, seed, kind)
+        return CEInputs(x.to(device), target.to(device), dy.to(dtype=dtype, device=device), seed, kind)
+
+    def op_arguments(self, inputs: CEInputs, shape: CEShape) -> dict:
+        return dict(zip(self.op_params, _native_args(inputs, shape)))
+
+    def reference(self, inputs: CEInputs, shape: CEShape) -> dict[str, torch.Tensor]:
+        loss, grad = reference(*_native_args(inputs, shape))
+        return {"loss": loss, "x_grad": grad}
+
+    def reference_backward(self, inputs: CEInputs, shape: CEShape) -> dict[str, torch.Tensor]:
+        """dx in float64: float64 autograd through torch's op with upstream dy (the targets stay integers)."""
+        x = inputs.x.detach().to(torch.float64).requires_grad_(True)
+        loss = cross_entropy_op(x, *_native_args(inputs, shape)[1:])
+        return {"dx": torch.autograd.grad(loss, (x,), inputs.dy.to(torch.float64))[0]}
+
+    @staticmethod
+    def _loss_size(shape: CEShape) -> tuple[int, ...]:
+        return (shape.rows,) if shape.reduction == "none" else ()
+
+    def alloc_outputs(self, shape: CEShape, dtype: torch.dtype, device) -> dict[str, torch.Tensor]:
+        return {"loss": torch.empty(self._loss_size(shape), dtype=torch.float32, device=device),
+                "x_grad": torch.empty(shape.tensor_shape, dtype=dtype, device=device)}
+
+    def bytes_moved(self, shape: CEShape, dtype: torch.dtype, mode: str) -> int:
+        """forward: logits and int64 targets in, the gradient over the logits and a float32 loss per row out;
+        backward: that gradient and dy in, dx out; full: both."""
+        logits = shape.numel * torch.empty((), dtype=dtype).element_size()
+        forward = 2 * logits + shape.rows * (8 + 4)
+        backward = 2 * logits
+        return {"forward": forward, "backward": backward, "full": forward + backward}[mode]
+
+    def launch_forward(self, kernel, inputs: CEInputs, outputs: dict, shape: CEShape) -> None:
+        """Grid (rows,); the kernel overwrites `x_grad`, which holds the logits when it starts."""
+        from variants.cross_entropy.common import launch
+        logits = outputs["x_grad"]
+        logits.copy_(inputs.x)
+        loss = launch(kernel, logits, inputs.target, shape.ignore_index, shape.label_smoothing, shape.reduction,
+                      shape.max_block)
+        outputs["loss"].copy_(loss)
+
+    def shared_backward(self):
+        from variants.cross_entropy.common import scale_gradient
+        return scale_gradient
+
+    def backward_call(self, kernel, inputs: CEInputs, saved: dict, grads: dict, shape: CEShape) -> Callable[[], None]:
+        """Grid (rows, chunks of BACKWARD_BLOCK); dy broadcast over the row (stride 0 for a scalar loss)."""
+        grad, dx, dy = saved["x_grad"], grads["dx"], inputs.dy
+        block = min(BACKWARD_BLOCK, shape.block_size)
+        grid = (shape.rows, -(-shape.vocab // block))
+        g_stride = 1 if shape.reduction == "none" else 0
+
+        def backward():
+            kernel[grid](dx, dx.stride(0), grad, grad.stride(0), dy, g_stride, shape.vocab, BLOCK_SIZE=block)
+        return backward
+
+    def variants(self) -> list[Variant]:
+        found = []
+        for name, why in TRITON_VARIANTS:
+            module = importlib.import_module(f"variants.cross_entropy.{name}")
+            found.append(self.triton_variant(name, why, f"variants/cross_entropy/{name}.py",
+                                             forward=module.cross_entropy_forward))
+        return found + torch_variants(self.name, cross_entropy_op, loss_and_gradient, _native_args, _store,
+                                      "F.cross_entropy and its autograd gradient for an upstream gradient of 1")
+
+
+FAMILY = CrossEntropy()

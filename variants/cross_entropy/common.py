@@ -42,9 +42,11 @@ def gradient_pass(x_row, target, row_max, row_sum, n_cols, n_valid, label_smooth
 
 @triton.jit
 def row_loss(x_row, target, row_max, row_sum, x_sum_smoothed, label_smoothing):
-    """lse - (1 - eps) x_t - (eps/V) sum_j x_j, in float32; `x_sum_smoothed` is already (eps/V) sum_j x_j."""
+    """lse - (1 - eps) x_t - (eps/V) sum_j x_j, in float32; `x_sum_smoothed` is already (eps/V) sum_j x_j.
+    max - x_t is taken first: exact where the target holds the max, where lse - x_t would cancel (a row of
+    equal logits c loses the bits of c + log V)."""
     x_target = tl.load(x_row + target).to(tl.float32)
-    return row_max + tl.log(row_sum) - (1.0 - label_smoothing) * x_target - x_sum_smoothed
+    return tl.log(row_sum) + (row_max - x_target) + (label_smoothing * x_target - x_sum_smoothed)
 
 
 def next_power_of_2(n: int) -> int:
@@ -87,3 +89,16 @@ def launch(kernel, x: torch.Tensor, target: torch.Tensor, ignore_index: int = -1
     kernel[(rows,)](x, x.stride(0), target, loss_rows, cols, n_valid, ignore_index, label_smoothing,
                     reduction=reduction, BLOCK_SIZE=block, num_warps=num_warps(block))
     return reduce(loss_rows, n_valid, reduction)
+
+
+@triton.jit
+def scale_gradient(dX_ptr, dX_row_stride, Grad_ptr, Grad_row_stride, G_ptr, G_stride, n_cols,
+                   BLOCK_SIZE: tl.constexpr):
+    """The backward: dX = (the gradient the forward wrote) * g, g the upstream gradient of the row's loss
+    (G_stride 0: one scalar for mean and sum). Grid (rows, chunks of BLOCK_SIZE)."""
+    row = tl.program_id(0).to(tl.int64)
+    idx = tl.program_id(1) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = idx < n_cols
+    g = tl.load(G_ptr + row * G_stride).to(tl.float32)
+    grad = tl.load(Grad_ptr + row * Grad_row_stride + idx, mask=mask, other=0.0).to(tl.float32)
+    tl.store(dX_ptr + row * dX_row_stride + idx, (grad * g).to(dX_ptr.dtype.element_ty), mask=mask)
