@@ -58,7 +58,7 @@ def placements(flush, copies=8):
         kept.append(torch.empty((k * 37 + 11) << 20, dtype=torch.uint8, device="cuda"))   # pads of 11-270 MiB
         x = inputs.x.clone()
         kept.append(x)
-        placed = dataclasses.replace(inputs, x=x)
+        placed = inputs.replace(x=x)
         row = {"copy": k, "x_at_mib": x.data_ptr() >> 20}
         for name in names:
             row[name] = round(time_ms(lambda v=variants[name]: v.run(placed, outputs, shape), flush, 15) * 1e3, 1)

@@ -10,6 +10,7 @@ import dataclasses
 
 import torch
 
+from compare import sealing
 from compare.usage import UsageError
 
 FLOAT64 = 8                 # bytes per element of the float64 reference
@@ -39,7 +40,7 @@ def case_need(family, shape, dtype: torch.dtype, variants: int, numerics: bool, 
     inputs = family.make_inputs(shape, dtype, "meta", 0)   # variants.inputs.draw allocates nothing on meta
     outputs = family.alloc_outputs(shape, dtype, "meta")
     grads = family.alloc_grads(shape, dtype, "meta") if backward and family.grads else {}
-    in_n, in_b = _size(vars(inputs).values())
+    in_n, in_b = _size(sealing.tensors(inputs).values())
     out_n, out_b = _size([*outputs.values(), *grads.values()])
     if numerics:
         held = FLOAT64 * (in_n + out_n) + 2 * in_b + (variants + 1) * out_b

@@ -55,15 +55,39 @@ _POISON = {
 _FORMAT = {torch.float32: (23, -126), torch.float16: (10, -14), torch.bfloat16: (7, -126), torch.float64: (52, -1022)}
 
 
+def _poison_of(dtype: torch.dtype) -> tuple[torch.dtype, int] | None:
+    """(the dtype to view a buffer as, the poison's bits): a NaN payload for floats, the most negative value
+    for integers (no index or count is that); None for bool (no value is out of reach)."""
+    if dtype in _POISON:
+        return _POISON[dtype]
+    if dtype == torch.bool or dtype.is_floating_point or dtype.is_complex:
+        return None
+    return dtype, torch.iinfo(dtype).min
+
+
 def poison_(t: torch.Tensor) -> torch.Tensor:
-    int_dtype, bits = _POISON[t.dtype]
-    t.view(int_dtype).fill_(bits)
+    found = _poison_of(t.dtype)
+    if found is not None:
+        t.view(found[0]).fill_(found[1])
     return t
 
 
-def unwritten_mask(t: torch.Tensor) -> torch.Tensor:
-    int_dtype, bits = _POISON[t.dtype]
-    return t.view(int_dtype) == bits
+def unwritten_mask(t: torch.Tensor, stale: torch.Tensor | None = None) -> torch.Tensor:
+    """Elements still holding the poison; with `stale` (the input an in-place output is written over), also
+    those still holding that input's bits (the caller keeps those only where they are wrong)."""
+    found = _poison_of(t.dtype)
+    mask = t.view(found[0]) == found[1] if found is not None else torch.zeros(t.shape, dtype=torch.bool, device=t.device)
+    if stale is not None:
+        mask = mask | same_bits(t, stale.to(t.device))
+    return mask
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Elementwise: the raw bits of a and b are equal (so -0.0 differs from 0.0 and NaN payloads count)."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return torch.zeros(a.shape, dtype=torch.bool, device=a.device)
+    view = sealing.int_view(a)
+    return a == b if view is None else a.contiguous().view(view) == b.contiguous().view(view)
 
 
 def ulp(ref: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -74,14 +98,21 @@ def ulp(ref: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return torch.exp2(exponent - mantissa)
 
 
-def measure(out: torch.Tensor, ref: torch.Tensor, name: str, tol_dtype: torch.dtype | None = None) -> OutputError:
-    """Error statistics of one output against its float64 reference, at the tolerance of `tol_dtype`
-    (default: the output's own dtype). An element non-finite in both is not an error (NaN and Inf
-    must propagate where the reference's do, and nowhere else)."""
-    rtol, atol = TOLERANCES[tol_dtype or out.dtype]
-    unwritten = unwritten_mask(out)
+def measure(out: torch.Tensor, ref: torch.Tensor, name: str, tol_dtype: torch.dtype | None = None,
+            stale: torch.Tensor | None = None) -> OutputError:
+    """Error statistics of one output (any rank, 0-d too) against its float64 reference, at the tolerance
+    of `tol_dtype` (default: the output's own dtype; integer outputs must be exact). An element non-finite
+    in both is not an error (NaN and Inf must propagate where the reference's do, and nowhere else).
+    `stale`: the input an in-place output was written over; an element still holding its bits where the
+    reference differs counts as unwritten (where the right answer is those bits, nothing tells them apart)."""
+    exact = not out.is_floating_point()
+    rtol, atol = (0.0, 0.0) if exact else TOLERANCES[tol_dtype or out.dtype]
     o = out.detach().to(torch.float64)
     ref = ref.to(o.device, torch.float64)
+    close = torch.isclose(o, ref, rtol=rtol, atol=atol, equal_nan=True) | (~torch.isfinite(o) & ~torch.isfinite(ref))
+    unwritten = unwritten_mask(out)
+    if stale is not None:
+        unwritten = unwritten | (unwritten_mask(out, stale) & ~close)
     written = ~unwritten
     o_fin, r_fin = torch.isfinite(o), torch.isfinite(ref)
     both = o_fin & r_fin & written
@@ -92,8 +123,7 @@ def measure(out: torch.Tensor, ref: torch.Tensor, name: str, tol_dtype: torch.dt
     ref_norm = float(torch.linalg.vector_norm(r)) if r.numel() else 0.0
     err_norm = float(torch.linalg.vector_norm(diff)) if diff.numel() else 0.0
     rel_l2 = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else float("inf"))
-    max_ulp = float((diff / ulp(r, out.dtype)).max()) if diff.numel() else 0.0
-    close = torch.isclose(o, ref, rtol=rtol, atol=atol, equal_nan=True) | (~o_fin & ~r_fin)
+    max_ulp = (max_abs if exact else float((diff / ulp(r, out.dtype)).max())) if diff.numel() else 0.0
     beyond = int((~close & written).sum())
     nan = int((torch.isnan(o) & written).sum())
     inf = int(torch.isinf(o).sum())
@@ -131,8 +161,7 @@ def bitwise(a: torch.Tensor, b: torch.Tensor) -> tuple[int, Optional[tuple[int, 
     among them (inf where one is finite and the other not; two NaNs or equal infinities count 0)."""
     if a.dtype != b.dtype or a.shape != b.shape:
         return a.numel(), tuple(0 for _ in a.shape), float("inf")
-    int_dtype = _POISON[a.dtype][0]
-    differ = a.view(int_dtype) != b.view(int_dtype)
+    differ = ~same_bits(a, b)
     n = int(differ.sum())
     if not n:
         return 0, None, 0.0
@@ -195,6 +224,10 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
         elif runners[v.name][0]:
             status[v.name] = VariantNumerics(v.name, "not_run", (runners[v.name][0],))
     ref_fn = next((r[3] for r in runners.values() if r[3] is not None), None)
+    # outputs written over an input by design (Family.overwrites): that input's write is no fault, and the
+    # output's buffer starts as the input's values, so an element still holding them (and wrong) is unwritten
+    overwrites = family.overwrites(direction)
+    expected = set(overwrites.values())
     written: dict[str, list] = {v.name: [] for v in variants}
     for seed in seeds:
         if all(v.name in status for v in variants):
@@ -225,12 +258,13 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
                 if supervisor.is_fatal(exc):   # ... unless nothing can run after it (the supervisor reruns without it)
                     supervisor.poisoned(v.name, f"{supervisor.CRASHES[1]} ({summarize(exc)})")
                 status[v.name] = VariantNumerics(v.name, "error", (summarize(exc),),
-                                                 writes=sealing.writes(pristine, inputs))
+                                                 writes=sealing.writes(pristine, inputs, expected))
                 continue
-            written[v.name].append(sealing.writes(pristine, inputs))
+            written[v.name].append(sealing.writes(pristine, inputs, expected))
             produced[v.name] = outputs
             for name, t in outputs.items():
-                errors[v.name].append(measure(t, ref[name], name, dtype))
+                stale = sealing.tensors(pristine)[overwrites[name]] if name in overwrites else None
+                errors[v.name].append(measure(t, ref[name], name, dtype, stale))
             if v.name not in spreads and backend.interpreted and v.kind in ("triton", "op"):
                 spreads[v.name] = {}   # the interpreter runs programs one after another: no spread to find
             if v.name not in spreads:

@@ -2,7 +2,9 @@
 variant writes into its inputs never reaches another (or its own second run); the copy is compared
 bit for bit with the original afterwards, so a variant that writes into an input is told apart.
 
-Inputs are any dataclass (or mapping) whose tensor fields are the operands; other fields are kept.
+Inputs are a record with `named_tensors()` and `replace(**tensors)` (variants.operands.Operands), or any
+dataclass (or mapping) whose tensor fields are the operands; other fields are kept. Writes a family
+documents (an output written over an input, `Family.overwrites`) are left out by `writes(..., expected=)`.
 """
 from __future__ import annotations
 
@@ -15,7 +17,10 @@ from compare.results import InputWrite
 _INT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
-def _tensors(inputs) -> dict[str, torch.Tensor]:
+def tensors(inputs) -> dict[str, torch.Tensor]:
+    """The input tensors by name."""
+    if hasattr(inputs, "named_tensors"):
+        return inputs.named_tensors()
     items = ({f.name: getattr(inputs, f.name) for f in dataclasses.fields(inputs)}
              if dataclasses.is_dataclass(inputs) else dict(inputs))
     return {k: v for k, v in items.items() if isinstance(v, torch.Tensor)}
@@ -25,26 +30,34 @@ def sealed_copy(inputs):
     """`inputs` with every tensor cloned (same values, bits, dtype, device, strides)."""
     if inputs is None:
         return None
-    copies = {k: t.clone() for k, t in _tensors(inputs).items()}
+    copies = {k: t.clone() for k, t in tensors(inputs).items()}
+    if hasattr(inputs, "named_tensors"):
+        return inputs.replace(**copies)
     return dataclasses.replace(inputs, **copies) if dataclasses.is_dataclass(inputs) else {**inputs, **copies}
+
+
+def int_view(t: torch.Tensor) -> torch.dtype | None:
+    """The integer dtype of t's element size, to compare raw bits through (None for bool and odd sizes)."""
+    return None if t.dtype == torch.bool else _INT_VIEW.get(t.element_size())
 
 
 def _changed(a: torch.Tensor, b: torch.Tensor) -> int:
     """Elements whose raw bits differ (a NaN rewritten with the same bits is no change)."""
     if a.shape != b.shape or a.dtype != b.dtype:
         return a.numel()
-    view = _INT_VIEW.get(a.element_size())
-    if view is None or a.dtype == torch.bool:
+    view = int_view(a)
+    if view is None:
         return int((a != b).sum())
     return int((a.contiguous().view(view) != b.contiguous().view(view)).sum())
 
 
-def writes(original, used) -> tuple[InputWrite, ...]:
-    """Each input `used` no longer holds bit for bit as in `original`, with how many elements changed."""
-    old, new = _tensors(original), _tensors(used)
+def writes(original, used, expected=()) -> tuple[InputWrite, ...]:
+    """Each input `used` no longer holds bit for bit as in `original`, with how many elements changed; the
+    inputs named in `expected` (written over by design) are not looked at."""
+    old, new = tensors(original), tensors(used)
     found = []
     for name, t in old.items():
-        if name in new and t.device.type != "meta":
+        if name in new and name not in expected and t.device.type != "meta":
             n = _changed(t, new[name])
             if n:
                 found.append(InputWrite(name, n, t.numel()))
@@ -55,8 +68,8 @@ def restore(used, original, names=None) -> None:
     """Copy the original values back into `used`'s tensors (`names`, default all), in place: their addresses
     stay, and so do their autograd version counters (through `.data`), so a graph that saved one of them
     for its backward still accepts it (the values are the ones it saved)."""
-    new = _tensors(used)
-    for name, t in _tensors(original).items():
+    new = tensors(used)
+    for name, t in tensors(original).items():
         if names is None or name in names:
             new[name].data.copy_(t)
 

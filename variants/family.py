@@ -7,13 +7,14 @@ finds it there (no list to edit). variants/README.md walks through writing one.
 
 What a family must provide (abstract: a subclass that leaves one out cannot be instantiated):
   name, presets, default_pair           class attributes (default_preset: "default")
-  outputs                               forward output names, e.g. ("y", "mean", "rstd"); the first is the op's result
+  outputs                               forward outputs, names or `Output`s (variants/operands.py: size, dtype,
+                                        `overwrites` an input, `upstream` gradient); the first is the op's result
+  operands, or make_inputs              the inputs by name (`Operand`: size from the shape, dtype, integer or
+                                        float, differentiable, a generator per input kind), drawn by the default
+                                        make_inputs into an `Operands` record (`inputs.x`); or a make_inputs of its own
   parse_shape(text, eps) -> Preset      one shape from the command line's --shape (ValueError: one line, saying the form)
   shape_from_dict(d) -> shape           a shape back from `shape.as_dict()` (the IR worker's launch on a GPU)
-  make_inputs(shape, dtype, device, seed, kind) -> Inputs
   reference(inputs, shape) -> {output: float64 tensor}
-  alloc_outputs(shape, dtype, device) -> {output: tensor}   uninitialised; numerics poisons them
-  bytes_moved(shape, dtype, mode) -> int   fewest bytes a pass moves (mode: forward, backward, full)
   launch_forward(kernel, inputs, outputs, shape)            runs a forward kernel with `forward_params`
   variants() -> [Variant]               the registered variants (Triton kernels imported here, lazily)
 
@@ -21,11 +22,14 @@ A shape is a frozen record with `label` (one line), `as_dict()` (JSON-ready) and
 presets' x axis names; a Preset (`variants.family.Preset`) holds a tuple of shapes.
 
 What has defaults:
+  alloc_outputs(shape, dtype, device)   uninitialised buffers of the declared outputs; numerics poisons them
+  bytes_moved(shape, dtype, mode)       fewest bytes a pass moves (forward, backward, full), from the declarations
   dtypes                 float32, float16, bfloat16 (`DTYPES`)
   input_kinds            {name: generator} (variants/inputs.py); `check_input_kind` refuses the others in one line
   accuracy_reference     "torch": the variant numerics adds as a reference point when it is not named
   forward_legend         legend lines for the forward outputs (under the numerics tables)
-  grads, backward_legend, backward_pairs_legend: the backward pass; grads () means the family has none
+  grads, backward_legend, backward_pairs_legend: the backward pass (grads: names or `Output`s with `of`, the
+                         operand each is the gradient of, and `overwrites`); grads () means the family has none
   forward_params / backward_params: the parameter names, in order, that the launchers pass a kernel;
                          a kernel loaded with --variant is a forward or a backward kernel by which it takes
   shared_forward() / shared_backward(): the kernel a Triton variant runs for a pass it does not replace
@@ -44,7 +48,8 @@ from typing import Any, Callable, Mapping, Optional
 
 import torch
 
-from variants.inputs import DTYPES, INPUT_KINDS, Inputs
+from variants.inputs import DTYPES, INPUT_KINDS
+from variants.operands import Operand, Operands, Output, allocate, declare, declared_bytes, draw_declared
 from variants.variant import Variant
 
 from variants.variant import MODES  # noqa: E402,F401 (the passes; re-exported)
@@ -104,7 +109,8 @@ class Family(abc.ABC):
     presets: Mapping[str, Preset] = {}
     default_preset: str = "default"
     default_pair: tuple[str, str] = ("", "")
-    outputs: tuple[str, ...] = ()
+    outputs: tuple[str | Output, ...] = ()   # names after __init__; the declarations in `output_decls`
+    operands: tuple[Operand, ...] = ()
     shape_help: str = ""          # the --shape form, e.g. "ROWS,COLS (e.g. 4096,1024)"
 
     # ---------------------------------------------------------------- defaults
@@ -112,7 +118,7 @@ class Family(abc.ABC):
     input_kinds: Mapping[str, Callable[..., torch.Tensor]] = INPUT_KINDS
     accuracy_reference: str = "torch"
     forward_legend: tuple[str, ...] = ()
-    grads: tuple[str, ...] = ()
+    grads: tuple[str | Output, ...] = ()     # names after __init__; the declarations in `grad_decls`
     backward_legend: tuple[str, ...] = ()
     backward_pairs_legend: tuple[str, ...] = ()
     forward_params: tuple[str, ...] = ()
@@ -126,6 +132,16 @@ class Family(abc.ABC):
             raise TypeError(f"family {self.name or type(self).__name__} does not set {', '.join(missing) or 'default_pair'}")
         if self.default_preset not in self.presets:
             raise ValueError(f"family {self.name}: default preset {self.default_preset!r} is not a preset")
+        if not self.operands and type(self).make_inputs is Family.make_inputs:
+            raise TypeError(f"family {self.name} declares no operands and has no make_inputs")
+        self.outputs, self.output_decls = declare(self.outputs)
+        self.grads, self.grad_decls = declare(self.grads)
+        names = [o.name for o in self.operands]
+        self.op_params = self.op_params or tuple(names)
+        self.op_grads = self.op_grads or {g: o.of for g, o in self.grad_decls.items() if o.of}
+        for o in (*self.output_decls.values(), *self.grad_decls.values()):
+            if names and o.overwrites and o.overwrites not in names:
+                raise ValueError(f"family {self.name}: {o.name} overwrites {o.overwrites!r}, not one of its operands")
         unknown = set(self.op_grads) - set(self.grads)
         if unknown or set(self.op_grads.values()) - set(self.op_params):
             raise ValueError(f"family {self.name}: op_grads must map its grads to op_params")
@@ -154,26 +170,45 @@ class Family(abc.ABC):
         if kind not in self.input_kinds:
             raise ValueError(f"family {self.name} has no input kind {kind!r}; its kinds: {', '.join(self.input_kinds)}")
 
-    @abc.abstractmethod
-    def make_inputs(self, shape, dtype: torch.dtype, device: str, seed: int, kind: str = "normal") -> Inputs:
+    def make_inputs(self, shape, dtype: torch.dtype, device: str, seed: int, kind: str = "normal") -> Operands:
         """Fresh inputs drawn on the CPU from `seed` (CPU and GPU runs see the same values), moved to `device`.
-        On "meta" nothing may be drawn or allocated (IR compiles and compare/memory.py size huge shapes there)."""
+        On "meta" nothing may be drawn or allocated (IR compiles and compare/memory.py size huge shapes there).
+        Default: the declared `operands`, then the upstream gradients (variants.operands.draw_declared)."""
+        return draw_declared(self, shape, dtype, device, seed, kind)
+
+    def upstream_outputs(self) -> list[Output]:
+        """The outputs that have an upstream gradient, its name set: the op's result, when there is a backward."""
+        first = self.output_decls[self.outputs[0]]
+        if not self.grads:
+            return [o for o in self.output_decls.values() if o.upstream]
+        return [dataclasses.replace(first, upstream=first.upstream or "d" + first.name)] + \
+            [o for o in self.output_decls.values() if o.upstream and o is not first]
+
+    def upstream(self, inputs: Operands) -> torch.Tensor:
+        """The upstream gradient of the op's result in `inputs` (dy)."""
+        return inputs[self.upstream_outputs()[0].upstream]
+
+    def overwrites(self, direction: str) -> dict[str, str]:
+        """{output: the input it is written over} for the forward's outputs or the backward's gradients."""
+        decls = self.output_decls if direction == "forward" else self.grad_decls
+        return {name: o.overwrites for name, o in decls.items() if o.overwrites}
 
     # ---------------------------------------------------------------- forward
     @abc.abstractmethod
-    def reference(self, inputs: Inputs, shape) -> dict[str, torch.Tensor]:
+    def reference(self, inputs: Operands, shape) -> dict[str, torch.Tensor]:
         """Every output in float64, from the inputs as the kernels see them."""
 
-    @abc.abstractmethod
     def alloc_outputs(self, shape, dtype: torch.dtype, device) -> dict[str, torch.Tensor]:
-        """Uninitialised output buffers, keyed as `outputs`."""
+        """Uninitialised output buffers, keyed as `outputs`: the declared sizes and dtypes."""
+        return allocate(self.output_decls, shape, dtype, device)
 
-    @abc.abstractmethod
     def bytes_moved(self, shape, dtype: torch.dtype, mode: str) -> int:
-        """The fewest bytes a pass must move through device memory: each input read once, each output written once."""
+        """The fewest bytes a pass must move through device memory: each input read once, each output written
+        once. Default: from the declarations (variants.operands.declared_bytes)."""
+        return declared_bytes(self, shape, dtype, mode)
 
     @abc.abstractmethod
-    def launch_forward(self, kernel, inputs: Inputs, outputs: dict, shape) -> None:
+    def launch_forward(self, kernel, inputs: Operands, outputs: dict, shape) -> None:
         """Run a forward kernel (taking `forward_params`) into `outputs`: `kernel[grid](...)`."""
 
     @abc.abstractmethod
@@ -194,33 +229,37 @@ class Family(abc.ABC):
         """The backward kernel of Triton variants that replace only the forward (None: no backward)."""
         return None
 
-    def reference_backward(self, inputs: Inputs, shape) -> dict[str, torch.Tensor]:
+    def reference_backward(self, inputs: Operands, shape) -> dict[str, torch.Tensor]:
         """Every gradient in float64: autograd through `torch_op` on float64 copies of the inputs, upstream dy."""
         args = {k: (v.detach().to(torch.float64) if isinstance(v, torch.Tensor) else v)
                 for k, v in self.op_arguments(inputs, shape).items()}
-        return self._autograd(self.torch_op, args, inputs.dy.to(torch.float64))
+        return self._autograd(self.torch_op, args, self.upstream(inputs).to(torch.float64))
 
     def alloc_grads(self, shape, dtype: torch.dtype, device) -> dict[str, torch.Tensor]:
-        """Uninitialised gradient buffers, each like the op argument it belongs to (as autograd returns them)."""
+        """Uninitialised gradient buffers, each like the op argument it belongs to (as autograd returns them),
+        in the declared dtype where a gradient declares one."""
         inputs = self.make_inputs(shape, dtype, "meta", 0)
         args = self.op_arguments(inputs, shape)
-        return {g: torch.empty(args[a].shape, dtype=dtype, device=device) for g, a in self.op_grads.items()}
+        return {g: torch.empty(args[a].shape, dtype=self.grad_decls[g].dtype or args[a].dtype, device=device)
+                for g, a in self.op_grads.items()}
 
-    def backward_call(self, kernel, inputs: Inputs, saved: dict, grads: dict, shape) -> Callable[[], None]:
+    def backward_call(self, kernel, inputs: Operands, saved: dict, grads: dict, shape) -> Callable[[], None]:
         """A closure running the backward kernel `kernel` (taking `backward_params`) into `grads`, from
         the forward's `saved` outputs; workspaces allocated before, zeroed inside if it accumulates."""
         raise NotImplementedError(f"family {self.name} has no backward kernel launcher")
 
     # ---------------------------------------------------------------- the op
-    def op_arguments(self, inputs: Inputs, shape) -> dict[str, Any]:
-        """The op's canonical arguments (`op_params`) for these inputs."""
+    def op_arguments(self, inputs: Operands, shape) -> dict[str, Any]:
+        """The op's canonical arguments (`op_params`) for these inputs; default: the declared operands by name."""
+        if self.operands:
+            return {o.name: inputs[o.name] for o in self.operands}
         raise NotImplementedError(f"family {self.name} does not define its op's arguments")
 
     def torch_op(self, *args):
         """The op as torch computes it, taking `op_params` in order; returns the op's result (outputs[0])."""
         raise NotImplementedError(f"family {self.name} does not define its op in torch")
 
-    def op_call(self, op, inputs: Inputs, shape, order: Optional[tuple[str, ...]] = None):
+    def op_call(self, op, inputs: Operands, shape, order: Optional[tuple[str, ...]] = None):
         """(call, leaves): `call()` runs `op` on the canonical arguments in `order` (default op_params);
         the tensors that have gradients are leaves requiring grad (made once, here), so autograd can run
         back to them. They share the inputs' storage (each run's inputs are its own sealed copy), so an op
@@ -231,10 +270,10 @@ class Family(abc.ABC):
         ordered = tuple(args[n] for n in (order or self.op_params))
         return (lambda: op(*ordered)), leaves
 
-    def op_backward(self, op, inputs: Inputs, grads: dict, shape, order: Optional[tuple[str, ...]] = None) -> None:
+    def op_backward(self, op, inputs: Operands, grads: dict, shape, order: Optional[tuple[str, ...]] = None) -> None:
         """Every gradient of `op` through autograd, upstream gradient dy, copied into `grads`."""
         call, leaves = self.op_call(op, inputs, shape, order)
-        found = dict(zip(leaves, torch.autograd.grad(call(), tuple(leaves.values()), inputs.dy)))
+        found = dict(zip(leaves, torch.autograd.grad(call(), tuple(leaves.values()), self.upstream(inputs))))
         for g, a in self.op_grads.items():
             grads[g].copy_(found[a])
 
@@ -245,17 +284,21 @@ class Family(abc.ABC):
         return {g: found[a] for g, a in self.op_grads.items()}
 
     # ---------------------------------------------------------------- variants built from the above
-    def triton_variant(self, name: str, why: str, origin: str, forward=None, backward=None) -> Variant:
-        """A Triton variant bringing its own forward kernel, backward kernel, or both; the pass it does
-        not bring runs the family's shared kernel."""
+    def triton_variant(self, name: str, why: str, origin: str, forward=None, backward=None,
+                       forward_launcher=None, backward_launcher=None) -> Variant:
+        """A Triton variant bringing its own forward kernel, backward kernel, or both (and, optionally, the
+        family's launchers for them); the pass it does not bring runs the family's shared kernel."""
         fwd = forward if forward is not None else self.shared_forward()
         if fwd is None:
             raise ValueError(f"variant {name}: family {self.name} has no shared forward kernel; give the forward")
 
+        launch = forward_launcher or self.launch_forward
+
         def run(inputs, outputs, shape, _kernel=fwd):
-            self.launch_forward(_kernel, inputs, outputs, shape)
+            launch(_kernel, inputs, outputs, shape)
         return Variant(name=name, family=self.name, why=why, kind="triton", run=run, kernel=forward,
-                       backward_kernel=backward, origin=origin)
+                       backward_kernel=backward, origin=origin, forward_launcher=forward_launcher,
+                       backward_launcher=backward_launcher)
 
     def forward_kernel_of(self, variant: Variant):
         """The forward kernel a Triton variant runs: its own, else the family's shared one."""
@@ -280,7 +323,7 @@ class Family(abc.ABC):
                 f"family {self.name} has no shared backward kernel and {variant.name} brings none"
         return f"no backward for {variant.kind} variants without an op"
 
-    def run_backward(self, variant: Variant, inputs: Inputs, grads: dict, shape) -> None:
+    def run_backward(self, variant: Variant, inputs: Operands, grads: dict, shape) -> None:
         """The backward pass of one variant into `grads`. An op (torch, inductor, op-level variants):
         autograd through it. A Triton variant: its forward gives the saved outputs, then its backward
         kernel (own or shared) runs on them."""
@@ -290,11 +333,11 @@ class Family(abc.ABC):
         if variant.op is not None:
             self.op_backward(variant.op, inputs, grads, shape, variant.op_order or None)
             return
-        saved = self.alloc_outputs(shape, inputs.x.dtype, inputs.x.device)
+        saved = self.alloc_outputs(shape, inputs.dtype, inputs.device)
         variant.run(inputs, saved, shape)
         self.backward_launch_of(variant)(self.backward_kernel_of(variant), inputs, saved, grads, shape)()
 
-    def bench_call(self, variant: Variant, inputs: Inputs, shape, mode: str,
+    def bench_call(self, variant: Variant, inputs: Operands, shape, mode: str,
                    buffers: Optional[dict] = None) -> Callable[[], None]:
         """A zero-argument closure running one pass of `variant` for timing, buffers allocated up front.
 
@@ -319,8 +362,7 @@ class Family(abc.ABC):
             from variants.ops import OpPass
             return OpPass(self, variant, inputs, shape, mode)
         buffers = {} if buffers is None else buffers
-        x = inputs.x
-        outputs = _shared(buffers, "outputs", lambda: self.alloc_outputs(shape, x.dtype, x.device))
+        outputs = _shared(buffers, "outputs", lambda: self.alloc_outputs(shape, inputs.dtype, inputs.device))
 
         def forward():
             variant.run(inputs, outputs, shape)
@@ -333,7 +375,7 @@ class Family(abc.ABC):
             return _timed(forward, None if variant.op is not None else forward_code)
         if variant.op is None:
             forward()
-            grads = _shared(buffers, "grads", lambda: self.alloc_grads(shape, x.dtype, x.device))
+            grads = _shared(buffers, "grads", lambda: self.alloc_grads(shape, inputs.dtype, inputs.device))
             kernel, launch = self.backward_kernel_of(variant), self.backward_launch_of(variant)
             backward = launch(kernel, inputs, outputs, grads, shape)
             backward_code = ("backward", id(kernel), getattr(kernel, "__name__", ""), getattr(launch, "__name__", ""))

@@ -7,23 +7,21 @@ of a sample for group norm; a row, with outer 1, for row norms).
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Callable, Optional
 
 import torch
 
+from variants.operands import Operands
+
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
-@dataclasses.dataclass(frozen=True)
-class Inputs:
-    x: torch.Tensor
-    weight: Optional[torch.Tensor]
-    bias: Optional[torch.Tensor]
-    seed: int
-    kind: str
-    dy: Optional[torch.Tensor] = None    # upstream gradient for the backward pass, standard normal
+def Inputs(x: torch.Tensor, weight: Optional[torch.Tensor], bias: Optional[torch.Tensor], seed: int, kind: str,  # noqa: N802
+           dy: Optional[torch.Tensor] = None) -> Operands:
+    """The normalization families' operands (x, weight, bias or None) and upstream gradient dy (standard
+    normal, for the backward), as the generic record `variants.operands.Operands`."""
+    return Operands({"x": x, "weight": weight, "bias": bias, "dy": dy}, seed, kind, x.dtype, x.device, ("dy",))
 
 
 def normal(shape, gen: torch.Generator, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -97,7 +95,7 @@ INPUT_KINDS: dict[str, Callable[..., torch.Tensor]] = {
 
 
 def draw(family, shape, dtype: torch.dtype, device, seed: int, kind: str, params: int,
-         weight_scale: float, bias_scale: Optional[float]) -> Inputs:
+         weight_scale: float, bias_scale: Optional[float]) -> Operands:
     """Inputs for one trial, drawn on the CPU from `seed` and moved to `device` in `dtype`: x from
     the family's generator of `kind`, then W = 1 + weight_scale * randn(params), B = bias_scale *
     randn(params) (none when bias_scale is None) and the upstream gradient dy, from the same stream.

@@ -92,7 +92,7 @@ class OpPass:
         self.mode = mode
         self.call, leaves = family.op_call(variant.op, inputs, shape, variant.op_order or None)
         self.leaves = tuple(leaves.values())
-        self.dy = inputs.dy
+        self.dy = family.upstream(inputs)
         self._kept: list = []        # what a captured graph reads or writes: kept alive with the graph
         self._y = self._forward() if mode == "backward" else None
 

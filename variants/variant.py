@@ -35,6 +35,9 @@ class Variant:
     # a launcher of its own for its backward kernel, with Family.backward_call's signature, when that kernel
     # launches differently from the family's (e.g. one program per row instead of persistent programs)
     backward_launcher: Callable[..., Callable[[], None]] | None = None
+    # a launcher of its own for its forward kernel, with Family.launch_forward's signature, when that kernel
+    # takes other parameters (e.g. a flat 1-D grid over every element); a family method, so the IR replays it
+    forward_launcher: Callable[..., None] | None = None
 
     def __post_init__(self):
         if not NAME.match(self.name):

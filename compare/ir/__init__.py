@@ -201,10 +201,10 @@ def _kernel_or_own(family, variant, kernel: str) -> tuple:
 
 
 def kernel_of(family, variant, kernel: str) -> tuple:
-    """(the @triton.jit kernel, its launcher: None for the forward's) a Triton variant runs for `kernel`
+    """(the @triton.jit kernel, its launcher: None for the family's) a Triton variant runs for `kernel`
     (forward or backward)."""
     if kernel == "forward":
-        return family.forward_kernel_of(variant), None
+        return family.forward_kernel_of(variant), variant.forward_launcher
     return family.backward_kernel_of(variant), family.backward_launch_of(variant)
 
 

@@ -90,9 +90,9 @@ class _Recorder:
 
 
 def launcher_ref(family, launcher) -> str:
-    """How the worker finds a backward launcher again: "" for the family's `backward_call`, a family
+    """How the worker finds a launcher again: "" for the family's `backward_call` or `launch_forward`, a family
     method's name, or MODULE:NAME of a module-level function (a variant's own); ValueError for any other."""
-    if launcher is None or getattr(launcher, "__func__", None) is type(family).backward_call:
+    if launcher is None or getattr(launcher, "__func__", None) in (type(family).backward_call, type(family).launch_forward):
         return ""
     if getattr(launcher, "__self__", None) is family:
         return launcher.__name__
@@ -102,15 +102,15 @@ def launcher_ref(family, launcher) -> str:
     except (ImportError, AttributeError, ValueError):
         found = None
     if found is not launcher:
-        raise ValueError(f"backward launcher {launcher!r} is neither a method of family {family.name} "
+        raise ValueError(f"launcher {launcher!r} is neither a method of family {family.name} "
                          "nor a module-level function the compile worker can import again")
     return ref
 
 
-def launcher_of(family, ref: str):
-    """The backward launcher `ref` (from `launcher_ref`) names."""
+def launcher_of(family, ref: str, role: str = "backward"):
+    """The launcher `ref` (from `launcher_ref`) names; "" is the family's own for `role`."""
     if ":" not in ref:
-        return getattr(family, ref or "backward_call")
+        return getattr(family, ref or ("launch_forward" if role == "forward" else "backward_call"))
     module, _, name = ref.partition(":")
     found = importlib.import_module(module)
     for part in name.split("."):
@@ -129,7 +129,7 @@ def recorded_launch(family, role: str, shape, dtype: str, launcher: str = "") ->
     outputs = family.alloc_outputs(shape, torch_dtype, "meta")
     with torch.no_grad():
         if role == "forward":
-            family.launch_forward(rec, inputs, outputs, shape)
+            launcher_of(family, launcher, role)(rec, inputs, outputs, shape)
         else:
             launch = launcher_of(family, launcher)
             launch(rec, inputs, outputs, family.alloc_grads(shape, torch_dtype, "meta"), shape)()

@@ -136,7 +136,8 @@ def compile_launched(fn, spec: dict, req: dict):
     inputs = family.make_inputs(shape, dtype, "cuda", 0)
     outputs = family.alloc_outputs(shape, dtype, "cuda")
     if spec.get("role", "forward") == "forward":
-        family.launch_forward(fn, inputs, outputs, shape)
+        from compare.ir.compile import launcher_of
+        launcher_of(family, spec.get("launcher") or "", "forward")(fn, inputs, outputs, shape)
     else:
         from compare.ir.compile import launcher_of
         launch = launcher_of(family, spec.get("launcher") or "")
