@@ -1,16 +1,17 @@
 """The cross-entropy family (shared/specs/cross_entropy.md) on the family protocol (variants/family.py).
 
-Logits X (rows, V) and integer targets (rows,); the forward kernel computes each row's loss and writes the
-gradient for an upstream gradient of 1 over the row's logits (`x_grad`), so the backward only scales that
-buffer by the upstream gradient (`common.scale_gradient`, shared by every Triton variant). The variants
+Operands: logits X (rows, V) and int64 targets (rows,). The forward kernel computes each row's loss and
+writes the gradient for an upstream gradient of 1 over the row's logits: the output `x_grad` overwrites X
+(variants/operands.py), so the launcher hands the kernel a copy of X in x_grad's buffer (the copy is part of
+the timed pass, as in every family that declares an overwrite). The backward only scales that buffer by the
+upstream gradient dloss (`common.scale_gradient`, shared by every Triton variant). The variants
 differ in how they find the row's max and sum: three reads (`two_pass.py`) or two (`online.py`).
 Shapes, presets and input kinds: `shapes.py`; the float64 reference: `reference.py`.
 """
 from __future__ import annotations
 
-import dataclasses
 import importlib
-from typing import Callable, Optional
+from typing import Callable
 
 import torch
 
@@ -19,6 +20,7 @@ from variants.cross_entropy import shapes
 from variants.cross_entropy.reference import cross_entropy_op, loss_and_gradient, reference
 from variants.cross_entropy.shapes import SHAPE_FORM, CEShape
 from variants.family import Family
+from variants.operands import Operand, Operands, Output
 from variants.variant import Variant
 
 FORWARD_PARAMS = ("X_ptr", "X_row_stride", "T_ptr", "Loss_ptr", "n_cols", "n_valid", "ignore_index",
@@ -32,20 +34,12 @@ TRITON_VARIANTS = (
 BACKWARD_BLOCK = 4096   # the backward is elementwise: a fixed chunk per program, a second grid axis over V
 
 
-@dataclasses.dataclass(frozen=True)
-class CEInputs:
-    """One trial's inputs: logits x in the dtype, int64 targets, the upstream gradient dy of the loss (a
-    scalar, or per row for `none`) in the dtype."""
-
-    x: torch.Tensor
-    target: torch.Tensor
-    dy: torch.Tensor
-    seed: int
-    kind: str
+def _loss_size(shape: CEShape) -> tuple[int, ...]:
+    return (shape.rows,) if shape.reduction == "none" else ()
 
 
-def _native_args(inputs: CEInputs, shape: CEShape) -> tuple:
-    return inputs.x, inputs.target, shape.ignore_index, shape.label_smoothing, shape.reduction
+def _native_args(inputs: Operands, shape: CEShape) -> tuple:
+    return inputs.X, inputs.target, shape.ignore_index, shape.label_smoothing, shape.reduction
 
 
 def _store(result, outputs: dict, shape: CEShape) -> None:
@@ -62,20 +56,21 @@ class CrossEntropy(Family):
     presets = shapes.PRESETS
     default_pair = ("two_pass", "online")
     shape_help = SHAPE_FORM
-    input_kinds = shapes.INPUT_KINDS
-    outputs = ("loss", "x_grad")
+    input_kinds = shapes.LOGITS
+    operands = (Operand("X", differentiable=True), Operand("target", "rows", torch.int64, draw=shapes.TARGETS))
+    # the loss in float32, as the kernels store it; x_grad is written over (a copy of) the logits
+    outputs = (Output("loss", _loss_size, torch.float32, upstream="dloss"), Output("x_grad", overwrites="X"))
     forward_legend = (
         "loss: float32 (a scalar for mean and sum, per row for none; torch's, in the dtype, is copied in); x_grad: "
         "the gradient for an upstream gradient of 1, in the logits' dtype, written by the Triton kernels over the "
-        "logits (here over a copy of them); reference: torch in float64, autograd for x_grad",)
-    grads = ("dx",)
+        "logits (the launcher's copy of them); reference: torch in float64, autograd for x_grad",)
+    grads = (Output("dx", of="X"),)
     backward_legend = (
         "backward: each Triton variant's own forward writes x_grad, then the shared kernel scales it by the upstream "
-        "gradient dy; torch: autograd in the dtype; reference: float64 autograd, dy standard normal",)
+        "gradient dloss (float32, standard normal); torch: autograd in the dtype; reference: float64 autograd",)
     forward_params = FORWARD_PARAMS
     backward_params = BACKWARD_PARAMS
     op_params = ("X", "target", "ignore_index", "label_smoothing", "reduction")
-    op_grads = {"dx": "X"}
     torch_op = staticmethod(cross_entropy_op)
 
     def parse_shape(self, text: str, eps: float = 1e-6):
@@ -84,50 +79,18 @@ class CrossEntropy(Family):
     def shape_from_dict(self, d: dict) -> CEShape:
         return CEShape(**d)
 
-    def make_inputs(self, shape: CEShape, dtype: torch.dtype, device, seed: int, kind: str = "normal") -> CEInputs:
-        """Logits and targets from the generator of input `kind`, then dy, all from one seeded stream."""
-        self.check_input_kind(kind)
-        if torch.device(device).type == "meta":
-            return CEInputs(torch.empty(shape.tensor_shape, dtype=dtype, device="meta"),
-                            torch.empty(shape.rows, dtype=torch.int64, device="meta"),
-                            torch.empty(self._loss_size(shape), dtype=dtype, device="meta"), seed, kind)
-        x, target, dy = shapes.draw(shape, dtype, seed, kind)
-        return CEInputs(x.to(device), target.to(device), dy.to(dtype=dtype, device=device), seed, kind)
-
-    def op_arguments(self, inputs: CEInputs, shape: CEShape) -> dict:
+    def op_arguments(self, inputs: Operands, shape: CEShape) -> dict:
         return dict(zip(self.op_params, _native_args(inputs, shape)))
 
-    def reference(self, inputs: CEInputs, shape: CEShape) -> dict[str, torch.Tensor]:
+    def reference(self, inputs: Operands, shape: CEShape) -> dict[str, torch.Tensor]:
         loss, grad = reference(*_native_args(inputs, shape))
         return {"loss": loss, "x_grad": grad}
 
-    def reference_backward(self, inputs: CEInputs, shape: CEShape) -> dict[str, torch.Tensor]:
-        """dx in float64: float64 autograd through torch's op with upstream dy (the targets stay integers)."""
-        x = inputs.x.detach().to(torch.float64).requires_grad_(True)
-        loss = cross_entropy_op(x, *_native_args(inputs, shape)[1:])
-        return {"dx": torch.autograd.grad(loss, (x,), inputs.dy.to(torch.float64))[0]}
-
-    @staticmethod
-    def _loss_size(shape: CEShape) -> tuple[int, ...]:
-        return (shape.rows,) if shape.reduction == "none" else ()
-
-    def alloc_outputs(self, shape: CEShape, dtype: torch.dtype, device) -> dict[str, torch.Tensor]:
-        return {"loss": torch.empty(self._loss_size(shape), dtype=torch.float32, device=device),
-                "x_grad": torch.empty(shape.tensor_shape, dtype=dtype, device=device)}
-
-    def bytes_moved(self, shape: CEShape, dtype: torch.dtype, mode: str) -> int:
-        """forward: logits and int64 targets in, the gradient over the logits and a float32 loss per row out;
-        backward: that gradient and dy in, dx out; full: both."""
-        logits = shape.numel * torch.empty((), dtype=dtype).element_size()
-        forward = 2 * logits + shape.rows * (8 + 4)
-        backward = 2 * logits
-        return {"forward": forward, "backward": backward, "full": forward + backward}[mode]
-
-    def launch_forward(self, kernel, inputs: CEInputs, outputs: dict, shape: CEShape) -> None:
+    def launch_forward(self, kernel, inputs: Operands, outputs: dict, shape: CEShape) -> None:
         """Grid (rows,); the kernel overwrites `x_grad`, which holds the logits when it starts."""
         from variants.cross_entropy.common import launch
         logits = outputs["x_grad"]
-        logits.copy_(inputs.x)
+        logits.copy_(inputs.X)
         loss = launch(kernel, logits, inputs.target, shape.ignore_index, shape.label_smoothing, shape.reduction,
                       shape.max_block)
         outputs["loss"].copy_(loss)
@@ -136,9 +99,9 @@ class CrossEntropy(Family):
         from variants.cross_entropy.common import scale_gradient
         return scale_gradient
 
-    def backward_call(self, kernel, inputs: CEInputs, saved: dict, grads: dict, shape: CEShape) -> Callable[[], None]:
-        """Grid (rows, chunks of BACKWARD_BLOCK); dy broadcast over the row (stride 0 for a scalar loss)."""
-        grad, dx, dy = saved["x_grad"], grads["dx"], inputs.dy
+    def backward_call(self, kernel, inputs: Operands, saved: dict, grads: dict, shape: CEShape) -> Callable[[], None]:
+        """Grid (rows, chunks of BACKWARD_BLOCK); dloss broadcast over the row (stride 0 for a scalar loss)."""
+        grad, dx, dy = saved["x_grad"], grads["dx"], inputs.dloss
         block = min(BACKWARD_BLOCK, shape.block_size)
         grid = (shape.rows, -(-shape.vocab // block))
         g_stride = 1 if shape.reduction == "none" else 0

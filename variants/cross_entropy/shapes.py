@@ -2,8 +2,8 @@
 
 A shape is (rows, V) logits with the op's settings (reduction, label smoothing, ignore_index) and the
 widest chunk of a row a program reads at once (`max_block`: the `default` preset keeps it small, so the
-interpreter runs the kernels' chunk loops as long vocabularies do). An input kind draws the logits and the
-targets together: all_ignored is about the targets."""
+interpreter runs the kernels' chunk loops as long vocabularies do). An input kind has a generator for the
+logits and one for the targets (all_ignored is about the targets)."""
 from __future__ import annotations
 
 import dataclasses
@@ -15,7 +15,8 @@ from variants.family import Preset, check_elements
 
 IGNORE_INDEX = -100
 IGNORED_SHARE = 0.1   # about this share of the rows is set to ignore_index (seeded)
-SHAPE_FORM = "ROWS,V[,REDUCTION[,SMOOTHING]] with REDUCTION mean, sum or none (for example 4096,128256,mean,0.1)"
+SHAPE_FORM = ("ROWS,V[,REDUCTION[,SMOOTHING]] with REDUCTION mean, sum or none and SMOOTHING in [0, 1) "
+              "(for example 4096,128256,mean)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,59 +89,52 @@ def parse_shape(text: str, eps: float = 1e-6) -> Preset:
     return Preset("custom", f"the one shape {shape.label}", (shape,), x_name="vocab")
 
 
-# ---------------------------------------------------------------- input kinds: (logits float64, targets int64)
-def _targets(shape: CEShape, gen: torch.Generator) -> torch.Tensor:
+# ---------------------------------------------------------------- input kinds
+# Two generators per kind, drawn in this order from one seeded stream: the logits (float64, cast to the
+# dtype by the protocol), then the int64 targets.
+def normal(shape: CEShape, gen: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
+    """Logits standard normal."""
+    return torch.randn(shape.tensor_shape, generator=gen, dtype=torch.float64)
+
+
+def large(shape: CEShape, gen: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
+    """Logits uniform in +-1e4 (float32) or +-max/4 of a 16-bit dtype: a naive sum of exp(x) overflows."""
+    top = 1e4 if dtype == torch.float32 else float(torch.finfo(dtype).max) / 4
+    return top * (2 * torch.rand(shape.tensor_shape, generator=gen, dtype=torch.float64) - 1)
+
+
+def all_equal(shape: CEShape, gen: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
+    """Every row one value repeated (4 * randn per row): a uniform softmax, loss log V."""
+    return (4 * torch.randn(shape.rows, 1, generator=gen, dtype=torch.float64)).expand(shape.tensor_shape).clone()
+
+
+def nonfinite(shape: CEShape, gen: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
+    """Standard normal, a NaN and a +Inf in row 0 (seeded columns), whose target is never ignored
+    (`targets_nonfinite`): that row's loss and gradient are NaN, and so the mean and the sum."""
+    x = normal(shape, gen, dtype)
+    nan_at, inf_at = torch.randint(shape.vocab, (2,), generator=gen).tolist()
+    x[0, nan_at], x[0, inf_at] = float("nan"), float("inf")
+    return x
+
+
+def targets(shape: CEShape, gen: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
+    """Uniform classes, about 10% of the rows set to ignore_index."""
     target = torch.randint(shape.vocab, (shape.rows,), generator=gen)
     ignored = torch.rand(shape.rows, generator=gen) < IGNORED_SHARE
     return torch.where(ignored, torch.full_like(target, shape.ignore_index), target)
 
 
-def normal(shape: CEShape, gen: torch.Generator, dtype: torch.dtype):
-    """Logits standard normal; targets uniform, about 10% of the rows ignored."""
-    return torch.randn(shape.tensor_shape, generator=gen, dtype=torch.float64), _targets(shape, gen)
+def targets_all_ignored(shape: CEShape, gen: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
+    """Every target ignore_index: the mean is NaN (0/0), every gradient 0."""
+    return torch.full((shape.rows,), shape.ignore_index, dtype=torch.int64)
 
 
-def large(shape: CEShape, gen: torch.Generator, dtype: torch.dtype):
-    """Logits uniform in +-1e4 (float32) or +-max/4 of a 16-bit dtype: a naive sum of exp(x) overflows."""
-    top = 1e4 if dtype == torch.float32 else float(torch.finfo(dtype).max) / 4
-    x = top * (2 * torch.rand(shape.tensor_shape, generator=gen, dtype=torch.float64) - 1)
-    return x, _targets(shape, gen)
+def targets_nonfinite(shape: CEShape, gen: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
+    """As `targets`, with row 0 (where `nonfinite` plants NaN and Inf) never ignored."""
+    target = targets(shape, gen, dtype)
+    target[0] = int(torch.randint(shape.vocab, (1,), generator=gen))
+    return target
 
 
-def all_equal(shape: CEShape, gen: torch.Generator, dtype: torch.dtype):
-    """Every row one value repeated (4 * randn per row): a uniform softmax, loss log V."""
-    x, target = normal(shape, gen, dtype)
-    return (4 * torch.randn(shape.rows, 1, generator=gen, dtype=torch.float64)).expand_as(x).clone(), target
-
-
-def all_ignored(shape: CEShape, gen: torch.Generator, dtype: torch.dtype):
-    """Logits standard normal, every target ignore_index: the mean is NaN (0/0), every gradient 0."""
-    x, target = normal(shape, gen, dtype)
-    return x, torch.full_like(target, shape.ignore_index)
-
-
-def nonfinite(shape: CEShape, gen: torch.Generator, dtype: torch.dtype):
-    """Standard normal, a NaN and a +Inf in one row not ignored (seeded positions): that row's loss and
-    gradient are NaN (and so the mean and the sum); every other row is finite."""
-    x, target = normal(shape, gen, dtype)
-    valid = (target != shape.ignore_index).nonzero().flatten()
-    row = int(valid[torch.randint(len(valid), (1,), generator=gen)]) if len(valid) else 0
-    target[row] = int(torch.randint(shape.vocab, (1,), generator=gen))
-    nan_at, inf_at = torch.randint(shape.vocab, (2,), generator=gen).tolist()
-    x[row, nan_at], x[row, inf_at] = float("nan"), float("inf")
-    return x, target
-
-
-INPUT_KINDS = {"normal": normal, "large": large, "all_equal": all_equal, "all_ignored": all_ignored,
-               "nonfinite": nonfinite}
-
-
-def draw(shape: CEShape, dtype: torch.dtype, seed: int, kind: str = "normal"):
-    """(logits in `dtype`, int64 targets, upstream gradient of the loss in float32: a scalar, or per row for
-    `none`), drawn on the CPU from `seed`. ValueError (one line) for an unknown kind."""
-    if kind not in INPUT_KINDS:
-        raise ValueError(f"family cross_entropy has no input kind {kind!r}; its kinds: {', '.join(INPUT_KINDS)}")
-    gen = torch.Generator().manual_seed(seed)
-    x, target = INPUT_KINDS[kind](shape, gen, dtype)
-    dy = torch.randn(shape.rows if shape.reduction == "none" else (), generator=gen, dtype=torch.float64)
-    return x.to(dtype), target, dy.to(torch.float32)
+LOGITS = {"normal": normal, "large": large, "all_equal": all_equal, "all_ignored": normal, "nonfinite": nonfinite}
+TARGETS = {kind: targets for kind in LOGITS} | {"all_ignored": targets_all_ignored, "nonfinite": targets_nonfinite}
