@@ -49,7 +49,7 @@ from typing import Any, Callable, Mapping, Optional
 import torch
 
 from variants.inputs import DTYPES, INPUT_KINDS
-from variants.operands import Operand, Operands, Output, allocate, declare, declared_bytes, draw_declared
+from variants.operands import Operand, Operands, Output, allocate, declared_bytes, draw_declared, settle
 from variants.variant import Variant
 
 from variants.variant import MODES  # noqa: E402,F401 (the passes; re-exported)
@@ -134,14 +134,7 @@ class Family(abc.ABC):
             raise ValueError(f"family {self.name}: default preset {self.default_preset!r} is not a preset")
         if not self.operands and type(self).make_inputs is Family.make_inputs:
             raise TypeError(f"family {self.name} declares no operands and has no make_inputs")
-        self.outputs, self.output_decls = declare(self.outputs)
-        self.grads, self.grad_decls = declare(self.grads)
-        names = [o.name for o in self.operands]
-        self.op_params = self.op_params or tuple(names)
-        self.op_grads = self.op_grads or {g: o.of for g, o in self.grad_decls.items() if o.of}
-        for o in (*self.output_decls.values(), *self.grad_decls.values()):
-            if names and o.overwrites and o.overwrites not in names:
-                raise ValueError(f"family {self.name}: {o.name} overwrites {o.overwrites!r}, not one of its operands")
+        settle(self)   # outputs and grads to names, their declarations kept; op_params, op_grads from them
         unknown = set(self.op_grads) - set(self.grads)
         if unknown or set(self.op_grads.values()) - set(self.op_params):
             raise ValueError(f"family {self.name}: op_grads must map its grads to op_params")
@@ -176,17 +169,9 @@ class Family(abc.ABC):
         Default: the declared `operands`, then the upstream gradients (variants.operands.draw_declared)."""
         return draw_declared(self, shape, dtype, device, seed, kind)
 
-    def upstream_outputs(self) -> list[Output]:
-        """The outputs that have an upstream gradient, its name set: the op's result, when there is a backward."""
-        first = self.output_decls[self.outputs[0]]
-        if not self.grads:
-            return [o for o in self.output_decls.values() if o.upstream]
-        return [dataclasses.replace(first, upstream=first.upstream or "d" + first.name)] + \
-            [o for o in self.output_decls.values() if o.upstream and o is not first]
-
     def upstream(self, inputs: Operands) -> torch.Tensor:
         """The upstream gradient of the op's result in `inputs` (dy)."""
-        return inputs[self.upstream_outputs()[0].upstream]
+        return inputs[self.output_decls[self.outputs[0]].upstream]
 
     def overwrites(self, direction: str) -> dict[str, str]:
         """{output: the input it is written over} for the forward's outputs or the backward's gradients."""
@@ -230,8 +215,9 @@ class Family(abc.ABC):
         return None
 
     def reference_backward(self, inputs: Operands, shape) -> dict[str, torch.Tensor]:
-        """Every gradient in float64: autograd through `torch_op` on float64 copies of the inputs, upstream dy."""
-        args = {k: (v.detach().to(torch.float64) if isinstance(v, torch.Tensor) else v)
+        """Every gradient in float64: autograd through `torch_op` on float64 copies of the float inputs (integer
+        ones as they are), upstream gradient in float64."""
+        args = {k: (v.detach().to(torch.float64) if isinstance(v, torch.Tensor) and v.is_floating_point() else v)
                 for k, v in self.op_arguments(inputs, shape).items()}
         return self._autograd(self.torch_op, args, self.upstream(inputs).to(torch.float64))
 
@@ -307,6 +293,10 @@ class Family(abc.ABC):
     def backward_kernel_of(self, variant: Variant):
         """The backward kernel a Triton variant runs: its own, else the family's shared one."""
         return variant.backward_kernel if variant.backward_kernel is not None else self.shared_backward()
+
+    def forward_launch_of(self, variant: Variant) -> Callable[..., None]:
+        """How a Triton variant's forward kernel is launched: its own launcher, else `launch_forward`."""
+        return variant.forward_launcher or self.launch_forward
 
     def backward_launch_of(self, variant: Variant) -> Callable[..., Callable[[], None]]:
         """How a Triton variant's backward kernel is launched: its own launcher, else `backward_call`."""

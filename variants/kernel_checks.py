@@ -113,7 +113,7 @@ def compile_failures(family: Family, variants, shape, dtype, device: str, step=N
             outputs = family.alloc_outputs(shape, dtype, device)
             try:
                 if role == "forward":
-                    family.launch_forward(_CompileOnly(kernel), inputs, outputs, shape)
+                    family.forward_launch_of(v)(_CompileOnly(kernel), inputs, outputs, shape)
                 else:
                     grads = family.alloc_grads(shape, dtype, device)
                     family.backward_launch_of(v)(_CompileOnly(kernel), inputs, outputs, grads, shape)()

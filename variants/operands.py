@@ -93,6 +93,23 @@ def declare(items) -> tuple[tuple[str, ...], dict[str, Output]]:
     return tuple(decls), decls
 
 
+def settle(family) -> None:
+    """A family's declarations made whole (Family.__init__): `outputs` and `grads` become names with their
+    `Output`s in `output_decls` and `grad_decls`; with a backward, the op's result has an upstream gradient
+    (default "d" + its name); op_params and op_grads default to the operands and the grads' `of`."""
+    family.outputs, family.output_decls = declare(family.outputs)
+    family.grads, family.grad_decls = declare(family.grads)
+    first = family.output_decls[family.outputs[0]]
+    if family.grads and first.upstream is None:
+        family.output_decls[first.name] = dataclasses.replace(first, upstream="d" + first.name)
+    names = [o.name for o in family.operands]
+    family.op_params = family.op_params or tuple(names)
+    family.op_grads = family.op_grads or {g: o.of for g, o in family.grad_decls.items() if o.of}
+    for o in (*family.output_decls.values(), *family.grad_decls.values()):
+        if names and o.overwrites and o.overwrites not in names:
+            raise ValueError(f"family {family.name}: {o.name} overwrites {o.overwrites!r}, not one of its operands")
+
+
 class Operands:
     """One trial's values by name (`inputs.x`, `inputs["x"]`): the operands, then the upstream gradients
     (`upstream` names them), with the seed and input kind they were drawn from, the case's dtype and the device.
@@ -168,7 +185,7 @@ def draw_declared(family, shape, dtype: torch.dtype, device, seed: int, kind: st
             raise ValueError(f"family {family.name}: operand {op.name} is {op.dtype}, its generator gave {t.dtype}")
         values[op.name] = t.to(dtype=want, device=device)
     upstream = []
-    for o in family.upstream_outputs():
+    for o in (o for o in family.output_decls.values() if o.upstream):
         size, want = size_of(o.size, shape), o.dtype or dtype
         t = (torch.empty(size, dtype=want, device="meta") if meta
              else torch.randn(size, generator=gen, dtype=torch.float64).to(dtype=want, device=device))
