@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The cross_entropy family on a GPU (H200): does `online` (the row read twice) beat `two_pass` (three reads)
+# on LLM vocabularies, at no cost in accuracy; and does the timing say "no difference" where there is none.
+#   bash benchmarks/cross_entropy_gpu.sh pair   numerics of two_pass, online (and torch, the yardstick) on every
+#                                              input kind, float32 and bfloat16, forward and backward, at
+#                                              V 128256 and 256000 (1024 and 512 rows: the rows are independent,
+#                                              V is what the accuracy depends on, and the float64 inputs are
+#                                              drawn on the host); then timing of two_pass, online and torch at
+#                                              the llm preset's shapes 8192 x 128256 and 4096 x 256000, one
+#                                              process per dtype. Expected about 6-7 minutes.
+#   bash benchmarks/cross_entropy_gpu.sh aa     A/A: online, then two_pass, under three names (the same variant):
+#                                              the default preset (forward, backward, full) and the llm preset
+#                                              (forward; float32 and bfloat16). Expected about 7-8 minutes.
+# Each part stops its steps by BUDGET_S (default 560 s) and packs everything into $OUT/cross_entropy_<part>.tgz
+# (steps.txt, one log per step, each compare's report folder or JSON). Set KERNEL_AB_GIT_COMMIT to the commit
+# the tree was copied from (the copy has no .git).
+set -uo pipefail
+part=${1:?part: pair or aa}
+OUT=${OUT:-out}
+BUDGET_S=${BUDGET_S:-560}
+W=$(mktemp -d); mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+T0=$(date +%s)
+step() {  # step NAME SECONDS COMMAND...: run within the part's budget, log to $W/NAME.log, record rc and wall time
+    local name=$1 limit=$2; shift 2
+    local start=$(date +%s)
+    local left=$(( BUDGET_S - (start - T0) ))
+    if [ "$left" -lt "$limit" ]; then limit=$left; fi
+    if [ "$limit" -lt 20 ]; then echo "$name: not run (out of time): $*" | tee -a "$W/steps.txt"; return; fi
+    echo "\$ $*" > "$W/$name.log"
+    timeout "$limit" "$@" >> "$W/$name.log" 2>&1
+    echo "$name: rc=$?, $(( $(date +%s) - start )) s: $*" | tee -a "$W/steps.txt"
+}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv > "$W/gpu.txt" 2>&1
+CE="python3 main.py compare --family cross_entropy"
+if [ "$part" = pair ]; then
+    step numerics_V128256 120 $CE two_pass online --shape 1024,128256 --check numerics --check backward \
+        --inputs all --dtype float32,bfloat16 --trials 1 --out "$W/numerics_V128256"
+    step numerics_V256000 120 $CE two_pass online --shape 512,256000 --check numerics --check backward \
+        --inputs all --dtype float32,bfloat16 --trials 1 --out "$W/numerics_V256000"
+    # forward: each kernel with the copy of X into x_grad the protocol's overwrite asks for (the same for both);
+    # full: forward and the shared backward; torch: F.cross_entropy's forward and backward for an upstream 1
+    for shape in 8192,128256 4096,256000; do
+        step timing_${shape/,/x} 150 $CE two_pass online torch --shape $shape --check timing --modes forward,full \
+            --dtype float32,bfloat16 --max-seconds 5 --out "$W/timing_${shape/,/x}"
+    done
+elif [ "$part" = aa ]; then
+    for v in online two_pass; do
+        step aa_${v}_default 60 python3 benchmarks/timing_validation.py --aa $v --preset default \
+            --dtype float32,bfloat16 --modes forward,backward,full --out "$W/aa_${v}_default.md" --json "$W/aa_${v}_default.json"
+        step aa_${v}_llm 200 python3 benchmarks/timing_validation.py --aa $v --preset llm \
+            --dtype float32,bfloat16 --modes forward --out "$W/aa_${v}_llm.md" --json "$W/aa_${v}_llm.json"
+    done
+else
+    echo "kernel-ab: error: unknown part '$part'; parts: pair, aa" >&2; exit 2
+fi
+for f in "$W"/*.log; do echo "== $f"; tail -n 3 "$f"; done
+tar czf "$OUT/cross_entropy_$part.tgz" -C "$W" .
+cp "$W/steps.txt" "$OUT/cross_entropy_${part}_steps.txt" 2>/dev/null
