@@ -21,16 +21,7 @@ BUDGET_S=${BUDGET_S:-560}
 W=$(mktemp -d); mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 T0=$(date +%s)
-step() {  # step NAME SECONDS COMMAND...: run within the part's budget, log to $W/NAME.log, record rc and wall time
-    local name=$1 limit=$2; shift 2
-    local start=$(date +%s)
-    local left=$(( BUDGET_S - (start - T0) ))
-    if [ "$left" -lt "$limit" ]; then limit=$left; fi
-    if [ "$limit" -lt 20 ]; then echo "$name: not run (out of time): $*" | tee -a "$W/steps.txt"; return; fi
-    echo "\$ $*" > "$W/$name.log"
-    timeout "$limit" "$@" >> "$W/$name.log" 2>&1
-    echo "$name: rc=$?, $(( $(date +%s) - start )) s: $*" | tee -a "$W/steps.txt"
-}
+source "$(dirname "$0")/steps.sh"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv > "$W/gpu.txt" 2>&1
 CE="python3 main.py compare --family cross_entropy"
 if [ "$part" = pair ]; then
@@ -54,6 +45,4 @@ elif [ "$part" = aa ]; then
 else
     echo "kernel-ab: error: unknown part '$part'; parts: pair, aa" >&2; exit 2
 fi
-for f in "$W"/*.log; do echo "== $f"; tail -n 3 "$f"; done
-tar czf "$OUT/cross_entropy_$part.tgz" -C "$W" .
-cp "$W/steps.txt" "$OUT/cross_entropy_${part}_steps.txt" 2>/dev/null
+pack "cross_entropy_$part"
