@@ -8,6 +8,10 @@
 #                                              drawn on the host); then timing of two_pass, online and torch at
 #                                              the llm preset's shapes 8192 x 128256 and 4096 x 256000, one
 #                                              process per dtype. Expected about 6-7 minutes.
+#   bash benchmarks/cross_entropy_gpu.sh ops    the same timing for the kernels as libraries ship them: in place over
+#                                              the logits, no copy (variants/cross_entropy/inplace_op.py, loaded with
+#                                              --variant as ops, timed as training calls them), with torch.
+#                                              Expected about 5 minutes.
 #   bash benchmarks/cross_entropy_gpu.sh aa     A/A: online, then two_pass, under three names (the same variant):
 #                                              the default preset (forward, backward, full) and the llm preset
 #                                              (forward; float32 and bfloat16). Expected about 7-8 minutes.
@@ -15,7 +19,7 @@
 # (steps.txt, one log per step, each compare's report folder or JSON). Set KERNEL_AB_GIT_COMMIT to the commit
 # the tree was copied from (the copy has no .git).
 set -uo pipefail
-part=${1:?part: pair or aa}
+part=${1:?part: pair, ops or aa}
 OUT=${OUT:-out}
 BUDGET_S=${BUDGET_S:-560}
 W=$(mktemp -d); mkdir -p "$OUT"
@@ -35,6 +39,13 @@ if [ "$part" = pair ]; then
         step timing_${shape/,/x} 150 $CE two_pass online torch --shape $shape --check timing --modes forward,full \
             --dtype float32,bfloat16 --max-seconds 5 --out "$W/timing_${shape/,/x}"
     done
+elif [ "$part" = ops ]; then
+    OPS=variants/cross_entropy/inplace_op.py
+    for shape in 8192,128256 4096,256000; do
+        step ops_${shape/,/x} 200 $CE two_pass_op online_op torch --variant online_op=$OPS::online_cross_entropy \
+            --variant two_pass_op=$OPS::two_pass_cross_entropy --shape $shape --check timing \
+            --modes forward,full --dtype float32,bfloat16 --max-seconds 5 --out "$W/ops_${shape/,/x}"
+    done
 elif [ "$part" = aa ]; then
     for v in online two_pass; do
         step aa_${v}_default 60 python3 benchmarks/timing_validation.py --aa $v --preset default \
@@ -43,6 +54,6 @@ elif [ "$part" = aa ]; then
             --dtype float32,bfloat16 --modes forward --out "$W/aa_${v}_llm.md" --json "$W/aa_${v}_llm.json"
     done
 else
-    echo "kernel-ab: error: unknown part '$part'; parts: pair, aa" >&2; exit 2
+    echo "kernel-ab: error: unknown part '$part'; parts: pair, ops, aa" >&2; exit 2
 fi
 pack "cross_entropy_$part"

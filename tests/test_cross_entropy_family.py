@@ -95,3 +95,20 @@ def test_bad_input_is_one_line_and_exit_2(args, said, capsys):
     assert main.main(["compare", "--family", "cross_entropy", "--check", "numerics", *args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("kernel-ab: error:") and said in err[0], err
+
+
+def test_the_in_place_op_passes_and_its_documented_write_over_x_is_not_reported_in_either_pass():
+    from compare import pipeline
+    from variants.cross_entropy.inplace_op import online_cross_entropy
+    inputs = CE.make_inputs(shape("6,300,none"), torch.float32, "cpu", SEED)
+    x = inputs.X.clone()
+    online_cross_entropy(x, inputs.target, reduction="none")
+    assert not torch.equal(x, inputs.X)   # it does write the gradient over the logits it was given
+    request = pipeline.Request(("online_op",), family="cross_entropy", shape="6,300,none", trials=1, inputs="normal",
+                               checks=("numerics", "backward"),
+                               external=("online_op=variants/cross_entropy/inplace_op.py::online_cross_entropy",))
+    with pipeline.loaded(request, REG) as (request, reg, failed):
+        assert failed == ()
+        report = pipeline.run(request, reg, BACKEND)
+    found = {(c.direction, v.variant): (v.status, v.writes) for c in report.numerics.cases for v in c.variants}
+    assert found[("forward", "online_op")] == ("pass", ()) and found[("backward", "online_op")] == ("pass", ())
