@@ -2,6 +2,8 @@
 faults caught (a wrong gradient, a column never written, a write into an input that is not the documented
 in-place one); the documented in-place backward not reported as a write into its inputs; the flat launcher
 replayed by the IR; input kinds outside the family's refused in one line."""
+import inspect
+
 import pytest
 import torch
 
@@ -119,6 +121,10 @@ def test_the_flat_launcher_is_replayed_by_the_ir_with_its_own_arguments():
     shape = SW.preset("llm").shapes[-1]
     args, kwargs = recorded_launch(SW, "forward", shape, "float16", "flat_forward_call")
     assert args[3] == 4096 * 28672 and kwargs["BLOCK_SIZE"] == 1024
+    for kernel, role in ((flat.kernel, "forward"), (flat.backward_kernel, "backward")):   # what its launchers pass
+        args, kwargs = recorded_launch(SW, role, shape, "float16", f"flat_{role}_call")
+        params = tuple(inspect.signature(kernel.fn).parameters)
+        assert len(params) == len(args) + 1 and params[-2:] == ("n_elements", "BLOCK_SIZE") and set(kwargs) == {"BLOCK_SIZE"}
     args, kwargs = recorded_launch(SW, "forward", shape, "float16")
     assert args[3:] == (28672, 28672) and kwargs["BLOCK_SIZE"] == 32768
 
