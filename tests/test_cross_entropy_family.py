@@ -13,7 +13,6 @@ from variants import registry
 BACKEND = configure("auto")
 REG = registry()
 CE = REG.family("cross_entropy")
-KINDS = ("normal", "large", "all_equal", "all_ignored", "nonfinite")
 SEED = 6   # two of six rows ignored
 
 
@@ -33,8 +32,10 @@ def status(case):
     return {v.variant: (v.status, v.reasons) for v in case.variants}
 
 
-@pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("text", ["6,300,mean", "6,300,none,0.1"])
+# a per-row loss with smoothing where the kind's values are hostile, a scalar mean where NaN must reach it
+@pytest.mark.parametrize("kind, text", [("normal", "6,300,none,0.1"), ("large", "6,300,none,0.1"),
+                                        ("all_equal", "6,300,mean"), ("all_ignored", "6,300,mean"),
+                                        ("nonfinite", "6,300,mean")])
 def test_every_variant_passes_forward_and_backward_on_every_input_kind(kind, text):
     for direction in ("forward", "backward"):
         case = run(shape(text), direction, kind)

@@ -1,12 +1,9 @@
-"""The cross-entropy family (shared/specs/cross_entropy.md) on the family protocol (variants/family.py).
+"""The cross-entropy family (shared/specs/cross_entropy.md) on the operand protocol (variants/operands.py).
 
-Operands: logits X (rows, V) and int64 targets (rows,). The forward kernel computes each row's loss and
-writes the gradient for an upstream gradient of 1 over the row's logits: the output `x_grad` overwrites X
-(variants/operands.py), so the launcher hands the kernel a copy of X in x_grad's buffer (the copy is part of
-the timed pass, as in every family that declares an overwrite). The backward only scales that buffer by the
-upstream gradient dloss (`common.scale_gradient`, shared by every Triton variant). The variants
-differ in how they find the row's max and sum: three reads (`two_pass.py`) or two (`online.py`).
-Shapes, presets and input kinds: `shapes.py`; the float64 reference: `reference.py`.
+Logits X (rows, V), int64 targets; the forward kernel writes each row's loss and, over the row's logits, its
+gradient (`x_grad` overwrites X: the launcher hands the kernel a copy of X in x_grad's buffer, timed with it);
+the backward scales that by dloss (`common.scale_gradient`). Variants: `two_pass.py` (three reads of a row),
+`online.py` (two), torch, inductor; `inplace_op.py`: the op as libraries ship it (no copy), for --variant.
 """
 from __future__ import annotations
 
