@@ -51,7 +51,10 @@ def resolve(request: Request, registry: Registry):
         names = request.variants
         if not names:
             names = registry.family(request.family or registry.default_family).default_pair
-        chosen = [registry.get(n, request.family) for n in names]
+        # without --family: the default family if it has every named variant, else the one family that has them
+        holding = [f for f in registry.families if all(registry.has(n, f) for n in names)]
+        family = request.family or (None if registry.default_family in holding or len(holding) != 1 else holding[0])
+        chosen = [registry.get(n, family) for n in names]
         if len(set(names)) != len(names):
             raise UsageError(f"a variant is named twice in {', '.join(names)}; name each once")
         families = {v.family for v in chosen}

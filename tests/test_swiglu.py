@@ -135,3 +135,11 @@ def test_an_input_kind_swiglu_does_not_draw_is_refused_in_one_line(capsys):
     assert len(err) == 1 and "normal, large, tiny, nonfinite" in err[0], err
     a = SW.make_inputs(SHAPE, torch.float16, "cpu", 0, "large").a.double()
     assert a.abs().max() <= 90 and (a < -11).any()   # exp(-a) overflows float16 there
+
+
+def test_variants_named_without_a_family_come_from_the_one_family_that_has_them_all():
+    from compare import pipeline
+    family, chosen, _, _ = pipeline.resolve(pipeline.Request(variants=("rowwise", "flat")), REG)
+    assert family is SW and chosen[1] is REG.get("flat", "swiglu")
+    family, chosen, _, _ = pipeline.resolve(pipeline.Request(variants=("flat", "torch")), REG)   # the default's
+    assert family.name == REG.default_family and chosen[0] is REG.get("flat", REG.default_family)
