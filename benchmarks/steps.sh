@@ -1,0 +1,19 @@
+# Sourced by the GPU scripts: `step NAME SECONDS COMMAND...` runs COMMAND within the part's budget (BUDGET_S
+# seconds from T0; SECONDS at most), logged to $W/NAME.log and recorded (rc, wall time) in $W/steps.txt; a
+# step with under 20 s left is recorded as not run. `pack NAME` prints each log's tail and packs $W into
+# $OUT/NAME.tgz, with steps.txt beside it as NAME_steps.txt. The caller sets W, OUT, T0 and BUDGET_S.
+step() {
+    local name=$1 limit=$2 start=$(date +%s); shift 2
+    local left=$(( BUDGET_S - (start - T0) ))
+    if [ "$left" -lt "$limit" ]; then limit=$left; fi
+    if [ "$limit" -lt 20 ]; then echo "$name: not run (out of time): $*" | tee -a "$W/steps.txt"; return; fi
+    echo "\$ $*" > "$W/$name.log"
+    timeout "$limit" "$@" >> "$W/$name.log" 2>&1
+    echo "$name: rc=$?, $(( $(date +%s) - start )) s: $*" | tee -a "$W/steps.txt"
+}
+pack() {
+    local f
+    for f in "$W"/*.log; do echo "== $f"; tail -n 3 "$f"; done
+    tar czf "$OUT/$1.tgz" -C "$W" .
+    cp "$W/steps.txt" "$OUT/$1_steps.txt" 2>/dev/null
+}

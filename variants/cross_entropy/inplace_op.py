@@ -1,0 +1,36 @@
+"""The op as libraries ship it: an autograd Function whose forward runs a kernel over the logits themselves
+(no copy: X holds the gradient afterwards) and whose backward scales that buffer in place by the upstream
+gradient. Not a registered variant: the family's Triton variants get a copy of X from their launcher (the
+protocol's `overwrites`), and that copy is timed with them; load these with --variant to time the kernels
+as training runs them, for example
+    --variant online_op=variants/cross_entropy/inplace_op.py::online_cross_entropy
+(canonical arguments X, target, ignore_index, label_smoothing, reduction)."""
+from __future__ import annotations
+
+import torch
+
+from variants.cross_entropy import common, online, two_pass
+
+
+class _InPlace(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, kernel, X, target, ignore_index, label_smoothing, reduction):
+        x = X.detach()   # the kernel writes the gradient here: the caller's logits are spent
+        loss = common.launch(kernel, x, target, ignore_index, label_smoothing, reduction)
+        ctx.save_for_backward(x)
+        ctx.per_row = reduction == "none"
+        return loss
+
+    @staticmethod
+    def backward(ctx, dloss):
+        (grad,) = ctx.saved_tensors
+        scale = dloss[:, None] if ctx.per_row else dloss
+        return None, grad.mul_(scale.to(grad.dtype)), None, None, None, None
+
+
+def online_cross_entropy(X, target, ignore_index=-100, label_smoothing=0.0, reduction="mean"):
+    return _InPlace.apply(online.cross_entropy_forward, X, target, ignore_index, label_smoothing, reduction)
+
+
+def two_pass_cross_entropy(X, target, ignore_index=-100, label_smoothing=0.0, reduction="mean"):
+    return _InPlace.apply(two_pass.cross_entropy_forward, X, target, ignore_index, label_smoothing, reduction)
