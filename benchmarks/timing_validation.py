@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import json
 import sys
 import time
@@ -90,14 +91,19 @@ def aa_only(args, backend, reg) -> int:
     """`--aa VARIANT`: that variant against itself under two other names over one preset, dtypes and modes."""
     names = ("a1", "a2", "a3")
     started = time.perf_counter()
+    # the three names live in this process's registry only: a fresh timing process could not find them
+    os.environ["KERNEL_AB_TIMING_IN_PROCESS"] = "1"
     section = sweep(names, (), tuple(args.modes.split(",")), backend, under_other_names(reg, args.aa, names),
                     args.preset, args.dtype)
+    if section is None:
+        raise SystemExit("kernel-ab: error: the A/A gave no timing section (no GPU, or every variant failed)")
     rows = rows_of(section.cases, section.noise)
     seconds = time.perf_counter() - started
     lines = ["# Timing validation: one variant under three names", "",
              f"`{args.aa}` registered as a1, a2 and a3 (the same variant object, so the comparisons also say "
              "\"identical timed code\"; the column \"by the interval alone\" is the statistics' own verdict), "
-             f"preset {args.preset}, {args.dtype}, {args.modes}, the tool's default timing settings. "
+             f"preset {args.preset}, {args.dtype}, {args.modes}, the tool's default timing settings, every dtype "
+             "timed in this one process. "
              f"{seconds:.0f} s in all.", "", f"Timing method: {section.method}.", "",
              "| dtype | mode | comparisons | not \"no difference beyond noise\" | by the interval alone | "
              "largest ratio off 1 |", "|---|---|---|---|---|---|"]
