@@ -13,15 +13,8 @@ from compare.results import Gate, Report
 
 def decide(report: Report, fail_on_numerics: bool = False, fail_if_slower_pct: float | None = None,
            accept_unjudged: bool = False) -> tuple[Gate, ...]:
-    """The gates asked for, each with its outcome and lines.
-
-    --fail-on-numerics: fails on a variant that could not be loaded; or, against the baseline in the same
-    case, a variant with a problem the baseline has not (crash, unwritten or non-finite-mismatched
-    elements, errors beyond tolerance, less accurate than the reference point), or judged less accurate
-    than the baseline (compare/headline.py). The reference point is a yardstick and never trips it. With
-    one variant only, its own problems count.
-    --fail-if-slower PCT: fails on a variant whose timing verdict against the baseline is "slower"
-    (significant, outside the noise band) by more than PCT percent; a non-significant difference never does."""
+    """The gates asked for (--fail-on-numerics, --fail-if-slower PCT), each with its outcome and lines;
+    `accept_unjudged` lets a gate that could not judge pass."""
     gates = []
     if fail_on_numerics:
         gates.append(_numerics(report))
@@ -47,6 +40,10 @@ def reasons(gate: Gate) -> list[str]:
 
 
 def _numerics(report: Report) -> Gate:
+    """Fails on a variant that could not be loaded, one with a problem the baseline has not in the same case
+    (crash, unwritten or non-finite-mismatched elements, errors beyond tolerance, less accurate than the
+    reference point), or one judged less accurate than the baseline (compare/headline.py). The reference
+    point never trips it; with one variant only, its own problems count."""
     name = "--fail-on-numerics"
     broken = [f"variant {v.name} could not be loaded" for v in report.variants if v.status != "ok"]
     section = report.numerics
@@ -85,6 +82,8 @@ def _why_not(report: Report, name: str) -> str:
 
 
 def _slower(report: Report, pct: float) -> Gate:
+    """Fails on a variant whose timing verdict against the baseline is "slower" (significant, outside the
+    noise band) by more than `pct` percent; a non-significant difference never does."""
     name = "--fail-if-slower"
     if report.timing is None:
         why = next((s.removeprefix("timing: ") for s in report.skipped if s.startswith("timing:")), "not asked for")

@@ -1,17 +1,8 @@
 """The reviewer's answer first: what each variant changed against the baseline, apart from what they share.
 
-Derived from a Report's sections alone (so a saved report.json re-renders the same headline), and
-read by every renderer and by the gates:
-- per pair (baseline, variant), at most three lines: numerics, timing, compiled code; and two lists:
-  the problems the variant introduced (it has them, the baseline has not, in the same case) and the ones
-  it fixed (the baseline has them, it has not);
-- once, the baseline's problems every other variant keeps (not introduced by the change), and those
-  only some keep;
-- per pair, the gate lines: the introduced problems, and "less accurate" verdicts against the baseline
-  (compare/gates.py turns them into the numerics gate).
-  Only these fail `--fail-on-numerics`.
-The reference point (e.g. torch) is a yardstick: it judges the others and is never judged itself.
-Which problems are shared, introduced or fixed is decided in compare/problems.py (`lists`).
+Per pair, at most three lines (numerics, timing, compiled code), the problems introduced and fixed, and the
+gate lines compare/gates.py reads; once, the baseline's problems the variants keep. Derived from a Report's
+sections alone, so a saved report.json re-renders the same. The reference point judges, never is judged.
 """
 from __future__ import annotations
 
@@ -243,7 +234,7 @@ def _ir_lines(report: Report, a: str, b: str) -> Line:
 # ---------------------------------------------------------------- the headline
 def headline(report: Report) -> Headline:
     section, base = report.numerics, report.baseline
-    found = lists(report)
+    found = lists(report)   # compare/problems.py decides what is shared, introduced or fixed
     kinds = input_kinds(section) if section else ()
     pairs = []
     for b in [n for n in judged(report) if n != base]:

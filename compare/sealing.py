@@ -1,10 +1,8 @@
-"""Sealed inputs: every run of every variant reads a copy of the inputs the family drew, so what one
-variant writes into its inputs never reaches another (or its own second run); the copy is compared
-bit for bit with the original afterwards, so a variant that writes into an input is told apart.
+"""Sealed inputs: every run of every variant reads its own copy of the drawn inputs, so one variant's writes
+never reach another; comparing the copy bit for bit afterwards tells a variant that writes into an input.
 
-Inputs are a record with `named_tensors()` and `replace(**tensors)` (variants.operands.Operands), or any
-dataclass (or mapping) whose tensor fields are the operands; other fields are kept. Writes a family
-documents (an output written over an input, `Family.overwrites`) are left out by `writes(..., expected=)`.
+Inputs are an `Operands` record, or any dataclass or mapping whose tensor fields are the operands. Writes a
+family documents (`Family.overwrites`) are left out by `writes(..., expected=)`.
 """
 from __future__ import annotations
 
@@ -27,7 +25,7 @@ def tensors(inputs) -> dict[str, torch.Tensor]:
 
 
 def sealed_copy(inputs):
-    """`inputs` with every tensor cloned (same values, bits, dtype, device, strides)."""
+    """`inputs` with every tensor cloned (same values, bits, dtype, device, strides); other fields are kept."""
     if inputs is None:
         return None
     copies = {k: t.clone() for k, t in tensors(inputs).items()}

@@ -1,11 +1,8 @@
 """The variant registry: every family kernel-ab finds, and every variant of each, by name.
 
-A family (`variants.family.Family`, documented in variants/README.md) is a package whose `__init__.py`
-sets `FAMILY`, under variants/ or in a folder or installed package variants/discovery.py finds; adding a
-family edits no list. A variant (`variants.variant.Variant`) belongs to one family; names are unique within a family
-(every family may have its own `torch`). Nothing here imports Triton: `registry()` imports the families
-when first asked, after `compare.backend.configure()` has decided whether Triton runs compiled or
-interpreted.
+A family is a package whose `__init__.py` sets `FAMILY` (variants/discovery.py says where they are found);
+variant names are unique within a family. Nothing here imports Triton: `registry()` imports the families on
+first use, after `compare.backend.configure()` has chosen compiled or interpreted Triton.
 """
 from __future__ import annotations
 
@@ -15,7 +12,7 @@ from pathlib import Path
 from typing import Iterable, Mapping, Optional
 
 from variants.family import Family, NotForThisShape, Preset, UnknownName
-from variants.variant import KINDS, NAME as _NAME, Variant
+from variants.variant import KINDS, Variant
 
 __all__ = ["Family", "NotForThisShape", "Preset", "Registry", "UnknownName", "Variant", "KINDS", "registry", "DEFAULT_FAMILY"]
 

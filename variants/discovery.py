@@ -1,10 +1,7 @@
-"""Where families come from: kernel-ab's own, folders, and installed packages.
-
-In this order: the packages under variants/ ("built-in"); each `--family-path DIR` and each folder of
-`family-paths` in the `[tool.kernel-ab]` table of the reviewed repository's pyproject.toml (a family is
-a package `DIR/<name>/` whose `__init__.py` sets `FAMILY`); installed packages' entry points in group
-`kernel_ab.families` (a Family instance or class, or a module with `FAMILY`). Two families with one
-name, or a family package that fails to import, is a FamilyError (one line).
+"""Where families come from, in this order: the packages under variants/; each `--family-path DIR` and the
+`family-paths` of the reviewed pyproject's `[tool.kernel-ab]` (a package `DIR/<name>/` setting `FAMILY`);
+installed packages' entry points in group `kernel_ab.families`. Two families with one name, or a family
+package that fails to import, is a FamilyError (one line).
 """
 from __future__ import annotations
 

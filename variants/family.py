@@ -1,43 +1,8 @@
 """The family protocol: what a kernel family gives kernel-ab, and what it may leave to the defaults.
 
-A family is one operation (group norm, layer norm, ...) and its variants. `compare/` knows no family by
-name: every shape, input, buffer, launch and legend it needs comes through this class. A family is a
-subclass of `Family` set as `FAMILY` in a package `variants/<name>/__init__.py`; `variants.registry()`
-finds it there (no list to edit). variants/README.md walks through writing one.
-
-What a family must provide (abstract: a subclass that leaves one out cannot be instantiated):
-  name, presets, default_pair           class attributes (default_preset: "default")
-  outputs                               forward outputs, names or `Output`s (variants/operands.py: size, dtype,
-                                        `overwrites` an input, `upstream` gradient); the first is the op's result
-  operands, or make_inputs              the inputs by name (`Operand`: size from the shape, dtype, integer or
-                                        float, differentiable, a generator per input kind), drawn by the default
-                                        make_inputs into an `Operands` record (`inputs.x`); or a make_inputs of its own
-  parse_shape(text, eps) -> Preset      one shape from the command line's --shape (ValueError: one line, saying the form)
-  shape_from_dict(d) -> shape           a shape back from `shape.as_dict()` (the IR worker's launch on a GPU)
-  reference(inputs, shape) -> {output: float64 tensor}
-  launch_forward(kernel, inputs, outputs, shape)            runs a forward kernel with `forward_params`
-  variants() -> [Variant]               the registered variants (Triton kernels imported here, lazily)
-
-A shape is a frozen record with `label` (one line), `as_dict()` (JSON-ready) and the attributes its
-presets' x axis names; a Preset (`variants.family.Preset`) holds a tuple of shapes.
-
-What has defaults:
-  alloc_outputs(shape, dtype, device)   uninitialised buffers of the declared outputs; numerics poisons them
-  bytes_moved(shape, dtype, mode)       fewest bytes a pass moves (forward, backward, full), from the declarations
-  dtypes                 float32, float16, bfloat16 (`DTYPES`)
-  input_kinds            {name: generator} (variants/inputs.py); `check_input_kind` refuses the others in one line
-  accuracy_reference     "torch": the variant numerics adds as a reference point when it is not named
-  forward_legend         legend lines for the forward outputs (under the numerics tables)
-  grads, backward_legend, backward_pairs_legend: the backward pass (grads: names or `Output`s with `of`, the
-                         operand each is the gradient of, and `overwrites`); grads () means the family has none
-  forward_params / backward_params: the parameter names, in order, that the launchers pass a kernel;
-                         a kernel loaded with --variant is a forward or a backward kernel by which it takes
-  shared_forward() / shared_backward(): the kernel a Triton variant runs for a pass it does not replace
-  reference_backward, alloc_grads, backward_call(kernel, inputs, saved, grads, shape) -> closure
-  op_params, op_grads, op_arguments(inputs, shape), torch_op(...): the op as its users call it (canonical
-                         argument names; which argument each gradient belongs to); op_call / op_backward
-                         call any op through autograd with those arguments (torch, inductor, op-level variants)
-  triton_variant(...), run_backward(...), backward_unsupported(...), bench_call(...): built from the above.
+`compare/` knows no family by name: every shape, input, buffer, launch and legend comes through `Family`.
+The abstract members (a subclass that leaves one out cannot be instantiated) and the defaults are
+tabled in variants/README.md; docs/variants-and-families.md ("The family protocol") points there.
 """
 from __future__ import annotations
 
@@ -329,23 +294,12 @@ class Family(abc.ABC):
 
     def bench_call(self, variant: Variant, inputs: Operands, shape, mode: str,
                    buffers: Optional[dict] = None) -> Callable[[], None]:
-        """A zero-argument closure running one pass of `variant` for timing, buffers allocated up front.
+        """A zero-argument closure timing one pass (`mode`) of `variant`, its buffers allocated up front.
 
-        forward: the variant's forward. backward: Triton variants run their backward kernel on the saved
-        outputs of their own forward (accumulators zeroed each call, as a backward pass must); torch,
-        inductor and op-level variants run autograd's backward through a graph kept across calls (an
-        `OpPass`). full: both.
-
-        `buffers` is one placement shared by the variants of a timing case: outputs and gradients are
-        taken from it (made on first use), so every variant writes to the same addresses and where a
-        buffer lands cannot favour one of them. The closure's `timed_code` says what compiled code its
-        timed pass runs, so the comparison can tell two variants timing the same kernel apart from two
-        that differ: a Triton pass is keyed by the kernels it runs (forward: the forward kernel; backward:
-        the backward kernel and its launcher; full: both), so variants that share the family's kernel for
-        a pass time the same code; ops are None (not known). An `OpPass` (variants/ops.py; every pass of
-        an op-level variant, the backward and full passes of torch and inductor) is the op as training
-        calls it, able to capture itself in CUDA graphs; it allocates what the op allocates, so `buffers`
-        does not apply to it."""
+        A Triton backward runs on the saved outputs of the variant's own forward. `buffers` is the case's one
+        shared placement (made on first use), so where a buffer lands favours no variant; the closure's
+        `timed_code` keys the compiled code it times, None when not known (docs/timing.md). Op-level passes,
+        and torch's and inductor's backward and full, are `OpPass`es (variants/ops.py), which allocate their own."""
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; known modes: {', '.join(MODES)}")
         if variant.kind == "op":

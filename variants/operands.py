@@ -1,11 +1,8 @@
 """What a family reads and writes, by name: its operands (`Operand`), its outputs and gradients (`Output`),
 and one trial's drawn values (`Operands`), the record every variant reads a sealed copy of.
 
-A family lists `operands` (in the order they are drawn from the trial's seed), and may give `outputs` and
-`grads` as `Output`s instead of bare names. From these the protocol's defaults draw the inputs on the CPU,
-allocate the buffers, count the bytes a pass moves and pass the op its arguments; compare/ reads which
-output is written over which input (`overwrites`) to keep poisoning and input-write checks meaningful.
-docs/variants-and-families.md ("Operands") walks through it.
+From these declarations the protocol's defaults draw the inputs, allocate buffers, count bytes moved and
+pass the op its arguments. docs/variants-and-families.md ("Operands") walks through it.
 """
 from __future__ import annotations
 

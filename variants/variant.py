@@ -12,13 +12,11 @@ NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 
 @dataclasses.dataclass(frozen=True)
 class Variant:
-    """One variant of a family.
+    """One variant of a family: `run(inputs, outputs, shape)` computes the forward into preallocated `outputs`.
 
-    `run(inputs, outputs, shape)` computes the forward into preallocated `outputs`. A Triton variant
-    brings its own forward kernel (`kernel`), its own backward kernel (`backward_kernel`), or both;
-    the pass it does not bring runs the family's shared kernel (`Family.shared_forward/backward`).
-    `op`, when set, is the operation as its users call it (canonical arguments `op_order`, default the
-    family's `op_params`): its backward runs through autograd. `origin` says where the code came from."""
+A Triton variant brings its forward kernel, its backward kernel, or both; the pass it does not bring runs the
+family's shared kernel. `op`, when set, is the operation as its users call it (arguments in `op_order`,
+default the family's `op_params`); its backward runs through autograd. `origin`: where the code came from."""
 
     name: str
     family: str

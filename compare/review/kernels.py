@@ -1,10 +1,8 @@
 """The Triton kernels of two revisions, found with `ast`, and what changed between them.
 
-A kernel is a top-level function decorated `@triton.jit` (also under `@triton.autotune` or
-`@triton.heuristics`). Two versions of one kernel (same module and name) are the same when their
-syntax trees are: the decorators, the parameters and the body, less the docstring; comments and layout
-are not in the tree, so a change to them alone is none. The ops that launch a kernel are the module's
-top-level functions and autograd Function classes that name it, directly or through each other.
+A kernel is a top-level `@triton.jit` function (also under `@triton.autotune`/`@triton.heuristics`); two
+versions are the same when their syntax trees (decorators, parameters, body less docstring) are, so a change
+to comments or layout alone is none. Ops are the top-level functions and autograd Functions that launch one.
 """
 from __future__ import annotations
 

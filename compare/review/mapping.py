@@ -1,10 +1,8 @@
 """Which family each changed kernel belongs to, and what to compare: an op that launches it, else the kernel.
 
-First the reviewed repository's own word: its pyproject.toml's `[tool.kernel-ab.kernels]` table,
-`"package.module:name" = "family"`, name a kernel or an op (function or autograd Function class) of
-that module. Else the parameter names: an op whose parameters are a family's op arguments (`op_params`,
-in its order or another), or a kernel taking a family's launcher parameters (`forward_params`,
-`backward_params`, extra ones with defaults). An op is preferred: it is compared as its users call it.
+First the reviewed repository's `[tool.kernel-ab.kernels]` table (`"package.module:name" = "family"`), else
+the parameter names: an op taking a family's `op_params` (any order), or a kernel taking its `forward_params`
+or `backward_params`. An op is preferred: it is compared as its users call it.
 """
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
 """The op as libraries ship it: an autograd Function whose forward runs a kernel over the logits themselves
-(no copy: X holds the gradient afterwards) and whose backward scales that buffer in place by the upstream
-gradient. Not a registered variant: the family's Triton variants get a copy of X from their launcher (the
-protocol's `overwrites`), and that copy is timed with them; load these with --variant to time the kernels
-as training runs them, for example
-    --variant online_op=variants/cross_entropy/inplace_op.py::online_cross_entropy
-(canonical arguments X, target, ignore_index, label_smoothing, reduction)."""
+(no copy: X holds the gradient afterwards) and whose backward scales that buffer in place.
+
+Not a registered variant (those get a copy of X from their launcher); load it with --variant to time the
+kernels as training runs them (docs/variants-and-families.md, "cross_entropy")."""
 from __future__ import annotations
 
 import torch
@@ -29,6 +27,7 @@ class _InPlace(torch.autograd.Function):
 
 
 def online_cross_entropy(X, target, ignore_index=-100, label_smoothing=0.0, reduction="mean"):
+    """The online kernel in place: `--variant online_op=variants/cross_entropy/inplace_op.py::online_cross_entropy`."""
     return _InPlace.apply(online.cross_entropy_forward, X, target, ignore_index, label_smoothing, reduction)
 
 

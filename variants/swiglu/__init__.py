@@ -1,12 +1,8 @@
-"""The swiglu family (shared/specs/swiglu.md) on the family protocol: c = silu(a) * b, elementwise over two
-operands of one shape viewed as (rows, cols), declared by name (variants/operands.py) with no weight, bias
-or statistic.
+"""The swiglu family (shared/specs/swiglu.md): c = silu(a) * b, elementwise over two operands of one shape
+viewed as (rows, cols). Variants: rowwise, flat, sigmoid_exp (one file each), torch, inductor.
 
-The backward is in place: the kernel reads dc, a and b of a row and writes da over a and db over b. The
-family's launchers hand it the gradient buffers holding copies of a and b (`Output(overwrites=...)` says
-so), so compare/ counts an element still holding a's bits where the reference differs as unwritten, and
-does not count a write over a or b in the backward as a write into an input (docs/variants-and-families.md,
-"Kernels that write into their inputs"). Variants: rowwise, flat, sigmoid_exp (one file each), torch, inductor.
+The backward writes da over a and db over b; the launchers hand it gradient buffers holding copies of them
+(docs/variants-and-families.md, "Kernels that write into their inputs").
 """
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""flat: the tensors as one flat array, a 1-D grid of fixed-size blocks, no row structure.
-
-SwiGLU is elementwise, so rows are only a view: each program covers BLOCK_SIZE consecutive elements of
-the n_rows * n_cols, whatever row they belong to (only the last block is masked). It asks whether the
-spec's one-block-per-row geometry (a power-of-two block masked at every row's end: 28672 columns run in
-blocks of 32768) costs anything. Launched by the family's flat launchers (`Swiglu.flat_forward_call`,
-`Swiglu.flat_backward_call`); the backward writes da over a and db over b like rowwise's.
+"""flat: the tensors as one flat array, a 1-D grid of fixed-size blocks, no row structure (only the last
+block is masked). It asks whether the spec's one-block-per-row geometry (a power-of-two block masked at every
+row's end: 28672 columns run in blocks of 32768) costs anything. Launched by `Swiglu.flat_forward_call` and
+`Swiglu.flat_backward_call`; the backward writes da over a and db over b like rowwise's.
 """
 import triton
 import triton.language as tl
