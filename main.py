@@ -144,6 +144,8 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     _timing_options(c)
     _ir_options(c)
     _output_options(c)
+    from compare.spread_cli import add_options as spread_options
+    spread_options(c)
     i = sub.add_parser("ir", help="compare the compiled code of Triton variants, stage by stage "
                                   "(the preset's first shape fixes the specialization)")
     _shape_options(i)
@@ -209,6 +211,8 @@ def _check(args) -> None:
     usage.finite("--variant-timeout", args.variant_timeout, strict=True)
     usage.finite("--noise", args.noise)
     usage.finite("--fail-if-slower", args.fail_if_slower, what="a percentage")
+    from compare import spread_cli
+    spread_cli.check(args)
     from compare import ir   # the IR's flags are checked even when the IR is not among the checks
     try:
         ir.capability(args.target)
@@ -254,8 +258,12 @@ def cmd_compare(args, registry, backend) -> int:
         memory.refuse_what_cannot_fit(request, registry, backend)
         request, failed = pipeline.without_crashed(request, registry, failed, supervisor.excluded(),
                                                    supervisor.timing_left_out())
+        from compare import spread_cli
+        if getattr(args, "dry_run", False):
+            return spread_cli.dry_run(args, request, registry, backend)
         with reporter(pipeline.count_steps(request, registry, backend), not args.quiet) as step:
-            report = pipeline.run(request, registry, backend, step, failed=failed)
+            report = spread_cli.run(args, request, registry, backend, step, failed) if spread_cli.wanted(args) \
+                else pipeline.run(request, registry, backend, step, failed=failed)
     # the gates are decided once, into the report, so that every renderer lists them and the exit code agrees
     report = dataclasses.replace(report, gates=gates.decide(report, args.fail_on_numerics, args.fail_if_slower,
                                                             args.accept_unjudged))
@@ -355,6 +363,7 @@ def _main(argv: list[str], prog: str) -> int:
     from compare.backend import BackendError, configure
     from compare.supervisor import POISONED_EXIT, ContextPoisoned
     from compare.pipeline import NothingToCompare, UsageError
+    from compare.spread import TaskFailed
     try:
         if args.command == "report":
             return cmd_report(args)
@@ -371,6 +380,9 @@ def _main(argv: list[str], prog: str) -> int:
         return _fail(str(exc))
     except NothingToCompare as exc:
         print(f"kernel-ab: nothing to compare: {exc}", file=sys.stderr)
+        return 1
+    except TaskFailed as exc:
+        print(f"kernel-ab: error: a task failed: {exc}; no report", file=sys.stderr)
         return 1
     except ContextPoisoned as exc:
         print(f"kernel-ab: error: variant {exc.variant} {exc.error}; nothing more can run in this process "

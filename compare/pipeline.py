@@ -223,47 +223,55 @@ def _compiled(family, chosen: list, shape, dtype, backend: Backend, failed: tupl
 
 
 def run(request: Request, registry: Registry, backend: Backend,
-        step: Step = Step(), failed: tuple[VariantInfo, ...] = (), ir_cache=None) -> Report:
+        step: Step = Step(), failed: tuple[VariantInfo, ...] = (), ir_cache=None, spread=None) -> Report:
     """The report for `request`; `failed` (from `loaded`) lists variants that could not be loaded.
-    `ir_cache` (a compare.ir.CompileCache) keeps compiled kernels for later runs of a caller comparing many pairs."""
+    `ir_cache` (a compare.ir.CompileCache) keeps compiled kernels for later runs of a caller comparing many pairs.
+    `spread` (compare.spread.Spread) runs the checks as tasks in worker processes or on a cluster."""
     family, chosen, preset, dtype = resolve(request, registry)
     chosen, failed = _compiled(family, chosen, preset.shapes[0], dtype, backend, tuple(failed), step)
     infos = tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, kernels=v.own_kernels)
                   for v in chosen) + tuple(failed)
     directions = _directions(request, family)
-    ir_later = _ir_alongside(request, family, chosen, preset, backend, step, ir_cache) if directions else None
+    if spread is not None:   # every task is started now; each section below waits for its own
+        spread = spread.start(request, registry, family, chosen, preset, backend, directions, step)
+    ir_later = _ir_alongside(request, family, chosen, preset, backend, step, ir_cache) \
+        if directions and spread is None else None
     try:
-        return _checks(request, registry, backend, step, family, chosen, preset, infos, directions, ir_later, ir_cache)
+        return _checks(request, registry, backend, step, family, chosen, preset, infos, directions, ir_later, ir_cache,
+                       spread)
     except BaseException:   # a stop, or an error: the compile alongside ends with the run (its files removed)
         if ir_later:
             ir_later.cancel()
         raise
 
 
-def _checks(request, registry, backend, step, family, chosen, preset, infos, directions, ir_later, ir_cache) -> Report:
+def _checks(request, registry, backend, step, family, chosen, preset, infos, directions, ir_later, ir_cache,
+            spread=None) -> Report:
     numerics_section = None
     if directions:
-        numerics_section = run_numerics(request, family, chosen, preset, backend, registry, directions, step)
+        numerics_section = run_numerics(request, family, chosen, preset, backend, registry, directions, step,
+                                        spread.numerics if spread else None)
     skipped = list(request.left_out)
     if "backward" in request.checks and "backward" not in directions:
         skipped.append(f"backward: family {family.name} has no backward pass")
     timing_section = None
     if "timing" in request.checks:
         if backend.gpu:
-            timing_section, timing_skipped = _timing(request, family, chosen, preset, backend, step)
+            timing_section, timing_skipped = spread.timing() if spread else \
+                _timing(request, family, chosen, preset, backend, step)
             skipped.extend(timing_skipped)
         else:
             skipped.append("timing: needs a CUDA GPU and this run has none (Triton ran through its CPU "
                            "interpreter, whose speed says nothing about the GPU)")
     ir_sections = ()
     if "ir" in request.checks:
-        ir_sections, ir_skipped = ir_later() if ir_later else \
+        ir_sections, ir_skipped = spread.ir() if spread else ir_later() if ir_later else \
             _ir(request, family, chosen, preset, backend, step, ir_cache)
         step.advance()
         skipped.extend(ir_skipped)
     dtype_names = ",".join(str(d).removeprefix("torch.") for d in resolve_matrix(request, family)[0])
     return Report(family=family.name, preset=preset.name, dtype=dtype_names, baseline=chosen[0].name,
-                  incidents=supervisor.left_behind(), variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
+                  incidents=supervisor.left_behind() + (spread.incidents() if spread else ()), variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
                   x_name=preset.x_name, x_values=tuple(float(preset.x_value(s)) for s in preset.shapes),
                   shape_params=tuple(json.dumps(_shape_params(family, s), sort_keys=True) for s in preset.shapes),
                   numerics=numerics_section, timing=timing_section, ir=(ir_sections or (None,))[0],
@@ -347,21 +355,26 @@ def _directions(request: Request, family) -> list[str]:
             if c in request.checks and (d == "forward" or family.grads)]
 
 
-def run_numerics(request: Request, family, chosen, preset, backend: Backend, registry: Registry,
-                 directions, step: Step = Step()) -> NumericsSection:
-    """Every (direction, dtype, input kind, shape) case. The torch variant joins as an accuracy
-    reference point when not named. Without --inputs (the quick plan, so the default run stays
-    quick on the CPU interpreter) only the forward pass on normal inputs runs on every shape with
-    every trial; every other case runs on the preset's first shape with one trial. Naming kinds
-    (`--inputs all`) runs every case on every shape and trial."""
-    dtypes, kinds = resolve_matrix(request, family)
+def numerics_variants(family, chosen, registry: Registry) -> tuple[list, str, str]:
+    """(the variants the numerics run, the accuracy reference added though not named or "", the reference)."""
     variants = list(chosen)
     added = ""
     wanted = family.accuracy_reference
     if wanted and registry.has(wanted, family.name) and wanted not in {v.name for v in chosen}:
         variants.append(registry.get(wanted, family.name))
         added = wanted
-    reference = wanted if wanted and wanted in {v.name for v in variants} else ""
+    return variants, added, wanted if wanted and wanted in {v.name for v in variants} else ""
+
+
+def run_numerics(request: Request, family, chosen, preset, backend: Backend, registry: Registry,
+                 directions, step: Step = Step(), cases=None) -> NumericsSection:
+    """Every (direction, dtype, input kind, shape) case. The torch variant joins as an accuracy
+    reference point when not named. Without --inputs (the quick plan, so the default run stays
+    quick on the CPU interpreter) only the forward pass on normal inputs runs on every shape with
+    every trial; every other case runs on the preset's first shape with one trial. Naming kinds
+    (`--inputs all`) runs every case on every shape and trial."""
+    dtypes, kinds = resolve_matrix(request, family)
+    variants, added, reference = numerics_variants(family, chosen, registry)
     full_seeds = tuple(range(request.seed, request.seed + request.trials))
     plan = [f"checks: {', '.join(directions)}; dtypes: {', '.join(str(d).removeprefix('torch.') for d in dtypes)}; "
             f"input kinds: {', '.join(kinds)}"]
@@ -380,7 +393,10 @@ def run_numerics(request: Request, family, chosen, preset, backend: Backend, reg
     if ops:
         plan.append(f"op-level variants ({', '.join(ops)}) are called as their users call them: forward, the op's "
                     f"result ({family.outputs[0]}) alone; backward, every gradient through autograd")
-    cases = [numerics.run_case(family, variants, shape, dtype, backend, seeds, kind, step, direction, reference)
-             for direction, dtype, kind, shape, seeds in numerics_plan(request, family, preset, directions)]
+    # `cases`: the cases run elsewhere (compare.spread), in the plan's order
+    cases = cases() if cases else [numerics.run_case(family, variants, shape, dtype, backend, seeds, kind, step,
+                                                     direction, reference)
+                                   for direction, dtype, kind, shape, seeds in numerics_plan(request, family, preset,
+                                                                                             directions)]
     return NumericsSection(backend.device, backend.note, tuple(cases), numerics.VERDICT_FACTOR, added, tuple(plan),
                            family.forward_legend, family.backward_legend, family.backward_pairs_legend)

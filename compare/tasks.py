@@ -1,0 +1,135 @@
+"""A comparison split into independent tasks, and what a worker process does with one.
+
+A numerics task is one (direction, dtype, input kind, shape) case with every variant; a timing task is
+one (dtype, shape, pass) case with every variant and the A/A control, always on one GPU; the IR task
+compiles every variant's kernels. Each carries the request as JSON (the --variant specs load the
+variants again in the worker, as compare/timing_worker.py does) and answers with its result's JSON
+form, so the report merged from them is the one a single process makes (compare/spread.py merges)."""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+
+from compare import timing_run
+from compare.results import to_dict
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    key: str                  # unique in a run, e.g. "numerics forward float32 normal 16,64,8,4x4"
+    kind: str                 # "numerics", "timing" or "ir"
+    request: str              # the worker's request as JSON (compare.timing_run.request_json)
+    device: str               # "cuda" or "cpu": the coordinator's backend, which every worker must have
+    case: tuple = ()          # numerics: (direction, dtype, input kind, shape index, seeds); timing: (dtype, shape index, mode)
+    limit_s: float = 300.0    # one launch at most this long (--variant-timeout)
+
+    @property
+    def gpu(self) -> bool:
+        """Whether the task needs a GPU of its own (timing: never two at once on one GPU)."""
+        return self.kind == "timing"
+
+    @property
+    def fresh(self) -> str:
+        """Tasks with another value here never share a worker process (each dtype is timed in a fresh one)."""
+        return f"timing {self.case[0]}" if self.kind == "timing" else "cases"
+
+    def as_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> "Task":
+        data = json.loads(text)
+        return cls(**{**data, "case": _tuples(data["case"])})
+
+
+def _tuples(value):
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def worker_request(request, chosen):
+    """The request a worker loads: the variants still compared, the --variant specs that load them."""
+    names = tuple(v.name for v in chosen)
+    specs = tuple(s for s in request.loaded_specs if s.split("=", 1)[0] in names)
+    return dataclasses.replace(request, variants=names, external=specs, loaded_specs=())
+
+
+def plan(request, family, chosen, preset, backend, directions, numerics_plan, timing_modes) -> list[Task]:
+    """Every task of the comparison, numerics first (in the report's order), then the IR, then timing."""
+    from compare import supervisor
+    text = timing_run.request_json(worker_request(request, chosen))
+    limit = supervisor.limit_s()
+    index = {s.label: i for i, s in enumerate(preset.shapes)}
+    tasks = []
+    for direction, dtype, kind, shape, seeds in numerics_plan:
+        name = str(dtype).removeprefix("torch.")
+        tasks.append(Task(f"numerics {direction} {name} {kind} {shape.label}", "numerics", text, backend.device,
+                          (direction, name, kind, index[shape.label], tuple(seeds)), limit))
+    if "ir" in request.checks:
+        tasks.append(Task("ir", "ir", text, backend.device, (), limit))
+    if "timing" in request.checks and backend.gpu:
+        from compare.pipeline import resolve_matrix
+        for dtype in resolve_matrix(request, family)[0]:
+            name = str(dtype).removeprefix("torch.")
+            for i, shape in enumerate(preset.shapes):
+                for mode in timing_modes:
+                    tasks.append(Task(f"timing {name} {shape.label} {mode}", "timing", text, backend.device,
+                                      (name, i, mode), limit))
+    return tasks
+
+
+# ---------------------------------------------------------------- in the worker
+_LOADED: dict = {}          # request JSON -> what `_context` loaded (kept for the worker's life)
+_STACK = contextlib.ExitStack()
+_PLACE: dict = {}           # this worker's GPU: name, UUID, copy bandwidth (measured once)
+
+
+def _context(text: str):
+    if text not in _LOADED:
+        from compare import pipeline, supervisor
+        from compare.timing import TimingConfig
+        from variants import registry
+        request = timing_run.request_from_json(text, pipeline.Request, TimingConfig)
+        request, reg, _ = _STACK.enter_context(pipeline.loaded(request, registry(), supervisor.excluded()))
+        family, chosen, preset, _ = pipeline.resolve(request, reg)
+        _LOADED[text] = (request, reg, family, chosen, preset)
+    return _LOADED[text]
+
+
+def place() -> dict:
+    """Where timing runs in this worker: the GPU's name and UUID and its measured copy bandwidth."""
+    if not _PLACE:
+        import torch
+        from compare import timing
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        _PLACE.update(gpu=torch.cuda.get_device_name(), uuid=f"GPU-{props.uuid}" if getattr(props, "uuid", None)
+                      else "", copy_gbs=timing.copy_bandwidth_gbs(nbytes=1 << 28))
+    return dict(_PLACE)
+
+
+def execute(task: Task) -> dict:
+    """The task's result in JSON form: {"case": ...} (numerics, timing), {"ir": [...], "skipped": [...]}."""
+    from compare import numerics, pipeline
+    from compare.backend import configure
+    os.environ["KERNEL_AB_VARIANT_TIMEOUT"] = repr(task.limit_s)
+    backend = configure(task.device)
+    request, reg, family, chosen, preset = _context(task.request)
+    if task.kind == "numerics":
+        direction, dtype, kind, shape, seeds = task.case
+        variants, _, reference = pipeline.numerics_variants(family, chosen, reg)
+        case = numerics.run_case(family, variants, preset.shapes[shape], family.dtypes[dtype], backend, seeds,
+                                 kind, pipeline.Step(), direction, reference)
+        return {"case": to_dict(case)}
+    if task.kind == "ir":
+        sections, skipped = pipeline._ir(request, family, chosen, preset, backend, pipeline.Step())
+        return {"ir": [to_dict(s) if s is not None else None for s in sections], "skipped": list(skipped)}
+    dtype, shape, mode = task.case
+    where = place()
+    one = dataclasses.replace(request, timing=dataclasses.replace(request.timing, modes=(mode,)))
+    section = timing_run.run_timing(family, chosen, dataclasses.replace(preset, shapes=(preset.shapes[shape],)),
+                                    one, pipeline.Step(), (family.dtypes[dtype],), copy_gbs=where["copy_gbs"])
+    ran_on = f"{where['gpu']} {where['uuid']}".strip() + f", copy {where['copy_gbs']:.0f} GB/s"
+    case = dataclasses.replace(section.cases[0], ran_on=ran_on)
+    return {"case": to_dict(case), "gpu": section.gpu, "method": section.method,
+            "compile_seconds": [list(x) for x in section.compile_seconds], "place": where}
