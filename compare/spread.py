@@ -50,7 +50,11 @@ class Started:
         self.futures = {t.key: executor.submit(t) for t in planned}
 
     def _answer(self, task) -> dict:
-        answer = self.futures[task.key].result()
+        try:
+            answer = self.futures[task.key].result()
+        except Exception as exc:  # noqa: BLE001 - a cluster's error (a worker without kernel-ab): one line
+            from compare.errors import summarize
+            raise TaskFailed(f"{task.key}: {summarize(exc)}") from None
         if "crashed" in answer:
             c = answer["crashed"]
             raise VariantCrashed(c["variants"], c["why"], c["what"])
