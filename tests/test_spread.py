@@ -1,0 +1,126 @@
+"""Sweeps spread over worker processes (--jobs) and a Dask cluster (--scheduler): the report is the one a
+single process makes, whatever ran where; a variant that crashes a worker is reported and the rest comes
+out; --scheduler without Dask is one line and exit 2; --dry-run says where each task would run."""
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+import main
+from compare.executors import LocalExecutor
+from compare.tasks import Task
+from tests.test_supervisor import SEGFAULTING
+
+ROOT = Path(__file__).resolve().parent.parent
+SMALL = ["--shape", "2,8,2,4", "--trials", "1", "--quiet"]
+
+
+def _compare(tmp_path, name: str, *args: str) -> dict:
+    out = tmp_path / f"{name}.json"
+    assert main.main(["compare", *SMALL, "--json", str(out), *args]) == 0
+    report = json.loads(out.read_text())
+    report.pop("environment")   # the host, the command line and the time: the rest must not depend on where it ran
+    return report
+
+
+def _same(a: dict, b: dict) -> None:
+    assert [k for k in a if a[k] != b.get(k)] == []
+    assert a == b
+
+
+@pytest.mark.slow
+def test_jobs_2_gives_the_report_of_jobs_1_on_every_input_kind_and_dtype(tmp_path):
+    one = _compare(tmp_path, "one", "--inputs", "all", "--dtype", "all", "--jobs", "1")
+    two = _compare(tmp_path, "two", "--inputs", "all", "--dtype", "all", "--jobs", "2")
+    assert len(one["numerics"]["cases"]) >= 2 * 3 * 2 and one["ir"]   # both directions, three dtypes, input kinds; IR
+    _same(one, two)
+
+
+@pytest.mark.slow
+def test_jobs_2_gives_the_report_of_one_process(tmp_path):
+    plain = _compare(tmp_path, "plain", "--inputs", "normal,large_mean", "--dtype", "float32,float16",
+                     "--check", "numerics")
+    two = _compare(tmp_path, "two", "--inputs", "normal,large_mean", "--dtype", "float32,float16",
+                   "--check", "numerics", "--jobs", "2")
+    assert len(plain["numerics"]["cases"]) == 4
+    _same(plain, two)
+
+
+@pytest.mark.slow
+def test_a_local_dask_cluster_gives_the_report_of_jobs_1_with_a_shipped_git_variant(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    spec = f"head=git:HEAD:variants/group_norm/explicit_offset.py::group_norm_forward"
+    args = ["--inputs", "all", "--dtype", "all", "--variant", spec, "--repo", str(ROOT)]
+    one = _compare(tmp_path, "one", *args, "--jobs", "1")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as c:
+        on_dask = _compare(tmp_path, "dask", *args, "--scheduler", c.scheduler_address)
+    assert "head" in {v["variant"] for v in one["numerics"]["cases"][0]["variants"]}
+    _same(one, on_dask)
+
+
+def test_scheduler_without_dask_is_one_line_and_exit_2(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "distributed", None)   # import distributed raises ImportError
+    assert main.main(["compare", *SMALL, "--scheduler", "tcp://127.0.0.1:8786"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("kernel-ab: error: --scheduler needs Dask's distributed package")
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--jobs", "0"], "--jobs must be at least 1 and at most 1024, got 0"),
+    (["--jobs", "2", "--scheduler", "tcp://x:1"], "give --jobs or --scheduler, not both"),
+    (["--plan-gpus", "2"], "--plan-gpus applies to --dry-run only"),
+])
+def test_bad_spread_options_are_one_line_and_exit_2(args, said, capsys):
+    assert main.main(["compare", *SMALL, *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and said in err[0]
+
+
+@pytest.mark.slow
+def test_a_variant_that_crashes_its_worker_is_reported_and_the_rest_comes_out(tmp_path, capfd):
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        pytest.skip("the out-of-bounds load segfaults Triton's CPU interpreter; compiled, it is an illegal address")
+    kernel = tmp_path / "bad.py"
+    kernel.write_text(SEGFAULTING)
+    out = tmp_path / "r.json"
+    code = main.main(["compare", "explicit_offset", "--variant", f"bad={kernel}::group_norm_forward", *SMALL,
+                      "--check", "numerics", "--inputs", "normal,large_mean", "--jobs", "2", "--json", str(out)])
+    err = capfd.readouterr().err
+    assert code == 0, err
+    assert "kernel-ab: variant bad crashed the process (SIGSEGV) while running numerics forward" in err
+    report = json.loads(out.read_text())
+    bad = next(v for v in report["variants"] if v["name"] == "bad")
+    assert bad["status"] == "failed" and "SIGSEGV" in bad["error"]
+    assert len(report["numerics"]["cases"]) == 2
+    for case in report["numerics"]["cases"]:
+        assert [v["variant"] for v in case["variants"]] == ["explicit_offset", "torch"]
+        assert case["variants"][0]["status"] in ("pass", "fail")   # it ran (large_mean may fail the tolerance)
+
+
+def test_dry_run_places_timing_one_case_at_a_time_per_gpu(capsys):
+    assert main.main(["compare", *SMALL, "--dtype", "float32,bfloat16", "--jobs", "3", "--dry-run",
+                      "--plan-gpus", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("plan: ") and "nothing was run" in lines[0]
+    timing = [line for line in lines if line.startswith("  timing ")]
+    assert timing and all("after every case task" in line for line in timing)
+    gpus = {line.split(" on GPU ")[1].split(",")[0] for line in timing}
+    assert gpus == {"0", "1"}   # two GPUs, and the third worker (on GPU 0 again) never times
+    assert not any("worker 3 on GPU" in line for line in timing)
+
+
+def test_a_worker_lost_outside_any_launch_is_run_again_and_said():
+    ex = LocalExecutor(2)
+    try:
+        answers = iter([{"lost": "its worker process crashed the process (SIGKILL)"}, {"ok": {"n": 1}}])
+        for runner in ex._runners:
+            runner.run = lambda task: next(answers)
+        task = Task("numerics forward float32 normal S", "numerics", "{}", "cpu", ("forward", "float32", "normal", 0, (0,)))
+        assert ex.submit(task).result(timeout=30) == {"ok": {"n": 1}}
+        (said,) = ex.incidents()
+        assert said.startswith("task numerics forward float32 normal S: worker ") and "SIGKILL" in said
+        assert "ran again on worker" in said
+    finally:
+        ex.close()
