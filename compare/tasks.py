@@ -24,6 +24,8 @@ class Task:
     device: str               # "cuda" or "cpu": the coordinator's backend, which every worker must have
     case: tuple = ()          # numerics: (direction, dtype, input kind, shape index, seeds); timing: (dtype, shape index, mode)
     limit_s: float = 300.0    # one launch at most this long (--variant-timeout)
+    threads: int = 0          # torch's CPU threads where the run started: CPU reductions (torch's own
+                              # backward) sum in an order that depends on them, and Dask workers start with 1
 
     @property
     def gpu(self) -> bool:
@@ -57,17 +59,18 @@ def worker_request(request, chosen):
 
 def plan(request, family, chosen, preset, backend, directions, numerics_plan, timing_modes) -> list[Task]:
     """Every task of the comparison, numerics first (in the report's order), then the IR, then timing."""
+    import torch
     from compare import supervisor
     text = timing_run.request_json(worker_request(request, chosen))
-    limit = supervisor.limit_s()
+    limit, threads = supervisor.limit_s(), torch.get_num_threads()
     index = {s.label: i for i, s in enumerate(preset.shapes)}
     tasks = []
     for direction, dtype, kind, shape, seeds in numerics_plan:
         name = str(dtype).removeprefix("torch.")
         tasks.append(Task(f"numerics {direction} {name} {kind} {shape.label}", "numerics", text, backend.device,
-                          (direction, name, kind, index[shape.label], tuple(seeds)), limit))
+                          (direction, name, kind, index[shape.label], tuple(seeds)), limit, threads))
     if "ir" in request.checks:
-        tasks.append(Task("ir", "ir", text, backend.device, (), limit))
+        tasks.append(Task("ir", "ir", text, backend.device, (), limit, threads))
     if "timing" in request.checks and backend.gpu:
         from compare.pipeline import resolve_matrix
         for dtype in resolve_matrix(request, family)[0]:
@@ -75,7 +78,7 @@ def plan(request, family, chosen, preset, backend, directions, numerics_plan, ti
             for i, shape in enumerate(preset.shapes):
                 for mode in timing_modes:
                     tasks.append(Task(f"timing {name} {shape.label} {mode}", "timing", text, backend.device,
-                                      (name, i, mode), limit))
+                                      (name, i, mode), limit, threads))
     return tasks
 
 
@@ -113,6 +116,9 @@ def execute(task: Task) -> dict:
     from compare import numerics, pipeline
     from compare.backend import configure
     os.environ["KERNEL_AB_VARIANT_TIMEOUT"] = repr(task.limit_s)
+    if task.threads:
+        import torch
+        torch.set_num_threads(task.threads)
     backend = configure(task.device)
     request, reg, family, chosen, preset = _context(task.request)
     if task.kind == "numerics":

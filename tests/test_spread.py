@@ -51,8 +51,9 @@ def test_jobs_2_gives_the_report_of_one_process(tmp_path):
 @pytest.mark.slow
 def test_a_local_dask_cluster_gives_the_report_of_jobs_1_with_a_shipped_git_variant(tmp_path):
     distributed = pytest.importorskip("distributed")
-    spec = f"head=git:HEAD:variants/group_norm/explicit_offset.py::group_norm_forward"
-    args = ["--inputs", "all", "--dtype", "all", "--variant", spec, "--repo", str(ROOT)]
+    spec = "head=git:HEAD:variants/group_norm/explicit_offset.py::group_norm_forward"
+    args = ["--inputs", "all", "--dtype", "all", "--check", "numerics", "--check", "backward", "--variant", spec,
+            "--repo", str(ROOT)]
     one = _compare(tmp_path, "one", *args, "--jobs", "1")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as c:
         on_dask = _compare(tmp_path, "dask", *args, "--scheduler", c.scheduler_address)
