@@ -29,8 +29,12 @@ class Runner:
         fd, self.status = tempfile.mkstemp(prefix="kernel-ab-task-status-")
         os.close(fd)
 
-    def _start(self) -> None:
+    def _start(self, task) -> None:
         env = {k: v for k, v in os.environ.items() if k not in (EXCLUDED_ENV, NO_TIMING_ENV)}
+        for name, value in task.env:   # the thread settings of the run that made the task (unset: unset)
+            env.pop(name, None)
+            if value:
+                env[name] = value
         env.update(self.env)
         env[STATUS_ENV] = self.status
         self.proc = subprocess.Popen([sys.executable, str(_ROOT / "compare" / "task_worker.py")], env=env,
@@ -40,7 +44,7 @@ class Runner:
         """{"ok": result}, {"error": line}, {"crashed": {"variants", "why", "what"}} or {"lost": why}."""
         if self.proc is None or self.proc.poll() is not None or self.fresh != task.fresh:
             self.stop()
-            self._start()
+            self._start(task)
             self.fresh = task.fresh
         open(self.status, "w").close()
         try:

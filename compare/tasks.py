@@ -24,8 +24,10 @@ class Task:
     device: str               # "cuda" or "cpu": the coordinator's backend, which every worker must have
     case: tuple = ()          # numerics: (direction, dtype, input kind, shape index, seeds); timing: (dtype, shape index, mode)
     limit_s: float = 300.0    # one launch at most this long (--variant-timeout)
-    threads: int = 0          # torch's CPU threads where the run started: CPU reductions (torch's own
-                              # backward) sum in an order that depends on them, and Dask workers start with 1
+    threads: int = 0          # torch's CPU threads where the run started, and its thread settings (THREAD_ENV):
+    env: tuple = ()           # CPU reductions (torch's backward) sum in an order that depends on them, and Dask
+                              # starts its workers with OMP_NUM_THREADS=1
+
 
     @property
     def gpu(self) -> bool:
@@ -33,9 +35,9 @@ class Task:
         return self.kind == "timing"
 
     @property
-    def fresh(self) -> str:
+    def fresh(self) -> tuple:
         """Tasks with another value here never share a worker process (each dtype is timed in a fresh one)."""
-        return f"timing {self.case[0]}" if self.kind == "timing" else "cases"
+        return (f"timing {self.case[0]}" if self.kind == "timing" else "cases", self.env)
 
     def as_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))
@@ -43,11 +45,14 @@ class Task:
     @classmethod
     def from_json(cls, text: str) -> "Task":
         data = json.loads(text)
-        return cls(**{**data, "case": _tuples(data["case"])})
+        return cls(**{**data, "case": _tuples(data["case"]), "env": _tuples(data["env"])})
 
 
 def _tuples(value):
     return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 def worker_request(request, chosen):
@@ -63,14 +68,15 @@ def plan(request, family, chosen, preset, backend, directions, numerics_plan, ti
     from compare import supervisor
     text = timing_run.request_json(worker_request(request, chosen))
     limit, threads = supervisor.limit_s(), torch.get_num_threads()
+    env = tuple((k, os.environ.get(k, "")) for k in THREAD_ENV)
     index = {s.label: i for i, s in enumerate(preset.shapes)}
     tasks = []
     for direction, dtype, kind, shape, seeds in numerics_plan:
         name = str(dtype).removeprefix("torch.")
         tasks.append(Task(f"numerics {direction} {name} {kind} {shape.label}", "numerics", text, backend.device,
-                          (direction, name, kind, index[shape.label], tuple(seeds)), limit, threads))
+                          (direction, name, kind, index[shape.label], tuple(seeds)), limit, threads, env))
     if "ir" in request.checks:
-        tasks.append(Task("ir", "ir", text, backend.device, (), limit, threads))
+        tasks.append(Task("ir", "ir", text, backend.device, (), limit, threads, env))
     if "timing" in request.checks and backend.gpu:
         from compare.pipeline import resolve_matrix
         for dtype in resolve_matrix(request, family)[0]:
@@ -78,7 +84,7 @@ def plan(request, family, chosen, preset, backend, directions, numerics_plan, ti
             for i, shape in enumerate(preset.shapes):
                 for mode in timing_modes:
                     tasks.append(Task(f"timing {name} {shape.label} {mode}", "timing", text, backend.device,
-                                      (name, i, mode), limit, threads))
+                                      (name, i, mode), limit, threads, env))
     return tasks
 
 
