@@ -326,10 +326,8 @@ def _timing(request: Request, family, chosen, preset, backend: Backend, step) ->
     dtypes = resolve_matrix(request, family)[0]
     if not timing_run.in_fresh_processes(backend.gpu):
         return timing_run.run_timing(family, chosen, preset, request, step, dtypes), skipped
-    names = tuple(v.name for v in chosen)
-    specs = tuple(s for s in request.loaded_specs if s.split("=", 1)[0] in names)
-    one_by_one = dataclasses.replace(request, variants=names, external=specs, loaded_specs=())
-    section, failed = timing_run.run_isolated(one_by_one, tuple(str(d).removeprefix("torch.") for d in dtypes), step)
+    from compare.tasks import worker_request
+    section, failed = timing_run.run_isolated(worker_request(request, chosen), tuple(str(d).removeprefix("torch.") for d in dtypes), step)
     return section, skipped + tuple(failed)
 
 
