@@ -5,7 +5,7 @@
                            [--json PATH] [--out DIR] [--fail-on-numerics] [--fail-if-slower PCT] [--accept-unjudged]
     python main.py compare [A B ...] [--dtype float32[,float16|all]] [--inputs KIND[,KIND]|all] [--check backward]
     python main.py compare [A ...] --variant NAME=git:REV:PATH::CALLABLE[,BACKWARD] --variant NAME=PATH::CALLABLE [--repo DIR]
-    python main.py compare --variant 'NAME=git:REV:PATH::Fn.apply(X, W, B, num_channels, num_groups, eps)'
+    python main.py compare --variant 'NAME=git:REV:PATH::Fn.apply(ARG, ...)'   (the family's op arguments: `list`)
     python main.py ir [A B ...] [--stage ttir|ttgir|llir|ptx|sass] [--target sm_90] [--preset NAME | --shape ...] [--full]
     python main.py report FILE.json [--format terminal|markdown|markdown-full]
 
@@ -52,20 +52,27 @@ def _join_values(argv: list[str]) -> list[str]:
     return out
 
 
+# the defaults live in compare.plan (Request, Options) and TimingConfig: the help only says them
+def _defaults():
+    from compare.plan import Options, Request
+    from compare.timing_config import TimingConfig
+    return Request(), TimingConfig(), Options()
+
+
 def _shape_options(p: argparse.ArgumentParser) -> None:
+    d, _, o = _defaults()
     p.add_argument("variants", nargs="*", help="variant names; the first is the baseline")
     p.add_argument("--preset", help="shape preset (default: the family's default)")
     p.add_argument("--shape", help="one shape instead of a preset, in the family's form (`main.py list` shows it)")
     p.add_argument("--family", help="the family to compare (default: the named variants' family, else the default "
                                     "family that `main.py list` names); --variant kernels join it")
-    p.add_argument("--eps", type=float, help="eps for --shape (default 1e-6; a preset has its own)")
-    p.add_argument("--dtype", default="float32",
-                   help="float32, float16, bfloat16, a comma list of them, or all (default float32)")
-    p.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"),
-                   help="where kernels run: auto (GPU if present), cuda, or cpu (Triton interpreter)")
-    p.add_argument("--variant-timeout", type=float, default=300.0, metavar="SECONDS",
+    p.add_argument("--eps", type=float, help=f"eps for --shape (default {d.eps:g}; a preset has its own)")
+    p.add_argument("--dtype", help=f"float32, float16, bfloat16, a comma list of them, or all (default {d.dtype})")
+    p.add_argument("--device", choices=("auto", "cuda", "cpu"),
+                   help=f"where kernels run: auto (GPU if present), cuda, or cpu (Triton interpreter) (default {o.device})")
+    p.add_argument("--variant-timeout", type=float, metavar="SECONDS",
                    help="a variant's launch (one case) that has not returned after this long is stopped and "
-                        "reported as hung; the others still run (default 300)")
+                        f"reported as hung; the others still run (default {o.variant_timeout:g})")
 
 
 def _variant_options(p: argparse.ArgumentParser) -> None:
@@ -78,27 +85,28 @@ def _variant_options(p: argparse.ArgumentParser) -> None:
                         "Python function, an autograd Function's apply) is an op, compared as its users call it "
                         "(forward, backward through autograd, timing of each, IR of the kernels it launches). An op "
                         "whose arguments are not in the family's order lists the family's op arguments (`main.py "
-                        "list` shows them) in its own order: 'Fn.apply(X, W, B, num_channels, num_groups, eps)' "
-                        "(quote it for the shell)")
-    g.add_argument("--repo", default=".", help="the git repository of git: variants (default: the current directory)")
+                        "list` shows them) in its own order: 'Fn.apply(ARG, ...)' (quote it for the shell)")
+    g.add_argument("--repo", help="the git repository of git: variants (default: the current directory)")
 
 
 def _timing_options(p: argparse.ArgumentParser) -> None:
+    _, c, _ = _defaults()
     t = p.add_argument_group("timing (GPU only)")
     t.add_argument("--modes", help="comma list of forward, backward, full (default: every pass whose compiled "
                                    "code differs between the variants; every pass when a variant is an op)")
-    t.add_argument("--noise", type=float, default=0.01, help="noise band for the verdict, a fraction (default 0.01)")
-    t.add_argument("--rounds", type=int, default=60, help="at most this many interleaved rounds per case (default 60)")
-    t.add_argument("--calls", type=int, default=5, help="timed calls per variant per round (default 5)")
-    t.add_argument("--max-seconds", type=float, default=10.0, help="measurement time cap per case (default 10)")
-    t.add_argument("--graph", default="auto", help="replay from CUDA graphs: auto (tiny or launch-bound cases), on, off")
+    t.add_argument("--noise", type=float, help=f"noise band for the verdict, a fraction (default {c.noise:g})")
+    t.add_argument("--rounds", type=int, help=f"at most this many interleaved rounds per case (default {c.rounds})")
+    t.add_argument("--calls", type=int, help=f"timed calls per variant per round (default {c.calls_per_round})")
+    t.add_argument("--max-seconds", type=float, help=f"measurement time cap per case (default {c.max_seconds:g})")
+    t.add_argument("--graph", help=f"replay from CUDA graphs: auto (tiny or launch-bound cases), on, off "
+                                   f"(default {c.graph})")
 
 
 def _ir_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("compiled code")
     g.add_argument("--stage", action="append", dest="stages", help="IR stage to show (repeatable): ttir, ttgir, "
                    "llir, ptx, sass (default all)")
-    g.add_argument("--target", default="sm_90", help="IR target without a GPU, sm_NN (default sm_90)")
+    g.add_argument("--target", help=f"IR target without a GPU, sm_NN (default {_defaults()[0].target})")
     g.add_argument("--full", action="store_true", help="IR: whole normalized listings and uncut diffs")
 
 
@@ -138,8 +146,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                                     "all, the non-normal ones on the first shape, 1 trial)")
     c.add_argument("--check", action="append", dest="checks",
                    help="run only this check (repeatable): numerics (forward), backward, timing, ir (default all)")
-    c.add_argument("--trials", type=int, default=3, help="fresh-input trials per shape (default 3)")
-    c.add_argument("--seed", type=int, default=0, help="first seed of the trials (default 0)")
+    d = _defaults()[0]
+    c.add_argument("--trials", type=int, help=f"fresh-input trials per shape (default {d.trials})")
+    c.add_argument("--seed", type=int, help=f"first seed of the trials (default {d.seed})")
     _variant_options(c)
     _timing_options(c)
     _ir_options(c)
@@ -152,8 +161,6 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     _variant_options(i)
     _ir_options(i)
     _output_options(i)
-    i.set_defaults(checks=["ir"], trials=1, seed=0, modes=None, noise=0.01, rounds=60, calls=5,
-                   max_seconds=10.0, graph="auto")
     r = sub.add_parser("report", help="re-render a saved JSON report")
     r.add_argument("file", type=Path, help="a report.json written by compare")
     r.add_argument("--format", default="terminal", choices=("terminal", "markdown", "markdown-full"),
@@ -189,86 +196,28 @@ def cmd_list(registry) -> int:
     return 0
 
 
-def _check(args) -> None:
-    """Every value of the command line, before any work (UsageError: one line)."""
-    from compare import usage
-    if args.command in ("report", "list"):
-        return
-    if args.eps is not None and not args.shape:
-        raise usage.UsageError("--eps applies to --shape only (a preset's shapes carry their own eps)")
-    usage.not_blank("--shape", args.shape, "BATCH,CHANNELS,GROUPS,SPATIAL, for example 16,320,32,64x64")
-    usage.not_blank("--preset", args.preset, "a preset's name (`list` shows them)")
-    usage.not_blank("--repo", args.repo, "a git repository's folder")
-    usage.finite("--eps", args.eps, strict=True)
-    usage.comma_list("--dtype", args.dtype)
-    usage.comma_list("--inputs", getattr(args, "inputs", None))
-    usage.comma_list("--modes", args.modes)
-    usage.at_least("--trials", args.trials, 1, usage.TRIALS_MAX)
-    usage.at_least("--seed", args.seed, 0, usage.SEED_MAX)
-    usage.at_least("--rounds", args.rounds, 2, usage.ROUNDS_MAX)
-    usage.at_least("--calls", args.calls, 1, usage.CALLS_MAX)
-    usage.finite("--max-seconds", args.max_seconds, strict=True)
-    usage.finite("--variant-timeout", args.variant_timeout, strict=True)
-    usage.finite("--noise", args.noise)
-    usage.finite("--fail-if-slower", args.fail_if_slower, what="a percentage")
-    from compare import spread_cli
-    spread_cli.check(args)
-    from compare import ir   # the IR's flags are checked even when the IR is not among the checks
-    try:
-        ir.capability(args.target)
-        ir.check_stages(args.stages or ())
-    except ValueError as exc:
-        raise usage.UsageError(f"--target/--stage: {exc}") from None
-    timed = not args.checks or "timing" in args.checks
-    usage.outputs(args.json, args.markdown, args.out, force=args.force,
-                  modes=(_modes(args) or ("forward", "backward", "full")) if timed else ())
-
-
-def _modes(args) -> tuple[str, ...]:
-    """--modes as given; () when not given: the timing plan chooses (compare.timing_run.plan_modes)."""
-    return tuple(m.strip() for m in (args.modes or "").split(",") if m.strip())
-
-
-def _request(args):
-    from compare import pipeline
-    from compare.timing import TimingConfig
-    try:
-        timing = TimingConfig(modes=_modes(args), rounds=args.rounds,
-                              min_rounds=min(10, args.rounds), calls_per_round=args.calls,
-                              max_seconds=args.max_seconds, noise=args.noise, graph=args.graph, seed=args.seed)
-    except ValueError as exc:
-        raise pipeline.UsageError(str(exc)) from None
-    return pipeline.Request(variants=tuple(args.variants), preset=args.preset, shape=args.shape,
-                            eps=1e-6 if args.eps is None else args.eps,
-                            dtype=args.dtype, checks=tuple(args.checks or pipeline.CHECKS), trials=args.trials,
-                            seed=args.seed, timing=timing, target=args.target, stages=tuple(args.stages or ()),
-                            full=args.full, external=tuple(args.external or ()), repo=args.repo,
-                            family=args.family, inputs=getattr(args, "inputs", None))
-
-
-def cmd_compare(args, registry, backend) -> int:
+def cmd_compare(request, options, registry, backend, spread=None) -> int:
     import dataclasses
-    from compare import gates, memory, pipeline
+    from compare import gates, memory, pipeline, plan
     from compare.progress import reporter
     from compare.render import files, terminal
     from compare import supervisor
-    request = _request(args)
     with pipeline.loaded(request, registry, supervisor.excluded()) as (request, registry, failed):  # removed at exit
-        pipeline.resolve(request, registry)  # bad input fails before any work
-        memory.refuse_what_cannot_fit(request, registry, backend)
-        request, failed = pipeline.without_crashed(request, registry, failed, supervisor.excluded(),
-                                                   supervisor.timing_left_out())
-        from compare import spread_cli
-        if getattr(args, "dry_run", False):
-            return spread_cli.dry_run(args, request, registry, backend)
-        with reporter(pipeline.count_steps(request, registry, backend), not args.quiet) as step:
-            report = spread_cli.run(args, request, registry, backend, step, failed) if spread_cli.wanted(args) \
-                else pipeline.run(request, registry, backend, step, failed=failed)
+        the_plan = plan.build(request, registry, options)  # bad input fails before any work
+        memory.refuse_what_cannot_fit(the_plan, backend)
+        the_plan, failed = pipeline.without_crashed(the_plan, failed, supervisor.excluded(),
+                                                    supervisor.timing_left_out())
+        from compare import spread_cli   # --jobs, --scheduler: the checks as tasks (docs/sweeps.md)
+        if spread is not None and spread.dry_run:
+            return spread_cli.dry_run(spread, the_plan, backend)
+        with reporter(pipeline.count_steps(the_plan, backend), not options.quiet) as step:
+            report = spread_cli.run(spread, the_plan, backend, step, failed) if spread is not None and spread.wanted \
+                else pipeline.execute(the_plan, backend, step, failed=failed)
     # the gates are decided once, into the report, so that every renderer lists them and the exit code agrees
-    report = dataclasses.replace(report, gates=gates.decide(report, args.fail_on_numerics, args.fail_if_slower,
-                                                            args.accept_unjudged))
+    report = dataclasses.replace(report, gates=gates.decide(report, options.fail_on_numerics, options.fail_if_slower,
+                                                            options.accept_unjudged))
     terminal.render(report)
-    lines, unwritten = files.write(report, args.json, args.markdown, args.out)
+    lines, unwritten = files.write(report, options.json, options.markdown, options.out)
     for line in lines:
         print(line, file=sys.stderr)
     broken = [line for g in report.gates for line in gates.reasons(g)]
@@ -367,15 +316,19 @@ def _main(argv: list[str], prog: str) -> int:
     try:
         if args.command == "report":
             return cmd_report(args)
-        _check(args)
-        if args.command in ("compare", "ir"):   # read by every launch's status record (compare.supervisor)
-            os.environ["KERNEL_AB_VARIANT_TIMEOUT"] = repr(args.variant_timeout)
-        backend = configure(getattr(args, "device", "auto"))
-        from variants import registry
-        reg = registry()
         if args.command == "list":
-            return cmd_list(reg)
-        return cmd_compare(args, reg, backend)
+            configure("auto")
+            from variants import registry
+            return cmd_list(registry())
+        from compare.plan import from_args
+        request, options = from_args(args)   # every value checked, before any work
+        from compare import spread_cli
+        spread = spread_cli.from_args(args)
+        # read by every launch's status record (compare.supervisor)
+        os.environ["KERNEL_AB_VARIANT_TIMEOUT"] = repr(options.variant_timeout)
+        backend = configure(options.device)
+        from variants import registry
+        return cmd_compare(request, options, registry(), backend, spread)
     except (UsageError, BackendError) as exc:
         return _fail(str(exc))
     except NothingToCompare as exc:

@@ -61,7 +61,7 @@ def main():
             timing.time_case(calls, FAMILY.bytes_moved(case_shape, torch.float32, "forward"), copy_gbs,
                              case_shape.label, "forward", config, dtype="float32", control=control)
             del calls, control, case_inputs
-            torch.cuda.empty_cache()   # as compare.pipeline.run_timing does after each shape
+            torch.cuda.empty_cache()   # as compare.timing_run.run_timing does after each shape
 
     measure("a fresh process")
     measure("a fresh process, again")

@@ -6,8 +6,8 @@ so every pull request that leaves it alone would "fail" on) does not trip them. 
 is missing (no GPU, so nothing was timed) ends "not judged", and fails unless --accept-unjudged."""
 from __future__ import annotations
 
-from compare.headline import gate_failures
-from compare.problems import judged, ran, variant_of
+from compare.headline import headline
+from compare.problems import describe, judged, problems, ran, variant_of
 from compare.results import Gate, Report
 
 
@@ -53,7 +53,7 @@ def _numerics(report: Report) -> Gate:
     if section is None:   # a gate never passes without the evidence it judges
         return Gate(name, None, "failed", tuple(broken)) if broken else \
             Gate(name, None, "not judged", ("no numerics were run",))
-    broken += gate_failures(report)
+    broken += introduced(report)
     if broken:
         return Gate(name, None, "failed", tuple(broken))
     yardsticks = {c.reference for c in section.cases}
@@ -65,6 +65,18 @@ def _numerics(report: Report) -> Gate:
     what = f"introduced against {report.baseline}" if len(names) > 1 else f"of {report.baseline}'s"
     n = len(section.cases)
     return Gate(name, None, "passed", (f"no numerics problem {what} in {n} case{'' if n == 1 else 's'}",))
+
+
+def introduced(report: Report) -> list[str]:
+    """What the variants introduced in numerics against the baseline (the pairs' gate lines of
+    compare/headline.py); with one variant, its own problems."""
+    if report.numerics is None:
+        return []
+    names = judged(report)
+    if len(names) == 1:
+        items = {p for c in report.numerics.cases for p in problems(c, names[0])}
+        return [f"numerics: {names[0]}: {line}" for line in describe(items)]
+    return [g for pair in headline(report).pairs for g in pair.introduced]
 
 
 def _why_not(report: Report, name: str) -> str:

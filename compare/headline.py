@@ -7,7 +7,8 @@ read by every renderer and by the gates:
   it fixed (the baseline has them, it has not);
 - once, the baseline's problems every other variant keeps (not introduced by the change), and those
   only some keep;
-- per pair, the gate lines: the introduced problems, and "less accurate" verdicts against the baseline.
+- per pair, the gate lines: the introduced problems, and "less accurate" verdicts against the baseline
+  (compare/gates.py turns them into the numerics gate).
   Only these fail `--fail-on-numerics`.
 The reference point (e.g. torch) is a yardstick: it judges the others and is never judged itself.
 Which problems are shared, introduced or fixed is decided in compare/problems.py (`lists`).
@@ -18,10 +19,10 @@ import dataclasses
 from typing import Optional
 
 from compare.ir.loopclaims import loop_claims
-from compare.problems import BITS, Problem, bits, brief, describe, input_kinds, judged, lists, problems, ran, variant_of
+from compare.problems import BITS, Problem, bits, brief, describe, input_kinds, judged, lists, ran, variant_of
 from compare.results import IRSection, NumericsCase, NumericsSection, Report, TimingSection
+from compare.vocabulary import STAGE_TITLES as _STAGE
 
-_STAGE = {"ttir": "TTIR", "ttgir": "TTGIR", "llir": "LLIR", "ptx": "PTX", "sass": "SASS"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -261,14 +262,3 @@ def headline(report: Report) -> Headline:
                  for keepers, ps in found.kept.items() for line in describe(ps, kinds))
     return Headline(tuple(pairs), shared_title, tuple(describe(found.shared, kinds)),
                     f"problems of {base} only some variants keep", kept)
-
-
-def gate_failures(report: Report) -> list[str]:
-    """What the variants introduced in numerics (see the module docstring); with one variant, its own problems."""
-    if report.numerics is None:
-        return []
-    names = judged(report)
-    if len(names) == 1:
-        items = {p for c in report.numerics.cases for p in problems(c, names[0])}
-        return [f"numerics: {names[0]}: {line}" for line in describe(items)]
-    return [g for pair in headline(report).pairs for g in pair.introduced]

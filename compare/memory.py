@@ -69,19 +69,18 @@ def _gb(n: int) -> str:
     return f"{n / 1e9:.1f} GB"
 
 
-def refuse_what_cannot_fit(request, registry, backend) -> None:
-    """UsageError (one line, with the estimate) for the first case of the request whose buffers exceed
-    the free memory of the device or the host."""
-    from compare import pipeline
-    family, chosen, preset, _ = pipeline.resolve(request, registry)
-    dtypes, _ = pipeline.resolve_matrix(request, family)
-    checks = set(request.checks)
+def refuse_what_cannot_fit(plan, backend) -> None:
+    """UsageError (one line, with the estimate) for the first case of the plan (compare.plan.Plan) whose
+    buffers exceed the free memory of the device or the host."""
+    family, chosen, preset, dtypes = plan.family, plan.variants, plan.preset, plan.dtypes
+    asked = plan.request.timing.modes
+    checks = set(plan.checks)
     numerics = bool(checks & {"numerics", "backward"})
     timed = "timing" in checks and backend.gpu   # timing runs on a GPU only
     # the IR compiles on meta tensors; only ops are run, on real ones, to find the kernels they launch
     if not (numerics or timed or ("ir" in checks and any(v.kind == "op" for v in chosen))):
         return
-    grads = "backward" in checks or (timed and (not request.timing.modes or set(request.timing.modes) - {"forward"}))
+    grads = "backward" in checks or (timed and (not asked or set(asked) - {"forward"}))
     # the accuracy reference point (torch) joins the numerics when not named
     variants = len(chosen) + (family.accuracy_reference not in {v.name for v in chosen})
     free = {"host": host_available(), "GPU": device_available() if backend.gpu else None}

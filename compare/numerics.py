@@ -25,6 +25,7 @@ from compare.backend import Backend, synchronize
 from compare.errors import summarize
 from compare.progress import Step
 from compare.results import NumericsCase, OutputError, PairBitwise, PairVerdict, RunSpread, VariantNumerics
+from compare.vocabulary import MANTISSA_BITS, MIN_NORMAL_EXPONENT
 from variants.family import NotForThisShape
 
 # assert_close's default tolerances (torch.testing), by dtype
@@ -52,7 +53,7 @@ _POISON = {
     torch.float64: (torch.int64, 0x7FF8DEADBEEF0001),
 }
 # (explicit mantissa bits, smallest normal exponent) for units in the last place
-_FORMAT = {torch.float32: (23, -126), torch.float16: (10, -14), torch.bfloat16: (7, -126), torch.float64: (52, -1022)}
+_FORMAT = {getattr(torch, n): (bits, MIN_NORMAL_EXPONENT[n]) for n, bits in MANTISSA_BITS.items()}
 
 
 def poison_(t: torch.Tensor) -> torch.Tensor:

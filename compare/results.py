@@ -13,14 +13,13 @@ from typing import Any, Optional
 from compare.jsonform import ReportFormatError, _decode, _encode, _kind  # noqa: F401 (re-exported)
 from compare.migrations import MIGRATIONS
 from compare.results_gates import Gate  # noqa: F401  re-exported: one result model
+from compare.vocabulary import MANTISSA_BITS
 
 SCHEMA_VERSION = 2   # older versions are migrated by `from_dict` (compare/migrations.py says what each lacks)
 # the top-level key and value by which a report.json says kernel-ab wrote it (the JSON renderer writes it;
 # reports from before it have none); kept apart from the model like the derived headline
 MARKER_KEY, MARKER = "kernel_ab", "report"
 
-# mantissa bits by dtype name, for units in the last place of a stored largest reference value
-_MANTISSA = {"float32": 23, "float16": 10, "bfloat16": 7, "float64": 52}
 # a pair's bitwise difference counts as run-to-run spread when its largest |A - B| is at most this
 # many times the spread A shows when run twice on the same inputs (one repeat only samples the spread)
 SPREAD_FACTOR = 2.0
@@ -55,7 +54,7 @@ class OutputError:
     def ulps_of_max(self) -> float:
         """max_abs in units in the last place of max|reference| in the output's dtype: unlike the per-element
         ULP, it stays meaningful where outputs are near zero (an ULP there is tiny)."""
-        mantissa = _MANTISSA.get(self.dtype)
+        mantissa = MANTISSA_BITS.get(self.dtype)
         if mantissa is None or self.ref_max <= 0 or not math.isfinite(self.ref_max):
             return float("nan")
         return self.max_abs / math.ldexp(1.0, math.frexp(self.ref_max)[1] - 1 - mantissa)
@@ -305,6 +304,13 @@ class Report:
     def ir_sections(self) -> tuple[IRSection, ...]:
         """Every compiled-code section, the first (`ir`) first."""
         return ((self.ir,) if self.ir is not None else ()) + self.ir_kernels
+
+    @property
+    def reads_x_twice(self) -> tuple[bool, ...]:
+        """Per shape, whether its family said a forward must read x twice there (Family.reads_x_twice;
+        False where the family did not say). Stored in each shape's parameters, so saved reports keep it."""
+        import json
+        return tuple(bool(json.loads(p).get("reads_x_twice")) for p in self.shape_params)
 
 
 # ---------------------------------------------------------------- JSON form

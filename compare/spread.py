@@ -9,7 +9,6 @@ import dataclasses
 import sys
 
 from compare import tasks as tasks_mod
-from compare import timing_run
 from compare.results import IRSection, NumericsCase, TimingCase, TimingSection, decode
 
 _MAX_RERUNS = 8
@@ -33,19 +32,15 @@ class Spread:
     def __init__(self, executor):
         self.executor = executor
 
-    def start(self, request, registry, family, chosen, preset, backend, directions, step) -> "Started":
-        from compare import pipeline
-        modes, skipped = timing_run.plan_modes(family, chosen, request.timing.modes)
-        planned = tasks_mod.plan(request, family, chosen, preset, backend, directions,
-                                 pipeline.numerics_plan(request, family, preset, directions), modes)
-        return Started(self.executor, planned, request, skipped, step)
+    def start(self, plan, backend, step) -> "Started":
+        return Started(self.executor, tasks_mod.plan_tasks(plan, backend), plan, plan.timing_left_out, step)
 
 
 class Started:
     """The tasks of one run, submitted; each section waits for its own tasks."""
 
-    def __init__(self, executor, planned, request, timing_skipped, step):
-        self.executor, self.tasks, self.request, self.step = executor, planned, request, step
+    def __init__(self, executor, planned, plan, timing_skipped, step):
+        self.executor, self.tasks, self.plan, self.step = executor, planned, plan, step
         self.timing_skipped = tuple(timing_skipped)
         self.futures = {t.key: executor.submit(t) for t in planned}
 
@@ -88,7 +83,7 @@ class Started:
         places = {a["case"]["ran_on"] for a in answers}
         method = (first["method"] + "; each case timed by a worker process of its dtype, one case at a time on "
                   f"a GPU ({len(places)} GPU{'s' if len(places) > 1 else ''}: each case says where)")
-        config = self.request.timing
+        config = self.plan.timing
         section = TimingSection(first["gpu"], float(first["place"]["copy_gbs"]), config.noise, 0.95, method,
                                 tuple(decode(TimingCase, a["case"]) for a in answers), tuple(compile_seconds))
         return section, self.timing_skipped
@@ -97,15 +92,15 @@ class Started:
         return tuple(self.executor.incidents())
 
 
-def compare(request, registry, backend, step, failed, spread: Spread):
-    """pipeline.run through `spread`, again without each variant that ended or hung a worker."""
+def compare(plan, backend, step, failed, spread: Spread):
+    """pipeline.execute through `spread`, again without each variant that ended or hung a worker."""
     from compare import pipeline
     crashed: list[tuple[str, str]] = []
     no_timing = ""
-    asked, asked_failed = request, failed
+    asked, asked_failed = plan, failed
     for _ in range(_MAX_RERUNS):
         try:
-            return pipeline.run(request, registry, backend, step, failed=failed, spread=spread)
+            return pipeline.execute(plan, backend, step, failed=failed, spread=spread)
         except VariantCrashed as exc:
             spread.executor.cancel()
             if len(exc.names) == 1:
@@ -115,21 +110,16 @@ def compare(request, registry, backend, step, failed, spread: Spread):
             else:
                 no_timing = f"the process {exc.why} while timing {exc.what} ({', '.join(exc.names)}); left out"
                 print(f"kernel-ab: {no_timing}; running again without timing", file=sys.stderr)
-            request, failed = pipeline.without_crashed(asked, registry, asked_failed, crashed, no_timing)
+            plan, failed = pipeline.without_crashed(asked, asked_failed, crashed, no_timing)
     raise TaskFailed("too many variants ended their worker processes")
 
 
-def dry_run(request, registry, backend, executor, gpus: int) -> list[str]:
+def dry_run(plan, backend, executor, gpus: int) -> list[str]:
     """The plan's lines: every task and where it is expected to run (nothing runs). `gpus` > 0 plans
     the timing tasks of a GPU machine with that many GPUs."""
-    from compare import pipeline
     if gpus:
         backend = dataclasses.replace(backend, device="cuda", interpreted=False)
-    family, chosen, preset, _ = pipeline.resolve(request, registry)
-    directions = pipeline._directions(request, family)
-    modes, skipped = timing_run.plan_modes(family, chosen, request.timing.modes)
-    planned = tasks_mod.plan(request, family, chosen, preset, backend, directions,
-                             pipeline.numerics_plan(request, family, preset, directions), modes)
+    planned, skipped = tasks_mod.plan_tasks(plan, backend), plan.timing_left_out
     counts = {k: sum(t.kind == k for t in planned) for k in ("numerics", "ir", "timing")}
     lines = [f"plan: {len(planned)} tasks ({', '.join(f'{n} {k}' for k, n in counts.items() if n)}) on "
              f"{executor.where()}; nothing was run (--dry-run)"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from compare.usage import UsageError, at_least, not_blank
 
@@ -21,60 +22,70 @@ def add_options(p: argparse.ArgumentParser) -> None:
                                                               "with N GPUs (default: the GPUs visible here)")
 
 
-def check(args) -> None:
-    """UsageError for bad values, before any work (a missing Dask too)."""
-    jobs, scheduler = getattr(args, "jobs", None), getattr(args, "scheduler", None)
-    at_least("--jobs", jobs, 1, JOBS_MAX)
-    at_least("--plan-gpus", getattr(args, "plan_gpus", None), 0, JOBS_MAX)
-    not_blank("--scheduler", scheduler, "the Dask scheduler's address, such as tcp://10.0.0.1:8786")
-    if jobs is not None and scheduler is not None:
+@dataclasses.dataclass(frozen=True)
+class SpreadOptions:
+    jobs: int | None = None
+    scheduler: str | None = None
+    dry_run: bool = False
+    plan_gpus: int | None = None
+
+    @property
+    def wanted(self) -> bool:
+        return bool(self.jobs or self.scheduler or self.dry_run)
+
+
+def from_args(args) -> SpreadOptions:
+    """The spread options of a command line (UsageError for bad values, a missing Dask too), before any work."""
+    o = SpreadOptions(getattr(args, "jobs", None), getattr(args, "scheduler", None), getattr(args, "dry_run", False),
+                      getattr(args, "plan_gpus", None))
+    at_least("--jobs", o.jobs, 1, JOBS_MAX)
+    at_least("--plan-gpus", o.plan_gpus, 0, JOBS_MAX)
+    not_blank("--scheduler", o.scheduler, "the Dask scheduler's address, such as tcp://10.0.0.1:8786")
+    if o.jobs is not None and o.scheduler is not None:
         raise UsageError("give --jobs or --scheduler, not both (a Dask cluster chooses its own workers)")
-    if getattr(args, "plan_gpus", None) is not None and not args.dry_run:
+    if o.plan_gpus is not None and not o.dry_run:
         raise UsageError("--plan-gpus applies to --dry-run only; add --dry-run")
-    if scheduler is not None:
+    if o.scheduler is not None:
         try:
             import distributed  # noqa: F401
         except ImportError:
             raise UsageError(_NO_DASK) from None
+    return o
 
 
-def wanted(args) -> bool:
-    return bool(getattr(args, "jobs", None) or getattr(args, "scheduler", None) or getattr(args, "dry_run", False))
-
-
-def executor(args, backend):
-    """The executor the command line asks for (LocalExecutor or DaskExecutor); close it after use."""
-    if args.scheduler:
+def executor(o: SpreadOptions, backend):
+    """The executor the options ask for (LocalExecutor or DaskExecutor); close it after use."""
+    if o.scheduler:
         from compare.dask_executor import DaskExecutor
-        return DaskExecutor(args.scheduler, connect=not args.dry_run)
+        return DaskExecutor(o.scheduler, connect=not o.dry_run)
     from compare.executors import LocalExecutor
-    gpus = args.plan_gpus if args.dry_run and args.plan_gpus is not None else visible_gpus(backend)
-    return LocalExecutor(args.jobs or 1, gpus)
+    return LocalExecutor(o.jobs or 1, _gpus(o, backend))
 
 
-def visible_gpus(backend) -> int:
+def _gpus(o: SpreadOptions, backend) -> int:
+    if o.dry_run and o.plan_gpus is not None:
+        return o.plan_gpus
     if not backend.gpu:
         return 0
     import torch
     return torch.cuda.device_count()
 
 
-def run(args, request, registry, backend, step, failed):
+def run(o: SpreadOptions, plan, backend, step, failed):
     """The report of a spread comparison (compare.spread.compare); the workers end with it."""
     from compare import spread
-    ex = executor(args, backend)
+    ex = executor(o, backend)
     try:
-        return spread.compare(request, registry, backend, step, failed, spread.Spread(ex))
+        return spread.compare(plan, backend, step, failed, spread.Spread(ex))
     finally:
         ex.close()
 
 
-def dry_run(args, request, registry, backend) -> int:
+def dry_run(o: SpreadOptions, plan, backend) -> int:
     from compare import spread
-    ex = executor(args, backend)
+    ex = executor(o, backend)
     try:
-        gpus = args.plan_gpus if args.plan_gpus is not None else visible_gpus(backend)
-        print("\n".join(spread.dry_run(request, registry, backend, ex, gpus)))
+        print("\n".join(spread.dry_run(plan, backend, ex, _gpus(o, backend))))
     finally:
         ex.close()
     return 0

@@ -11,8 +11,9 @@ import math
 
 import torch
 
+from compare.vocabulary import DEFAULT_NOISE  # noqa: F401 (re-exported: the verdict's default band)
+
 ALPHA = 0.05
-DEFAULT_NOISE = 0.01
 
 
 @dataclasses.dataclass(frozen=True)

@@ -55,34 +55,35 @@ def _tuples(value):
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
-def worker_request(request, chosen):
-    """The request a worker loads: the variants still compared, the --variant specs that load them."""
-    names = tuple(v.name for v in chosen)
-    specs = tuple(s for s in request.loaded_specs if s.split("=", 1)[0] in names)
-    return dataclasses.replace(request, variants=names, external=specs, loaded_specs=())
+def worker_request(plan):
+    """The request a worker loads: the variants still compared, the --variant specs that load them, the
+    planned timing (a worker plans the request again: compare.plan.build)."""
+    names = tuple(v.name for v in plan.variants)
+    specs = tuple(s for s in plan.request.loaded_specs if s.split("=", 1)[0] in names)
+    return dataclasses.replace(plan.request, variants=names, external=specs, loaded_specs=(), timing=plan.timing,
+                               checks=plan.checks, left_out=())
 
 
-def plan(request, family, chosen, preset, backend, directions, numerics_plan, timing_modes) -> list[Task]:
+def plan_tasks(plan, backend) -> list[Task]:
     """Every task of the comparison, numerics first (in the report's order), then the IR, then timing."""
     import torch
     from compare import supervisor
-    text = timing_run.request_json(worker_request(request, chosen))
+    from compare.pipeline import numerics_plan
+    text = timing_run.request_json(worker_request(plan))
     limit, threads = supervisor.limit_s(), torch.get_num_threads()
     env = tuple((k, os.environ.get(k, "")) for k in THREAD_ENV)
-    index = {s.label: i for i, s in enumerate(preset.shapes)}
+    index = {s.label: i for i, s in enumerate(plan.preset.shapes)}
     tasks = []
-    for direction, dtype, kind, shape, seeds in numerics_plan:
+    for direction, dtype, kind, shape, seeds in numerics_plan(plan):
         name = str(dtype).removeprefix("torch.")
         tasks.append(Task(f"numerics {direction} {name} {kind} {shape.label}", "numerics", text, backend.device,
                           (direction, name, kind, index[shape.label], tuple(seeds)), limit, threads, env))
-    if "ir" in request.checks:
+    if "ir" in plan.checks:
         tasks.append(Task("ir", "ir", text, backend.device, (), limit, threads, env))
-    if "timing" in request.checks and backend.gpu:
-        from compare.pipeline import resolve_matrix
-        for dtype in resolve_matrix(request, family)[0]:
-            name = str(dtype).removeprefix("torch.")
-            for i, shape in enumerate(preset.shapes):
-                for mode in timing_modes:
+    if "timing" in plan.checks and backend.gpu:
+        for name in plan.dtype_names:
+            for i, shape in enumerate(plan.preset.shapes):
+                for mode in plan.timing.modes:
                     tasks.append(Task(f"timing {name} {shape.label} {mode}", "timing", text, backend.device,
                                       (name, i, mode), limit, threads, env))
     return tasks
@@ -95,14 +96,14 @@ _PLACE: dict = {}           # this worker's GPU: name, UUID, copy bandwidth (mea
 
 
 def _context(text: str):
+    """The plan of a task's request, its variants loaded (once per worker)."""
     if text not in _LOADED:
-        from compare import pipeline, supervisor
+        from compare import pipeline, plan, supervisor
         from compare.timing import TimingConfig
         from variants import registry
-        request = timing_run.request_from_json(text, pipeline.Request, TimingConfig)
+        request = timing_run.request_from_json(text, plan.Request, TimingConfig)
         request, reg, _ = _STACK.enter_context(pipeline.loaded(request, registry(), supervisor.excluded()))
-        family, chosen, preset, _ = pipeline.resolve(request, reg)
-        _LOADED[text] = (request, reg, family, chosen, preset)
+        _LOADED[text] = plan.build(request, reg)
     return _LOADED[text]
 
 
@@ -126,21 +127,21 @@ def execute(task: Task) -> dict:
         import torch
         torch.set_num_threads(task.threads)
     backend = configure(task.device)
-    request, reg, family, chosen, preset = _context(task.request)
+    plan = _context(task.request)
     if task.kind == "numerics":
         direction, dtype, kind, shape, seeds = task.case
-        variants, _, reference = pipeline.numerics_variants(family, chosen, reg)
-        case = numerics.run_case(family, variants, preset.shapes[shape], family.dtypes[dtype], backend, seeds,
-                                 kind, pipeline.Step(), direction, reference)
+        variants, _, reference = pipeline.numerics_variants(plan)
+        case = numerics.run_case(plan.family, variants, plan.preset.shapes[shape], plan.family.dtypes[dtype], backend,
+                                 seeds, kind, pipeline.Step(), direction, reference)
         return {"case": to_dict(case)}
     if task.kind == "ir":
-        sections, skipped = pipeline._ir(request, family, chosen, preset, backend, pipeline.Step())
+        sections, skipped = pipeline._ir(plan, backend, pipeline.Step())
         return {"ir": [to_dict(s) if s is not None else None for s in sections], "skipped": list(skipped)}
     dtype, shape, mode = task.case
     where = place()
-    one = dataclasses.replace(request, timing=dataclasses.replace(request.timing, modes=(mode,)))
-    section = timing_run.run_timing(family, chosen, dataclasses.replace(preset, shapes=(preset.shapes[shape],)),
-                                    one, pipeline.Step(), (family.dtypes[dtype],), copy_gbs=where["copy_gbs"])
+    one = dataclasses.replace(plan, preset=dataclasses.replace(plan.preset, shapes=(plan.preset.shapes[shape],)),
+                              dtypes=(plan.family.dtypes[dtype],), timing=dataclasses.replace(plan.timing, modes=(mode,)))
+    section = timing_run.run_timing(one, pipeline.Step(), copy_gbs=where["copy_gbs"])
     ran_on = f"{where['gpu']} {where['uuid']}".strip() + f", copy {where['copy_gbs']:.0f} GB/s"
     case = dataclasses.replace(section.cases[0], ran_on=ran_on)
     return {"case": to_dict(case), "gpu": section.gpu, "method": section.method,

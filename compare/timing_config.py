@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from compare import stats
-from variants.variant import MODES   # the passes a family times: the protocol's one list
+from compare import vocabulary
 
 
 GRAPH_AUTO_BELOW_MS = 0.1   # in graph mode "auto", a case whose fastest eager call is under this is replayed from graphs
@@ -21,16 +20,16 @@ class TimingConfig:
     calls_per_round: int = 5
     warmup_ms: float = 25.0
     max_seconds: float = 10.0     # per case (one shape and mode, all variants), after warm-up
-    noise: float = stats.DEFAULT_NOISE
+    noise: float = vocabulary.DEFAULT_NOISE
     graph: str = "auto"           # "auto", "on" or "off"
     flush_bytes: int = 256 * 1024 * 1024
     seed: int = 0
     placements: int = 3           # output-buffer sets rotated round by round (each shared by every variant)
 
     def __post_init__(self):
-        bad = [m for m in self.modes if m not in MODES]
+        bad = [m for m in self.modes if m not in vocabulary.MODES]   # (no modes: the protocol is not imported)
         if bad:
-            raise ValueError(f"unknown mode {bad[0]!r}; known modes: {', '.join(MODES)}")
+            raise ValueError(f"unknown mode {bad[0]!r}; known modes: {', '.join(vocabulary.MODES)}")
         if self.graph not in ("auto", "on", "off"):
             raise ValueError(f"--graph must be auto, on or off, got {self.graph!r}")
         if self.min_rounds < 2 or self.rounds < self.min_rounds or self.calls_per_round < 1:

@@ -101,17 +101,17 @@ def write_section(section: TimingSection, path: str) -> None:
     Path(path).write_text(json.dumps(to_dict(section)))
 
 
-def run_timing(family, chosen, preset, request, step, dtypes, copy_gbs: float = 0.0) -> TimingSection:
-    """Every (dtype, shape, mode) case of the request, timed on the GPU in this process (`copy_gbs`:
-    the copy bandwidth measured already, 0 to measure it here)."""
+def run_timing(plan, step, copy_gbs: float = 0.0) -> TimingSection:
+    """Every (dtype, shape, mode) case of the plan (compare.plan.Plan), timed on the GPU in this process
+    (`copy_gbs`: the copy bandwidth measured already, 0 to measure it here)."""
     import torch
     from compare import timing
-    config = request.timing
+    family, chosen, preset, request, config = plan.family, plan.variants, plan.preset, plan.request, plan.timing
     if not copy_gbs:
         step("timing: measuring device-to-device copy bandwidth")
         copy_gbs = timing.copy_bandwidth_gbs()
     cases = []
-    for dtype in dtypes:
+    for dtype in plan.dtypes:
         dtype_name = str(dtype).removeprefix("torch.")
         for shape in preset.shapes:
             inputs = family.make_inputs(shape, dtype, "cuda", request.seed, request.input_kind)

@@ -13,16 +13,15 @@ import sys
 def main(request_path: str, section_path: str) -> int:
     from pathlib import Path
 
-    from compare import pipeline, supervisor, timing_run
+    from compare import pipeline, plan, supervisor, timing_run
     from compare.backend import configure
     from compare.timing import TimingConfig
     from variants import registry
     backend = configure("cuda")
-    request = timing_run.request_from_json(Path(request_path).read_text(), pipeline.Request, TimingConfig)
+    request = timing_run.request_from_json(Path(request_path).read_text(), plan.Request, TimingConfig)
     with pipeline.loaded(request, registry(), supervisor.excluded()) as (request, reg, _):
-        family, chosen, preset, _ = pipeline.resolve(request, reg)
-        dtypes = pipeline.resolve_matrix(request, family)[0]
-        section = timing_run.run_timing(family, chosen, preset, request, pipeline.Step(), dtypes)
+        # a process of its own: the variants are loaded again, so the request is planned again here
+        section = timing_run.run_timing(plan.build(request, reg), pipeline.Step())
     timing_run.write_section(section, section_path)
     return 0 if backend.gpu else 1
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from compare import pipeline
+from compare import pipeline, plan
 from compare.backend import configure
 from compare.render import json_report, markdown
 from compare.results import from_dict, to_dict
@@ -51,7 +51,7 @@ def test_an_input_kind_the_family_does_not_draw_is_refused_in_one_line():
     reg = registry(extra=(FAKE,))
     request = pipeline.Request(variants=(), family="fake_scale", inputs="normal,tiny")
     with pytest.raises(pipeline.UsageError) as e:
-        pipeline.resolve(request, reg)
+        plan.build(request, reg)
     assert str(e.value) == ("unknown input kind 'tiny'; known input kinds: normal, all_equal "
                             "(of family fake_scale; or all: --inputs takes a comma list)")
     with pytest.raises(ValueError, match="family fake_scale has no input kind 'tiny'"):

@@ -140,7 +140,7 @@ def test_a_case_that_cannot_fit_is_refused_with_its_estimate_before_anything_is_
 
 def test_the_estimate_grows_with_the_variants_and_names_the_gpu_there(monkeypatch):
     import torch
-    from compare import memory, pipeline
+    from compare import memory, pipeline, plan
     from compare.backend import Backend
     from variants import registry
     family = registry().family("layer_norm")
@@ -152,8 +152,8 @@ def test_the_estimate_grows_with_the_variants_and_names_the_gpu_there(monkeypatc
     request = pipeline.Request(variants=(), family="layer_norm", shape="4096,4096", dtype="float16",
                                checks=("numerics",))
     with pytest.raises(memory.UsageError, match=r"R4096 H4096 float16 needs about .* GB of GPU memory"):
-        memory.refuse_what_cannot_fit(request, registry(), Backend("cuda", False, "test"))
-    memory.refuse_what_cannot_fit(request, registry(), Backend("cpu", True, "test"))   # the host has room
+        memory.refuse_what_cannot_fit(plan.build(request, registry()), Backend("cuda", False, "test"))
+    memory.refuse_what_cannot_fit(plan.build(request, registry()), Backend("cpu", True, "test"))   # the host has room
 
 
 @pytest.mark.parametrize("prog, hint", [("main.py", "(see `python main.py --help`)"),

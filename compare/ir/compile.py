@@ -22,8 +22,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from compare.vocabulary import STAGES  # noqa: F401 (re-exported: compare.ir.STAGES)
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-STAGES = ("ttir", "ttgir", "llir", "ptx", "sass")
 ROLES = ("forward", "backward")
 _TARGET = re.compile(r"^sm_(\d{2,3})a?$")
 # what Triton's NVIDIA backend compiles for (Turing on), as far as the ptxas it ships knows the GPU

@@ -24,7 +24,8 @@ import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
-STAGES = ("ttir", "ttgir", "llir", "ptx")
+from compare.vocabulary import TEXT_STAGES
+
 ERROR_LINES = 6
 
 
@@ -163,7 +164,7 @@ def error_lines(exc: BaseException) -> str:
 
 def describe(kernel, name: str, launched: bool) -> dict:
     """Every stage and the resource usage of a compiled kernel (`launched`: also what it reports)."""
-    stages = {s: kernel.asm[s] for s in STAGES}
+    stages = {s: kernel.asm[s] for s in TEXT_STAGES}
     stages["sass"] = sass(kernel.asm["cubin"])
     res = resource_usage(kernel.asm["cubin"])
     resources = {"registers": res.get("reg", -1), "spill_bytes": res.get("local", -1),

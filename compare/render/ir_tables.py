@@ -6,8 +6,8 @@ import dataclasses
 from compare.ir.loopclaims import match_lines, op_deltas
 from compare.ir.loopmatch import stage_matches
 from compare.results import IRLoop, IRSection, IRStage, IRVariant
+from compare.vocabulary import STAGE_TITLES
 
-STAGE_TITLES = {"ttir": "TTIR", "ttgir": "TTGIR", "llir": "LLIR", "ptx": "PTX", "sass": "SASS"}
 
 
 @dataclasses.dataclass(frozen=True)

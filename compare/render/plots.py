@@ -4,8 +4,6 @@ variant's share of the measured copy bandwidth (the family's fewest bytes over t
 the 2/3 cap marked on the shapes whose family says the pass must read x twice ("reads_x_twice")."""
 from __future__ import annotations
 
-import json
-
 from compare.results import Report
 
 FOCUS = 0.5   # the ratio panel leaves out variants more than 50% away from the baseline, so small gaps stay visible
@@ -22,8 +20,7 @@ def roofline(report: Report, cases) -> tuple[dict[str, list[tuple[float, float]]
         for v in c.variants:
             if v.status == "ok" and v.fraction_of_copy > 0:
                 series.setdefault(v.variant, []).append((x_of[c.shape], 100 * v.fraction_of_copy))
-    capped = [x_of[label] for label, params in zip(report.shapes, report.shape_params)
-              if json.loads(params).get("reads_x_twice")]
+    capped = [x_of[label] for label, twice in zip(report.shapes, report.reads_x_twice) if twice]
     return series, capped
 
 

@@ -7,6 +7,7 @@ from compare.supervisor import CRASHES
 from compare.render import ir_tables
 from compare.render.table import Section, Summary, Table, section_legend  # noqa: F401 (re-exported)
 from compare.results import IRSection, NumericsCase, NumericsSection, Report
+from compare.vocabulary import STAGE_TITLES
 
 
 IR_TITLE = "Compiled code (IR)"
@@ -299,7 +300,7 @@ def ir_section(section: IRSection, lines: tuple[tuple[str, str], ...] = ()) -> S
                                                                                "stages that differ"),
                                ir_tables.kernel_rows(section), ir_tables.KERNELS_LEGEND))
     for stage in section.stages:
-        title = ir_tables.STAGE_TITLES[stage]
+        title = STAGE_TITLES[stage]
         tables.append(Table(f"{title} loops", ("loop", "variant", "matches", "line", "carried", "pointers", "ops",
                                                "delta", "op deltas vs match"),
                             ir_tables.loop_rows(section, stage), ir_tables.LOOPS_LEGEND))

@@ -1,0 +1,81 @@
+"""Resolving a request once into a plan (compare/plan.py) changed no report: the default compare and the
+seed preset's compiled-code comparison give the report.json recorded before the change, key for key.
+
+What may differ between two runs and is left out of the comparison: the environment's host, software
+and provenance fields (every `environment` key but `device`: git commit and dirtiness, command line,
+date, platform, versions, GPU, driver, clocks) and measured durations (`compile_seconds`). The goldens
+are those normalized reports, gzipped (tests/golden/plan_equivalence/).
+"""
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+import main
+
+GOLDEN = Path(__file__).parent / "golden" / "plan_equivalence"
+KEPT_ENVIRONMENT = ("device",)   # the backend the run chose: behaviour, not host
+DURATIONS = ("compile_seconds",)
+# the recorded runs (at commit 80aadd0, the CPU interpreter, offline IR for sm_90)
+RUNS = {
+    "default": ["compare"],
+    "seed_ir": ["compare", "--preset", "seed", "--check", "ir", "--check", "timing", "--dtype", "float32,bfloat16",
+                "--trials", "1"],
+}
+
+
+def normalized(report: dict) -> dict:
+    """`report` less what differs from run to run and host to host (see the module docstring)."""
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in DURATIONS}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+    out = strip(report)
+    out["environment"] = {k: v for k, v in report["environment"].items() if k in KEPT_ENVIRONMENT}
+    return out
+
+
+def first_difference(a, b, path: str = "") -> str:
+    """Where `a` and `b` first differ, for a failure message that points at the key."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in list(dict.fromkeys([*a, *b])):
+            if k not in a or k not in b:
+                return f"{path}.{k}: only in {'golden' if k in a else 'run'}"
+            found = first_difference(a[k], b[k], f"{path}.{k}")
+            if found:
+                return found
+        return ""
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return f"{path}: {len(a)} items in golden, {len(b)} in run"
+        return next((d for i, (x, y) in enumerate(zip(a, b)) if (d := first_difference(x, y, f"{path}[{i}]"))), "")
+    return "" if a == b else f"{path}: golden {a!r}, run {b!r}"
+
+
+def test_the_normalizer_drops_only_host_fields_and_durations():
+    report = {"environment": {"device": "cpu", "time_utc": "now", "command": "c"}, "family": "f",
+              "timing": {"compile_seconds": [["a", 1.0]], "noise": 0.01}}
+    assert normalized(report) == {"environment": {"device": "cpu"}, "family": "f", "timing": {"noise": 0.01}}
+    assert first_difference({"a": [1, {"b": 2}]}, {"a": [1, {"b": 3}]}) == ".a[1].b: golden 2, run 3"
+
+
+@pytest.mark.slow   # about 60 s on the 2-core machine: numerics of three shapes and every input kind, and the IR
+def test_the_default_compare_gives_the_recorded_report(tmp_path, monkeypatch):
+    _same_report("default", tmp_path, monkeypatch)
+
+
+def test_the_seed_preset_compiled_code_gives_the_recorded_report(tmp_path, monkeypatch):
+    _same_report("seed_ir", tmp_path, monkeypatch)
+
+
+def _same_report(name: str, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(Path(__file__).resolve().parent.parent)   # relative origins as recorded
+    assert main.main([*RUNS[name], "--out", str(tmp_path), "--quiet"], prog="main.py") == 0
+    run = normalized(json.loads((tmp_path / "report.json").read_text()))
+    golden = json.loads(gzip.decompress((GOLDEN / f"{name}.report.json.gz").read_bytes()))
+    assert run == golden, first_difference(golden, run)
