@@ -31,6 +31,8 @@ def serve(answers, lines) -> int:
             answer = {"error": f"{task.key}: {summarize(exc)}"}
         answers.write(json.dumps(answer) + "\n")
         answers.flush()
+    from compare.tasks import close
+    close()   # the --variant trees it materialized go with it
     return 0
 
 

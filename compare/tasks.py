@@ -107,6 +107,12 @@ def _context(text: str):
     return _LOADED[text]
 
 
+def close() -> None:
+    """Unload what `_context` loaded (the --variant trees materialized for it are removed)."""
+    _LOADED.clear()
+    _STACK.close()
+
+
 def place() -> dict:
     """Where timing runs in this worker: the GPU's name and UUID and its measured copy bandwidth."""
     if not _PLACE:

@@ -125,3 +125,33 @@ def test_a_worker_lost_outside_any_launch_is_run_again_and_said():
         assert "ran again on worker" in said
     finally:
         ex.close()
+
+
+def test_timing_cases_merge_in_plan_order_each_saying_its_gpu():
+    import concurrent.futures
+    from types import SimpleNamespace
+
+    from compare.results import TimingCase, to_dict
+    from compare.spread import Started
+
+    def answer(dtype, gpu):
+        case = TimingCase("S", "forward", False, 1.0, (), (), dtype=dtype, ran_on=f"H200 GPU-{gpu}, copy 4000 GB/s")
+        return {"ok": {"case": to_dict(case), "gpu": "H200", "method": "interleaved rounds",
+                       "compile_seconds": [["inductor", 2.0]], "place": {"copy_gbs": 4000.0 + gpu}}}
+
+    answers = {"timing float32 S forward": answer("float32", 0), "timing bfloat16 S forward": answer("bfloat16", 1),
+               "timing bfloat16 S backward": answer("bfloat16", 0)}
+
+    class Fixed:
+        def submit(self, task):
+            future = concurrent.futures.Future()
+            future.set_result(answers[task.key])
+            return future
+
+    tasks = [Task(key, "timing", "{}", "cuda", (key.split()[1], 0, key.split()[3])) for key in answers]
+    started = Started(Fixed(), tasks, SimpleNamespace(timing=SimpleNamespace(noise=0.01)), ("left out",), None)
+    section, skipped = started.timing()
+    assert [c.ran_on.split(",")[0] for c in section.cases] == ["H200 GPU-0", "H200 GPU-1", "H200 GPU-0"]
+    assert [c.dtype for c in section.cases] == ["float32", "bfloat16", "bfloat16"]
+    assert section.compile_seconds == (("inductor", 2.0), ("inductor", 2.0))   # one compile per dtype
+    assert "2 GPUs" in section.method and skipped == ("left out",)
