@@ -5,7 +5,8 @@ into --report-dir.
 
     python3 benchmarks/jobs_scaling.py --report-dir reports/jobs_scaling            # CPU: default preset
     python3 benchmarks/jobs_scaling.py --report-dir /tmp/js --shape 2,8,2,4 --jobs 1,2   # a quick check
-    python3 benchmarks/jobs_scaling.py --gpu --report-dir reports/jobs_gpu               # one GPU: A/A + seed pair
+    python3 benchmarks/jobs_scaling.py --gpu --part aa --jobs 2 --report-dir reports/jobs_gpu/aa   # one GPU
+    python3 benchmarks/jobs_scaling.py --gpu --part seed --jobs 2 --report-dir reports/jobs_gpu/seed
 
 --gpu (on one GPU): the A/A (one kernel file loaded three times, the seed preset, every pass) and the
 seed's pair, each in one process, with --jobs 2 and on a LocalCluster of one worker with resources
@@ -124,16 +125,20 @@ def main(argv=None) -> int:
     p.add_argument("--jobs", default="1,2", help="comma list of --jobs values (default 1,2)")
     p.add_argument("--dask-workers", type=int, default=2, help="LocalCluster workers (0: no Dask run; --gpu: 1)")
     p.add_argument("--gpu", action="store_true", help="the GPU part: A/A and the seed pair on one GPU")
+    p.add_argument("--part", choices=("aa", "seed", "both"), default="both", help="--gpu: which comparison")
+    p.add_argument("--max-seconds", help="passed to compare: measurement time cap per timing case")
     args = p.parse_args(argv)
     out = args.report_dir
     out.mkdir(parents=True, exist_ok=True)
     jobs = [int(j) for j in args.jobs.split(",") if j]
-    shape = ["--shape", args.shape] if args.shape else []
+    shape = (["--shape", args.shape] if args.shape else []) + \
+        (["--max-seconds", args.max_seconds] if args.max_seconds else [])
     if args.gpu:
         dask = 1 if args.dask_workers else 0
         aa = AA + (shape or ["--preset", "seed"]) + ["--check", "timing", "--modes", "forward,backward,full"]
         seed = (shape or ["--preset", "seed"])
-        sweeps = [sweep("aa", aa, jobs, dask, True, out), sweep("seed-pair", seed, jobs, dask, True, out)]
+        sweeps = ([sweep("aa", aa, jobs, dask, True, out)] if args.part in ("aa", "both") else []) + \
+            ([sweep("seed-pair", seed, jobs, dask, True, out)] if args.part in ("seed", "both") else [])
         what = "A/A and the seed pair on one GPU"
     else:
         base = ["--inputs", "all", "--dtype", "all", "--device", "cpu"] + shape

@@ -39,7 +39,7 @@ def from_args(args) -> SpreadOptions:
     o = SpreadOptions(getattr(args, "jobs", None), getattr(args, "scheduler", None), getattr(args, "dry_run", False),
                       getattr(args, "plan_gpus", None))
     at_least("--jobs", o.jobs, 1, JOBS_MAX)
-    at_least("--plan-gpus", o.plan_gpus, 0, JOBS_MAX)
+    at_least("--plan-gpus", o.plan_gpus, 1, JOBS_MAX)
     not_blank("--scheduler", o.scheduler, "the Dask scheduler's address, such as tcp://10.0.0.1:8786")
     if o.jobs is not None and o.scheduler is not None:
         raise UsageError("give --jobs or --scheduler, not both (a Dask cluster chooses its own workers)")
