@@ -43,6 +43,7 @@ class Started:
         self.executor, self.tasks, self.plan, self.step = executor, planned, plan, step
         self.timing_skipped = tuple(timing_skipped)
         self.futures = {t.key: executor.submit(t) for t in planned}
+        self.left_behind: dict[str, None] = {}
 
     def _answer(self, task) -> dict:
         try:
@@ -55,6 +56,7 @@ class Started:
             raise VariantCrashed(c["variants"], c["why"], c["what"])
         if "ok" not in answer:
             raise TaskFailed(answer.get("error") or f"{task.key}: {answer.get('lost', 'no answer')}")
+        self.left_behind.update(dict.fromkeys(answer.get("left_behind", ())))   # a variant's threads in a worker
         if task.kind == "numerics":
             for _ in task.case[4]:
                 self.step.advance()
@@ -89,7 +91,7 @@ class Started:
         return section, self.timing_skipped
 
     def incidents(self) -> tuple[str, ...]:
-        return tuple(self.executor.incidents())
+        return tuple(self.left_behind) + tuple(self.executor.incidents())
 
 
 def compare(plan, backend, step, failed, spread: Spread):

@@ -84,7 +84,7 @@ class Runner:
         if rc == POISONED_EXIT:
             last = next((r for r in reversed(records) if r.get("error")), last)
         why = supervision._why(rc, last, hung)
-        if hung or (last.get("variants") and rc != 0):
+        if hung or last.get("variants"):
             return {"crashed": {"variants": last.get("variants") or hung.get("variants", []), "why": why,
                                 "what": last.get("what") or hung.get("what", "")}}
         return {"lost": f"its worker process {why}"}

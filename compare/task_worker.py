@@ -22,7 +22,7 @@ def serve(answers, lines) -> int:
             continue
         task = Task.from_json(line)
         try:
-            answer = {"ok": execute(task)}
+            answer = {"ok": execute(task), "left_behind": list(supervisor.left_behind())}
         except supervisor.ContextPoisoned as exc:
             answers.write(json.dumps({"poisoned": {"variant": exc.variant, "error": exc.error}}) + "\n")
             answers.flush()

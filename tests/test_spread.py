@@ -155,3 +155,25 @@ def test_timing_cases_merge_in_plan_order_each_saying_its_gpu():
     assert [c.dtype for c in section.cases] == ["float32", "bfloat16", "bfloat16"]
     assert section.compile_seconds == (("inductor", 2.0), ("inductor", 2.0))   # one compile per dtype
     assert "2 GPUs" in section.method and skipped == ("left out",)
+
+
+@pytest.mark.slow
+def test_every_way_out_of_a_variant_in_a_worker_is_its_result(tmp_path, capfd):
+    from tests.test_sealed_variants import HOSTILE
+    (tmp_path / "hostile.py").write_text(HOSTILE.format(at_import=""))
+    names = ("exits", "raises_system_exit", "sleeps", "is_killed", "leaves_a_thread")
+    specs = [f"--variant={n}={tmp_path / 'hostile.py'}::{n}" for n in names]
+    out = tmp_path / "r.json"
+    code = main.main(["compare", "pointer_mutation", *specs, *SMALL, "--check", "numerics", "--inputs", "normal",
+                      "--variant-timeout", "3", "--jobs", "2", "--json", str(out)])
+    assert code == 0, capfd.readouterr().err
+    report = json.loads(out.read_text())
+    failed = {v["name"]: v["error"] for v in report["variants"] if v["status"] == "failed"}
+    assert failed["exits"].startswith("ended the process (exit code 0, no report) while running numerics forward")
+    assert failed["sleeps"].startswith("did not return within 3 s (--variant-timeout)")
+    assert failed["is_killed"].startswith("crashed the process (SIGKILL")
+    (case,) = report["numerics"]["cases"]
+    status = {v["variant"]: (v["status"], v["reasons"]) for v in case["variants"]}
+    assert status["pointer_mutation"][0] == status["leaves_a_thread"][0] == "pass"
+    assert status["raises_system_exit"] == ("error", ["SystemExit: 3"])
+    assert any(line.startswith("leaves_a_thread left thread 'stray' running") for line in report["incidents"])
