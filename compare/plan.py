@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Optional
 
-from compare import usage
+from compare import usage, vocabulary
 from compare.timing_config import TimingConfig
 from compare.usage import UsageError
 from compare.vocabulary import CHECKS, STAGES
@@ -156,7 +156,7 @@ def from_args(args) -> tuple[Request, Options]:
         raise UsageError(f"--target/--stage: {exc}") from None
     modes = tuple(m.strip() for m in (modes_text or "").split(",") if m.strip())
     usage.outputs(options.json, options.markdown, options.out, force=options.force,
-                  modes=(modes or ("forward", "backward", "full")) if "timing" in checks else ())
+                  modes=(modes or vocabulary.MODES) if "timing" in checks else ())
     try:
         timing = TimingConfig(modes=modes, rounds=rounds, min_rounds=min(t.min_rounds, rounds), calls_per_round=calls,
                               max_seconds=max_seconds, noise=noise, graph=_filled(args, "graph", t.graph), seed=seed)

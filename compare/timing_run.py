@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 from compare import supervisor
+from compare.vocabulary import MODES
 from compare.results import TimingSection, decode, to_dict
 
 IN_PROCESS_ENV = "KERNEL_AB_TIMING_IN_PROCESS"
@@ -41,7 +42,7 @@ def plan_modes(family, chosen, asked: tuple[str, ...]) -> tuple[tuple[str, ...],
         return ("forward",), (f"timing backward, full: family {family.name} has no backward pass",)
     unknown = [v.name for v in chosen if v.kind != "triton"]
     if unknown or len(chosen) < 2:
-        return ("forward", "backward", "full"), ()
+        return MODES, ()
     differs = {m: len({_code(family, v, m) for v in chosen}) > 1 for m in ("forward", "backward")}
     modes = tuple(m for m in ("forward", "backward") if differs[m])
     left = [f"timing {m}: every variant runs the same {m} kernel and launcher (identical code; --modes {m} "

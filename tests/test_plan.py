@@ -106,3 +106,22 @@ def test_the_family_says_where_x_is_read_twice_and_the_report_carries_it():
     params = tuple(json.dumps(pipeline._shape_params(s, t)) for s, t in zip(edge.preset.shapes, edge.reads_x_twice))
     report = Report("group_norm", "edge", "float32", "a", (), None, shape_params=params)
     assert report.reads_x_twice == (False, False, True, False)
+
+
+def test_a_timing_process_is_handed_the_planned_passes_and_plans_the_same(monkeypatch):
+    from compare import timing_run
+    from compare.backend import Backend
+    from compare.progress import Step
+    reg = registry()
+    the_plan = plan.build(plan.Request(variants=("pointer_mutation", "explicit_offset"), checks=("timing",),
+                                       dtype="float32,float16"), reg)
+    handed = {}
+    monkeypatch.setattr(timing_run, "in_fresh_processes", lambda gpu: True)
+    monkeypatch.setattr(timing_run, "run_isolated", lambda request, dtypes, step: (handed.update(
+        request=request, dtypes=dtypes), (None, []))[1])
+    _, skipped = pipeline._timing(the_plan, Backend("cuda", False, "test"), Step())
+    assert handed["dtypes"] == ("float32", "float16") and skipped == the_plan.timing_left_out
+    sent = timing_run.request_from_json(timing_run.request_json(handed["request"]), plan.Request, TimingConfig)
+    again = plan.build(sent, reg)   # what the worker plans in its own process
+    assert again.timing == the_plan.timing == dataclasses.replace(the_plan.timing, modes=("forward",))
+    assert [v.name for v in again.variants] == ["pointer_mutation", "explicit_offset"]
