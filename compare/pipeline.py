@@ -230,9 +230,8 @@ def _timing(plan: Plan, backend: Backend, step) -> tuple:
     skipped = plan.timing_left_out
     if not timing_run.in_fresh_processes(backend.gpu):
         return timing_run.run_timing(plan, step), skipped
-    from compare.tasks import worker_request
-    section, failed = timing_run.run_isolated(worker_request(plan), tuple(str(d).removeprefix("torch.") for d in plan.dtypes),
-                                              step)
+    section, failed = timing_run.run_isolated(timing_run.worker_request(plan),
+                                              tuple(str(d).removeprefix("torch.") for d in plan.dtypes), step)
     return section, skipped + tuple(failed)
 
 

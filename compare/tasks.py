@@ -55,21 +55,12 @@ def _tuples(value):
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
-def worker_request(plan):
-    """The request a worker loads: the variants still compared, the --variant specs that load them, the
-    planned timing (a worker plans the request again: compare.plan.build)."""
-    names = tuple(v.name for v in plan.variants)
-    specs = tuple(s for s in plan.request.loaded_specs if s.split("=", 1)[0] in names)
-    return dataclasses.replace(plan.request, variants=names, external=specs, loaded_specs=(), timing=plan.timing,
-                               checks=plan.checks, left_out=())
-
-
 def plan_tasks(plan, backend) -> list[Task]:
     """Every task of the comparison, numerics first (in the report's order), then the IR, then timing."""
     import torch
     from compare import supervisor
     from compare.pipeline import numerics_plan
-    text = timing_run.request_json(worker_request(plan))
+    text = timing_run.request_json(timing_run.worker_request(plan))
     limit, threads = supervisor.limit_s(), torch.get_num_threads()
     env = tuple((k, os.environ.get(k, "")) for k in THREAD_ENV)
     index = {s.label: i for i, s in enumerate(plan.preset.shapes)}

@@ -59,6 +59,15 @@ def in_fresh_processes(gpu: bool) -> bool:
     return gpu and os.environ.get(IN_PROCESS_ENV) != "1"
 
 
+def worker_request(plan):
+    """The request a worker process loads (a timing process, a task worker): the variants still compared, the --variant specs that load them, the
+    planned timing (a worker plans the request again: compare.plan.build)."""
+    names = tuple(v.name for v in plan.variants)
+    specs = tuple(s for s in plan.request.loaded_specs if s.split("=", 1)[0] in names)
+    return dataclasses.replace(plan.request, variants=names, external=specs, loaded_specs=(), timing=plan.timing,
+                               checks=plan.checks, left_out=())
+
+
 def request_json(request) -> str:
     return json.dumps(dataclasses.asdict(request))
 
