@@ -38,7 +38,6 @@ def test_jobs_2_gives_the_report_of_jobs_1_on_every_input_kind_and_dtype(tmp_pat
     _same(one, two)
 
 
-@pytest.mark.slow
 def test_jobs_2_gives_the_report_of_one_process(tmp_path):
     plain = _compare(tmp_path, "plain", "--inputs", "normal,large_mean", "--dtype", "float32,float16",
                      "--check", "numerics")
@@ -79,7 +78,6 @@ def test_bad_spread_options_are_one_line_and_exit_2(args, said, capsys):
     assert len(err) == 1 and said in err[0]
 
 
-@pytest.mark.slow
 def test_a_variant_that_crashes_its_worker_is_reported_and_the_rest_comes_out(tmp_path, capfd):
     if os.environ.get("TRITON_INTERPRET") != "1":
         pytest.skip("the out-of-bounds load segfaults Triton's CPU interpreter; compiled, it is an illegal address")
@@ -177,3 +175,29 @@ def test_every_way_out_of_a_variant_in_a_worker_is_its_result(tmp_path, capfd):
     assert status["pointer_mutation"][0] == status["leaves_a_thread"][0] == "pass"
     assert status["raises_system_exit"] == ("error", ["SystemExit: 3"])
     assert any(line.startswith("leaves_a_thread left thread 'stray' running") for line in report["incidents"])
+
+
+def test_variant_sources_are_shipped_and_load_from_where_they_are_unpacked(tmp_path):
+    import subprocess
+
+    from compare import shipping
+    from variants.spec import parse
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "pkg" / "__init__.py").write_text("")
+    (repo / "pkg" / "kern.py").write_text("OLD = 1\n")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "old"], check=True)
+    (repo / "pkg" / "kern.py").write_text("NEW = 2\n")   # the working tree moved on: the revision must not
+    request = json.dumps({"external": ["old=git:HEAD:pkg/kern.py::OLD", f"new={repo / 'pkg' / 'kern.py'}::NEW"],
+                          "repo": str(repo)})
+    shipped = json.loads(shipping.unpacked(shipping.bundle(request), "t"))
+    old, new = (parse(s) for s in shipped["external"])
+    assert old.rev and old.rev != "HEAD" and old.function == "OLD" and new.function == "NEW"
+    at_rev = subprocess.run(["git", "-C", shipped["repo"], "show", f"{old.rev}:pkg/kern.py"], capture_output=True,
+                            text=True, check=True).stdout
+    assert at_rev == "OLD = 1\n"
+    assert Path(new.path).read_text() == "NEW = 2\n" and (Path(new.path).parent / "__init__.py").is_file()
+    assert not Path(new.path).is_relative_to(repo)
