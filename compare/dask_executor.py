@@ -41,12 +41,12 @@ class DaskExecutor:
         self._sources: dict = {}
         self._cases: list = []
         self._futures: list = []
-        if connect:
-            from distributed import Client
-            from compare.usage import UsageError
-            try:
-                self.client = Client(address, timeout=30)
-            except (OSError, TimeoutError) as exc:
+        from distributed import Client
+        from compare.usage import UsageError
+        try:
+            self.client = Client(address, timeout=30 if connect else 5)
+        except (OSError, TimeoutError, ValueError) as exc:
+            if connect:   # --dry-run plans without the cluster when it cannot be reached
                 raise UsageError(f"--scheduler {address}: no Dask scheduler answered there ({exc}); give the "
                                  "address `dask scheduler` printed, such as tcp://10.0.0.1:8786") from None
 
