@@ -6,6 +6,7 @@ reported as in one process; a Dask worker lost mid-task is retried by Dask on an
 report's incidents say which task moved. The --variant sources go with the tasks (compare/shipping.py)."""
 from __future__ import annotations
 
+import atexit
 import threading
 import uuid
 
@@ -26,11 +27,23 @@ def run_task(task_json: str, sources: dict | None, *after) -> dict:
         import dataclasses
         from compare import shipping
         task = dataclasses.replace(task, request=shipping.unpacked(sources, sources["request"]))
-    runner = _RUNNERS.setdefault(threading.get_ident(), Runner())
+    if threading.get_ident() not in _RUNNERS:
+        if not _RUNNERS:
+            atexit.register(_close)
+        _RUNNERS[threading.get_ident()] = Runner()
+    runner = _RUNNERS[threading.get_ident()]
     answer = runner.run(task)
     if "lost" in answer:   # its worker process ended outside any launch: once more, in a fresh one
         answer = runner.run(task)
     return answer
+
+
+def _close() -> None:
+    """At the Dask worker's exit: its task worker processes end, their files and the shipped trees go."""
+    from compare import shipping
+    for runner in _RUNNERS.values():
+        runner.close()
+    shipping.remove()
 
 
 class DaskExecutor:

@@ -16,6 +16,7 @@ from compare.usage import UsageError
 
 MAX_BYTES = 64 << 20
 _UNPACKED: dict[str, str] = {}   # on the worker: bundle id -> the spec texts and repo, rewritten
+_HOMES: list[Path] = []           # on the worker: the folders unpacked into
 
 
 def _git(repo: str, *args: str) -> subprocess.CompletedProcess:
@@ -67,6 +68,7 @@ def unpacked(sources: dict, key: str) -> str:
         return _UNPACKED[key]
     request = json.loads(sources["request"])
     home = Path(tempfile.mkdtemp(prefix="kernel-ab-shipped-"))
+    _HOMES.append(home)
     specs = []
     for n, (text, kind, data, rel) in enumerate(sources["trees"]):
         dest = home / str(n)
@@ -90,3 +92,12 @@ def unpacked(sources: dict, key: str) -> str:
     request["external"] = specs
     _UNPACKED[key] = json.dumps(request)
     return _UNPACKED[key]
+
+
+def remove() -> None:
+    """On the worker, at its end: the unpacked trees are removed."""
+    import shutil
+    for home in _HOMES:
+        shutil.rmtree(home, ignore_errors=True)
+    _HOMES.clear()
+    _UNPACKED.clear()

@@ -37,7 +37,10 @@ def serve(answers, lines) -> int:
 
 
 if __name__ == "__main__":
+    import signal
     from pathlib import Path
+    signal.signal(signal.SIGINT, signal.SIG_DFL)   # a stop sent to the run's group ends a worker without a word:
+                                                   # the run says the one line
     sys.path[0] = str(Path(__file__).resolve().parent.parent)   # kernel-ab's folder, not compare/ itself
     answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)   # a variant's prints go to stderr

@@ -197,11 +197,15 @@ def test_variant_sources_are_shipped_and_load_from_where_they_are_unpacked(tmp_p
     (repo / "pkg" / "kern.py").write_text("NEW = 2\n")   # the working tree moved on: the revision must not
     request = json.dumps({"external": ["old=git:HEAD:pkg/kern.py::OLD", f"new={repo / 'pkg' / 'kern.py'}::NEW"],
                           "repo": str(repo)})
-    shipped = json.loads(shipping.unpacked(shipping.bundle(request), "t"))
-    old, new = (parse(s) for s in shipped["external"])
-    assert old.rev and old.rev != "HEAD" and old.function == "OLD" and new.function == "NEW"
-    at_rev = subprocess.run(["git", "-C", shipped["repo"], "show", f"{old.rev}:pkg/kern.py"], capture_output=True,
-                            text=True, check=True).stdout
-    assert at_rev == "OLD = 1\n"
-    assert Path(new.path).read_text() == "NEW = 2\n" and (Path(new.path).parent / "__init__.py").is_file()
-    assert not Path(new.path).is_relative_to(repo)
+    try:
+        shipped = json.loads(shipping.unpacked(shipping.bundle(request), "t"))
+        old, new = (parse(s) for s in shipped["external"])
+        assert old.rev and old.rev != "HEAD" and old.function == "OLD" and new.function == "NEW"
+        at_rev = subprocess.run(["git", "-C", shipped["repo"], "show", f"{old.rev}:pkg/kern.py"],
+                                capture_output=True, text=True, check=True).stdout
+        assert at_rev == "OLD = 1\n"
+        assert Path(new.path).read_text() == "NEW = 2\n" and (Path(new.path).parent / "__init__.py").is_file()
+        assert not Path(new.path).is_relative_to(repo)
+    finally:
+        shipping.remove()
+    assert not Path(new.path).exists()   # the unpacked trees go with the worker
