@@ -33,15 +33,15 @@ class Spread:
         self.executor = executor
 
     def start(self, plan, backend, step) -> "Started":
-        return Started(self.executor, tasks_mod.plan_tasks(plan, backend), plan, plan.timing_left_out, step)
+        return Started(self.executor, tasks_mod.plan_tasks(plan, backend), plan, backend, step)
 
 
 class Started:
     """The tasks of one run, submitted; each section waits for its own tasks."""
 
-    def __init__(self, executor, planned, plan, timing_skipped, step):
-        self.executor, self.tasks, self.plan, self.step = executor, planned, plan, step
-        self.timing_skipped = tuple(timing_skipped)
+    def __init__(self, executor, planned, plan, backend, step):
+        self.executor, self.tasks, self.plan, self.backend, self.step = executor, planned, plan, backend, step
+        self.timing_skipped = tuple(plan.timing_left_out)
         self.futures = {t.key: executor.submit(t) for t in planned}
         self.left_behind: dict[str, None] = {}
 
@@ -66,9 +66,16 @@ class Started:
         return [decode(NumericsCase, self._answer(t)["case"]) for t in self.tasks if t.kind == "numerics"]
 
     def ir(self) -> tuple:
-        task = next(t for t in self.tasks if t.kind == "ir")
-        found = self._answer(task)
-        return (tuple(decode(IRSection, s) if s is not None else None for s in found["ir"]), tuple(found["skipped"]))
+        """The IR sections: the one IR task's, or made here from what each variant's task compiled."""
+        from compare import pipeline
+        ir_tasks = [t for t in self.tasks if t.kind == "ir"]
+        if ir_tasks and not ir_tasks[0].case:
+            found = self._answer(ir_tasks[0])
+            return (tuple(decode(IRSection, s) if s is not None else None for s in found["ir"]),
+                    tuple(found["skipped"]))
+        compiled = [(t.case[0], self._answer(t)["compiled"]) for t in ir_tasks]
+        return pipeline._ir(self.plan, self.backend, self.step, tasks_mod.compiled_cache(self.plan, compiled,
+                                                                                          self.backend))
 
     def timing(self) -> tuple:
         """(the timing section merged from every timing task, lines for what was not timed)."""

@@ -1,8 +1,8 @@
 """A comparison split into independent tasks, and what a worker process does with one.
 
 A numerics task is one (direction, dtype, input kind, shape) case with every variant; a timing task is
-one (dtype, shape, pass) case with every variant and the A/A control, always on one GPU; the IR task
-compiles every variant's kernels. Each carries the request as JSON (the --variant specs load the
+one (dtype, shape, pass) case with every variant and the A/A control, always on one GPU; an IR task
+compiles one variant's own kernels (with ops: the whole IR). Each carries the request as JSON (the --variant specs load the
 variants again in the worker, as compare/timing_worker.py does) and answers with its result's JSON
 form, so the report merged from them is the one a single process makes (compare/spread.py merges)."""
 from __future__ import annotations
@@ -69,8 +69,11 @@ def plan_tasks(plan, backend) -> list[Task]:
         name = str(dtype).removeprefix("torch.")
         tasks.append(Task(f"numerics {direction} {name} {kind} {shape.label}", "numerics", text, backend.device,
                           (direction, name, kind, index[shape.label], tuple(seeds)), limit, threads, env))
-    if "ir" in plan.checks:
+    if "ir" in plan.checks and any(v.kind == "op" for v in plan.variants):   # ops are run to find their kernels
         tasks.append(Task("ir", "ir", text, backend.device, (), limit, threads, env))
+    elif "ir" in plan.checks:   # each variant's own kernels compiled apart; summaries and diffs where the run started
+        tasks += [Task(f"ir compile {v.name}", "ir", text, backend.device, (v.name,), limit, threads, env)
+                  for v in plan.variants if v.kind == "triton" and v.own_kernels]
     if "timing" in plan.checks and backend.gpu:
         for name in plan.dtype_names:
             for i, shape in enumerate(plan.preset.shapes):
@@ -131,6 +134,8 @@ def execute(task: Task) -> dict:
         case = numerics.run_case(plan.family, variants, plan.preset.shapes[shape], plan.family.dtypes[dtype], backend,
                                  seeds, kind, pipeline.Step(), direction, reference)
         return {"case": to_dict(case)}
+    if task.kind == "ir" and task.case:
+        return {"compiled": compile_variant(plan, task.case[0], backend)}
     if task.kind == "ir":
         sections, skipped = pipeline._ir(plan, backend, pipeline.Step())
         return {"ir": [to_dict(s) if s is not None else None for s in sections], "skipped": list(skipped)}
@@ -143,3 +148,36 @@ def execute(task: Task) -> dict:
     case = dataclasses.replace(section.cases[0], ran_on=ran_on)
     return {"case": to_dict(case), "gpu": section.gpu, "method": section.method,
             "compile_seconds": [list(x) for x in section.compile_seconds], "place": where}
+
+
+def _entries(plan, name: str) -> list[tuple[str, tuple]]:
+    """(pass, the compile entry) of each kernel variant `name` brings itself (compare.ir._entry)."""
+    from compare import ir
+    variant = next(v for v in plan.variants if v.name == name)
+    entries = [(role, ir._entry(plan.family, variant, role)) for role in ("forward", "backward")
+               if role in variant.own_kernels and (role == "forward" or plan.family.grads)]
+    return [(role, e) for role, e in entries if isinstance(e, tuple)]
+
+
+def compile_variant(plan, name: str, backend) -> list:
+    """In the worker: [pass, Compiled as a dict] of the kernels variant `name` brings, as the IR compiles them."""
+    from compare.ir.compile import CompileCache
+    entries = _entries(plan, name)
+    try:
+        done = CompileCache().compile_passes(plan.family, [(role, [e]) for role, e in entries], plan.preset.shapes[0],
+                                             plan.dtype_names[0], plan.request.target, launched=backend.gpu)
+    except Exception:  # noqa: BLE001 - nothing compiled here: the run compiles it again and says the error as it does
+        return []
+    return [[role, dataclasses.asdict(c[0])] for (role, _), c in zip(entries, done)]
+
+
+def compiled_cache(plan, answers: list[list], backend):
+    """Where the run started: a CompileCache holding what the workers compiled (compare.pipeline._ir reads it)."""
+    from compare.ir.compile import CompileCache, Compiled
+    cache = CompileCache()
+    for name, compiled in answers:
+        entries = dict(_entries(plan, name))
+        for role, c in compiled:
+            cache.add(plan.family, entries[role], plan.preset.shapes[0], plan.dtype_names[0], plan.request.target,
+                      backend.gpu, role, Compiled(**c))
+    return cache

@@ -151,7 +151,8 @@ def test_timing_cases_merge_in_plan_order_each_saying_its_gpu():
             return future
 
     tasks = [Task(key, "timing", "{}", "cuda", (key.split()[1], 0, key.split()[3])) for key in answers]
-    started = Started(Fixed(), tasks, SimpleNamespace(timing=SimpleNamespace(noise=0.01)), ("left out",), None)
+    plan = SimpleNamespace(timing=SimpleNamespace(noise=0.01), timing_left_out=("left out",))
+    started = Started(Fixed(), tasks, plan, None, None)
     section, skipped = started.timing()
     assert [c.ran_on.split(",")[0] for c in section.cases] == ["H200 GPU-0", "H200 GPU-1", "H200 GPU-0"]
     assert [c.dtype for c in section.cases] == ["float32", "bfloat16", "bfloat16"]
@@ -209,3 +210,13 @@ def test_variant_sources_are_shipped_and_load_from_where_they_are_unpacked(tmp_p
     finally:
         shipping.remove()
     assert not Path(new.path).exists()   # the unpacked trees go with the worker
+
+
+def test_each_variants_kernels_are_compiled_by_a_task_and_not_again_where_the_run_started(tmp_path, monkeypatch):
+    from compare.ir import compile as ir_compile
+    here = []
+    monkeypatch.setattr(ir_compile, "run_worker", lambda request: here.append(request) or [])
+    report = _compare(tmp_path, "ir", "--check", "ir", "--jobs", "2")
+    assert here == []   # every kernel came compiled from the tasks
+    assert [v["variant"] for v in report["ir"]["variants"]] == ["pointer_mutation", "explicit_offset"]
+    assert all(v["status"] == "ok" for v in report["ir"]["variants"]) and report["ir"]["pairs"]
