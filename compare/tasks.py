@@ -2,9 +2,9 @@
 
 A numerics task is one (direction, dtype, input kind, shape) case with every variant; a timing task is
 one (dtype, shape, pass) case with every variant and the A/A control, always on one GPU; an IR task
-compiles one variant's own kernels (with ops: the whole IR). Each carries the request as JSON (the --variant specs load the
-variants again in the worker, as compare/timing_worker.py does) and answers with its result's JSON
-form, so the report merged from them is the one a single process makes (compare/spread.py merges)."""
+compiles one variant's own kernels (with ops: the whole IR). Each carries the request as JSON (the
+--variant specs load the variants again in the worker, as compare/timing_worker.py does) and answers
+with its result's JSON form, merged into the one report a single process makes (compare/spread.py)."""
 from __future__ import annotations
 
 import contextlib

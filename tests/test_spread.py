@@ -51,8 +51,8 @@ def test_jobs_2_gives_the_report_of_one_process(tmp_path):
 def test_a_local_dask_cluster_gives_the_report_of_jobs_1_with_a_shipped_git_variant(tmp_path, capsys):
     distributed = pytest.importorskip("distributed")
     spec = "head=git:HEAD:variants/group_norm/explicit_offset.py::group_norm_forward"
-    args = ["--inputs", "all", "--dtype", "all", "--check", "numerics", "--check", "backward", "--variant", spec,
-            "--repo", str(ROOT)]
+    args = ["--inputs", "all", "--dtype", "all", "--check", "numerics", "--check", "backward", "--check", "ir",
+            "--variant", spec, "--repo", str(ROOT)]
     one = _compare(tmp_path, "one", *args, "--jobs", "1")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as c:
         on_dask = _compare(tmp_path, "dask", *args, "--scheduler", c.scheduler_address)
@@ -61,6 +61,7 @@ def test_a_local_dask_cluster_gives_the_report_of_jobs_1_with_a_shipped_git_vari
     assert "numerics forward float32 normal N2 C8 G2 S4: any of 2 Dask workers" in planned
     assert "a worker with resources GPU=1 (none connected now: it waits for one), after every case task" in planned
     assert "head" in {v["variant"] for v in one["numerics"]["cases"][0]["variants"]}
+    assert "head" in {v["variant"] for v in one["ir"]["variants"]}   # compiled from the shipped tree on a worker
     _same(one, on_dask)
 
 
