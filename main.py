@@ -165,6 +165,8 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     _timing_options(c)
     _ir_options(c)
     _output_options(c)
+    from compare.spread_cli import add_options as spread_options
+    spread_options(c)
     i = sub.add_parser("ir", help="compare the compiled code of Triton variants, stage by stage "
                                   "(the preset's first shape fixes the specialization)")
     _shape_options(i)
@@ -212,7 +214,7 @@ def cmd_list(registry) -> int:
     return 0
 
 
-def cmd_compare(request, options, registry, backend) -> int:
+def cmd_compare(request, options, registry, backend, spread=None) -> int:
     import dataclasses
     from compare import gates, memory, pipeline, plan
     from compare.progress import reporter
@@ -223,8 +225,12 @@ def cmd_compare(request, options, registry, backend) -> int:
         memory.refuse_what_cannot_fit(the_plan, backend)
         the_plan, failed = pipeline.without_crashed(the_plan, failed, supervisor.excluded(),
                                                     supervisor.timing_left_out())
+        from compare import spread_cli   # --jobs, --scheduler: the checks as tasks (docs/sweeps.md)
+        if spread is not None and spread.dry_run:
+            return spread_cli.dry_run(spread, the_plan, backend)
         with reporter(pipeline.count_steps(the_plan, backend), not options.quiet) as step:
-            report = pipeline.execute(the_plan, backend, step, failed=failed)
+            report = spread_cli.run(spread, the_plan, backend, step, failed) if spread is not None and spread.wanted \
+                else pipeline.execute(the_plan, backend, step, failed=failed)
     # the gates are decided once, into the report, so that every renderer lists them and the exit code agrees
     report = dataclasses.replace(report, gates=gates.decide(report, options.fail_on_numerics, options.fail_if_slower,
                                                             options.accept_unjudged))
@@ -325,6 +331,7 @@ def _main(argv: list[str], prog: str) -> int:
     from compare.supervisor import POISONED_EXIT, ContextPoisoned
     from compare.pipeline import NothingToCompare, UsageError
     from variants.discovery import FamilyError
+    from compare.spread import TaskFailed
     try:
         if args.command == "report":
             return cmd_report(args)
@@ -343,6 +350,8 @@ def _main(argv: list[str], prog: str) -> int:
             options = None
         else:
             request, options = from_args(args)   # every value checked, before any work
+        from compare import spread_cli
+        spread = spread_cli.from_args(args)
         # read by every launch's status record (compare.supervisor)
         os.environ["KERNEL_AB_VARIANT_TIMEOUT"] = repr(args.variant_timeout if options is None else options.variant_timeout)
         backend = configure("auto" if options is None else options.device)
@@ -351,11 +360,14 @@ def _main(argv: list[str], prog: str) -> int:
             if args.command == "review":
                 from compare.review.command import run as cmd_review
                 return cmd_review(args, reg, backend)
-            return cmd_compare(request, options, reg, backend)
+            return cmd_compare(request, options, reg, backend, spread)
     except (UsageError, BackendError, FamilyError) as exc:
         return _fail(str(exc))
     except NothingToCompare as exc:
         print(f"kernel-ab: nothing to compare: {exc}", file=sys.stderr)
+        return 1
+    except TaskFailed as exc:
+        print(f"kernel-ab: error: a task failed: {exc}; no report", file=sys.stderr)
         return 1
     except ContextPoisoned as exc:
         print(f"kernel-ab: error: variant {exc.variant} {exc.error}; nothing more can run in this process "

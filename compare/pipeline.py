@@ -132,48 +132,52 @@ def run(request: Request, registry: Registry, backend: Backend,
 
 
 def execute(plan: Plan, backend: Backend, step: Step = Step(), failed: tuple[VariantInfo, ...] = (),
-            ir_cache=None) -> Report:
+            ir_cache=None, spread=None) -> Report:
     """The report for `plan`; `failed` (from `loaded`) lists variants that could not be loaded.
-    `ir_cache` (a compare.ir.CompileCache) keeps compiled kernels for later runs of a caller comparing many pairs."""
+    `ir_cache` (a compare.ir.CompileCache) keeps compiled kernels for later runs of a caller comparing many pairs.
+    `spread` (compare.spread.Spread) runs the checks as tasks in worker processes or on a cluster."""
     chosen, failed = _compiled(plan.family, list(plan.variants), plan.preset.shapes[0], plan.dtypes[0], backend,
                                tuple(failed), step)
     if len(chosen) != len(plan.variants):
         plan = plan.keeping(chosen)
     infos = tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, kernels=v.own_kernels)
                   for v in chosen) + tuple(failed)
-    ir_later = _ir_alongside(plan, backend, step, ir_cache) if plan.directions else None
+    if spread is not None:   # every task is started now; each section below waits for its own
+        spread = spread.start(plan, backend, step)
+    ir_later = _ir_alongside(plan, backend, step, ir_cache) if plan.directions and spread is None else None
     try:
-        return _checks(plan, backend, step, infos, ir_later, ir_cache)
+        return _checks(plan, backend, step, infos, ir_later, ir_cache, spread)
     except BaseException:   # a stop, or an error: the compile alongside ends with the run (its files removed)
         if ir_later:
             ir_later.cancel()
         raise
 
 
-def _checks(plan: Plan, backend, step, infos, ir_later, ir_cache) -> Report:
+def _checks(plan: Plan, backend, step, infos, ir_later, ir_cache, spread=None) -> Report:
     family, preset = plan.family, plan.preset
     numerics_section = None
     if plan.directions:
-        numerics_section = run_numerics(plan, backend, step)
+        numerics_section = run_numerics(plan, backend, step, spread.numerics if spread else None)
     skipped = list(plan.left_out)
     if "backward" in plan.checks and "backward" not in plan.directions:
         skipped.append(f"backward: family {family.name} has no backward pass")
     timing_section = None
     if "timing" in plan.checks:
         if backend.gpu:
-            timing_section, timing_skipped = _timing(plan, backend, step)
+            timing_section, timing_skipped = spread.timing() if spread else _timing(plan, backend, step)
             skipped.extend(timing_skipped)
         else:
             skipped.append("timing: needs a CUDA GPU and this run has none (Triton ran through its CPU "
                            "interpreter, whose speed says nothing about the GPU)")
     ir_sections = ()
     if "ir" in plan.checks:
-        ir_sections, ir_skipped = ir_later() if ir_later else _ir(plan, backend, step, ir_cache)
+        ir_sections, ir_skipped = spread.ir() if spread else ir_later() if ir_later else \
+            _ir(plan, backend, step, ir_cache)
         step.advance()
         skipped.extend(ir_skipped)
     dtype_names = ",".join(str(d).removeprefix("torch.") for d in plan.dtypes)
     return Report(family=family.name, preset=preset.name, dtype=dtype_names, baseline=plan.variants[0].name,
-                  incidents=supervisor.left_behind(), variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
+                  incidents=supervisor.left_behind() + (spread.incidents() if spread else ()), variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
                   x_name=preset.x_name, x_values=tuple(float(preset.x_value(s)) for s in preset.shapes),
                   shape_params=tuple(json.dumps(_shape_params(s, twice), sort_keys=True)
                                      for s, twice in zip(preset.shapes, plan.reads_x_twice)),
@@ -226,11 +230,8 @@ def _timing(plan: Plan, backend: Backend, step) -> tuple:
     skipped = plan.timing_left_out
     if not timing_run.in_fresh_processes(backend.gpu):
         return timing_run.run_timing(plan, step), skipped
-    names = tuple(v.name for v in plan.variants)
-    specs = tuple(s for s in plan.request.loaded_specs if s.split("=", 1)[0] in names)
-    one_by_one = dataclasses.replace(plan.request, variants=names, external=specs, loaded_specs=(), timing=plan.timing)
-    section, failed = timing_run.run_isolated(one_by_one, tuple(str(d).removeprefix("torch.") for d in plan.dtypes),
-                                              step)
+    section, failed = timing_run.run_isolated(timing_run.worker_request(plan),
+                                              tuple(str(d).removeprefix("torch.") for d in plan.dtypes), step)
     return section, skipped + tuple(failed)
 
 
@@ -247,20 +248,23 @@ def numerics_plan(plan: Plan) -> list[tuple]:
     return cases
 
 
-def run_numerics(plan: Plan, backend: Backend, step: Step = Step()) -> NumericsSection:
+def numerics_variants(plan: Plan) -> tuple[list, str, str]:
+    """(the variants the numerics run, the reference point added though not named or "", the reference's name)."""
+    variants, added, wanted = list(plan.variants), "", plan.accuracy_reference
+    if wanted is not None and wanted.name not in {v.name for v in plan.variants}:
+        variants.append(wanted)
+        added = wanted.name
+    return variants, added, plan.family.accuracy_reference if wanted is not None else ""
+
+
+def run_numerics(plan: Plan, backend: Backend, step: Step = Step(), cases=None) -> NumericsSection:
     """Every (direction, dtype, input kind, shape) case. The torch variant joins as an accuracy
     reference point when not named. Without --inputs (the quick plan, so the default run stays
     quick on the CPU interpreter) only the forward pass on normal inputs runs on every shape with
     every trial; every other case runs on the preset's first shape with one trial. Naming kinds
     (`--inputs all`) runs every case on every shape and trial."""
-    family, chosen, preset, directions = plan.family, plan.variants, plan.preset, plan.directions
-    variants = list(chosen)
-    added = ""
-    wanted = plan.accuracy_reference
-    if wanted is not None and wanted.name not in {v.name for v in chosen}:
-        variants.append(wanted)
-        added = wanted.name
-    reference = family.accuracy_reference if wanted is not None and wanted.name in {v.name for v in variants} else ""
+    family, preset, directions = plan.family, plan.preset, plan.directions
+    variants, added, reference = numerics_variants(plan)
     plan_lines = [f"checks: {', '.join(directions)}; dtypes: "
                   f"{', '.join(str(d).removeprefix('torch.') for d in plan.dtypes)}; "
                   f"input kinds: {', '.join(plan.input_kinds)}"]
@@ -279,8 +283,10 @@ def run_numerics(plan: Plan, backend: Backend, step: Step = Step()) -> NumericsS
     if ops:
         plan_lines.append(f"op-level variants ({', '.join(ops)}) are called as their users call them: forward, the "
                           f"op's result ({family.outputs[0]}) alone; backward, every gradient through autograd")
-    cases = [numerics.run_case(family, variants, shape, dtype, backend, seeds, kind, step, direction, reference)
-             for direction, dtype, kind, shape, seeds in numerics_plan(plan)]
+    # `cases`: the cases run elsewhere (compare.spread), in the plan's order
+    cases = cases() if cases else [numerics.run_case(family, variants, shape, dtype, backend, seeds, kind, step,
+                                                     direction, reference)
+                                   for direction, dtype, kind, shape, seeds in numerics_plan(plan)]
     return NumericsSection(backend.device, backend.note, tuple(cases), numerics.VERDICT_FACTOR, added,
                            tuple(plan_lines),
                            family.forward_legend, family.backward_legend, family.backward_pairs_legend)

@@ -228,6 +228,7 @@ class TimingCase:
                                                  # itself (None in reports made before the control existed)
     placements: int = 1               # output-buffer sets rotated round by round (shared by all variants)
     launch_bound: tuple[str, ...] = ()   # variants whose host time per eager call rivals their GPU time
+    ran_on: str = ""                  # the GPU (name, UUID, copy bandwidth) when cases ran on several (--jobs, --scheduler)
 
 
 @dataclasses.dataclass(frozen=True)

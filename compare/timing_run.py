@@ -59,6 +59,15 @@ def in_fresh_processes(gpu: bool) -> bool:
     return gpu and os.environ.get(IN_PROCESS_ENV) != "1"
 
 
+def worker_request(plan):
+    """The request a worker process loads (a timing process, a task worker): the variants still compared, the --variant specs that load them, the
+    planned timing (a worker plans the request again: compare.plan.build)."""
+    names = tuple(v.name for v in plan.variants)
+    specs = tuple(s for s in plan.request.loaded_specs if s.split("=", 1)[0] in names)
+    return dataclasses.replace(plan.request, variants=names, external=specs, loaded_specs=(), timing=plan.timing,
+                               checks=plan.checks, left_out=())
+
+
 def request_json(request) -> str:
     return json.dumps(dataclasses.asdict(request))
 
@@ -102,13 +111,15 @@ def write_section(section: TimingSection, path: str) -> None:
     Path(path).write_text(json.dumps(to_dict(section)))
 
 
-def run_timing(plan, step) -> TimingSection:
-    """Every (dtype, shape, mode) case of the plan (compare.plan.Plan), timed on the GPU in this process."""
+def run_timing(plan, step, copy_gbs: float = 0.0) -> TimingSection:
+    """Every (dtype, shape, mode) case of the plan (compare.plan.Plan), timed on the GPU in this process
+    (`copy_gbs`: the copy bandwidth measured already, 0 to measure it here)."""
     import torch
     from compare import timing
     family, chosen, preset, request, config = plan.family, plan.variants, plan.preset, plan.request, plan.timing
-    step("timing: measuring device-to-device copy bandwidth")
-    copy_gbs = timing.copy_bandwidth_gbs()
+    if not copy_gbs:
+        step("timing: measuring device-to-device copy bandwidth")
+        copy_gbs = timing.copy_bandwidth_gbs()
     cases = []
     for dtype in plan.dtypes:
         dtype_name = str(dtype).removeprefix("torch.")

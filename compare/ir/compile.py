@@ -288,6 +288,14 @@ class CompileCache:
         return [[dataclasses.replace(self._done[slot[2]], variant=slot[0]) if isinstance(slot, tuple) else slot
                  for slot in slots] for slots in done]
 
+    def add(self, family, entry: tuple, shape, dtype: str, target: str, launched: bool, role: str, compiled: Compiled):
+        """Remember `compiled` as the result of compiling `entry` ((name, kernel, import roots, launcher ref)),
+        compiled elsewhere (compare/tasks.py: one task per variant); a later `compile` of it compiles nothing."""
+        name, kernel, roots, launcher = entry
+        key = self._keyed(family, name, kernel, roots, launcher, shape, dtype, capability(target),
+                          "launched" if launched else "offline", role)[2]
+        self._done[key] = compiled
+
     @staticmethod
     def _keyed(family, name, kernel, roots, launcher: str, shape, dtype: str, cap: int, mode: str, role: str) -> tuple:
         """(name, the worker's spec of the kernel, its cache key)."""

@@ -70,6 +70,8 @@ def timing_table(case: TimingCase, legend: tuple[str, ...]) -> Table:
         notes.append(f"launch-bound (host time per eager call at least half the GPU time): {', '.join(case.launch_bound)}")
     if case.note:
         notes.append(case.note)
+    if case.ran_on:   # a spread run (--jobs, --scheduler): the GPU this case was timed on
+        notes.append(f"timed on {case.ran_on}")
     return Table(title, headers, tuple(rows), legend, tuple(notes))
 
 
