@@ -1,18 +1,8 @@
-"""kernel-ab: put variants of a Triton kernel side by side (numerics, timing, compiled code).
-
-    python main.py list [--family-path DIR] [--repo DIR]
-    python main.py compare [A B ...] [--family NAME] [--preset NAME | --shape SHAPE] [--dtype float32] [--check CHECK]
-                           [--json PATH] [--out DIR] [--fail-on-numerics] [--fail-if-slower PCT] [--accept-unjudged]
-    python main.py compare [A B ...] [--dtype float32[,float16|all]] [--inputs KIND[,KIND]|all] [--check backward]
-    python main.py compare [A ...] --variant NAME=git:REV:PATH::CALLABLE[,BACKWARD] --variant NAME=PATH::CALLABLE [--repo DIR]
-    python main.py compare --variant 'NAME=git:REV:PATH::Fn.apply(ARG, ...)'   (the family's op arguments: `list`)
-    python main.py ir [A B ...] [--stage ttir|ttgir|llir|ptx|sass] [--target sm_90] [--preset NAME | --shape ...] [--full]
-    python main.py report FILE.json [--format terminal|markdown|markdown-full]
-    python main.py review BASE HEAD [--repo DIR] [--preset NAME | --shape ...] [--check CHECK] [--out DIR] [gates]
+"""kernel-ab's command line: list, compare, ir, review, report, pairwise (`python3 main.py COMMAND --help`).
 
 Exit codes: 0 every gate asked for holds; 1 a gate failed or could not be judged (--accept-unjudged lets
-the latter pass); 2 bad usage; 74 a report file could not be written.
-"""
+the latter pass); 2 bad usage; 74 a report file could not be written. The request is resolved once by
+compare/plan.py; every default and value check lives there."""
 from __future__ import annotations
 
 import argparse
@@ -248,8 +238,12 @@ def cmd_report(args) -> int:
     import json
     from compare.pipeline import UsageError
     from compare.render import json_report, markdown, terminal
-    try:
-        text = args.file.read_text()
+    import gzip
+    try:   # a committed report may be gzipped (reports/ keeps its large ones so)
+        raw = args.file.read_bytes()
+        text = (gzip.decompress(raw) if args.file.suffix == ".gz" else raw).decode()
+    except (gzip.BadGzipFile, EOFError) as exc:
+        raise UsageError(f"{args.file} is not gzip ({exc}); give a report.json or report.json.gz") from None
     except FileNotFoundError:
         raise UsageError(f"report file {args.file} does not exist") from None
     except IsADirectoryError:

@@ -122,13 +122,11 @@ class PairBitwise:
 
 @dataclasses.dataclass(frozen=True)
 class PairVerdict:
-    """Is B more, as or less accurate than A in this case? B loses on an output when it has more
-    non-finite-mismatched or unwritten elements than A, or (as many) when its rel L2 or max abs error
-    exceeds `factor` times A's plus a floor: the case dtype's machine epsilon u for rel L2,
-    u/2 x max|reference| (half an ULP at the largest value) for max abs, and a B within 1 ULP of the
-    reference at every element does not lose on max abs. B gains where A loses by the same rule.
-    Less accurate: B loses on some output (even if it gains on another: never over-claim); more
-    accurate: B gains and loses nowhere; as accurate otherwise, and always when bitwise equal."""
+    """Is B more, as or less accurate than A in this case? B loses on an output with more non-finite
+    mismatches or unwritten elements than A, or with rel L2 or max abs error beyond `factor` times A's
+    plus a floor (the dtype's u for rel L2; half an ULP of max|reference| for max abs; none within 1 ULP
+    everywhere). Less accurate: B loses on some output (never over-claim); more accurate: B gains and
+    loses nowhere; as accurate otherwise, and always when bitwise equal."""
 
     a: str
     b: str

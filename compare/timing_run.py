@@ -1,12 +1,7 @@
-"""Which passes a comparison times, and where: each dtype in a fresh process of its own.
-
-The plan: with no `--modes`, every pass whose compiled code differs between the variants is timed
-(forward; backward; full when both differ), and every pass when a variant's code is not known (an op,
-torch, inductor); the passes left out are said, with why. The place: a process timing one dtype's cases
-after other work in the same process can be slowed by what ran before (kernels leaning on L2 ran up to
-2.3x slower after torch's and inductor's float32 cases), so on a GPU each dtype is timed by a worker
-process of its own (compare/timing_worker.py) that loads the variants again; KERNEL_AB_TIMING_IN_PROCESS=1
-times in this process instead.
+"""Which passes a comparison times (with no `--modes`: each pass whose compiled code differs, every pass
+for ops; the others said, with why), and where: on a GPU each dtype in a fresh worker process
+(compare/timing_worker.py), since a process that ran other cases first can slow kernels leaning on L2
+(up to 2.3x after torch's and inductor's float32 cases). KERNEL_AB_TIMING_IN_PROCESS=1 times here instead.
 """
 from __future__ import annotations
 
