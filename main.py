@@ -2,7 +2,7 @@
 
 Exit codes: 0 every gate asked for holds; 1 a gate failed or could not be judged (--accept-unjudged lets
 the latter pass); 2 bad usage; 74 a report file could not be written. The request is resolved once by
-compare/plan.py; every default and value check lives there."""
+compare/running/plan.py; every default and value check lives there."""
 from __future__ import annotations
 
 import argparse
@@ -43,10 +43,10 @@ def _join_values(argv: list[str]) -> list[str]:
     return out
 
 
-# the defaults live in compare.plan (Request, Options) and TimingConfig: the help only says them
+# the defaults live in compare.running.plan (Request, Options) and TimingConfig: the help only says them
 def _defaults():
-    from compare.plan import Options, Request
-    from compare.timing_config import TimingConfig
+    from compare.running.plan import Options, Request
+    from compare.checks.timing_config import TimingConfig
     return Request(), TimingConfig(), Options()
 
 
@@ -155,7 +155,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     _timing_options(c)
     _ir_options(c)
     _output_options(c)
-    from compare.spread_cli import add_options as spread_options
+    from compare.running.spread_cli import add_options as spread_options
     spread_options(c)
     i = sub.add_parser("ir", help="compare the compiled code of Triton variants, stage by stage "
                                   "(the preset's first shape fixes the specialization)")
@@ -169,7 +169,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     r.add_argument("file", type=Path, help="a report.json written by compare")
     r.add_argument("--format", default="terminal", choices=("terminal", "markdown", "markdown-full"),
                    help="markdown: the comment (report.md); markdown-full: nothing cut (report-full.md)")
-    from compare import pairwise
+    from compare.checks import pairwise
     pairwise.add_parser(sub)
     return p
 
@@ -206,16 +206,17 @@ def cmd_list(registry) -> int:
 
 def cmd_compare(request, options, registry, backend, spread=None) -> int:
     import dataclasses
-    from compare import gates, memory, pipeline, plan
-    from compare.progress import reporter
+    from compare.model import gates
+    from compare.running import memory, pipeline, plan
+    from compare.running.progress import reporter
     from compare.render import files, terminal
-    from compare import supervisor
+    from compare.running import supervisor
     with pipeline.loaded(request, registry, supervisor.excluded()) as (request, registry, failed):  # removed at exit
         the_plan = plan.build(request, registry, options)  # bad input fails before any work
         memory.refuse_what_cannot_fit(the_plan, backend)
         the_plan, failed = pipeline.without_crashed(the_plan, failed, supervisor.excluded(),
                                                     supervisor.timing_left_out())
-        from compare import spread_cli   # --jobs, --scheduler: the checks as tasks (docs/sweeps.md)
+        from compare.running import spread_cli   # --jobs, --scheduler: the checks as tasks (docs/sweeps.md)
         if spread is not None and spread.dry_run:
             return spread_cli.dry_run(spread, the_plan, backend)
         with reporter(pipeline.count_steps(the_plan, backend), not options.quiet) as step:
@@ -236,7 +237,7 @@ def cmd_compare(request, options, registry, backend, spread=None) -> int:
 
 def cmd_report(args) -> int:
     import json
-    from compare.pipeline import UsageError
+    from compare.running.pipeline import UsageError
     from compare.render import json_report, markdown, terminal
     import gzip
     try:   # a committed report may be gzipped (reports/ keeps its large ones so)
@@ -264,7 +265,7 @@ def cmd_report(args) -> int:
         else:
             terminal.render(report)
     except Exception as exc:  # noqa: BLE001 - whatever the values, one line, not a traceback
-        from compare.errors import summarize
+        from compare.model.errors import summarize
         raise UsageError(f"{args.file} is not a report this version can render: {summarize(exc)}") from None
     return 0
 
@@ -279,7 +280,7 @@ def _prog() -> str:
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """The command line (`python main.py ...`, `kernel-ab ...`): its exit code."""
-    from compare import supervisor
+    from compare.running import supervisor
     previous = {}
     try:
         early, EARLY_SIGNALS[:] = list(EARLY_SIGNALS), []   # consumed: a later call in this process starts clean
@@ -321,32 +322,32 @@ def _main(argv: list[str], prog: str) -> int:
         return _fail(str(exc))
     except SystemExit as exc:   # --help and --version: argparse printed them and exits; a deliberate end
         return exc.code if isinstance(exc.code, int) else 0
-    from compare.backend import BackendError, configure
-    from compare.supervisor import POISONED_EXIT, ContextPoisoned
-    from compare.pipeline import NothingToCompare, UsageError
+    from compare.running.backend import BackendError, configure
+    from compare.running.supervisor import POISONED_EXIT, ContextPoisoned
+    from compare.running.pipeline import NothingToCompare, UsageError
     from variants.discovery import FamilyError
-    from compare.spread import TaskFailed
+    from compare.running.spread import TaskFailed
     try:
         if args.command == "report":
             return cmd_report(args)
         if args.command == "pairwise":
-            from compare import pairwise
+            from compare.checks import pairwise
             return pairwise.run(args)
         from variants import discovery, registry
         if args.command == "list":
             configure("auto")
             with discovery.configured(args.family_paths or (), args.repo or "."):
                 return cmd_list(registry())
-        from compare.plan import from_args
+        from compare.running.plan import from_args
         if args.command == "review":
             from_args(argparse.Namespace(**{**vars(args), "command": "compare", "json": None, "markdown": None,
                                             "out": None}))   # every value checked, before any work
             options = None
         else:
             request, options = from_args(args)   # every value checked, before any work
-        from compare import spread_cli
+        from compare.running import spread_cli
         spread = spread_cli.from_args(args)
-        # read by every launch's status record (compare.supervisor)
+        # read by every launch's status record (compare.running.supervisor)
         os.environ["KERNEL_AB_VARIANT_TIMEOUT"] = repr(args.variant_timeout if options is None else options.variant_timeout)
         backend = configure("auto" if options is None else options.device)
         with discovery.configured(args.family_paths or (), args.repo or "."):   # the processes a run starts see them too
@@ -372,15 +373,15 @@ def _main(argv: list[str], prog: str) -> int:
 def cli() -> None:
     """The `kernel-ab` console command (and `python main.py`): `compare` runs in a child process under a
     supervisor, so that a variant that crashes its process is reported and the others still come out
-    (compare.supervisor); KERNEL_AB_ISOLATE=0 runs it in this process."""
+    (compare.running.supervisor); KERNEL_AB_ISOLATE=0 runs it in this process."""
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, lambda s, _frame: EARLY_SIGNALS.append(s))
-    from compare import supervisor
+    from compare.running import supervisor
     argv = sys.argv[1:]
     words = [a for a in argv if not a.startswith("-")]
     if (words[:1] in (["compare"], ["ir"], ["review"]) and os.environ.get(supervisor.ISOLATE_ENV) != "0"
             and not os.environ.get(supervisor.STATUS_ENV)):
-        from compare.supervision import supervise
+        from compare.running.supervision import supervise
         child = [sys.executable, sys.argv[0], *argv]   # the same command line, so the report records it
         os.environ["KERNEL_AB_PROG"] = _prog()   # the child names the command the user typed
         sys.exit(supervise(child, EARLY_SIGNALS))

@@ -15,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from compare import stats  # noqa: E402
-from compare.results import TimingCase, TimingComparison  # noqa: E402
+from compare.checks import stats  # noqa: E402
+from compare.model.results import TimingCase, TimingComparison  # noqa: E402
 
 KERNEL = "variants/group_norm/explicit_offset.py::group_norm_forward"
 NO_DIFFERENCE = stats.NO_DIFFERENCE
@@ -69,8 +69,8 @@ def flagged(rows: list[dict], key: str = "verdict") -> int:
 def sweep(variants: tuple[str, ...], external: tuple[str, ...], modes: tuple[str, ...], backend, registry,
           preset: str = "seed", dtype: str = "float32"):
     """The timing cases of `preset` through the pipeline, as `main.py compare` runs them."""
-    from compare import pipeline
-    from compare.timing import TimingConfig
+    from compare.running import pipeline
+    from compare.checks.timing import TimingConfig
     request = pipeline.Request(variants, preset=preset, dtype=dtype, checks=("timing",),
                                timing=TimingConfig(modes=modes), external=external)
     with pipeline.loaded(request, registry) as (request, reg, failed):
@@ -124,7 +124,7 @@ def aa_only(args, backend, reg) -> int:
 def planted(repeats: int, fraction: float, registry) -> tuple[list[dict], str]:
     """explicit_offset against itself plus one copy of `fraction` of x, on the 512-channel shape."""
     import torch
-    from compare import timing
+    from compare.checks import timing
     from variants.group_norm import FAMILY, PRESETS
     base = registry.get("explicit_offset")
     shape = PRESETS["seed512"].shapes[0]
@@ -164,10 +164,10 @@ def main() -> int:
         args.out.write_text("\n".join(between(*(json.loads(f.read_text()) for f in args.between))) + "\n")
         print(args.out.read_text())
         return 0
-    from compare.backend import configure
-    from compare.environment import collect
+    from compare.running.backend import configure
+    from compare.running.environment import collect
     from compare.render.tables import environment_lines
-    from compare.results import Report
+    from compare.model.results import Report
     from variants import registry
     backend = configure("cuda")
     reg = registry()

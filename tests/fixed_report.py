@@ -4,7 +4,7 @@ import io
 from rich.console import Console
 
 from compare.render import terminal
-from compare.results import (Environment, NumericsCase, NumericsSection, OutputError, PairBitwise, PairVerdict, Report,
+from compare.model.results import (Environment, NumericsCase, NumericsSection, OutputError, PairBitwise, PairVerdict, Report,
                              TimingCase, TimingComparison, TimingSection, TimingVariant, VariantInfo,
                              VariantNumerics)
 

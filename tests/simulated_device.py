@@ -1,4 +1,4 @@
-"""A simulated device for compare/timing.py on the CPU: each call advances a virtual clock that the fake
+"""A simulated device for compare/checks/timing.py on the CPU: each call advances a virtual clock that the fake
 CUDA events read, so placement effects, the A/A control and identical code can be planted with known truth.
 Use the `clock` fixture (import it into the test module) and `entry` to make one variant's calls."""
 import random
@@ -7,7 +7,7 @@ import types
 import pytest
 import torch
 
-from compare import timing
+from compare.checks import timing
 
 
 class _Clock:

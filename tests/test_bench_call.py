@@ -4,8 +4,8 @@ import dataclasses
 
 import torch
 
-from compare import timing
-from compare.backend import configure
+from compare.checks import timing
+from compare.running.backend import configure
 from variants import registry
 from variants.group_norm import FAMILY, Shape
 

@@ -1,9 +1,9 @@
-"""One-line error summaries name the real cause, not Triton's wrapper (compare/errors.py)."""
+"""One-line error summaries name the real cause, not Triton's wrapper (compare/model/errors.py)."""
 import ast
 
 from triton.compiler.errors import CompilationError
 
-from compare.errors import summarize
+from compare.model.errors import summarize
 
 
 def test_a_compile_error_names_its_cause_first():

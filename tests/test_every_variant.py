@@ -6,8 +6,9 @@ import re
 
 import pytest
 
-from compare import ir, pipeline
-from compare.backend import configure
+from compare.checks import ir
+from compare.running import pipeline
+from compare.running.backend import configure
 from compare.render import markdown
 from variants import registry
 

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from compare import pipeline, plan
-from compare.backend import configure
+from compare.running import pipeline, plan
+from compare.running.backend import configure
 from compare.render import json_report, markdown
-from compare.results import from_dict, to_dict
+from compare.model.results import from_dict, to_dict
 from tests.fake_family import FAKE
 from variants import registry
 

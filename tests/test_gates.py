@@ -1,8 +1,8 @@
 """Exit-code gates: they trip on what they promise and on nothing else."""
 import dataclasses
 
-from compare import gates
-from compare.results import Gate
+from compare.model import gates
+from compare.model.results import Gate
 from tests.fixed_report import fixed_report as _fixed_report, without
 
 
@@ -26,7 +26,7 @@ def test_fail_on_numerics_ignores_a_problem_the_baseline_shares():
     report = fixed_report(failing=True, baseline_failing=True)
     assert gates.failures(report, fail_on_numerics=True) == []
     # the shared problem is listed once, under the headline, as shared
-    from compare.headline import headline
+    from compare.model.headline import headline
     head = headline(report)
     assert head.shared == ("normal inputs, float32: never written in forward y",)
     assert head.pairs[0].introduced == ()
@@ -53,7 +53,7 @@ def test_fail_if_slower_acts_only_on_significant_verdicts_over_the_limit():
 def _backward_report(spread_max_abs: float):
     """A and B alike except dW, whose bits differ by 3e-7; A run twice differs from itself by `spread_max_abs`.
     The accuracy verdict (which sees one draw of each) says B lost on dW."""
-    from compare.results import NumericsCase, OutputError, PairBitwise, PairVerdict, RunSpread, VariantNumerics
+    from compare.model.results import NumericsCase, OutputError, PairBitwise, PairVerdict, RunSpread, VariantNumerics
     report = fixed_report()
 
     def err(o, beyond=0):
@@ -70,7 +70,7 @@ def _backward_report(spread_max_abs: float):
 
 
 def test_a_difference_within_the_baselines_run_to_run_spread_is_not_introduced():
-    from compare.headline import headline
+    from compare.model.headline import headline
     report = _backward_report(spread_max_abs=2e-7)
     line = headline(report).pairs[0].lines[0]
     assert "backward: dx identical bits, dW differ only within A's run-to-run spread" in line.text
@@ -79,7 +79,7 @@ def test_a_difference_within_the_baselines_run_to_run_spread_is_not_introduced()
 
 
 def test_a_difference_beyond_the_baselines_run_to_run_spread_is_judged():
-    from compare.headline import headline
+    from compare.model.headline import headline
     report = _backward_report(spread_max_abs=1e-8)
     line = headline(report).pairs[0].lines[0]
     assert line.text.startswith("numerics: LESS ACCURATE than A in backward float32 normal (dW: max abs")

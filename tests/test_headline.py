@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from compare.headline import headline
+from compare.model.headline import headline
 from compare.render.tables import build
 from tests.fixed_report import fixed_report, tolerance_report, with_copy_of_baseline
 from tests.planted import mutant_file

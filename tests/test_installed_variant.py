@@ -8,8 +8,8 @@ import pytest
 import torch
 
 import main
-from compare import numerics
-from compare.backend import configure
+from compare.checks import numerics
+from compare.running.backend import configure
 from variants import registry
 from variants.external import BadSpec, ExternalKernels
 from variants.spec import parse

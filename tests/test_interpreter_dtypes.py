@@ -1,6 +1,6 @@
 """Which dtypes Triton's CPU interpreter runs faithfully, pinned: one kernel on float16/bfloat16 inputs and on
 their exact float32 upcast, so only the final store's rounding differs. Compiled Triton rounds to nearest
-even; the interpreter does for float16, but truncates bfloat16 toward zero, hence compare/numerics.py's
+even; the interpreter does for float16, but truncates bfloat16 toward zero, hence compare/checks/numerics.py's
 INTERPRETER_UNTRUSTED. On a GPU the cast-store tests assert nearest-even for both (the whole-kernel ones
 are interpreter-only)."""
 import warnings
@@ -8,8 +8,8 @@ import warnings
 import pytest
 import torch
 
-from compare import numerics
-from compare.backend import configure
+from compare.checks import numerics
+from compare.running.backend import configure
 from variants import registry
 from variants.group_norm import FAMILY, Inputs, Shape, alloc_outputs
 

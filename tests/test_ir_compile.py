@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from compare import ir
-from compare.backend import configure
-from compare.ir.compile import CompileCache
-from compare.headline import headline
-from compare.results import VariantInfo, from_dict, to_dict
+from compare.checks import ir
+from compare.running.backend import configure
+from compare.checks.ir.compile import CompileCache
+from compare.model.headline import headline
+from compare.model.results import VariantInfo, from_dict, to_dict
 from tests.fixed_report import fixed_report
 from tests.planted import mutant
 from tests.test_headline import STATS_IMPORT, TWO_PASS
@@ -147,7 +147,7 @@ def test_failed_compile_is_reported_and_the_others_come_out(compiled):
 def test_section_survives_json_and_is_cut_unless_full(compiled):
     s = section(compiled, ["pointer_mutation", "explicit_offset"])
     assert all(st.listing == "" for v in s.variants for st in v.stages)
-    from compare.results import IRSection, _decode, _encode
+    from compare.model.results import IRSection, _decode, _encode
     assert _decode(IRSection, _encode(s)) == s
     full = ir.run(FAMILY, [REG.get("pointer_mutation"), REG.get("explicit_offset")], SHAPE, "float32",
                   full=True, stages=("ptx",), cache=compiled["cache"])

@@ -2,8 +2,8 @@
 their cubins agree with what the launched kernels report (n_regs, n_spills)."""
 import pytest
 
-from compare import ir
-from compare.backend import configure
+from compare.checks import ir
+from compare.running.backend import configure
 from variants import registry
 from variants.group_norm import PRESETS
 

@@ -1,15 +1,15 @@
-"""Loops of two variants matched by what they are (compare.ir.loopmatch) and what is said about them
-(compare.ir.loopclaims, the loop tables), on hand-made loop records shaped like the group-norm kernel's."""
+"""Loops of two variants matched by what they are (compare.checks.ir.loopmatch) and what is said about them
+(compare.checks.ir.loopclaims, the loop tables), on hand-made loop records shaped like the group-norm kernel's."""
 import dataclasses
 import re
 
 import pytest
 
-from compare.ir.loopclaims import loop_claims
-from compare.ir.loopmatch import match, stage_matches
-from compare.ir.summarize import summarize
+from compare.checks.ir.loopclaims import loop_claims
+from compare.checks.ir.loopmatch import match, stage_matches
+from compare.checks.ir.summarize import summarize
 from compare.render.ir_tables import loop_rows
-from compare.results import (IRCarried, IRLoop, IRLoopMatch, IRMemOp, IRPair, IRSection, IRStage, IRVariant,
+from compare.model.results import (IRCarried, IRLoop, IRLoopMatch, IRMemOp, IRPair, IRSection, IRStage, IRVariant,
                              _decode, _encode)
 
 F32, PTR = IRCarried("f32", False), IRCarried("!tt.ptr<f32>", True)

@@ -1,7 +1,7 @@
 """IR normalization, alignment and summaries on small hand-written listings (no compiler needed)."""
-from compare.ir.diff import raw_changed_lines, unified
-from compare.ir.normalize import clean, normalize
-from compare.ir.summarize import summarize
+from compare.checks.ir.diff import raw_changed_lines, unified
+from compare.checks.ir.normalize import clean, normalize
+from compare.checks.ir.summarize import summarize
 
 TTIR_A = '''#loc = loc("/src/a.py":15:1)
 module {

@@ -5,8 +5,8 @@ from pathlib import Path
 
 from rich.cells import cell_len
 
-from compare.headline import headline
-from compare.ratios import ratio_interval, ratio_span, ratio_text
+from compare.model.headline import headline
+from compare.model.ratios import ratio_interval, ratio_span, ratio_text
 from compare.render import json_report, markdown, terminal
 from compare.render.tables import build
 from tests.fixed_report import fixed_report, terminal_text

@@ -1,4 +1,4 @@
-"""Kernels calling libdevice math run on Triton's CPU interpreter (compare/libdevice_bridge.py), with
+"""Kernels calling libdevice math run on Triton's CPU interpreter (compare/running/libdevice_bridge.py), with
 the same bits as the same kernel written with tl.* math; on a GPU they compile as they always did."""
 import json
 
@@ -11,7 +11,7 @@ from triton.language.extra.cuda.libdevice import rsqrt as cuda_rsqrt
 from triton.language.extra.libdevice import exp, log1p, pow, rsqrt, tanh
 
 import main
-from compare.errors import summarize
+from compare.model.errors import summarize
 from conftest import BACKEND
 
 INTERPRETED = BACKEND.interpreted

@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from compare import numerics
-from compare.backend import configure
+from compare.checks import numerics
+from compare.running.backend import configure
 from tests.planted import mutant
 from variants import registry
 from variants.group_norm import FAMILY, Shape

@@ -4,9 +4,9 @@ inputs (catastrophic cancellation in the one-pass variance, overflow) are report
 import pytest
 import torch
 
-from compare import numerics
-from compare.backend import configure
-from compare.results import OutputError, VariantNumerics
+from compare.checks import numerics
+from compare.running.backend import configure
+from compare.model.results import OutputError, VariantNumerics
 from variants import registry
 from variants.group_norm import FAMILY, INPUT_KINDS, Shape, make_inputs
 

@@ -13,8 +13,8 @@ import triton
 import triton.language as tl
 
 import main
-from compare.backend import configure
-from compare.ir.launches import LaunchRecorder
+from compare.running.backend import configure
+from compare.checks.ir.launches import LaunchRecorder
 from tests.op_package import make_repo
 from variants import registry
 from variants.external import ExternalKernels
@@ -125,7 +125,7 @@ def _load(repo, *specs):
 
 def test_the_argument_mapping_decides_what_each_parameter_gets(repo):
     """Weight and bias swapped in the mapping: the op is called that way, and its y is wrong."""
-    from compare import numerics
+    from compare.checks import numerics
     kernels, reg, names = _load(repo, f"right=git:HEAD:{TORCH_ORDER}",
                                 f"swapped=git:HEAD:{APPLY}(X, B, W, num_channels, num_groups, eps)",
                                 "keywords=git:HEAD:normlib/norm.py::group_norm(X, num_groups, W, bias=B, eps=eps)")
@@ -140,7 +140,7 @@ def test_the_argument_mapping_decides_what_each_parameter_gets(repo):
 
 
 def test_an_op_without_a_backward_is_reported_not_crashed(repo, tmp_path):
-    from compare import numerics
+    from compare.checks import numerics
     kernels, reg, names = _load(repo, "fwd=git:HEAD:normlib/norm.py::forward_only(X, num_groups, W, B, eps)")
     with kernels:
         family = reg.family("group_norm")
@@ -154,7 +154,7 @@ def test_an_op_without_a_backward_is_reported_not_crashed(repo, tmp_path):
 
 
 def test_the_op_passes_timing_calls_run_eagerly(repo):
-    """The passes compare/timing.py times (on the GPU; here eagerly, through the interpreter): backward
+    """The passes compare/checks/timing.py times (on the GPU; here eagerly, through the interpreter): backward
     reuses one forward's graph across calls, full runs both."""
     kernels, reg, names = _load(repo, f"op=git:HEAD:{TORCH_ORDER}")
     with kernels:

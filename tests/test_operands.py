@@ -4,8 +4,9 @@ bytes from the declarations, the record's attribute access; integer outputs pois
 import pytest
 import torch
 
-from compare import numerics, sealing
-from compare.backend import configure
+from compare.checks import numerics
+from compare.running import sealing
+from compare.running.backend import configure
 from variants.baselines import torch_variants
 from variants.family import Family
 from variants.inputs import Inputs

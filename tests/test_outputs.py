@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 import main
-from compare import usage
+from compare.running import usage
 from compare.render import files, json_report, markdown
-from compare.results import MARKER_KEY
+from compare.model.results import MARKER_KEY
 from tests.fixed_report import fixed_report
 
 TINY = ["compare", "--shape", "2,8,2,4", "--check", "numerics", "--trials", "1", "--inputs", "normal", "--quiet"]
@@ -30,7 +30,7 @@ def _refused(argv, capsys, monkeypatch) -> str:
     """The one error line of a command that must stop before any work."""
     def no_work(*_a, **_k):
         raise AssertionError("work started")
-    monkeypatch.setattr("compare.pipeline.run", no_work)
+    monkeypatch.setattr("compare.running.pipeline.run", no_work)
     assert main.main(argv, prog="main.py") == 2
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err

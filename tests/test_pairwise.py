@@ -1,11 +1,11 @@
-"""compare/pairwise.py (`main.py pairwise`): verdicts between two non-baseline variants of a timed report."""
+"""compare/checks/pairwise.py (`main.py pairwise`): verdicts between two non-baseline variants of a timed report."""
 import json
 import random
 from pathlib import Path
 
 import main
-from compare import pairwise
-from compare.stats import NO_DIFFERENCE
+from compare.checks import pairwise
+from compare.checks.stats import NO_DIFFERENCE
 
 REPORTS = Path(__file__).resolve().parent.parent / "reports"
 

@@ -1,4 +1,4 @@
-"""compare/pipeline.py: a request to a report. A failing IR step costs its section, not the report; the IR
+"""compare/running/pipeline.py: a request to a report. A failing IR step costs its section, not the report; the IR
 gets one dtype; a kernel that does not compile on a compiled backend is a failed variant, the rest compared."""
 import ast
 import dataclasses as dc
@@ -6,8 +6,9 @@ import dataclasses as dc
 import pytest
 from triton.compiler.errors import CompilationError
 
-from compare import ir, pipeline
-from compare.backend import Backend, configure
+from compare.checks import ir
+from compare.running import pipeline
+from compare.running.backend import Backend, configure
 from variants import registry
 
 BACKEND = configure("auto")

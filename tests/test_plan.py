@@ -1,4 +1,4 @@
-"""compare/plan.py: the command line's defaults and checks in one place, and a request resolved once
+"""compare/running/plan.py: the command line's defaults and checks in one place, and a request resolved once
 into a Plan that the stages read (no stage asks the registry again)."""
 import dataclasses
 import json
@@ -6,11 +6,11 @@ import json
 import pytest
 
 import main
-from compare import pipeline, plan
-from compare.backend import configure
-from compare.results import Report
-from compare.timing_config import TimingConfig
-from compare.usage import UsageError
+from compare.running import pipeline, plan
+from compare.running.backend import configure
+from compare.model.results import Report
+from compare.checks.timing_config import TimingConfig
+from compare.running.usage import UsageError
 from variants import registry
 
 BACKEND = configure("auto")
@@ -109,9 +109,9 @@ def test_the_family_says_where_x_is_read_twice_and_the_report_carries_it():
 
 
 def test_a_timing_process_is_handed_the_planned_passes_and_plans_the_same(monkeypatch):
-    from compare import timing_run
-    from compare.backend import Backend
-    from compare.progress import Step
+    from compare.running import timing_run
+    from compare.running.backend import Backend
+    from compare.running.progress import Step
     reg = registry()
     the_plan = plan.build(plan.Request(variants=("pointer_mutation", "explicit_offset"), checks=("timing",),
                                        dtype="float32,float16"), reg)

@@ -1,4 +1,4 @@
-"""Resolving a request once into a plan (compare/plan.py) changed no report: the default compare and the
+"""Resolving a request once into a plan (compare/running/plan.py) changed no report: the default compare and the
 seed preset's compiled-code comparison give the report.json recorded before the change, key for key.
 
 What may differ between two runs and is left out of the comparison: the environment's host, software

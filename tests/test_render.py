@@ -110,7 +110,7 @@ SEED = Path(__file__).resolve().parent.parent / "reports" / "seed_pair" / "repor
 
 @pytest.mark.parametrize("limit", [markdown.GITHUB_LIMIT, 30000])
 def test_seed_sweep_comment_keeps_every_headline_and_the_shared_list_under_the_limit(limit):
-    from compare.headline import headline
+    from compare.model.headline import headline
     report = json_report.load(SEED.read_text())
     assert len(report.variants) >= 7     # the committed H200 sweep: 9 variants
     text = markdown.render(report, limit=limit)
@@ -142,7 +142,7 @@ def test_a_pipe_in_user_text_stays_inside_its_markdown_cell():
 def test_a_timing_variant_not_for_the_shape_is_a_warning_not_a_failure():
     import dataclasses
     from compare.render.timing_tables import timing_summary, timing_table
-    from compare.results import TimingComparison, TimingVariant
+    from compare.model.results import TimingComparison, TimingVariant
     report = fixed_report()
     case = report.timing.cases[0]
     reason = "not for this shape: slices are read again only for groups split over programs"

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from compare.results import (Environment, NumericsCase, NumericsSection, OutputError, PairBitwise, PairVerdict, Report,
+from compare.model.results import (Environment, NumericsCase, NumericsSection, OutputError, PairBitwise, PairVerdict, Report,
                              VariantNumerics, VariantInfo, from_dict, to_dict)
 
 

@@ -11,9 +11,10 @@ import pytest
 import torch
 
 import main
-from compare import numerics, pipeline
-from compare.backend import configure
-from compare.results import from_dict
+from compare.checks import numerics
+from compare.running import pipeline
+from compare.running.backend import configure
+from compare.model.results import from_dict
 from tests.planted import load_mutated
 from variants import registry
 
@@ -136,7 +137,7 @@ def test_two_kernels_of_one_file_make_one_variant_and_a_wrong_one_is_refused(cap
 
 
 def test_the_atomic_backward_is_compiled_as_its_own_launcher_runs_it():
-    from compare.ir.compile import recorded_launch
+    from compare.checks.ir.compile import recorded_launch
     shape = LN.parse_shape("4096,1024").shapes[0]
     args, kwargs = recorded_launch(LN, "backward", shape, "float32", "atomic_backward_call")
     assert kwargs["rows_per_program"] == 1

@@ -6,7 +6,7 @@ catches; the tile rules. Split groups waiting for each other need a GPU: tests/t
 import pytest
 import torch
 
-from compare import backend
+from compare.running import backend
 
 backend.configure("cpu")
 
@@ -61,7 +61,7 @@ def test_on_tiny_inputs_at_least_as_accurate_as_the_shared_backward():
     """On tiny inputs rstd is ~1/sqrt(eps): dx = (W dy - c2 - x_hat c1) * rstd magnifies float32 rounding
     where W dy and c2 nearly cancel, and on some draws every backward, torch's too, misses the element-wise
     tolerance. The family's accuracy verdict over several draws is the fair test there."""
-    from compare import numerics
+    from compare.checks import numerics
     from variants import registry
     reg = registry()
     case = numerics.run_case(gn.FAMILY, [reg.get("pointer_mutation"), reg.get("single_read_coop")], SHAPES["narrow"],

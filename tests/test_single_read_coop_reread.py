@@ -5,7 +5,8 @@ configuration on every input kind."""
 import pytest
 import torch
 
-from compare import backend, numerics
+from compare.running import backend
+from compare.checks import numerics
 
 BACKEND = backend.configure("cpu")
 

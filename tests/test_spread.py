@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import main
-from compare.executors import LocalExecutor
-from compare.tasks import Task
+from compare.running.executors import LocalExecutor
+from compare.running.tasks import Task
 from tests.test_supervisor import SEGFAULTING
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -134,8 +134,8 @@ def test_timing_cases_merge_in_plan_order_each_saying_its_gpu():
     import concurrent.futures
     from types import SimpleNamespace
 
-    from compare.results import TimingCase, to_dict
-    from compare.spread import Started
+    from compare.model.results import TimingCase, to_dict
+    from compare.running.spread import Started
 
     def answer(dtype, gpu):
         case = TimingCase("S", "forward", False, 1.0, (), (), dtype=dtype, ran_on=f"H200 GPU-{gpu}, copy 4000 GB/s")
@@ -186,7 +186,7 @@ def test_every_way_out_of_a_variant_in_a_worker_is_its_result(tmp_path, capfd):
 def test_variant_sources_are_shipped_and_load_from_where_they_are_unpacked(tmp_path):
     import subprocess
 
-    from compare import shipping
+    from compare.running import shipping
     from variants.spec import parse
     repo = tmp_path / "repo"
     (repo / "pkg").mkdir(parents=True)
@@ -214,7 +214,7 @@ def test_variant_sources_are_shipped_and_load_from_where_they_are_unpacked(tmp_p
 
 
 def test_each_variants_kernels_are_compiled_by_a_task_and_not_again_where_the_run_started(tmp_path, monkeypatch):
-    from compare.ir import compile as ir_compile
+    from compare.checks.ir import compile as ir_compile
     here = []
     monkeypatch.setattr(ir_compile, "run_worker", lambda request: here.append(request) or [])
     report = _compare(tmp_path, "ir", "--check", "ir", "--jobs", "2")

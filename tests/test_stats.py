@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from compare import stats
+from compare.checks import stats
 
 
 def synthetic(true_ratio, rounds=30, per_round=5, sigma=0.01, drift=0.03, seed=0):

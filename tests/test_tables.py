@@ -3,10 +3,10 @@ renderer shares: the tables a report makes, each legend once, a skipped check in
 table's kernels column and op legend, one line per gate."""
 import dataclasses
 
-from compare.headline import headline
+from compare.model.headline import headline
 from compare.render import markdown
 from compare.render.tables import OP_LEGEND, build, gate_lines, variants_table
-from compare.results_gates import Gate
+from compare.model.results_gates import Gate
 from tests.fixed_report import fixed_report, terminal_text
 
 

@@ -1,10 +1,10 @@
-"""compare/timing.py: the L2 flush reads its buffer (a zeroing one charged the timed call with its
+"""compare/checks/timing.py: the L2 flush reads its buffer (a zeroing one charged the timed call with its
 write-backs, reports/l2_flush); `time_case` on the simulated device (tests/simulated_device.py) decides
 placement, the A/A control and identical code as planted; op passes replay their own graphs or run eagerly."""
 import pytest
 import torch
 
-from compare import stats, timing
+from compare.checks import stats, timing
 from tests.simulated_device import CONFIG, entry
 
 
@@ -61,7 +61,7 @@ def test_entries_must_have_one_call_per_placement(clock):
 
 def test_a_fatal_device_error_while_timing_is_handed_to_the_supervisor(clock):
     # an illegal address poisons the CUDA context: timing the others after it would only fail too
-    from compare import supervisor
+    from compare.running import supervisor
 
     def illegal():
         raise RuntimeError("CUDA error: an illegal memory access was encountered")

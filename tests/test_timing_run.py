@@ -1,9 +1,9 @@
-"""The timing plan (compare/timing_run.py): with no --modes, every pass whose compiled code differs is
+"""The timing plan (compare/running/timing_run.py): with no --modes, every pass whose compiled code differs is
 timed and the others are said; the request travels to a timing process and back unchanged."""
 import pytest
 
-from compare import pipeline, timing_run
-from compare.timing import TimingConfig
+from compare.running import pipeline, timing_run
+from compare.checks.timing import TimingConfig
 from variants import registry
 
 REG = registry()

@@ -128,7 +128,7 @@ def _family_of(obj, where: str) -> Family | None:
 @contextlib.contextmanager
 def _loading(what: str):
     """Any error the family's code raises (a KeyboardInterrupt too: the user's own signals are no
-    KeyboardInterrupt, compare.supervisor.Stopped) as one FamilyError line naming `what`."""
+    KeyboardInterrupt, compare.running.supervisor.Stopped) as one FamilyError line naming `what`."""
     try:
         yield
     except FamilyError:
@@ -158,7 +158,7 @@ def _from_folder(origin: str, folder: Path) -> list[Found]:
             family = _family_of(importlib.import_module(package), where)
             variants = _collect(family) if family is not None else {}
         if family is not None:
-            # its kernels are compiled again elsewhere (compare/ir/worker.py) from the same folder
+            # its kernels are compiled again elsewhere (compare/checks/ir/worker.py) from the same folder
             roots = (str(folder),)
             found.append(Found(family, {n: dataclasses.replace(v, import_roots=roots) if v.own_kernels else v
                                         for n, v in variants.items()}, origin))

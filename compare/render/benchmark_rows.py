@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from compare.results import Report
+from compare.model.results import Report
 
 
 def rows(report: Report) -> list[dict]:

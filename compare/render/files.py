@@ -2,7 +2,7 @@
 nothing cut, report.json, benchmark_rows.json when timed, plots), each written atomically: a temporary file in the same folder,
 then os.replace, so a failed write (a full disk) leaves the file that was there as it was.
 
-`ours` tells the files kernel-ab writes from others: compare.usage refuses, before any work, to replace
+`ours` tells the files kernel-ab writes from others: compare.running.usage refuses, before any work, to replace
 a file that is not one of them unless --force is given.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from compare.results import MARKER, MARKER_KEY, from_dict
+from compare.model.results import MARKER, MARKER_KEY, from_dict
 
 REPORT_MD, FULL_MD, REPORT_JSON, ROWS_JSON = "report.md", "report-full.md", "report.json", "benchmark_rows.json"
 REVIEW_MARKER = "review"   # the marker of `review`'s JSON (compare/review/render.py)

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from compare.ir.loopclaims import match_lines, op_deltas
-from compare.ir.loopmatch import stage_matches
-from compare.results import IRLoop, IRSection, IRStage, IRVariant
-from compare.vocabulary import STAGE_TITLES
+from compare.checks.ir.loopclaims import match_lines, op_deltas
+from compare.checks.ir.loopmatch import stage_matches
+from compare.model.results import IRLoop, IRSection, IRStage, IRVariant
+from compare.model.vocabulary import STAGE_TITLES
 
 
 

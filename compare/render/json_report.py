@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from compare.headline import headline
-from compare.jsonform import encode as _encode
-from compare.results import MARKER, MARKER_KEY, Report, from_dict, to_dict
+from compare.model.headline import headline
+from compare.model.jsonform import encode as _encode
+from compare.model.results import MARKER, MARKER_KEY, Report, from_dict, to_dict
 
 
 def render(report: Report) -> str:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from compare.headline import Headline, headline
+from compare.model.headline import Headline, headline
 from compare.render.ir_tables import diff_blocks
 from compare.render.tables import IR_TITLE, Table, build, environment_lines, gate_lines, section_legend, variants_table
-from compare.results import Report
+from compare.model.results import Report
 
 GITHUB_LIMIT = 65536    # the most characters GitHub takes in one comment
 # what the comment aims at: a reviewer reads the headline and the verdicts, not 60,000 characters of

@@ -4,7 +4,7 @@ variant's share of the measured copy bandwidth (the family's fewest bytes over t
 the 2/3 cap marked on the shapes whose family says the pass must read x twice ("reads_x_twice")."""
 from __future__ import annotations
 
-from compare.results import Report
+from compare.model.results import Report
 
 FOCUS = 0.5   # the ratio panel leaves out variants more than 50% away from the baseline, so small gaps stay visible
 REREAD_CAP = 2 / 3   # x read twice and y written once: at most 2 of every 3 bytes moved are the fewest bytes

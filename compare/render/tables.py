@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 
-from compare.problems import Lists, describe, input_kinds, lists
-from compare.supervisor import CRASHES
+from compare.model.problems import Lists, describe, input_kinds, lists
+from compare.running.supervisor import CRASHES
 from compare.render import ir_tables
 from compare.render.table import Section, Summary, Table, section_legend  # noqa: F401 (re-exported)
-from compare.results import IRSection, NumericsCase, NumericsSection, Report
-from compare.vocabulary import STAGE_TITLES
+from compare.model.results import IRSection, NumericsCase, NumericsSection, Report
+from compare.model.vocabulary import STAGE_TITLES
 
 
 IR_TITLE = "Compiled code (IR)"
@@ -351,7 +351,7 @@ def environment_lines(report: Report) -> list[str]:
 
 
 def gate_lines(report: Report) -> list[tuple[str, str]]:
-    """Each gate asked for and how it ended (compare/gates.py decided it), as (level, text)."""
+    """Each gate asked for and how it ended (compare/model/gates.py decided it), as (level, text)."""
     lines = []
     for g in report.gates:
         flag = g.name if g.threshold is None else f"{g.name} {g.threshold:g}"

@@ -11,10 +11,10 @@ from rich.padding import Padding
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from compare.headline import Headline, headline
+from compare.model.headline import Headline, headline
 from compare.render.ir_tables import diff_blocks, side_by_side
 from compare.render.tables import Table, build, environment_lines, gate_lines, section_legend, variants_table
-from compare.results import Report
+from compare.model.results import Report
 
 _STYLE = {"ok": "green", "fail": "bold red", "warn": "yellow", "skip": "yellow", "info": "cyan"}
 _MARK = {"ok": "OK  ", "fail": "FAIL", "warn": "WARN", "skip": "SKIP", "info": "    "}

@@ -2,9 +2,9 @@
 control as the table's last row)."""
 from __future__ import annotations
 
-from compare.ratios import ratio_interval, ratio_span, ratio_text
+from compare.model.ratios import ratio_interval, ratio_span, ratio_text
 from compare.render.table import Table
-from compare.results import TimingCase, TimingComparison, TimingSection
+from compare.model.results import TimingCase, TimingComparison, TimingSection
 
 NO_DIFFERENCE = "no difference beyond noise"
 

@@ -3,7 +3,7 @@
 Each op (or kernel) becomes two --variant specs, `OP.base=git:BASE:PATH::OP` and `OP.head=git:HEAD:...`,
 run through compare's pipeline in its family with the family's default plan (--preset, --shape, --check
 and the rest pass through). Names are unique across ops, so a supervisor that reruns the review without
-a variant that crashed its process (compare.supervisor) leaves out that one alone.
+a variant that crashed its process (compare.running.supervisor) leaves out that one alone.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from compare.review import mapping
 from compare.review.kernels import changes
 from compare.review.revisions import Repository
-from compare.usage import UsageError
+from compare.running.usage import UsageError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,8 +71,9 @@ def _labels(targets: list[mapping.Target]) -> list[str]:
 
 def run(args, registry, backend) -> int:
     """The review's exit code."""
-    from compare.plan import from_args
-    from compare import gates, supervisor
+    from compare.running.plan import from_args
+    from compare.model import gates
+    from compare.running import supervisor
     from compare.review import render
     repo = Repository(args.repo)
     base, head = repo.commit(args.base, "BASE"), repo.commit(args.head, "HEAD")
@@ -80,7 +81,7 @@ def run(args, registry, backend) -> int:
     targets, unmapped = mapping.plan(found.changed, _table(repo, head), registry.families)
     labels = _labels(targets)
     if args.out:   # each op's folder in --out is checked as --out itself is, before any work
-        from compare.usage import outputs
+        from compare.running.usage import outputs
         timed = not args.checks or "timing" in args.checks
         for label in labels:
             outputs(None, None, str(Path(args.out) / label), force=args.force,
@@ -104,8 +105,8 @@ def run(args, registry, backend) -> int:
 def _compare(request, registry, backend, quiet: bool, excluded) -> tuple[object, str]:
     """(report, "") of one op's comparison, or (None, why) when neither revision's code could be loaded.
     A bad --preset or --shape for its family is the user's: UsageError."""
-    from compare import memory, pipeline, plan, supervisor
-    from compare.progress import reporter
+    from compare.running import memory, pipeline, plan, supervisor
+    from compare.running.progress import reporter
     with contextlib.ExitStack() as stack:
         try:
             request, registry, failed = stack.enter_context(pipeline.loaded(request, registry, excluded))

@@ -80,10 +80,10 @@ def markdown(review: Review) -> str:
 
 
 def _json(review: Review) -> str:
-    from compare.jsonform import encode
-    from compare.results import to_dict
+    from compare.model.jsonform import encode
+    from compare.model.results import to_dict
     from compare.render.files import REVIEW_MARKER
-    from compare.results import MARKER_KEY
+    from compare.model.results import MARKER_KEY
     data = {MARKER_KEY: REVIEW_MARKER, "base": review.base, "head": review.head,
             "lines": [{"level": level, "text": text} for level, text in lines(review)],
             "compared": [{"label": c.label, "target": encode(c.target), "error": c.error,
@@ -110,7 +110,7 @@ def _terminal(review: Review) -> None:
 def finish(review: Review, args) -> int:
     """Print the review, write its files, and return the exit code (gates as compare's, and a changed kernel
     no comparison judged is a gate that could not be judged)."""
-    from compare import gates
+    from compare.model import gates
     from compare.render import files
     _terminal(review)
     written, unwritten = [], 0

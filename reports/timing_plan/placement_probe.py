@@ -6,10 +6,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import torch  # noqa: E402
 
-from compare.backend import configure  # noqa: E402
+from compare.running.backend import configure  # noqa: E402
 
 configure("cuda")
-from compare import timing  # noqa: E402
+from compare.checks import timing  # noqa: E402
 from variants import registry  # noqa: E402
 from variants.group_norm import FAMILY, Shape  # noqa: E402
 

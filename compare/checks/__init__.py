@@ -1,0 +1,1 @@
+"""The checks: numerics, timing and its statistics, the compiled code."""

@@ -1,0 +1,382 @@
+"""The numerics comparison: each variant against the float64 reference and each pair bit by bit, forward
+or backward, with an accuracy verdict per pair. Outputs are pre-filled with a NaN of a distinctive payload
+(an unwritten element is told from a computed NaN); each variant runs twice on its first inputs, so a
+difference within its run-to-run spread (atomic adds) is said as such. Dtypes the interpreter does not
+compute faithfully (`INTERPRETER_UNTRUSTED`) are not run there for Triton variants."""
+from __future__ import annotations
+
+import itertools
+import warnings
+from typing import Iterable, Optional
+
+import torch
+
+from compare.running import sealing, supervisor
+from compare.running.backend import Backend, synchronize
+from compare.model.errors import summarize
+from compare.running.progress import Step
+from compare.model.results import NumericsCase, OutputError, PairBitwise, PairVerdict, RunSpread, VariantNumerics
+from compare.model.vocabulary import MANTISSA_BITS, MIN_NORMAL_EXPONENT
+from variants.family import NotForThisShape
+
+# assert_close's default tolerances (torch.testing), by dtype
+TOLERANCES = {
+    torch.float32: (1.3e-6, 1e-5),
+    torch.float16: (1e-3, 1e-5),
+    torch.bfloat16: (1.6e-2, 1e-5),
+    torch.float64: (1e-7, 1e-7),
+}
+# B is "at least as accurate as A" if its errors are within this factor of A's (PairVerdict)
+VERDICT_FACTOR = 2.0
+
+# Dtypes Triton's CPU interpreter does not compute faithfully (found with triton 3.9, pinned by
+# tests/test_interpreter_dtypes.py): dtype name -> reason shown instead of numbers.
+INTERPRETER_UNTRUSTED = {
+    "bfloat16": "not trustworthy on the interpreter: it rounds float32 to bfloat16 by truncation (toward zero) "
+                "instead of to nearest even as compiled Triton does, and mis-rounds subnormals",
+}
+
+# (integer view dtype, poison bit pattern: a quiet NaN with a payload no arithmetic produces)
+_POISON = {
+    torch.float32: (torch.int32, 0x7FC0DEAD),
+    torch.float16: (torch.int16, 0x7E5B),
+    torch.bfloat16: (torch.int16, 0x7FA5),
+    torch.float64: (torch.int64, 0x7FF8DEADBEEF0001),
+}
+# (explicit mantissa bits, smallest normal exponent) for units in the last place
+_FORMAT = {getattr(torch, n): (bits, MIN_NORMAL_EXPONENT[n]) for n, bits in MANTISSA_BITS.items()}
+
+
+def _poison_of(dtype: torch.dtype) -> tuple[torch.dtype, int] | None:
+    """(the dtype to view a buffer as, the poison's bits): a NaN payload for floats, the most negative value
+    for integers (no index or count is that); None for bool (no value is out of reach)."""
+    if dtype in _POISON:
+        return _POISON[dtype]
+    if dtype == torch.bool or dtype.is_floating_point or dtype.is_complex:
+        return None
+    return dtype, torch.iinfo(dtype).min
+
+
+def poison_(t: torch.Tensor) -> torch.Tensor:
+    found = _poison_of(t.dtype)
+    if found is not None:
+        t.view(found[0]).fill_(found[1])
+    return t
+
+
+def unwritten_mask(t: torch.Tensor, stale: torch.Tensor | None = None) -> torch.Tensor:
+    """Elements still holding the poison; with `stale` (the input an in-place output is written over), also
+    those still holding that input's bits (the caller keeps those only where they are wrong)."""
+    found = _poison_of(t.dtype)
+    mask = t.view(found[0]) == found[1] if found is not None else torch.zeros(t.shape, dtype=torch.bool, device=t.device)
+    if stale is not None:
+        mask = mask | same_bits(t, stale.to(t.device))
+    return mask
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Elementwise: the raw bits of a and b are equal (so -0.0 differs from 0.0 and NaN payloads count)."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return torch.zeros(a.shape, dtype=torch.bool, device=a.device)
+    view = sealing.int_view(a)
+    return a == b if view is None else a.contiguous().view(view) == b.contiguous().view(view)
+
+
+def ulp(ref: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The spacing of `dtype` at each (float64) reference value, subnormals included."""
+    mantissa, emin = _FORMAT[dtype]
+    _, exponent = torch.frexp(ref.abs())
+    exponent = torch.clamp(exponent.to(torch.float64) - 1, min=emin)
+    return torch.exp2(exponent - mantissa)
+
+
+def measure(out: torch.Tensor, ref: torch.Tensor, name: str, tol_dtype: torch.dtype | None = None,
+            stale: torch.Tensor | None = None) -> OutputError:
+    """Error statistics of one output (any rank, 0-d too) against its float64 reference, at the tolerance
+    of `tol_dtype` (default: the output's own dtype; integer outputs must be exact). An element non-finite
+    in both is not an error (NaN and Inf must propagate where the reference's do, and nowhere else).
+    `stale`: the input an in-place output was written over; an element still holding its bits where the
+    reference differs counts as unwritten (where the right answer is those bits, nothing tells them apart)."""
+    exact = not out.is_floating_point()
+    rtol, atol = (0.0, 0.0) if exact else TOLERANCES[tol_dtype or out.dtype]
+    o = out.detach().to(torch.float64)
+    ref = ref.to(o.device, torch.float64)
+    close = torch.isclose(o, ref, rtol=rtol, atol=atol, equal_nan=True) | (~torch.isfinite(o) & ~torch.isfinite(ref))
+    unwritten = unwritten_mask(out)
+    if stale is not None:
+        unwritten = unwritten | (unwritten_mask(out, stale) & ~close)
+    written = ~unwritten
+    o_fin, r_fin = torch.isfinite(o), torch.isfinite(ref)
+    both = o_fin & r_fin & written
+    diff = (o - ref).abs()[both]
+    r = ref[both]
+    max_abs = float(diff.max()) if diff.numel() else 0.0
+    ref_max = float(r.abs().max()) if r.numel() else 0.0
+    ref_norm = float(torch.linalg.vector_norm(r)) if r.numel() else 0.0
+    err_norm = float(torch.linalg.vector_norm(diff)) if diff.numel() else 0.0
+    rel_l2 = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else float("inf"))
+    max_ulp = (max_abs if exact else float((diff / ulp(r, out.dtype)).max())) if diff.numel() else 0.0
+    beyond = int((~close & written).sum())
+    nan = int((torch.isnan(o) & written).sum())
+    inf = int(torch.isinf(o).sum())
+    mismatch = int(((o_fin != r_fin) & written).sum())
+    return OutputError(name, str(out.dtype).removeprefix("torch."), out.numel(), max_abs, rel_l2, max_ulp,
+                       beyond, rtol, atol, nan, inf, mismatch, int(unwritten.sum()), ref_max)
+
+
+def merge(errors: list[OutputError]) -> OutputError:
+    """Worst case over trials (maxima of errors, sums of counts)."""
+    first = errors[0]
+    return OutputError(
+        first.output, first.dtype, sum(e.numel for e in errors),
+        max(e.max_abs for e in errors), max(e.rel_l2 for e in errors), max(e.max_ulp for e in errors),
+        sum(e.beyond_tol for e in errors), first.rtol, first.atol, sum(e.nan for e in errors),
+        sum(e.inf for e in errors), sum(e.nonfinite_mismatch for e in errors), sum(e.unwritten for e in errors),
+        max(e.ref_max for e in errors))
+
+
+def failure_reasons(e: OutputError) -> list[str]:
+    reasons = []
+    if e.unwritten:
+        reasons.append(f"{e.output}: {e.unwritten} of {e.numel} elements never written")
+    if e.nonfinite_mismatch:
+        reasons.append(f"{e.output}: {e.nonfinite_mismatch} elements non-finite where the reference is finite "
+                       f"(or the reverse)")
+    if e.beyond_tol:
+        reasons.append(f"{e.output}: {e.beyond_tol} of {e.numel} elements beyond rtol {e.rtol:g} / atol {e.atol:g} "
+                       f"(max abs error {e.max_abs:.3g})")
+    return reasons
+
+
+def bitwise(a: torch.Tensor, b: torch.Tensor) -> tuple[int, Optional[tuple[int, ...]], float]:
+    """Number of elements whose raw bits differ, the index of the first, and the largest |a - b|
+    among them (inf where one is finite and the other not; two NaNs or equal infinities count 0)."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return a.numel(), tuple(0 for _ in a.shape), float("inf")
+    differ = ~same_bits(a, b)
+    n = int(differ.sum())
+    if not n:
+        return 0, None, 0.0
+    flat = int(torch.nonzero(differ.reshape(-1))[0])
+    da, db = a[differ].to(torch.float64), b[differ].to(torch.float64)
+    fa, fb = torch.isfinite(da), torch.isfinite(db)
+    gap = torch.where(fa & fb, (da - db).abs(), torch.zeros_like(da))
+    if bool((fa != fb).any()) or bool(((~fa & ~fb) & ~(da.isnan() & db.isnan()) & (da != db)).any()):
+        max_abs = float("inf")
+    else:
+        max_abs = float(gap.max())
+    return n, tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), a.shape)), max_abs
+
+
+
+
+def interpreter_untrusted(backend: Backend, dtype: torch.dtype) -> str | None:
+    """Why Triton kernels in `dtype` cannot be trusted on this backend, or None."""
+    if not backend.interpreted:
+        return None
+    return INTERPRETER_UNTRUSTED.get(str(dtype).removeprefix("torch."))
+
+
+def _runner(family, v, direction: str, shape, dtype, backend):
+    """(reason it cannot run or None, alloc(), run(inputs, outputs), reference(inputs)) for one pass.
+    An op-level variant returns the family's first output only, so its forward is measured on that."""
+    if direction == "forward":
+        first = family.outputs[0]
+        return (None, lambda: {k: t for k, t in family.alloc_outputs(shape, dtype, backend.device).items()
+                               if v.kind != "op" or k == first},
+                lambda inputs, out: v.run(inputs, out, shape), lambda inputs: family.reference(inputs, shape))
+    return (family.backward_unsupported(v), lambda: family.alloc_grads(shape, dtype, backend.device),
+            lambda inputs, out: family.run_backward(v, inputs, out, shape),
+            lambda inputs: family.reference_backward(inputs, shape))
+
+
+def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seeds: Iterable[int],
+             input_kind: str = "normal", progress: Step = Step(),
+             direction: str = "forward", reference: str = "") -> NumericsCase:
+    """Run every variant on fresh inputs for each seed; compare with the reference and pairwise.
+
+    direction "forward" checks the family's outputs; "backward" its gradients (family.run_backward).
+    `reference`, if one of the variants, is the one every other variant also gets a verdict against."""
+    if direction not in ("forward", "backward"):
+        raise ValueError(f"unknown direction {direction!r}; known: forward, backward")
+    seeds = tuple(seeds)
+    errors: dict[str, list[OutputError]] = {v.name: [] for v in variants}
+    status: dict[str, VariantNumerics] = {}
+    diffs: dict[tuple[str, str, str], list] = {}
+    spreads: dict[str, dict[str, RunSpread]] = {}
+    runners = {}
+    untrusted = interpreter_untrusted(backend, dtype)
+    for v in variants:
+        runners[v.name] = _runner(family, v, direction, shape, dtype, backend)
+        if v.needs_gpu and not backend.gpu:
+            status[v.name] = VariantNumerics(v.name, "not_run", ("needs a GPU; this run has none",))
+        elif untrusted and v.kind in ("triton", "op"):   # an op launches Triton kernels too
+            status[v.name] = VariantNumerics(v.name, "untrusted",
+                                             (f"{str(dtype).removeprefix('torch.')}: {untrusted}",))
+        elif runners[v.name][0]:
+            status[v.name] = VariantNumerics(v.name, "not_run", (runners[v.name][0],))
+    ref_fn = next((r[3] for r in runners.values() if r[3] is not None), None)
+    # outputs written over an input by design (Family.overwrites): that input's write is no fault, and the
+    # output's buffer starts as the input's values, so an element still holding them (and wrong) is unwritten
+    overwrites = family.overwrites(direction)
+    expected = set(overwrites.values())
+    if direction == "backward":   # a backward pass runs its forward first: the forward's documented writes too
+        expected |= set(family.overwrites("forward").values())
+    written: dict[str, list] = {v.name: [] for v in variants}
+    for seed in seeds:
+        if all(v.name in status for v in variants):
+            break
+        # every run reads a copy of these (compare.running.sealing): no variant's writes reach another
+        pristine = family.make_inputs(shape, dtype, backend.device, seed, input_kind)
+        ref = ref_fn(sealing.sealed_copy(pristine))
+        produced: dict[str, dict[str, torch.Tensor]] = {}
+        for v in variants:
+            if v.name in status:
+                continue
+            progress(f"numerics {direction} {shape.label} {dtype} {input_kind} seed {seed}: {v.name}")
+            _, alloc, run, _ = runners[v.name]
+            outputs = {k: poison_(t) for k, t in alloc().items()}
+            inputs = sealing.sealed_copy(pristine)
+            what = f"numerics {direction} {shape.label} {str(dtype).removeprefix('torch.')} {input_kind} seed {seed}"
+            try:
+                with supervisor.running((v.name,), what), warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)  # numpy's overflow/invalid warnings from the
+                    run(inputs, outputs)                             # interpreter: the measured NaN/Inf say it better
+                    synchronize(backend)
+            except NotForThisShape as exc:   # a limit the variant documents, not a fault
+                status[v.name] = VariantNumerics(v.name, "not_run", (f"not for this shape: {exc}",))
+                continue
+            except BaseException as exc:  # a failing variant is reported (SystemExit too), the others still run
+                if not supervisor.is_variant_fault(exc):
+                    raise
+                if supervisor.is_fatal(exc):   # ... unless nothing can run after it (the supervisor reruns without it)
+                    supervisor.poisoned(v.name, f"{supervisor.CRASHES[1]} ({summarize(exc)})")
+                status[v.name] = VariantNumerics(v.name, "error", (summarize(exc),),
+                                                 writes=sealing.writes(pristine, inputs, expected))
+                continue
+            written[v.name].append(sealing.writes(pristine, inputs, expected))
+            produced[v.name] = outputs
+            for name, t in outputs.items():
+                stale = sealing.tensors(pristine)[overwrites[name]] if name in overwrites else None
+                errors[v.name].append(measure(t, ref[name], name, dtype, stale))
+            if v.name not in spreads and backend.interpreted and v.kind in ("triton", "op"):
+                spreads[v.name] = {}   # the interpreter runs programs one after another: no spread to find
+            if v.name not in spreads:
+                spreads[v.name] = _run_twice(run, alloc, sealing.sealed_copy(pristine), outputs, backend,
+                                             (v.name, f"{what}, run again"))
+        progress.advance()
+        for a, b in itertools.combinations(produced, 2):
+            for name in [n for n in produced[a] if n in produced[b]]:   # an op gives only its result
+                diffs.setdefault((a, b, name), []).append(bitwise(produced[a][name], produced[b][name]))
+    results = []
+    for v in variants:
+        if v.name in status:
+            results.append(status[v.name])
+            continue
+        by_output: dict[str, list[OutputError]] = {}
+        for e in errors[v.name]:
+            by_output.setdefault(e.output, []).append(e)
+        merged = tuple(merge(es) for es in by_output.values())
+        reasons = tuple(r for e in merged for r in failure_reasons(e))
+        results.append(VariantNumerics(v.name, "fail" if reasons else "pass", reasons, merged,
+                                       tuple(spreads.get(v.name, {}).values()), sealing.merge(written[v.name])))
+    pairs = []
+    for (a, b, name), trials in diffs.items():
+        if a in status or b in status:
+            continue
+        numel = _total_numel(errors[a], name)
+        first = next((idx for n, idx, _ in trials if n), None)
+        own = spreads.get(a, {}).get(name)     # A's: a B noisier than A differs from it
+        pairs.append(PairBitwise(a, b, name, numel, sum(n for n, _, _ in trials), first,
+                                 max(m for _, _, m in trials), own.n_diff if own else 0, own.max_abs if own else 0.0))
+    verdicts = _verdicts(results, pairs, reference, dtype)
+    return NumericsCase(shape.label, str(dtype).removeprefix("torch."), input_kind, seeds, tuple(results),
+                        tuple(pairs), direction, verdicts, reference if reference in errors else "")
+
+
+def _run_twice(run, alloc, inputs, first: dict[str, torch.Tensor], backend: Backend,
+               running: tuple[str, str]) -> dict[str, RunSpread]:
+    """Run a variant again on the same inputs and compare each output's bits with the first run's.
+    A crash on the repeat (it did not crash the first time) counts as no spread measured."""
+    again = {k: poison_(t) for k, t in alloc().items()}
+    try:
+        with supervisor.running((running[0],), running[1]), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            run(inputs, again)
+            synchronize(backend)
+    except BaseException as exc:
+        if not supervisor.is_variant_fault(exc):
+            raise
+        return {}
+    out = {}
+    for name, t in first.items():
+        n, _, max_abs = bitwise(t, again[name])
+        out[name] = RunSpread(name, t.numel(), n, max_abs)
+    return out
+
+
+def _verdicts(results: list[VariantNumerics], pairs: list[PairBitwise], reference: str,
+              dtype: torch.dtype) -> tuple[PairVerdict, ...]:
+    """A verdict for every pair (A, B) with A before B in the variant order, and (reference, B) for
+    every other B, among variants that produced numbers."""
+    ran = [r for r in results if r.status in ("pass", "fail")]
+    by_name = {r.variant: r for r in ran}
+    ordered = [(a, b) for a, b in itertools.combinations([r.variant for r in ran], 2) if b != reference]
+    if reference in by_name:
+        ordered += [(reference, r.variant) for r in ran if r.variant != reference and (reference, r.variant) not in ordered]
+    out = []
+    for a, b in ordered:
+        equal = [p.equal for p in pairs if {p.a, p.b} == {a, b}]
+        out.append(verdict(by_name[a], by_name[b], bool(equal) and all(equal), dtype))
+    return tuple(out)
+
+
+def _losses(a: VariantNumerics, b: VariantNumerics, u: float, factor: float) -> list[tuple[str, str, float, float]]:
+    """(output, measure, B's figure, A's figure) for every output and measure on which B is worse than
+    A by the PairVerdict rule."""
+    a_out = {e.output: e for e in a.outputs}
+    worse = []
+    for eb in b.outputs:
+        ea = a_out.get(eb.output)
+        if ea is None:
+            continue
+        bad_a, bad_b = ea.nonfinite_mismatch + ea.unwritten, eb.nonfinite_mismatch + eb.unwritten
+        if bad_a != bad_b:   # the errors below are measured over different elements: the count decides
+            if bad_b > bad_a:
+                worse.append((eb.output, "bad", bad_b, bad_a))
+            continue
+        if eb.rel_l2 > factor * ea.rel_l2 + u:
+            worse.append((eb.output, "rel L2", eb.rel_l2, ea.rel_l2))
+        floor = u / 2 * max(ea.ref_max, eb.ref_max)    # half an ULP of the largest |reference|
+        if eb.max_abs > factor * ea.max_abs + floor and eb.max_ulp > 1.0:   # within 1 ULP everywhere: no loss
+            worse.append((eb.output, "max abs", eb.max_abs, ea.max_abs))
+    return worse
+
+
+def _say(output: str, measure: str, b_fig: float, a_fig: float) -> str:
+    if measure == "bad":
+        return f"{output}: {b_fig:.0f} non-finite-mismatched or unwritten elements against {a_fig:.0f}"
+    return f"{output}: {measure} {b_fig:.2e} against {a_fig:.2e}"
+
+
+def verdict(a: VariantNumerics, b: VariantNumerics, bitwise_equal: bool, dtype: torch.dtype,
+            factor: float = VERDICT_FACTOR) -> PairVerdict:
+    """Is B more, as or less accurate than A (see PairVerdict)? `dtype` is the case's dtype;
+    differences below its machine epsilon u (rel L2) or u/2 x max|ref| (max abs: the rounding of the
+    output alone) do not count, nor does a max abs error within 1 ULP at every element."""
+    if bitwise_equal:
+        return PairVerdict(a.variant, b.variant, "as accurate", "bitwise equal")
+    u = float(torch.finfo(dtype).eps)
+    lost = _losses(a, b, u, factor)
+    gained = [(o, m, fig_b, fig_a) for o, m, fig_a, fig_b in _losses(b, a, u, factor)]
+    detail = tuple(_say(*x) for x in lost + gained)
+    outs = (tuple(dict.fromkeys(x[0] for x in lost)), tuple(dict.fromkeys(x[0] for x in gained)))
+    if lost:
+        return PairVerdict(a.variant, b.variant, "less accurate", "mixed" if gained else "B worse", detail, *outs)
+    if gained:
+        return PairVerdict(a.variant, b.variant, "more accurate", "B better", detail, *outs)
+    return PairVerdict(a.variant, b.variant, "as accurate", "error within factor")
+
+
+def _total_numel(errors: list[OutputError], name: str) -> int:
+    return sum(e.numel for e in errors if e.output == name)

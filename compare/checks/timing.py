@@ -1,0 +1,381 @@
+"""The timing comparison (GPU only): interleaved rounds, L2 flushed (by a read) before every timed call.
+
+Each round times every variant in a shuffled order; the variants of a case share one placement of output
+buffers, a few placements rotated by round, so placement moves a round alike and shows as spread, never
+bias. The baseline is timed again as a hidden A/A control that a verdict must clear (`compare.checks.stats`)."""
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from typing import Callable, Sequence
+
+import torch
+
+from compare.running import sealing, supervisor
+from compare.checks import stats
+from compare.model.errors import summarize
+from compare.model.results import TimingCase, TimingComparison, TimingVariant
+from variants.family import NotForThisShape
+
+from compare.checks.timing_config import (CONTROL, GRAPH_AUTO_BELOW_MS, LAUNCH_BOUND_FRACTION,  # noqa: F401 (re-exported)
+                                   TimingConfig, method_text)
+
+
+def copy_bandwidth_gbs(nbytes: int = 1 << 30, repeats: int = 10) -> float:
+    """A large device-to-device copy, in GB/s counting bytes read plus written: the memory ceiling."""
+    # varied bytes without the CUDA generator (a failed graph capture earlier in the process can leave it
+    # refusing offsets: "Offset increment outside graph capture")
+    src = torch.arange(nbytes // 4, dtype=torch.int32, device="cuda").view(torch.uint8)
+    dst = torch.empty_like(src)
+    for _ in range(3):
+        dst.copy_(src)
+    times = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        dst.copy_(src)
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    del src, dst
+    return 2 * nbytes / (sorted(times)[len(times) // 2] * 1e-3) / 1e9
+
+
+class _Timed:
+    """One variant's callable for one case, eager or replayed from a CUDA graph."""
+
+    def __init__(self, fn: Callable[[], None]):
+        self.fn = fn
+        self.graph = None
+        self.restore: Callable[[], None] | None = None   # puts back inputs the pass writes into
+
+    def prepare(self) -> None:
+        """Before a timed call, outside its interval: the inputs as the family drew them."""
+        if self.restore is not None:
+            self.restore()
+
+    def capture(self) -> None:
+        own = getattr(self.fn, "capture_graph", None)   # a pass that knows how to capture itself (an op's)
+        if own is not None:
+            self.graph = own()
+            return
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(2):
+                self.fn()
+        torch.cuda.current_stream().wait_stream(stream)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            self.fn()
+
+    def __call__(self) -> None:
+        if self.graph is not None:
+            self.graph.replay()
+        else:
+            self.fn()
+
+
+def flush_l2(buffer: torch.Tensor) -> None:
+    """Evict L2 by reading `buffer` (several times its size). A read leaves L2 full of clean lines;
+    zeroing the buffer (as triton.testing.do_bench does) leaves it full of dirty ones, whose write-back
+    to device memory the next, timed, call then pays for: on the H200 a read-only pass over 42 MB took
+    24.7 us after a zeroing flush and 19.5 us after a reading one, a copy of 42 MB 23.9 against 21.5 us
+    (reports/l2_flush)."""
+    buffer.amax()
+
+
+def _one_call_ms(fn, flush) -> float:
+    if isinstance(fn, _Timed):
+        fn.prepare()
+    flush_l2(flush)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end)
+
+
+def _peak_memory(fn) -> int:
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    fn()
+    torch.cuda.synchronize()
+    return max(0, torch.cuda.max_memory_allocated() - base)
+
+
+def _launch_cpu_ms(fn, flush, repeats: int = 3) -> tuple[float, float]:
+    """(host ms to issue one eager call, its GPU ms), the fastest of a few: an idle queue, so the host
+    time is the launch cost alone."""
+    cpu, gpu = [], []
+    for _ in range(repeats):
+        fn.prepare()
+        torch.cuda.synchronize()
+        flush_l2(flush)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        t0 = time.perf_counter()
+        fn()
+        cpu.append((time.perf_counter() - t0) * 1e3)
+        end.record()
+        end.synchronize()
+        gpu.append(start.elapsed_time(end))
+    return min(cpu), min(gpu)
+
+
+def _failing(exc: BaseException) -> Callable[[], None]:
+    def fail():
+        raise exc
+    return fail
+
+
+def case_calls(bench_call: Callable[..., Callable[[], None]], variants: Sequence, inputs, shape, mode: str,
+               placements: int = 1) -> tuple[dict[str, tuple], tuple]:
+    """Every variant's bench calls for one case, one per placement, and the baseline's again for the A/A
+    control: `placements` sets of buffers, each shared by every variant (bench_call's `buffers`), and a
+    sealed copy of `inputs` for each entry (`sealed_inputs`), so no entry's writes reach another. A
+    variant whose call cannot be built gets a call that raises its error, so it is reported as failed."""
+    sets = [{} for _ in range(placements)]
+
+    def build(variant):
+        own = sealing.sealed_copy(inputs)
+        try:
+            calls = tuple(bench_call(variant, own, shape, mode, buffers=b) for b in sets)
+        except BaseException as exc:  # reported by time_case, the rest still timed
+            if not supervisor.is_variant_fault(exc):
+                raise
+            calls = (_failing(exc),) * placements
+        for call in calls:
+            with contextlib.suppress(AttributeError):   # a callable that takes no attributes: not watched
+                call.sealed_inputs = own
+        return calls
+    calls = {v.name: build(v) for v in variants}
+    return calls, build(variants[0])
+
+
+def _as_placements(fn, placements: int) -> tuple:
+    fns = tuple(fn) if isinstance(fn, (tuple, list)) else (fn,)
+    if len(fns) != placements:
+        raise ValueError(f"every entry needs {placements} calls (one per placement), got {len(fns)}")
+    return fns
+
+
+def _same_code(a, b) -> bool:
+    """Both timed passes run the same compiled code, as their bench calls say (None: not known)."""
+    ka, kb = getattr(a, "timed_code", None), getattr(b, "timed_code", None)
+    return ka is not None and ka == kb
+
+
+def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]], bytes_moved: int, copy_gbs: float,
+              shape_label: str, mode: str, config: TimingConfig, step: Callable[[str], None] = lambda _: None,
+              dtype: str = "", control: Callable[[], None] | Sequence[Callable[[], None]] | None = None,
+              inputs=None) -> TimingCase:
+    """Time every entry (first = baseline) in interleaved rounds and compare each with the baseline.
+
+    An entry is one callable, or one per placement (all entries the same number); round r runs
+    placement r mod n of every entry. `control` is the baseline's call(s) again: the hidden A/A entry.
+    `inputs`: the inputs as drawn; an entry whose `sealed_inputs` its first call changed gets them
+    restored before each timed call, outside the interval, and its TimingVariant says what it wrote."""
+    placements = len(calls[next(iter(calls))]) if isinstance(calls[next(iter(calls))], (tuple, list)) else 1
+    entries = {name: _as_placements(fn, placements) for name, fn in calls.items()}
+    if control is not None:
+        entries[CONTROL] = _as_placements(control, placements)
+    flush = torch.empty(config.flush_bytes // 4, dtype=torch.int32, device="cuda")
+    timed: dict[str, list[_Timed]] = {}
+    failed: dict[str, str] = {}
+    not_run: set[str] = set()   # of the failed: those whose run said the shape is not theirs
+    written: dict[str, tuple] = {}   # entry -> the inputs its calls wrote into (sealing.writes)
+    memory: dict[str, int] = {}
+    label = lambda name: "A/A control" if name == CONTROL else name  # noqa: E731
+    for name, fns in entries.items():
+        step(f"timing {shape_label} {mode}: warm-up {label(name)}")
+        try:
+            ts = [_Timed(fn) for fn in fns]
+            for t in ts:
+                _one_call_ms(t, flush)   # the first call compiles; not a sample
+                _seal(t, inputs, written, name)
+            memory[name] = _peak_memory(ts[0])
+            deadline = time.perf_counter() + config.warmup_ms / 1e3
+            while time.perf_counter() < deadline:
+                _one_call_ms(ts[0], flush)
+            timed[name] = ts
+        except NotForThisShape as exc:   # a limit the variant documents, not a fault
+            failed[name] = f"not for this shape: {exc}"
+            not_run.add(name)
+        except BaseException as exc:  # a variant that crashes is reported; the rest are still timed
+            if not supervisor.is_variant_fault(exc):
+                raise
+            if supervisor.is_fatal(exc):   # ... unless nothing can run after it (the supervisor reruns without it)
+                culprit = next(iter(calls)) if name == CONTROL else name
+                supervisor.poisoned(culprit, f"{supervisor.CRASHES[1]} ({summarize(exc)})")
+            failed[name] = summarize(exc)
+            torch.cuda.synchronize()
+    launch = {name: _launch_cpu_ms(ts[0], flush) for name, ts in timed.items()}
+    launch_bound = tuple(n for n, (cpu, gpu) in launch.items() if n != CONTROL and cpu >= LAUNCH_BOUND_FRACTION * gpu)
+    # op-level passes (prefers_graph) are replayed from graphs in "auto" whatever their time: their Python,
+    # autograd and allocation overhead can exceed a small kernel's time and spreads their samples
+    prefer = any(getattr(t.fn, "prefers_graph", False) for ts in timed.values() for t in ts)
+    use_graph = config.graph == "on" or (config.graph == "auto" and bool(launch) and (
+        min(gpu for _, gpu in launch.values()) < GRAPH_AUTO_BELOW_MS or bool(launch_bound) or prefer))
+    note = ""
+    if use_graph:
+        note = _capture(timed, failed, config.graph == "on", flush)
+        use_graph = any(t.graph is not None for ts in timed.values() for t in ts)
+    samples, seconds = _rounds(timed, placements, config, step, flush, shape_label, mode)
+    variants = []
+    for name in calls:
+        if name in failed:
+            variants.append(TimingVariant(name, "not_run" if name in not_run else "error", failed[name]))
+            continue
+        flat = [s for r in samples[name] for s in r]
+        p20, p50, p80 = stats.quantiles(flat)
+        gbs = bytes_moved / (p50 * 1e-3) / 1e9
+        variants.append(TimingVariant(name, "ok", "", tuple(flat), len(samples[name]), config.calls_per_round,
+                                      p20, p50, p80, memory[name], bytes_moved, gbs,
+                                      gbs / copy_gbs if copy_gbs else 0.0, round(launch[name][0], 4),
+                                      written.get(name, ())))
+    names = list(calls)
+    baseline = names[0]
+    control_est = None
+    control_cmp = None
+    if control is not None:
+        if baseline in failed or CONTROL in failed:
+            control_cmp = TimingComparison(baseline, f"{baseline} again", "n/a", reason="the baseline failed")
+        else:
+            control_est = stats.ratio_with_interval(samples[baseline], samples[CONTROL], seed=config.seed)
+            control_cmp = _comparison(baseline, f"{baseline} again", control_est,
+                                      stats.decide(control_est, config.noise))
+    comparisons = []
+    for name in names[1:]:
+        if baseline in failed or name in failed:
+            which = baseline if baseline in failed else name
+            comparisons.append(TimingComparison(baseline, name, "n/a",
+                                                reason=f"{which} {'not run' if which in not_run else 'failed'}"))
+            continue
+        est = stats.ratio_with_interval(samples[baseline], samples[name], seed=config.seed)
+        same = _same_code(entries[baseline][0], entries[name][0])
+        comparisons.append(_comparison(baseline, name, est, stats.decide(est, config.noise, control_est, same)))
+    writers = [n for n in calls if written.get(n)]
+    if writers:
+        note = "; ".join(filter(None, (note, f"{', '.join(writers)} wrote into its inputs: they were restored "
+                                              "before every timed call, outside the timed interval")))
+    return TimingCase(shape_label, mode, bool(use_graph), round(seconds, 3), tuple(variants), tuple(comparisons),
+                      note, dtype, control_cmp, placements, launch_bound)
+
+
+def _seal(t: _Timed, inputs, written: dict, name: str) -> None:
+    """After a call of `t`: if it changed its sealed inputs, note what and restore them before every call."""
+    own = getattr(t.fn, "sealed_inputs", None)
+    if inputs is None or own is None:
+        return
+    found = sealing.writes(inputs, own)
+    if found:
+        written[name] = found
+        changed = {w.input for w in found}
+        t.restore = lambda: sealing.restore(own, inputs, changed)
+        t.restore()
+
+
+def _comparison(baseline: str, name: str, est: stats.RatioEstimate, decision: stats.Decision) -> TimingComparison:
+    return TimingComparison(baseline, name, decision.verdict, est.ratio, est.ci_low, est.ci_high, est.p_value,
+                            est.rounds, margin=decision.margin, basis=decision.basis)
+
+
+def _capture(timed: dict[str, list[_Timed]], failed: dict[str, str], demanded: bool, flush) -> str:
+    """Capture every placement of every entry in a CUDA graph. If one cannot be captured: with graphs
+    demanded it fails; otherwise (auto) every entry is timed eagerly, like with like. Returns the note."""
+    broken = {}
+    stream = torch.cuda.current_stream()
+    for name, ts in list(timed.items()):
+        try:
+            for t in ts:
+                t.capture()
+                _one_call_ms(t, flush)
+        except BaseException as exc:
+            if not supervisor.is_variant_fault(exc):
+                raise
+            broken[name] = summarize(exc)
+            # torch.cuda.graph's __exit__ does not restore the stream when capture_end raises: left alone,
+            # every later case of the process would run on the capture stream (and capture where it failed)
+            torch.cuda.set_stream(stream)
+            for t in ts:
+                t.graph = None
+            torch.cuda.synchronize()
+    if not broken:
+        return ""
+    shown = ["A/A control" if n == CONTROL else n for n in broken]
+    if demanded:
+        for name, reason in broken.items():
+            failed[name] = f"CUDA graph capture failed: {reason}"
+            del timed[name]
+        return ""
+    cost = _eager_cost(timed, flush)
+    for ts in timed.values():
+        for t in ts:
+            t.graph = None
+    return (f"CUDA graph capture failed for {', '.join(shown)} ({next(iter(broken.values()))}); "
+            "every variant of this case was timed from eager launches instead" + cost)
+
+
+def _spread(samples: list[float]) -> float:
+    """Half the p20-p80 range over the median: the relative spread of a variant's samples."""
+    p20, p50, p80 = stats.quantiles(samples)
+    return (p80 - p20) / 2 / p50 if p50 > 0 else 0.0
+
+
+def _eager_cost(timed: dict[str, list[_Timed]], flush, calls: int = 20) -> str:
+    """What timing eagerly costs the interval, measured on the entries whose graphs were captured: their
+    samples' median and spread eager against replayed."""
+    parts = []
+    for name, ts in timed.items():
+        t = ts[0]
+        if name == CONTROL or t.graph is None:
+            continue
+        replayed = [_one_call_ms(t, flush) for _ in range(calls)]
+        graph, t.graph = t.graph, None
+        eager = [_one_call_ms(t, flush) for _ in range(calls)]
+        t.graph = graph
+        parts.append(f"{name}: eager median {stats.quantiles(eager)[1] * 1e3:.1f} us spread +/-{_spread(eager):.0%} "
+                     f"against {stats.quantiles(replayed)[1] * 1e3:.1f} us +/-{_spread(replayed):.0%} from a graph")
+    if not parts:
+        return ("; each sample holds the host's launch overhead (for an op: Python, autograd and allocation), "
+                "which widens the interval")
+    return ("; each sample holds the host's launch overhead, which widens the interval: on "
+            f"{calls} calls of those that could be captured, " + "; ".join(parts))
+
+
+def _rounds(timed: dict[str, list[_Timed]], placements: int, config: TimingConfig, step, flush,
+            shape_label: str, mode: str) -> tuple[dict[str, list[list[float]]], float]:
+    """Interleaved rounds: every entry's calls in a shuffled order, all on placement (round mod n)."""
+    rng = random.Random(config.seed)
+    samples: dict[str, list[list[float]]] = {name: [] for name in timed}
+    order = list(timed)
+    start_time = time.perf_counter()
+    rounds = 0
+    while rounds < config.rounds and (rounds < config.min_rounds or
+                                      time.perf_counter() - start_time < config.max_seconds):
+        rng.shuffle(order)
+        events = []
+        for name in order:
+            t = timed[name][rounds % placements]
+            for _ in range(config.calls_per_round):
+                t.prepare()
+                flush_l2(flush)
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                t()
+                end.record()
+                events.append((name, start, end))
+        torch.cuda.synchronize()
+        per_round: dict[str, list[float]] = {name: [] for name in timed}
+        for name, start, end in events:
+            per_round[name].append(start.elapsed_time(end))
+        for name, values in per_round.items():
+            samples[name].append(values)
+        rounds += 1
+        if rounds % 10 == 0:
+            step(f"timing {shape_label} {mode}: round {rounds}")
+    return samples, time.perf_counter() - start_time

@@ -1,0 +1,1 @@
+"""The one result model: results, problems, verdicts, headline and gates."""

@@ -1,0 +1,255 @@
+"""The reviewer's answer first: what each variant changed against the baseline, apart from what they share.
+
+Per pair, at most three lines (numerics, timing, compiled code), the problems introduced and fixed, and the
+gate lines compare/model/gates.py reads; once, the baseline's problems the variants keep. Derived from a Report's
+sections alone, so a saved report.json re-renders the same. The reference point judges, never is judged.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+from compare.checks.ir.loopclaims import loop_claims
+from compare.model.problems import BITS, Problem, bits, brief, describe, input_kinds, judged, lists, ran, variant_of
+from compare.model.results import IRSection, NumericsCase, NumericsSection, Report, TimingSection
+from compare.model.vocabulary import STAGE_TITLES as _STAGE
+
+
+
+@dataclasses.dataclass(frozen=True)
+class Line:
+    topic: str           # "numerics", "timing" or "compiled code"
+    level: str           # "ok", "fail", "warn", "info" or "skip"
+    text: str
+
+
+@dataclasses.dataclass(frozen=True)
+class PairHeadline:
+    baseline: str
+    variant: str
+    lines: tuple[Line, ...]
+    introduced: tuple[str, ...] = ()   # numerics the variant made worse: what --fail-on-numerics acts on
+    problems_introduced: tuple[str, ...] = ()   # problems it has and the baseline has not, a line per input kind
+    problems_fixed: tuple[str, ...] = ()        # problems the baseline has and it has not, a line per input kind
+
+
+@dataclasses.dataclass(frozen=True)
+class Headline:
+    pairs: tuple[PairHeadline, ...]
+    shared_title: str
+    shared: tuple[str, ...]            # the baseline's problems every other variant keeps
+    kept_title: str = ""
+    kept: tuple[str, ...] = ()         # the baseline's problems only some keep, each naming who
+
+
+# ---------------------------------------------------------------- numerics line
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _case_key(c: NumericsCase) -> str:
+    return f"{c.direction} {c.dtype} {c.input_kind}"
+
+
+def _grouped(items: list[tuple[NumericsCase, str]], limit: int = 3) -> str:
+    groups: dict[str, list[str]] = {}
+    for c, detail in items:
+        groups.setdefault(_case_key(c), []).append(detail)
+    parts = [f"{k} ({d[0]}{'' if len(d) == 1 else f'; {len(d)} shapes'})" for k, d in groups.items()]
+    return "; ".join(parts[:limit]) + (f"; and {len(parts) - limit} more" if len(parts) > limit else "")
+
+
+def _bitwise_part(direction: str, cases: list[NumericsCase], a: str, b: str) -> tuple[str, list[NumericsCase]]:
+    """The direction's bits in one phrase, and the cases whose bits differ beyond A's run-to-run spread."""
+    state = [bits(c, a, b) for c in cases]
+    differ = [c for c, s in zip(cases, state) if s in ("differ", "")]
+    spread = [c for c, s in zip(cases, state) if s == BITS[1]]
+    n, n_same = len(cases), state.count(BITS[0])
+    if n_same == n:
+        return f"{direction}: identical bits in {'all ' if n > 1 else ''}{_n(n, 'case')}", []
+    parts = []
+    if spread:
+        outs = list(dict.fromkeys(p.output for c in spread for p in c.pairs if {p.a, p.b} == {a, b}))
+        noisy = [o for o in outs if any(bits(c, a, b, o) == BITS[1] for c in spread)]
+        same = [o for o in outs if o not in noisy]
+        where = f"in all {_n(n, 'case')}" if len(spread) == n else f"in {_n(len(spread), 'case')}"
+        parts.append(f"{', '.join(same) + ' identical bits, ' if same else ''}{', '.join(noisy)} differ only within "
+                     f"{a}'s run-to-run spread (run twice on the same inputs) {where}")
+    if n_same and n_same < n:
+        parts.insert(0, f"identical bits in {_n(n_same, 'case')}")
+    if differ:
+        parts.append(f"bits differ in {_n(len(differ), 'case')}")
+    return f"{direction}: " + ", ".join(parts), differ
+
+
+def _produced(case: NumericsCase, name: str) -> bool:
+    v = variant_of(case, name)
+    return v is not None and v.status in ("pass", "fail")
+
+
+def _where(case: NumericsCase, verdict, outputs: tuple[str, ...]) -> str:
+    """The verdict's first detail on an output whose bits differ beyond A's run-to-run spread ("" if none:
+    then the verdict only reflects how a non-deterministic output happened to land, and does not count)."""
+    real = [o for o in outputs if bits(case, verdict.a, verdict.b, o) == "differ"] if outputs else []
+    if outputs and not real:
+        return ""
+    return next((d for d in verdict.detail if d.split(":", 1)[0] in real), verdict.detail[0] if verdict.detail
+                else verdict.basis)
+
+
+def _numerics_line(section: NumericsSection, a: str, b: str, introduced: frozenset[Problem],
+                   fixed: frozenset[Problem]) -> tuple[Line, list[str]]:
+    """The pair's numerics line and its gate lines (less accurate verdicts, introduced problems, crashes)."""
+    both = [c for c in section.cases if _produced(c, a) and _produced(c, b)]
+    parts, level, gate = [], "ok", []
+    unexplained: list[NumericsCase] = []
+    for direction in dict.fromkeys(c.direction for c in both):
+        text, differ = _bitwise_part(direction, [c for c in both if c.direction == direction], a, b)
+        parts.append(text)
+        unexplained += differ
+    verdicts = [(c, v) for c in unexplained for v in c.verdicts if (v.a, v.b) == (a, b)]
+    less = [(c, _where(c, v, v.lost)) for c, v in verdicts if v.accuracy == "less accurate" and _where(c, v, v.lost)]
+    gains = [(c, v) for c, v in verdicts if v.accuracy == "more accurate" and _where(c, v, v.gained)]
+    # a gain on an output where B fixed a problem of A is said by "fixes"
+    fixed_at = {(p.direction, p.dtype, p.input_kind, p.shape, p.output) for p in fixed}
+    rest = [(c, v, tuple(o for o in v.gained if (c.direction, c.dtype, c.input_kind, c.shape, o) not in fixed_at))
+            for c, v in gains]
+    more = [(c, _where(c, v, outs)) for c, v, outs in rest if outs and _where(c, v, outs)]
+    same = len(verdicts) - len(less) - len(gains)
+    front = []
+    if less:
+        front.append(f"LESS ACCURATE than {a} in {_grouped(less)}")
+        gate += [f"numerics: {b} less accurate than {a} on {c.shape} {_case_key(c)} ({d})" for c, d in less]
+        level = "fail"
+    if introduced:
+        front.append(f"new problems (not in {a}): {brief(introduced, input_kinds(section))}")
+        gate += [f"numerics: {b} has a problem {a} has not: {line}" for line in describe(introduced)]
+        level = "fail"
+    if fixed:
+        front.append(f"fixes: {brief(fixed, input_kinds(section))}")
+    if more:
+        front.append(f"more accurate than {a} in {_grouped(more)}")
+    parts = front + parts
+    if same:
+        parts.append(f"as accurate as {a} in the other {_n(same, 'case')}" if less or gains
+                     else f"as accurate as {a} where bits differ")
+    unjudged = [c for c in unexplained if not any((v.a, v.b) == (a, b) for v in c.verdicts)]
+    if unjudged:
+        outs = sorted({p.output for c in unjudged for p in c.pairs if {p.a, p.b} == {a, b} and p.verdict == "differ"})
+        parts.append(f"bits differ in {', '.join(outs)} ({_n(len(unjudged), 'case')}; no accuracy verdict recorded)")
+        level = "warn" if level == "ok" else level
+    missing = [c for c in section.cases if ran(variant_of(c, a)) and not ran(variant_of(c, b))]
+    if missing:
+        why = variant_of(missing[0], b)
+        parts.append(f"not run in {_n(len(missing), 'case')} ({why.reasons[0] if why and why.reasons else 'no result'})")
+        level = "warn" if level == "ok" else level
+    if not parts:
+        return Line("numerics", "skip", "numerics: no case where both ran"), gate
+    text = "numerics: " + "; ".join(parts)
+    if any(c.reference == b for c in both):   # the yardstick: its distance from A is told, never judged
+        return Line("numerics", "info", text.replace("LESS ACCURATE", "less accurate") + f" ({b} is the yardstick)"), []
+    return Line("numerics", level, text), gate
+
+
+# ---------------------------------------------------------------- timing line
+def _timing_line(section: Optional[TimingSection], a: str, b: str, skipped: tuple[str, ...]) -> Line:
+    from compare.model.ratios import ratio_span   # '+3.0%', or '33.6× faster' beyond 2x
+    if section is None:
+        why = next((s.removeprefix("timing: ") for s in skipped if s.startswith("timing:")), "not asked for")
+        return Line("timing", "skip", f"timing: not measured: {why}")   # the whole reason: said here only
+    groups: dict[str, list] = {}
+    several = len({c.dtype for c in section.cases}) > 1
+    for case in section.cases:
+        for c in case.comparisons:
+            if (c.baseline, c.variant) == (a, b):
+                groups.setdefault(f"{case.mode} {case.dtype}" if several else case.mode, []).append(c)
+    if not groups:
+        return Line("timing", "skip", f"timing: {b} not compared with {a}")
+    parts, level = [], "info"
+    for mode, comps in groups.items():
+        judged = [c for c in comps if c.verdict != "n/a"]
+        if not judged:
+            parts.append(f"{mode} not compared ({comps[0].reason or 'a variant failed'})")
+            level = "warn"
+            continue
+        counts: dict[str, int] = {}
+        for c in judged:
+            counts[c.verdict] = counts.get(c.verdict, 0) + 1
+        verdicts = ", ".join(f"{v} in {n}" for v, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+        lo, hi = min(c.ratio for c in judged), max(c.ratio for c in judged)
+        span = ratio_span(lo, hi)
+        parts.append(f"{mode}: {verdicts} of {_n(len(comps), 'shape')} ({span})")
+        if "slower" in counts:
+            level = "warn"
+    return Line("timing", level, "timing: " + "; ".join(parts))
+
+
+# ---------------------------------------------------------------- compiled-code line
+def _ir_line(section: Optional[IRSection], a: str, b: str, skipped: tuple[str, ...]) -> Line:
+    if section is None:
+        why = next((s.removeprefix("ir: ") for s in skipped if s.startswith("ir:")), "not asked for")
+        return Line("compiled code", "skip", f"compiled code: not compared ({why})")
+    va = next((v for v in section.variants if v.variant == a), None)
+    vb = next((v for v in section.variants if v.variant == b), None)
+    matches = [m for m in section.kernels if (m.a, m.b) == (a, b)]
+    if matches:   # op-level variants: the kernels each launched, paired by name
+        said = [f"{m.kernel} {m.status}" + (f" ({', '.join(_STAGE.get(x, x) for x in m.changed_stages)})"
+                                            if m.changed_stages else "") for m in matches]
+        level = "fail" if any(m.status == "failed" for m in matches) else "info"
+        return Line("compiled code", level, "compiled code: launched kernels, paired by name: " + "; ".join(said))
+    if vb is None or va is None:
+        return Line("compiled code", "skip", f"compiled code: {b} not compared with {a}")
+    if vb.status != "ok":
+        return Line("compiled code", "fail", f"compiled code: {b} did not compile: {vb.error.splitlines()[0] if vb.error else '?'}")
+    if va.status != "ok":
+        return Line("compiled code", "skip", f"compiled code: the baseline {a} did not compile")
+    parts = loop_claims(section, va, vb)
+    for what, x, y in (("registers", va.registers, vb.registers), ("spill bytes", va.spill_bytes, vb.spill_bytes)):
+        if x != y and x >= 0 and y >= 0:
+            parts.append(f"{what} {x} -> {y}")
+    pair = next((p for p in section.pairs if (p.a, p.b) == (a, b)), None)
+    if pair is not None:
+        changed = [d for d in pair.stages if not d.identical]
+        if not changed:
+            parts.append("identical at every stage")
+        else:
+            parts.append("normalized diff " + ", ".join(f"{_STAGE[d.stage]} {d.changed_lines}" for d in changed)
+                         + " changed lines")
+    return Line("compiled code", "info", "compiled code: " + "; ".join(parts or ["no structural change found"]))
+
+
+def _ir_lines(report: Report, a: str, b: str) -> Line:
+    """The compiled-code line over every compiled-code section (the forward kernels, and the kernels of
+    other passes when variants bring their own), each named by its kernel when there are several."""
+    sections = report.ir_sections
+    if len(sections) <= 1:
+        return _ir_line(sections[0] if sections else None, a, b, report.skipped)
+    lines = [(s.kernel, _ir_line(s, a, b, report.skipped)) for s in sections]
+    order = ("fail", "warn", "info", "ok", "skip")
+    level = min((line.level for _, line in lines), key=order.index)
+    return Line("compiled code", level, "compiled code: " + "; ".join(
+        f"{kernel} kernel: {line.text.removeprefix('compiled code: ')}" for kernel, line in lines))
+
+
+# ---------------------------------------------------------------- the headline
+def headline(report: Report) -> Headline:
+    section, base = report.numerics, report.baseline
+    found = lists(report)   # compare/model/problems.py decides what is shared, introduced or fixed
+    kinds = input_kinds(section) if section else ()
+    pairs = []
+    for b in [n for n in judged(report) if n != base]:
+        lines, gate = [], []
+        introduced, fixed = found.introduced.get(b, frozenset()), found.fixed.get(b, frozenset())
+        if section is not None:
+            line, gate = _numerics_line(section, base, b, introduced, fixed)
+            lines.append(line)
+        lines.append(_timing_line(report.timing, base, b, report.skipped))
+        lines.append(_ir_lines(report, base, b))
+        pairs.append(PairHeadline(base, b, tuple(lines), tuple(gate), tuple(describe(introduced, kinds)),
+                                  tuple(describe(fixed, kinds))))
+    shared_title = ("shared by every variant (not introduced by this change)" if found.others
+                    else f"problems of {base} (the only variant judged)")
+    kept = tuple(f"{line} (kept by {', '.join(keepers)}; fixed by {', '.join(found.fixers(ps))})"
+                 for keepers, ps in found.kept.items() for line in describe(ps, kinds))
+    return Headline(tuple(pairs), shared_title, tuple(describe(found.shared, kinds)),
+                    f"problems of {base} only some variants keep", kept)

@@ -1,0 +1,206 @@
+"""What is wrong with one variant in one numerics case, as comparable records; how to say a set of them
+in a line per input kind and dtype; and, once for every renderer and gate, which of them every variant
+shares, which a variant introduced against the baseline and which it fixed (`lists`).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+from compare.model.results import NumericsCase, NumericsSection, Report, VariantNumerics
+
+# problem kinds, most severe first; an output shows only its most severe one
+KINDS = ("crashed", "never written", "non-finite where the reference is finite (or the reverse)",
+         "beyond tolerance", "less accurate than the reference point", "writes into its input")
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """One problem of one variant in one numerics case."""
+
+    direction: str
+    dtype: str
+    input_kind: str
+    shape: str
+    output: str          # "-" for a crash
+    kind: str            # one of KINDS
+    detail: str = ""     # how to say it, if more precisely than `kind` (not part of its identity)
+    order: int = 0       # the output's place among the case's outputs, for listing
+
+    @property
+    def key(self) -> tuple:
+        return (self.direction, self.dtype, self.input_kind, self.shape, self.output, self.kind)
+
+
+def variant_of(case: NumericsCase, name: str) -> Optional[VariantNumerics]:
+    return next((v for v in case.variants if v.variant == name), None)
+
+
+def ran(v: Optional[VariantNumerics]) -> bool:
+    return v is not None and v.status in ("pass", "fail", "error")
+
+
+def yardstick_misses(case: NumericsCase) -> set[str]:
+    """The outputs on which the reference point itself is beyond the dtype's tolerance in `case`."""
+    ref = variant_of(case, case.reference) if case.reference else None
+    return {e.output for e in ref.outputs if e.beyond_tol} if ref is not None and ref.status in ("pass", "fail") \
+        else set()
+
+
+def problems(case: NumericsCase, name: str) -> set[Problem]:
+    """What is wrong with variant `name` in `case` (empty for the reference point: it is the yardstick).
+    A tolerance miss on an output where the yardstick misses too is none: the dtype's tolerance does not
+    hold there for anyone (a float32 sum over 10^5 elements), and the accuracy verdict against the
+    yardstick judges the variant instead ("less accurate than the reference point")."""
+    v = variant_of(case, name)
+    if not ran(v) or name == case.reference:
+        return set()
+    unattainable = yardstick_misses(case)
+    where = (case.direction, case.dtype, case.input_kind, case.shape)
+    # an input it writes into: its output field names the input (x, dy), listed after the outputs
+    found = {Problem(*where, w.input, KINDS[5], "", len(v.outputs) + i) for i, w in enumerate(v.writes)}
+    if v.status == "error":
+        return found | {Problem(*where, "-", KINDS[0], f"crashed ({v.reasons[0]})" if v.reasons else "")}
+    order = {e.output: i for i, e in enumerate(v.outputs)}
+    for e in v.outputs:
+        nonfinite = "NaN" if e.nan and not e.inf else "Inf" if e.inf and not e.nan else "NaN/Inf"
+        for kind, count, say in ((KINDS[1], e.unwritten, ""),
+                                 (KINDS[2], e.nonfinite_mismatch, f"{nonfinite} where the reference is finite"),
+                                 (KINDS[3], 0 if e.output in unattainable else e.beyond_tol, "")):
+            if count:
+                found.add(Problem(*where, e.output, kind, say, order[e.output]))
+    for verdict in case.verdicts:
+        if (verdict.a, verdict.b) == (case.reference, name) and verdict.accuracy == "less accurate":
+            found |= {Problem(*where, o, KINDS[4], f"less accurate than {case.reference}", order.get(o, 0))
+                      for o in verdict.lost}
+    return found
+
+
+def _worst_per_output(items: set[Problem]) -> list[Problem]:
+    worst: dict[tuple, Problem] = {}
+    # sorted, so that among equally bad problems (say NaN on one shape, NaN/Inf on another) the one
+    # shown does not depend on set order: a report must render the same in every process
+    for p in sorted(items, key=lambda p: (KINDS.index(p.kind), p.shape, p.detail, p.dtype, p.input_kind)):
+        k = (p.direction, p.output)
+        if k not in worst or KINDS.index(p.kind) < KINDS.index(worst[k].kind):
+            worst[k] = p
+    return sorted(worst.values(), key=lambda p: (p.direction != "forward", p.direction, p.order))
+
+
+def describe(items: set[Problem], kinds_order: tuple[str, ...] = ()) -> list[str]:
+    """Problems as lines, one per (input kind, dtype): '<kind> inputs, <dtype>: <what> in <direction> <outputs>; ...',
+    input kinds in `kinds_order` (then the rest)."""
+    groups: dict[tuple[str, str], set[Problem]] = {}
+    for p in items:
+        groups.setdefault((p.input_kind, p.dtype), set()).add(p)
+    rank = {k: i for i, k in enumerate(kinds_order)}
+    lines = []
+    for (kind, dtype), ps in sorted(groups.items(), key=lambda kv: (rank.get(kv[0][0], len(rank)), kv[0])):
+        by_what: dict[str, list[str]] = {}
+        for p in _worst_per_output(ps):
+            by_what.setdefault(p.detail or p.kind, []).append(p.direction if p.output == "-"
+                                                               else f"{p.direction} {p.output}")
+        shapes = len({p.shape for p in ps})
+        on = f", {shapes} shapes" if shapes > 1 else ""
+        lines.append(f"{kind} inputs, {dtype}{on}: " + "; ".join(f"{what} in {_join_outputs(outs)}"
+                                                                 for what, outs in by_what.items()))
+    return lines
+
+
+def _join_outputs(outs: list[str]) -> str:
+    """'forward y', 'forward rstd', 'backward dx' as 'forward y, rstd and backward dx'."""
+    by_dir: dict[str, list[str]] = {}
+    for o in outs:
+        d, _, name = o.partition(" ")
+        by_dir.setdefault(d, []).append(name)
+    return " and ".join(f"{d} {', '.join(n for n in names if n)}".strip() for d, names in by_dir.items())
+
+
+def input_kinds(section: NumericsSection) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(c.input_kind for c in section.cases))
+
+
+
+
+# ---------------------------------------------------------------- shared, introduced, fixed
+BITS = ("identical", "within run-to-run spread", "differ")
+
+
+def bits(case: NumericsCase, a: str, b: str, output: str | None = None) -> str:
+    """The pair's bitwise verdict in `case`, for `output` or the worst over its outputs ("" if none recorded)."""
+    found = [p.verdict for p in case.pairs if {p.a, p.b} == {a, b} and output in (None, p.output)]
+    return max(found, key=BITS.index, default="")
+
+
+def has(case: NumericsCase, name: str, other: str, p: Problem) -> bool:
+    """Does `name` have `other`'s problem `p` in `case`? Yes also when the two outputs' bits are identical or
+    differ only within run-to-run spread: then the problem comes and goes with the run, not the variant."""
+    return (p.key in {q.key for q in problems(case, name)}
+            or (p.output != "-" and bits(case, name, other, p.output) in BITS[:2]))
+
+
+def judged(report: Report) -> list[str]:
+    """Variants the headline is about: loaded ones, in order, without the reference point added unasked."""
+    added = report.numerics.added_reference if report.numerics else ""
+    return [v.name for v in report.variants if v.status == "ok" and v.name != added]
+
+
+@dataclasses.dataclass(frozen=True)
+class Lists:
+    """The baseline's problems by who keeps them, and each other variant's against the baseline."""
+
+    baseline: str
+    others: tuple[str, ...]                 # the variants judged against the baseline (no yardstick)
+    shared: frozenset[Problem]              # the baseline's, kept by every one of `others`
+    kept: dict[tuple[str, ...], frozenset[Problem]]   # the baseline's, kept by only these of `others`
+    introduced: dict[str, frozenset[Problem]]         # variant -> what it has and the baseline has not
+    fixed: dict[str, frozenset[Problem]]              # variant -> what the baseline has and it has not
+
+    def fixers(self, items: frozenset[Problem]) -> list[str]:
+        """The variants that fixed some of `items`."""
+        return [n for n in self.others if items & self.fixed[n]]
+
+
+def lists(report: Report) -> Lists:
+    """Problems shared by every variant, kept by some, introduced and fixed by each, case by case: a
+    problem is B's own only where the baseline ran and has it not; fixed only where B ran and has it not."""
+    section, base = report.numerics, report.baseline
+    names = judged(report)
+    yardsticks = {c.reference for c in section.cases} if section else set()
+    others = tuple(n for n in names if n != base and n not in yardsticks)
+    shared: set[Problem] = set()
+    kept: dict[tuple[str, ...], set[Problem]] = {}
+    introduced: dict[str, set[Problem]] = {n: set() for n in others}
+    fixed: dict[str, set[Problem]] = {n: set() for n in others}
+    for c in section.cases if section else ():
+        mine = problems(c, base)
+        for n in others:
+            if ran(variant_of(c, base)):
+                introduced[n] |= {p for p in problems(c, n) if not has(c, base, n, p)}
+            if ran(variant_of(c, n)):
+                fixed[n] |= {p for p in mine if not has(c, n, base, p)}
+        for p in mine:   # a variant that did not run in the case neither keeps nor fixes the problem
+            fixers = [n for n in others if p in fixed[n]]
+            keepers = tuple(n for n in others if n not in fixers and ran(variant_of(c, n)))
+            (kept.setdefault(keepers, set()) if fixers else shared).add(p)
+    return Lists(base, others, frozenset(shared), {k: frozenset(v) for k, v in kept.items() if k},
+                 {n: frozenset(v) for n, v in introduced.items()}, {n: frozenset(v) for n, v in fixed.items()})
+
+
+def brief(items: set[Problem] | frozenset[Problem], kinds_order: tuple[str, ...] = ()) -> str:
+    """Problems in a few words, worst first, by what and on which inputs: 'NaN on large_mean and
+    all_equal inputs | less accurate than torch on nonfinite inputs' (the dtype too where several)."""
+    several = len({p.dtype for p in items}) > 1
+    rank = {k: i for i, k in enumerate(kinds_order)}
+    where: dict[str, list[str]] = {}
+    worst = [p for key in sorted({(p.input_kind, p.dtype) for p in items}, key=lambda k: (rank.get(k[0], len(rank)), k))
+             for p in _worst_per_output({p for p in items if (p.input_kind, p.dtype) == key})]
+    for p in sorted(worst, key=lambda p: KINDS.index(p.kind)):   # stable: input kinds stay in order
+        what = p.detail.split(" where ")[0] if p.kind == KINDS[2] else p.detail if p.kind == KINDS[4] else p.kind
+        label = f"{p.input_kind} {p.dtype}" if several else p.input_kind
+        if label not in where.setdefault(what, []):
+            where[what].append(label)
+    return " | ".join(f"{what} on {_and(labels)} inputs" for what, labels in where.items())
+
+
+def _and(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"

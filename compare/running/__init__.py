@@ -1,0 +1,1 @@
+"""Running a comparison: the plan, the supervised child, sealing, workers."""

@@ -1,0 +1,293 @@
+"""From a comparison plan (compare/running/plan.py: the request resolved once) to a Report: run the asked-for
+checks, collect provenance; and the --variant kernels loaded for the length of a run."""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+from typing import Iterator, Optional
+
+from compare.checks import numerics
+from compare.running import supervisor, timing_run
+from compare.running.backend import Backend
+from compare.running.environment import collect
+from compare.running.progress import Step
+from compare.model.results import NumericsSection, Report, VariantInfo
+from compare.running.plan import Plan, Request, build
+from compare.running.usage import UsageError
+from variants import Registry, UnknownName
+
+class NothingToCompare(RuntimeError):
+    """Every variant asked for failed to load; the message says which and why, one line each."""
+
+
+def count_steps(plan: Plan, backend: Backend) -> int:
+    """Units of work `execute` will advance through, for the progress bar."""
+    steps = sum(len(seeds) for *_, seeds in numerics_plan(plan))
+    if "timing" in plan.checks and backend.gpu:
+        dtypes = len(plan.dtypes)
+        steps += dtypes if timing_run.in_fresh_processes(backend.gpu) else \
+            len(plan.preset.shapes) * len(plan.timing.modes) * dtypes
+    if "ir" in plan.checks:
+        steps += 1
+    return steps
+
+
+def _ir(plan: Plan, backend: Backend, step, cache=None) -> tuple:
+    """(IR sections, skipped reasons) for the preset's first shape and the first dtype (ir.run_passes)."""
+    from compare.checks import ir
+    names = plan.dtype_names
+    first = names[0]   # one specialization: the first dtype asked for
+    skipped = [f"ir: {', '.join(names[1:])} (the compiled code is shown for {first}, the first dtype asked for)"
+               ] if names[1:] else []
+    sections, more = ir.run_passes(plan.family, list(plan.variants), plan.preset.shapes[0], first, plan.request.target,
+                                   backend.gpu, plan.stages, plan.request.full, cache, step)
+    return sections, tuple(skipped) + more
+
+
+@contextlib.contextmanager
+def loaded(request: Request, registry: Registry,
+           excluded=()) -> Iterator[tuple[Request, Registry, tuple[VariantInfo, ...]]]:
+    """Load the request's --variant kernels for the length of the block (variants.external); those
+    `excluded` names ((name, reason) pairs: their import ended an earlier run) are failed, not imported.
+
+    Yields the request naming them after its own names, the registry holding them, and a failed
+    VariantInfo for each kernel file that did not import. What was materialized is removed at exit,
+    also on error. Bad input is a UsageError; NothingToCompare when every variant asked for failed."""
+    if request.family is not None and request.family not in registry.families:
+        raise UsageError(f"--family: unknown family {request.family!r}; known families: {', '.join(registry.families)}")
+    if not request.external:
+        yield request, registry, ()
+        return
+    from variants.external import BadSpec, ExternalKernels, add_to
+    with ExternalKernels(request.repo, guard=lambda name, what: supervisor.running((name,), what)) as kernels:
+        try:
+            joined = _joined_family(request, registry)
+            registry, names, failed = add_to(registry, kernels, request.external, joined, dict(excluded))
+        except (BadSpec, ValueError) as exc:
+            raise UsageError(str(exc)) from None
+        infos = tuple(VariantInfo(f.name, f.family, "triton", f"{f.where.rpartition('::')[2]}, loaded with --variant",
+                                  f.origin, status="failed", error=f.error) for f in failed)
+        if not set(request.variants) - {f.name for f in failed} and not names:
+            raise _nothing_left(infos)
+        # a --variant name may also be among the names, to set its place (e.g. make it the baseline)
+        lost = {f.name for f in failed}
+        ordered = tuple(n for n in request.variants if n not in lost)
+        ordered += tuple(n for n in names if n not in ordered)
+        yield (dataclasses.replace(request, variants=ordered, external=(), family=joined,
+                                   loaded_specs=request.external), registry, infos)
+
+
+def _joined_family(request: Request, registry: Registry) -> str:
+    """The family --variant kernels join: --family, else that of the variants named, else the default."""
+    if request.family:
+        return request.family
+    named = [n for n in request.variants if registry.has(n)]
+    try:
+        return registry.get(named[0]).family if named else registry.default_family
+    except UnknownName as exc:
+        raise UsageError(str(exc)) from None
+
+
+def without_crashed(plan: Plan, failed: tuple[VariantInfo, ...], crashed: list[tuple[str, str]],
+                    no_timing: str = "") -> tuple[Plan, tuple[VariantInfo, ...]]:
+    """The plan less the variants that crashed an earlier run (each reported as failed with its
+    reason), and less timing when it crashed (compare.running.supervisor)."""
+    if no_timing:
+        plan = plan.without_timing(no_timing)
+    if not crashed:
+        return plan, failed
+    reasons = dict(crashed)
+    failed += tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, status="failed", error=reasons[v.name])
+                    for v in plan.variants if v.name in reasons)
+    kept = [v for v in plan.variants if v.name not in reasons]
+    if not kept:
+        raise NothingToCompare("; ".join(f"{name} {reason}" for name, reason in crashed))
+    return plan.keeping(kept), failed
+
+
+def _nothing_left(failed: tuple[VariantInfo, ...]) -> NothingToCompare:
+    return NothingToCompare("; ".join(f"{i.name} could not be loaded: {i.error.splitlines()[0]}" for i in failed))
+
+
+def _compiled(family, chosen: list, shape, dtype, backend: Backend, failed: tuple[VariantInfo, ...],
+              step: Step = Step()):
+    """On compiled Triton, move the variants whose kernels do not compile from `chosen` to `failed`."""
+    if backend.interpreted:  # the interpreter compiles nothing; its errors are the numerics'
+        return chosen, failed
+    from variants.external import compile_failures
+    broken = compile_failures(family, chosen, shape, dtype, backend.device, step)
+    failed += tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, status="failed", error=broken[v.name],
+                                kernels=v.own_kernels)
+                    for v in chosen if v.name in broken)
+    chosen = [v for v in chosen if v.name not in broken]
+    if not chosen:
+        raise _nothing_left(failed)
+    return chosen, failed
+
+
+def run(request: Request, registry: Registry, backend: Backend,
+        step: Step = Step(), failed: tuple[VariantInfo, ...] = (), ir_cache=None) -> Report:
+    """The report for `request` (planned here: compare.running.plan.build); see `execute`."""
+    return execute(build(request, registry), backend, step, failed, ir_cache)
+
+
+def execute(plan: Plan, backend: Backend, step: Step = Step(), failed: tuple[VariantInfo, ...] = (),
+            ir_cache=None, spread=None) -> Report:
+    """The report for `plan`; `failed` (from `loaded`) lists variants that could not be loaded.
+    `ir_cache` (a compare.checks.ir.CompileCache) keeps compiled kernels for later runs of a caller comparing many pairs.
+    `spread` (compare.running.spread.Spread) runs the checks as tasks in worker processes or on a cluster."""
+    chosen, failed = _compiled(plan.family, list(plan.variants), plan.preset.shapes[0], plan.dtypes[0], backend,
+                               tuple(failed), step)
+    if len(chosen) != len(plan.variants):
+        plan = plan.keeping(chosen)
+    infos = tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, kernels=v.own_kernels)
+                  for v in chosen) + tuple(failed)
+    if spread is not None:   # every task is started now; each section below waits for its own
+        spread = spread.start(plan, backend, step)
+    ir_later = _ir_alongside(plan, backend, step, ir_cache) if plan.directions and spread is None else None
+    try:
+        return _checks(plan, backend, step, infos, ir_later, ir_cache, spread)
+    except BaseException:   # a stop, or an error: the compile alongside ends with the run (its files removed)
+        if ir_later:
+            ir_later.cancel()
+        raise
+
+
+def _checks(plan: Plan, backend, step, infos, ir_later, ir_cache, spread=None) -> Report:
+    family, preset = plan.family, plan.preset
+    numerics_section = None
+    if plan.directions:
+        numerics_section = run_numerics(plan, backend, step, spread.numerics if spread else None)
+    skipped = list(plan.left_out)
+    if "backward" in plan.checks and "backward" not in plan.directions:
+        skipped.append(f"backward: family {family.name} has no backward pass")
+    timing_section = None
+    if "timing" in plan.checks:
+        if backend.gpu:
+            timing_section, timing_skipped = spread.timing() if spread else _timing(plan, backend, step)
+            skipped.extend(timing_skipped)
+        else:
+            skipped.append("timing: needs a CUDA GPU and this run has none (Triton ran through its CPU "
+                           "interpreter, whose speed says nothing about the GPU)")
+    ir_sections = ()
+    if "ir" in plan.checks:
+        ir_sections, ir_skipped = spread.ir() if spread else ir_later() if ir_later else \
+            _ir(plan, backend, step, ir_cache)
+        step.advance()
+        skipped.extend(ir_skipped)
+    dtype_names = ",".join(str(d).removeprefix("torch.") for d in plan.dtypes)
+    return Report(family=family.name, preset=preset.name, dtype=dtype_names, baseline=plan.variants[0].name,
+                  incidents=supervisor.left_behind() + (spread.incidents() if spread else ()), variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
+                  x_name=preset.x_name, x_values=tuple(float(preset.x_value(s)) for s in preset.shapes),
+                  shape_params=tuple(json.dumps(_shape_params(s, twice), sort_keys=True)
+                                     for s, twice in zip(preset.shapes, plan.reads_x_twice)),
+                  numerics=numerics_section, timing=timing_section, ir=(ir_sections or (None,))[0],
+                  ir_kernels=ir_sections[1:], skipped=tuple(skipped))
+
+
+def _ir_alongside(plan: Plan, backend: Backend, step, cache=None):
+    """Offline compiles run in a worker process: started here, they use the second core while numerics
+    run the interpreter on the first. Returns what gives `_ir`'s result (None: not overlapped, as on a GPU,
+    where kernels are read back after a launch, or with ops, which are run in this process to find theirs)."""
+    if "ir" not in plan.checks or backend.gpu or any(v.kind == "op" for v in plan.variants):
+        return None
+    import threading
+    found: dict = {}
+
+    def compile_all():
+        try:
+            found["result"] = _ir(plan, backend, step, cache)
+        except BaseException as exc:   # noqa: BLE001 - raised again where the result is read
+            found["error"] = exc
+    worker = threading.Thread(target=compile_all, name="kernel-ab IR compile", daemon=True)
+    worker.start()
+
+    def result():
+        worker.join()
+        if "error" in found:
+            raise found["error"]
+        return found["result"]
+
+    def cancel():   # the run is ending: the worker's compile, and with it the thread, end now
+        from compare.checks.ir.compile import stop_workers
+        stop_workers()
+        worker.join(timeout=30)
+    result.cancel = cancel
+    return result
+
+
+def _shape_params(shape, twice: Optional[bool]) -> dict:
+    """A shape's parameters, and whether the family says its forward must read x twice (None: it does not say)."""
+    params = shape.as_dict()
+    if twice is not None:
+        params["reads_x_twice"] = bool(twice)
+    return params
+
+
+def _timing(plan: Plan, backend: Backend, step) -> tuple:
+    """(the timing section or None, lines for passes and dtypes not timed): the plan's passes, each dtype
+    in a fresh process (compare.running.timing_run)."""
+    skipped = plan.timing_left_out
+    if not timing_run.in_fresh_processes(backend.gpu):
+        return timing_run.run_timing(plan, step), skipped
+    section, failed = timing_run.run_isolated(timing_run.worker_request(plan),
+                                              tuple(str(d).removeprefix("torch.") for d in plan.dtypes), step)
+    return section, skipped + tuple(failed)
+
+
+def numerics_plan(plan: Plan) -> list[tuple]:
+    """(direction, dtype, input kind, shape, seeds) of every numerics case, in run order. Without
+    --inputs (the quick plan) only the forward on normal inputs covers every shape and trial."""
+    cases = []
+    for direction in plan.directions:
+        for dtype in plan.dtypes:
+            for kind in plan.input_kinds:
+                light = plan.quick and (kind != "normal" or direction == "backward")
+                for shape in (plan.preset.shapes[:1] if light else plan.preset.shapes):
+                    cases.append((direction, dtype, kind, shape, plan.seeds[:1] if light else plan.seeds))
+    return cases
+
+
+def numerics_variants(plan: Plan) -> tuple[list, str, str]:
+    """(the variants the numerics run, the reference point added though not named or "", the reference's name)."""
+    variants, added, wanted = list(plan.variants), "", plan.accuracy_reference
+    if wanted is not None and wanted.name not in {v.name for v in plan.variants}:
+        variants.append(wanted)
+        added = wanted.name
+    return variants, added, plan.family.accuracy_reference if wanted is not None else ""
+
+
+def run_numerics(plan: Plan, backend: Backend, step: Step = Step(), cases=None) -> NumericsSection:
+    """Every (direction, dtype, input kind, shape) case. The torch variant joins as an accuracy
+    reference point when not named. Without --inputs (the quick plan, so the default run stays
+    quick on the CPU interpreter) only the forward pass on normal inputs runs on every shape with
+    every trial; every other case runs on the preset's first shape with one trial. Naming kinds
+    (`--inputs all`) runs every case on every shape and trial."""
+    family, preset, directions = plan.family, plan.preset, plan.directions
+    variants, added, reference = numerics_variants(plan)
+    plan_lines = [f"checks: {', '.join(directions)}; dtypes: "
+                  f"{', '.join(str(d).removeprefix('torch.') for d in plan.dtypes)}; "
+                  f"input kinds: {', '.join(plan.input_kinds)}"]
+    if plan.quick:
+        plan_lines.append(f"quick plan (no --inputs): forward with normal inputs on every shape, {len(plan.seeds)} "
+                          f"trials; every other case on the first shape ({preset.shapes[0].label}), 1 trial; "
+                          f"--inputs all runs every case on every shape and trial")
+    else:
+        plan_lines.append(f"every case on every shape, {len(plan.seeds)} trials")
+    if backend.interpreted:
+        plan_lines.append("run-to-run spread: not measured for Triton kernels here (the interpreter runs a kernel's "
+                          "programs one after another, so the same inputs give the same bits)")
+    plan_lines.append(f"every run reads its own copy of the inputs (a variant that writes into one is named); a "
+                      f"launch that has not returned after {supervisor.limit_s():g} s is stopped (--variant-timeout)")
+    ops = [v.name for v in variants if v.kind == "op"]
+    if ops:
+        plan_lines.append(f"op-level variants ({', '.join(ops)}) are called as their users call them: forward, the "
+                          f"op's result ({family.outputs[0]}) alone; backward, every gradient through autograd")
+    # `cases`: the cases run elsewhere (compare.running.spread), in the plan's order
+    cases = cases() if cases else [numerics.run_case(family, variants, shape, dtype, backend, seeds, kind, step,
+                                                     direction, reference)
+                                   for direction, dtype, kind, shape, seeds in numerics_plan(plan)]
+    return NumericsSection(backend.device, backend.note, tuple(cases), numerics.VERDICT_FACTOR, added,
+                           tuple(plan_lines),
+                           family.forward_legend, family.backward_legend, family.backward_pairs_legend)

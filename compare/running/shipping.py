@@ -1,0 +1,103 @@
+"""The --variant sources a Dask worker needs, shipped with the tasks (a cluster's workers are not
+assumed to hold the repository): a git revision's tree as `git archive` made it, a file's package.
+On the worker the trees are unpacked once; a revision's tree becomes a one-commit repository of the
+same files, so the variant loads exactly as a git: spec loads here (variants/external.py)."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import tarfile
+import tempfile
+from pathlib import Path
+
+from compare.running.usage import UsageError
+
+MAX_BYTES = 64 << 20
+_UNPACKED: dict[str, str] = {}   # on the worker: bundle id -> the spec texts and repo, rewritten
+_HOMES: list[Path] = []           # on the worker: the folders unpacked into
+
+
+def _git(repo: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", repo, *args], capture_output=True)
+
+
+def _run(repo: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "kernel-ab", "GIT_AUTHOR_EMAIL": "kernel-ab@localhost",
+           "GIT_COMMITTER_NAME": "kernel-ab", "GIT_COMMITTER_EMAIL": "kernel-ab@localhost"}
+    subprocess.run(["git", "-C", str(repo), *args], env=env, capture_output=True, check=True)
+
+
+def _tar_of(folder: Path, only: Path | None = None) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        tar.add(str(only or folder), arcname=str((only or folder).relative_to(folder)),
+                filter=lambda info: None if "__pycache__" in info.name or "/." in f"/{info.name}" else info)
+    return buf.getvalue()
+
+
+def bundle(request_text: str) -> dict:
+    """{"request": the request JSON, "trees": [(spec text, "git"/"file", tar bytes, relative path)]}."""
+    from variants.isolation import _package_root
+    from variants.spec import parse
+    request = json.loads(request_text)
+    trees = []
+    for text in request["external"]:
+        spec = parse(text)
+        if spec.rev is not None:
+            top = _git(request["repo"], "rev-parse", "--show-toplevel").stdout.decode().strip()
+            commit = _git(top, "rev-parse", "--verify", f"{spec.rev}^{{commit}}").stdout.decode().strip()
+            data = _git(top, "archive", "--format=tar.gz", commit).stdout
+            trees.append((text, "git", data, spec.path))
+        else:
+            file = Path(spec.path).resolve()
+            root, module = _package_root(file)
+            package = root / module.split(".")[0] if "." in module else file
+            data = _tar_of(root, package)
+            trees.append((text, "file", data, str(file.relative_to(root))))
+        if sum(len(t[2]) for t in trees) > MAX_BYTES:
+            raise UsageError(f"--variant {spec.name}: its sources are over {MAX_BYTES >> 20} MB, too much to ship "
+                             "to the cluster's workers; use --jobs on this machine")
+    return {"request": request_text, "trees": trees}
+
+
+def unpacked(sources: dict, key: str) -> str:
+    """On the worker: the request JSON whose specs load the shipped trees (unpacked once per `key`)."""
+    if key in _UNPACKED:
+        return _UNPACKED[key]
+    request = json.loads(sources["request"])
+    home = Path(tempfile.mkdtemp(prefix="kernel-ab-shipped-"))
+    _HOMES.append(home)
+    specs = []
+    for n, (text, kind, data, rel) in enumerate(sources["trees"]):
+        dest = home / str(n)
+        dest.mkdir()
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            tar.extractall(dest, filter="data") if hasattr(tarfile, "data_filter") else tar.extractall(dest)
+        name, _, rest = text.partition("=")
+        where = rest.split("::", 1)[1]
+        if kind == "git":   # one repository holds every shipped revision, one commit each
+            repo = home / "repo"
+            if not repo.is_dir():
+                repo.mkdir()
+                _run(repo, "init", "-q")
+            _run(repo, f"--work-tree={dest}", "add", "-A")
+            _run(repo, f"--work-tree={dest}", "commit", "-q", "--allow-empty", "--no-verify", "-m", "shipped")
+            commit = _git(str(repo), "rev-parse", "HEAD").stdout.decode().strip()
+            specs.append(f"{name}=git:{commit}:{rel}::{where}")
+            request["repo"] = str(repo)
+        else:
+            specs.append(f"{name}={dest / rel}::{where}")
+    request["external"] = specs
+    _UNPACKED[key] = json.dumps(request)
+    return _UNPACKED[key]
+
+
+def remove() -> None:
+    """On the worker, at its end: the unpacked trees are removed."""
+    import shutil
+    for home in _HOMES:
+        shutil.rmtree(home, ignore_errors=True)
+    _HOMES.clear()
+    _UNPACKED.clear()

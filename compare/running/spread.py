@@ -1,0 +1,137 @@
+"""A comparison spread over worker processes (`--jobs N`) or a Dask cluster (`--scheduler ADDRESS`):
+its cases run as tasks (compare/running/tasks.py) and merge into the one report a single process makes (the
+same report whatever ran where, timings aside; each timing case says on which GPU it ran). A variant
+that ends or hangs a worker is reported as failed and the comparison runs again without it, as the
+supervisor does in one process (compare/running/supervision.py)."""
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+from compare import tasks as tasks_mod
+from compare.model.results import IRSection, NumericsCase, TimingCase, TimingSection, decode
+
+_MAX_RERUNS = 8
+
+
+class VariantCrashed(Exception):
+    """A task's variant ended or hung its worker: (names, why, what it was running)."""
+
+    def __init__(self, names: list[str], why: str, what: str):
+        super().__init__(f"{', '.join(names)} {why} while running {what}")
+        self.names, self.why, self.what = names, why, what
+
+
+class TaskFailed(RuntimeError):
+    """A task failed outside any variant (a bug, a worker that cannot run it): the run ends, one line."""
+
+
+class Spread:
+    """Starts a comparison's tasks on an executor (compare.running.executors, compare.running.dask_executor)."""
+
+    def __init__(self, executor):
+        self.executor = executor
+
+    def start(self, plan, backend, step) -> "Started":
+        return Started(self.executor, tasks_mod.plan_tasks(plan, backend), plan, backend, step)
+
+
+class Started:
+    """The tasks of one run, submitted; each section waits for its own tasks."""
+
+    def __init__(self, executor, planned, plan, backend, step):
+        self.executor, self.tasks, self.plan, self.backend, self.step = executor, planned, plan, backend, step
+        self.timing_skipped = tuple(plan.timing_left_out)
+        self.futures = {t.key: executor.submit(t) for t in planned}
+        self.left_behind: dict[str, None] = {}
+
+    def _answer(self, task) -> dict:
+        try:
+            answer = self.futures[task.key].result()
+        except Exception as exc:  # noqa: BLE001 - a cluster's error (a worker without kernel-ab): one line
+            from compare.model.errors import summarize
+            raise TaskFailed(f"{task.key}: {summarize(exc)}") from None
+        if "crashed" in answer:
+            c = answer["crashed"]
+            raise VariantCrashed(c["variants"], c["why"], c["what"])
+        if "ok" not in answer:
+            raise TaskFailed(answer.get("error") or f"{task.key}: {answer.get('lost', 'no answer')}")
+        self.left_behind.update(dict.fromkeys(answer.get("left_behind", ())))   # a variant's threads in a worker
+        if task.kind == "numerics":
+            for _ in task.case[4]:
+                self.step.advance()
+        return answer["ok"]
+
+    def numerics(self) -> list[NumericsCase]:
+        return [decode(NumericsCase, self._answer(t)["case"]) for t in self.tasks if t.kind == "numerics"]
+
+    def ir(self) -> tuple:
+        """The IR sections: the one IR task's, or made here from what each variant's task compiled."""
+        from compare.running import pipeline
+        ir_tasks = [t for t in self.tasks if t.kind == "ir"]
+        if ir_tasks and not ir_tasks[0].case:
+            found = self._answer(ir_tasks[0])
+            return (tuple(decode(IRSection, s) if s is not None else None for s in found["ir"]),
+                    tuple(found["skipped"]))
+        compiled = [(t.case[0], self._answer(t)["compiled"]) for t in ir_tasks]
+        return pipeline._ir(self.plan, self.backend, self.step, tasks_mod.compiled_cache(self.plan, compiled,
+                                                                                          self.backend))
+
+    def timing(self) -> tuple:
+        """(the timing section merged from every timing task, lines for what was not timed)."""
+        answers = [self._answer(t) for t in self.tasks if t.kind == "timing"]
+        if not answers:
+            return None, self.timing_skipped
+        first = answers[0]
+        compile_seconds, seen = [], set()
+        for a in answers:   # one compile per dtype, as when each dtype is timed in a process of its own
+            dtype = a["case"]["dtype"]
+            if dtype not in seen:
+                seen.add(dtype)
+                compile_seconds.extend((n, float(s)) for n, s in a["compile_seconds"])
+        places = {a["case"]["ran_on"] for a in answers}
+        method = (first["method"] + "; each case timed by a worker process of its dtype, one case at a time on "
+                  f"a GPU ({len(places)} GPU{'s' if len(places) > 1 else ''}: each case says where)")
+        config = self.plan.timing
+        section = TimingSection(first["gpu"], float(first["place"]["copy_gbs"]), config.noise, 0.95, method,
+                                tuple(decode(TimingCase, a["case"]) for a in answers), tuple(compile_seconds))
+        return section, self.timing_skipped
+
+    def incidents(self) -> tuple[str, ...]:
+        return tuple(self.left_behind) + tuple(self.executor.incidents())
+
+
+def compare(plan, backend, step, failed, spread: Spread):
+    """pipeline.execute through `spread`, again without each variant that ended or hung a worker."""
+    from compare.running import pipeline
+    crashed: list[tuple[str, str]] = []
+    no_timing = ""
+    asked, asked_failed = plan, failed
+    for _ in range(_MAX_RERUNS):
+        try:
+            return pipeline.execute(plan, backend, step, failed=failed, spread=spread)
+        except VariantCrashed as exc:
+            spread.executor.cancel()
+            if len(exc.names) == 1:
+                reason = f"{exc.why} while running {exc.what}"
+                print(f"kernel-ab: variant {exc.names[0]} {reason}; running again without it", file=sys.stderr)
+                crashed.append((exc.names[0], reason))
+            else:
+                no_timing = f"the process {exc.why} while timing {exc.what} ({', '.join(exc.names)}); left out"
+                print(f"kernel-ab: {no_timing}; running again without timing", file=sys.stderr)
+            plan, failed = pipeline.without_crashed(asked, asked_failed, crashed, no_timing)
+    raise TaskFailed("too many variants ended their worker processes")
+
+
+def dry_run(plan, backend, executor, gpus: int) -> list[str]:
+    """The plan's lines: every task and where it is expected to run (nothing runs). `gpus` > 0 plans
+    the timing tasks of a GPU machine with that many GPUs."""
+    if gpus:
+        backend = dataclasses.replace(backend, device="cuda", interpreted=False)
+    planned, skipped = tasks_mod.plan_tasks(plan, backend), plan.timing_left_out
+    counts = {k: sum(t.kind == k for t in planned) for k in ("numerics", "ir", "timing")}
+    lines = [f"plan: {len(planned)} tasks ({', '.join(f'{n} {k}' for k, n in counts.items() if n)}) on "
+             f"{executor.where()}; nothing was run (--dry-run)"]
+    lines += [f"  {key}: {where}" for key, where in executor.placement(planned)]
+    lines += [f"  not timed: {line}" for line in skipped]
+    return lines

@@ -1,0 +1,91 @@
+"""The command line of spread comparisons: --jobs N, --scheduler ADDRESS, --dry-run (compare/running/spread.py)."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from compare.running.usage import UsageError, at_least, not_blank
+
+JOBS_MAX = 1024
+_NO_DASK = ("--scheduler needs Dask's distributed package, which is not installed here; install it with "
+            "`pip install 'kernel-ab[dask]'` (or `pip install 'dask[distributed]'`), or use --jobs N")
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("spread the cases (docs/sweeps.md)")
+    g.add_argument("--jobs", type=int, help="run the cases as tasks in N worker processes on this machine "
+                                            "(timing: one case at a time per visible GPU)")
+    g.add_argument("--scheduler", metavar="ADDRESS", help="run the cases as tasks on the Dask cluster whose "
+                   "scheduler is at ADDRESS (tcp://HOST:8786); timing tasks ask for resources GPU=1")
+    g.add_argument("--dry-run", action="store_true", help="print the tasks and where each would run; run nothing")
+    g.add_argument("--plan-gpus", type=int, metavar="N", help="--dry-run: plan the timing tasks of a machine "
+                                                              "with N GPUs (default: the GPUs visible here)")
+
+
+@dataclasses.dataclass(frozen=True)
+class SpreadOptions:
+    jobs: int | None = None
+    scheduler: str | None = None
+    dry_run: bool = False
+    plan_gpus: int | None = None
+
+    @property
+    def wanted(self) -> bool:
+        return bool(self.jobs or self.scheduler or self.dry_run)
+
+
+def from_args(args) -> SpreadOptions:
+    """The spread options of a command line (UsageError for bad values, a missing Dask too), before any work."""
+    o = SpreadOptions(getattr(args, "jobs", None), getattr(args, "scheduler", None), getattr(args, "dry_run", False),
+                      getattr(args, "plan_gpus", None))
+    at_least("--jobs", o.jobs, 1, JOBS_MAX)
+    at_least("--plan-gpus", o.plan_gpus, 1, JOBS_MAX)
+    not_blank("--scheduler", o.scheduler, "the Dask scheduler's address, such as tcp://10.0.0.1:8786")
+    if o.jobs is not None and o.scheduler is not None:
+        raise UsageError("give --jobs or --scheduler, not both (a Dask cluster chooses its own workers)")
+    if o.plan_gpus is not None and not o.dry_run:
+        raise UsageError("--plan-gpus applies to --dry-run only; add --dry-run")
+    if o.scheduler is not None:
+        try:
+            import distributed  # noqa: F401
+        except ImportError:
+            raise UsageError(_NO_DASK) from None
+    return o
+
+
+def executor(o: SpreadOptions, backend):
+    """The executor the options ask for (LocalExecutor or DaskExecutor); close it after use."""
+    if o.scheduler:
+        from compare.running.dask_executor import DaskExecutor
+        return DaskExecutor(o.scheduler, connect=not o.dry_run)
+    from compare.running.executors import LocalExecutor
+    return LocalExecutor(o.jobs or 1, _gpus(o, backend))
+
+
+def _gpus(o: SpreadOptions, backend) -> int:
+    if o.dry_run and o.plan_gpus is not None:
+        return o.plan_gpus
+    if not backend.gpu:
+        return 0
+    import torch
+    return torch.cuda.device_count()
+
+
+def run(o: SpreadOptions, plan, backend, step, failed):
+    """The report of a spread comparison (compare.running.spread.compare); the workers end with it."""
+    from compare.running import spread
+    ex = executor(o, backend)
+    try:
+        return spread.compare(plan, backend, step, failed, spread.Spread(ex))
+    finally:
+        ex.close()
+
+
+def dry_run(o: SpreadOptions, plan, backend) -> int:
+    from compare.running import spread
+    ex = executor(o, backend)
+    try:
+        print("\n".join(spread.dry_run(plan, backend, ex, _gpus(o, backend))))
+    finally:
+        ex.close()
+    return 0

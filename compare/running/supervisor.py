@@ -1,0 +1,229 @@
+"""Variant isolation, the child's side (the supervisor's: compare/running/supervision.py): whatever a variant does
+to its process is that variant's result, and the rest of the report still comes out. Around every launch
+the child writes which variants run, since when and for how long at most (`running`); a deliberate end
+writes `done`. A death, hang or `POISONED_EXIT` makes the supervisor name the variant and run again
+without it; SIGINT, SIGTERM and SIGHUP unwind the child and exit 130, 143 or 129."""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import threading
+import time
+
+STATUS_ENV = "KERNEL_AB_STATUS_FILE"     # set in the child: where it says what it is running
+EXCLUDED_ENV = "KERNEL_AB_EXCLUDED"      # set in the child: [[variant, reason], ...] to report as failed
+NO_TIMING_ENV = "KERNEL_AB_NO_TIMING"    # set in the child: why timing is left out
+ISOLATE_ENV = "KERNEL_AB_ISOLATE"        # "0": run in one process (no supervisor)
+POISONED_EXIT = 75                       # the child's exit code after a fatal device error
+DEFAULT_LIMIT_S = 300.0                  # --variant-timeout: one launch (a variant's case) at most this long
+GRACE_S = 10.0                           # after passing a signal on, the child's time to unwind
+_FATAL_DEVICE_ERRORS = ("illegal memory access", "illegal address", "unspecified launch failure",
+                        "misaligned address", "illegal instruction", "device-side assert", "launch timed out")
+# how a failed variant's error starts (the report says "variant X crashed the process (SIGSEGV) while ...")
+CRASHES = ("crashed the process", "poisoned the CUDA context", "ended the process", "did not return")
+_STOP_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
+_STOP_WORDS = {signal.SIGINT: "interrupted (Ctrl-C)", signal.SIGTERM: "terminated (SIGTERM)",
+               signal.SIGHUP: "hung up (SIGHUP)"}
+_NOW = {"what": ""}    # what the running launch is doing, for poisoned()
+LEFT_BEHIND: dict[str, list[str]] = {}   # variant -> threads and processes its launches left running
+
+
+class ContextPoisoned(BaseException):
+    """A fatal device error: nothing more can run in this process. A BaseException so that no
+    `except Exception` that reports one variant's error swallows it."""
+
+    def __init__(self, variant: str, error: str):
+        super().__init__(f"{variant}: {error}")
+        self.variant, self.error = variant, error
+
+
+class Stopped(BaseException):
+    """A signal the user (or a CI timeout) sent: the run unwinds, removes its files and says one line.
+    Unlike a KeyboardInterrupt that a variant's own code raises, it is never a variant's result."""
+
+    def __init__(self, signum: int):
+        super().__init__(_STOP_WORDS[signum])
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return _STOP_CODES[self.signum]
+
+
+_DEFERRED: dict[int, float] = {}   # signal -> when it was first put off (it came inside an import)
+STOP_REQUESTED: list[int] = []
+_HANDLING: list[bool] = []   # non-empty while this process's stop handlers are installed
+_RUNS: list[bool] = []       # one entry per install: which run put a signal off
+
+
+def _ask_again(signum: int, run: int) -> None:
+    if _HANDLING and run == len(_RUNS):   # only while the run that put it off is still going
+        os.kill(os.getpid(), signum)
+
+
+def _raise_pending() -> None:
+    """At the end of a launch (an import of a variant's file included): a stop put off there is raised now."""
+    pending = pending_stop()
+    if pending is not None and _HANDLING and threading.current_thread() is threading.main_thread():
+        _on_stop_signal(pending, None)   # the stop signal received, if any: an error while unwinding from it is the stop
+
+
+def _on_stop_signal(signum, frame):
+    # never raised inside an import (a half-imported C extension refuses to load again, and an exception
+    # through C++ aborts): asked again shortly, when the import is done
+    f = frame
+    first = _DEFERRED.setdefault(signum, time.monotonic())
+    while f is not None and time.monotonic() - first < 2.0:   # at most 2 s: then wherever it is
+        if f.f_code.co_filename.startswith("<frozen importlib"):
+            again = threading.Timer(0.05, _ask_again, (signum, len(_RUNS)))
+            again.daemon = True
+            again.start()
+            return
+        f = f.f_back
+    for s in _STOP_CODES:   # once: a second signal must not interrupt the cleanup
+        signal.signal(s, signal.SIG_IGN)
+    STOP_REQUESTED.append(signum)
+    raise Stopped(signum)
+
+
+def install_stop_handlers(early: list[int] | tuple = ()) -> dict:
+    """SIGINT, SIGTERM, SIGHUP raise `Stopped` (main thread only); signals the supervisor held blocked
+    while this process started are delivered now, and one that came `early` is raised. Returns the
+    handlers they replace (for `restore_handlers`)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    previous = {s: signal.signal(s, _on_stop_signal) for s in _STOP_CODES}
+    _DEFERRED.clear()
+    STOP_REQUESTED.clear()
+    _HANDLING[:] = [True]
+    _RUNS.append(True)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, set(_STOP_CODES))
+    if early:
+        _on_stop_signal(early[0], None)
+    return previous
+
+
+def pending_stop() -> int | None:
+    """A stop signal put off (it came inside an import) and not raised before the run ended, if any."""
+    return next((s for s in _DEFERRED if s not in STOP_REQUESTED), None)
+
+
+def restore_handlers(previous: dict) -> None:
+    _HANDLING.clear()
+    for s, handler in previous.items():
+        signal.signal(s, handler)
+
+
+def is_variant_fault(exc: BaseException) -> bool:
+    """Whether `exc`, raised while a variant ran, is that variant's result (SystemExit, a KeyboardInterrupt
+    its code raised, any error) rather than the user's signal or a poisoned context, which end the run."""
+    return not isinstance(exc, (Stopped, ContextPoisoned))
+
+
+def is_fatal(exc: BaseException) -> bool:
+    """A device error after which the CUDA context is unusable (every later launch would fail)."""
+    text = str(exc).lower()
+    return type(exc).__name__ == "AcceleratorError" or ("cuda" in text and any(e in text for e in _FATAL_DEVICE_ERRORS))
+
+
+def _write(record: dict) -> None:
+    path = os.environ.get(STATUS_ENV)
+    if path:
+        with open(path, "a", encoding="utf-8") as f:   # closed at once: the line survives a crash
+            f.write(json.dumps(record) + "\n")
+
+
+def limit_s() -> float:
+    """The time limit of one launch in this run (--variant-timeout, passed down by main)."""
+    return float(os.environ.get("KERNEL_AB_VARIANT_TIMEOUT") or DEFAULT_LIMIT_S)
+
+
+def _child_pids() -> set[int]:
+    pids = set()
+    try:
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/children", encoding="ascii") as f:
+                pids.update(int(p) for p in f.read().split())
+    except OSError:
+        pass
+    return pids
+
+
+def _live_children(pids: set[int]) -> set[int]:
+    alive = set()
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+                if f.read().rpartition(")")[2].split()[0] != "Z":
+                    alive.add(pid)
+        except OSError:
+            pass
+    return alive
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
+            return f.read().strip()
+    except OSError:
+        return "?"
+
+
+@contextlib.contextmanager
+def running(names: tuple[str, ...] | list[str], what: str, launches: int = 1, extra_s: float = 0.0):
+    """Say, for a supervisor, that `names` (usually one variant) run `what` for the length of the block,
+    allowed `launches` times the launch limit and `extra_s` more; note threads and processes it leaves."""
+    _NOW["what"] = what
+    threads = set(threading.enumerate())
+    children = _child_pids()
+    _write({"variants": list(names), "what": what, "since": time.time(), "limit": limit_s() * launches + extra_s})
+    try:
+        yield
+    finally:
+        _write({"variants": [], "what": ""})
+        new_threads = [t for t in threading.enumerate() if t not in threads and t.is_alive() and not t.daemon]
+        new_children = _live_children(_child_pids() - children)
+        if new_threads or new_children:
+            said = [f"thread {t.name!r}" for t in new_threads] + [f"process {_comm(pid)} ({pid})"
+                                                                   for pid in sorted(new_children)]
+            for name in names:
+                LEFT_BEHIND.setdefault(name, []).extend(said)
+    _raise_pending()
+
+
+def left_behind() -> tuple[str, ...]:
+    """One line per variant that left threads or processes running (still alive now), for the report."""
+    alive_threads = {f"thread {t.name!r}" for t in threading.enumerate() if t.is_alive() and not t.daemon}
+    lines = []
+    for name, things in LEFT_BEHIND.items():
+        live = [t for t in dict.fromkeys(things)
+                if t in alive_threads or (t.startswith("process ") and _live_children({int(t[:-1].rsplit("(")[1])}))]
+        if live:
+            lines.append(f"{name} left {', '.join(live)} running; stopped when kernel-ab ends")
+    return tuple(lines)
+
+
+def done(code: int) -> None:
+    """Record that the child ends deliberately (a report written, or a usage error said) with `code`."""
+    _write({"done": code})
+
+
+def excluded() -> list[tuple[str, str]]:
+    """The (variant, reason) pairs a supervisor asked this child to report as failed, not run."""
+    try:
+        return [(str(n), str(r)) for n, r in json.loads(os.environ.get(EXCLUDED_ENV) or "[]")]
+    except (ValueError, TypeError):
+        return []
+
+
+def timing_left_out() -> str:
+    return os.environ.get(NO_TIMING_ENV, "")
+
+
+def poisoned(variant: str, error: str) -> None:
+    """Record, for the supervisor, the fatal device error `variant` caused (then raise ContextPoisoned)."""
+    _write({"variants": [variant], "what": _NOW["what"], "error": error})
+    raise ContextPoisoned(variant, error)
+

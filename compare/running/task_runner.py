@@ -1,0 +1,107 @@
+"""One persistent task worker process (compare/running/task_worker.py), watched as the supervisor watches a
+run (compare/running/supervision.py): a task whose variant ends, crashes or hangs the worker is answered with
+that variant and why, and the next task starts a fresh worker. Used by every executor, on this machine
+and inside each Dask worker, so crash isolation and hang limits hold wherever a task runs."""
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from compare.running import supervision
+from compare.running.supervisor import EXCLUDED_ENV, NO_TIMING_ENV, POISONED_EXIT, STATUS_ENV
+
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+class Runner:
+    """Runs tasks one at a time in a worker process it keeps; `env` is added to the worker's environment."""
+
+    def __init__(self, env: dict | None = None, cwd: str | None = None):
+        self.env, self.cwd = dict(env or {}), cwd
+        self.proc: subprocess.Popen | None = None
+        self.fresh = None
+        fd, self.status = tempfile.mkstemp(prefix="kernel-ab-task-status-")
+        os.close(fd)
+
+    def _start(self, task) -> None:
+        env = {k: v for k, v in os.environ.items() if k not in (EXCLUDED_ENV, NO_TIMING_ENV)}
+        for name, value in task.env:   # the thread settings of the run that made the task (unset: unset)
+            env.pop(name, None)
+            if value:
+                env[name] = value
+        env.update(self.env)
+        env[STATUS_ENV] = self.status
+        self.proc = subprocess.Popen([sys.executable, str(_ROOT / "compare" / "running" / "task_worker.py")], env=env,
+                                     cwd=self.cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def run(self, task) -> dict:
+        """{"ok": result}, {"error": line}, {"crashed": {"variants", "why", "what"}} or {"lost": why}."""
+        if self.proc is None or self.proc.poll() is not None or self.fresh != task.fresh:
+            self.stop()
+            self._start(task)
+            self.fresh = task.fresh
+        open(self.status, "w").close()
+        try:
+            self.proc.stdin.write((task.as_json() + "\n").encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass
+        hung: dict = {}
+        while True:
+            ready, _, _ = select.select([self.proc.stdout], [], [], 0.1)
+            if ready:
+                line = self.proc.stdout.readline()
+                if line:
+                    answer = json.loads(line)
+                    if "poisoned" in answer:
+                        p = answer["poisoned"]
+                        self.stop()
+                        return {"crashed": {"variants": [p["variant"]], "why": p["error"], "what": ""}}
+                    return answer
+                return self._ended(hung)
+            if not hung:
+                hung = self._hang()
+
+    def _hang(self) -> dict:
+        records = supervision._records(self.status)
+        last = records[-1] if records else {}
+        if last.get("variants") and "since" in last and time.time() - last["since"] > last.get("limit", 1e18):
+            self.proc.kill()
+            return last
+        return {}
+
+    def _ended(self, hung: dict) -> dict:
+        rc = self.proc.wait()
+        self.proc = None
+        records = supervision._records(self.status)
+        last = next((r for r in reversed(records) if "variants" in r), {})
+        if rc == POISONED_EXIT:
+            last = next((r for r in reversed(records) if r.get("error")), last)
+        why = supervision._why(rc, last, hung)
+        if hung or last.get("variants"):
+            return {"crashed": {"variants": last.get("variants") or hung.get("variants", []), "why": why,
+                                "what": last.get("what") or hung.get("what", "")}}
+        return {"lost": f"its worker process {why}"}
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+            self.proc = None
+
+    def close(self) -> None:
+        self.stop()
+        try:
+            os.unlink(self.status)
+        except OSError:
+            pass

@@ -1,0 +1,47 @@
+"""A persistent worker process that runs comparison tasks (compare/running/tasks.py) fed to it one at a time:
+
+    python compare/running/task_worker.py      # a task's JSON per line on stdin, its answer per line on the answer fd
+
+Loaded variants stay loaded between tasks (torch is imported once). What a variant prints goes to
+stderr, never among the answers. Crash isolation holds as in one process: every launch writes to this
+worker's status file (compare.running.supervisor), so the process that started it (compare/running/task_runner.py)
+names the variant that ended or hung it; a fatal device error is answered, then the worker exits."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+
+def serve(answers, lines) -> int:
+    from compare.running import supervisor
+    from compare.model.errors import summarize
+    from compare.running.tasks import Task, execute
+    for line in lines:
+        if not line.strip():
+            continue
+        task = Task.from_json(line)
+        try:
+            answer = {"ok": execute(task), "left_behind": list(supervisor.left_behind())}
+        except supervisor.ContextPoisoned as exc:
+            answers.write(json.dumps({"poisoned": {"variant": exc.variant, "error": exc.error}}) + "\n")
+            answers.flush()
+            return supervisor.POISONED_EXIT
+        except Exception as exc:  # noqa: BLE001 - the coordinator says it in one line and ends the run
+            answer = {"error": f"{task.key}: {summarize(exc)}"}
+        answers.write(json.dumps(answer) + "\n")
+        answers.flush()
+    from compare.running.tasks import close
+    close()   # the --variant trees it materialized go with it
+    return 0
+
+
+if __name__ == "__main__":
+    import signal
+    from pathlib import Path
+    signal.signal(signal.SIGINT, signal.SIG_DFL)   # a stop sent to the run's group ends a worker without a word:
+                                                   # the run says the one line
+    sys.path[0] = str(Path(__file__).resolve().parents[2])   # kernel-ab's folder, not compare/ itself
+    answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)   # a variant's prints go to stderr
+    sys.exit(serve(answers, sys.stdin))

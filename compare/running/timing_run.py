@@ -1,0 +1,139 @@
+"""Which passes a comparison times (with no `--modes`: each pass whose compiled code differs, every pass
+for ops; the others said, with why), and where: on a GPU each dtype in a fresh worker process
+(compare/running/timing_worker.py), since a process that ran other cases first can slow kernels leaning on L2
+(up to 2.3x after torch's and inductor's float32 cases). KERNEL_AB_TIMING_IN_PROCESS=1 times here instead.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from compare.running import supervisor
+from compare.model.vocabulary import MODES
+from compare.model.results import TimingSection, decode, to_dict
+
+IN_PROCESS_ENV = "KERNEL_AB_TIMING_IN_PROCESS"
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _code(family, variant, mode: str):
+    """What compiled code a Triton variant's timed pass runs (the kernels, their launchers)."""
+    if mode == "forward":
+        return ("forward", id(family.forward_kernel_of(variant)), id(getattr(variant.run, "__code__", variant.run)))
+    launch = family.backward_launch_of(variant)
+    return ("backward", id(family.backward_kernel_of(variant)), id(getattr(launch, "__func__", launch)))
+
+
+def plan_modes(family, chosen, asked: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(passes to time, one line for each pass left out and why). `asked`: --modes, () for the plan."""
+    if asked:
+        return asked, ()
+    if not family.grads:
+        return ("forward",), (f"timing backward, full: family {family.name} has no backward pass",)
+    unknown = [v.name for v in chosen if v.kind != "triton"]
+    if unknown or len(chosen) < 2:
+        return MODES, ()
+    differs = {m: len({_code(family, v, m) for v in chosen}) > 1 for m in ("forward", "backward")}
+    modes = tuple(m for m in ("forward", "backward") if differs[m])
+    left = [f"timing {m}: every variant runs the same {m} kernel and launcher (identical code; --modes {m} "
+            "times it)" for m in ("forward", "backward") if not differs[m]]
+    if all(differs.values()):
+        modes += ("full",)
+    else:
+        left.append("timing full: the forward and the backward pass are timed apart where they differ "
+                    "(--modes full times both together)")
+    return modes, tuple(left)
+
+
+def in_fresh_processes(gpu: bool) -> bool:
+    return gpu and os.environ.get(IN_PROCESS_ENV) != "1"
+
+
+def worker_request(plan):
+    """The request a worker process loads (a timing process, a task worker): the variants still compared, the --variant specs that load them, the
+    planned timing (a worker plans the request again: compare.running.plan.build)."""
+    names = tuple(v.name for v in plan.variants)
+    specs = tuple(s for s in plan.request.loaded_specs if s.split("=", 1)[0] in names)
+    return dataclasses.replace(plan.request, variants=names, external=specs, loaded_specs=(), timing=plan.timing,
+                               checks=plan.checks, left_out=())
+
+
+def request_json(request) -> str:
+    return json.dumps(dataclasses.asdict(request))
+
+
+def request_from_json(text: str, request_type, config_type):
+    """The Request `request_json` wrote (lists back to tuples)."""
+    data = json.loads(text)
+    tuples = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+    timing = {k: tuple(v) if isinstance(v, list) else v for k, v in data["timing"].items()}
+    return request_type(**{**tuples, "timing": config_type(**timing)})
+
+
+def run_isolated(request, dtypes: tuple[str, ...], step) -> tuple[TimingSection | None, list[str]]:
+    """Each dtype's cases timed by a worker process of its own; (the merged section, lines for dtypes
+    whose worker failed). `request` names the variants to time and the specs that load them."""
+    sections, failed = [], []
+    with tempfile.TemporaryDirectory(prefix="kernel-ab-timing-") as tmp:
+        for dtype in dtypes:
+            step(f"timing {dtype}: in a fresh process")
+            one = dataclasses.replace(request, dtype=dtype, checks=("timing",))
+            ask, answer = Path(tmp, f"{dtype}.request.json"), Path(tmp, f"{dtype}.timing.json")
+            ask.write_text(request_json(one))
+            # in the user's folder, so relative --variant paths and --repo mean what they meant here
+            proc = subprocess.run([sys.executable, str(_ROOT / "compare" / "running" / "timing_worker.py"), str(ask), str(answer)],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            if proc.returncode or not answer.exists():
+                tail = (proc.stderr.strip().splitlines() or ["no output"])[-1][:300]
+                failed.append(f"timing {dtype}: its process ended with exit code {proc.returncode} ({tail})")
+                continue
+            sections.append(decode(TimingSection, json.loads(answer.read_text())))
+            step.advance()
+    if not sections:
+        return None, failed
+    first = sections[0]
+    method = first.method + "; each dtype timed in a fresh process of its own"
+    return dataclasses.replace(first, method=method, cases=tuple(c for s in sections for c in s.cases),
+                               compile_seconds=tuple(x for s in sections for x in s.compile_seconds)), failed
+
+
+def write_section(section: TimingSection, path: str) -> None:
+    Path(path).write_text(json.dumps(to_dict(section)))
+
+
+def run_timing(plan, step, copy_gbs: float = 0.0) -> TimingSection:
+    """Every (dtype, shape, mode) case of the plan (compare.running.plan.Plan), timed on the GPU in this process
+    (`copy_gbs`: the copy bandwidth measured already, 0 to measure it here)."""
+    import torch
+    from compare.checks import timing
+    family, chosen, preset, request, config = plan.family, plan.variants, plan.preset, plan.request, plan.timing
+    if not copy_gbs:
+        step("timing: measuring device-to-device copy bandwidth")
+        copy_gbs = timing.copy_bandwidth_gbs()
+    cases = []
+    for dtype in plan.dtypes:
+        dtype_name = str(dtype).removeprefix("torch.")
+        for shape in preset.shapes:
+            inputs = family.make_inputs(shape, dtype, "cuda", request.seed, request.input_kind)
+            for mode in config.modes:
+                what = f"timing {shape.label} {mode} {dtype_name}"
+                with supervisor.running(tuple(v.name for v in chosen), what, launches=len(chosen) + 1,
+                                        extra_s=config.max_seconds):
+                    calls, control = timing.case_calls(family.bench_call, chosen, inputs, shape, mode,
+                                                       config.placements)
+                    cases.append(timing.time_case(calls, family.bytes_moved(shape, dtype, mode), copy_gbs,
+                                                  shape.label, mode, config, step, dtype=dtype_name, control=control,
+                                                  inputs=inputs))
+                del calls, control
+                step.advance()
+            del inputs
+            torch.cuda.empty_cache()
+    compile_seconds = tuple((v.name, float(v.run.compile_seconds)) for v in chosen
+                            if getattr(v.run, "compile_seconds", None) is not None)
+    return TimingSection(torch.cuda.get_device_name(), copy_gbs, config.noise, 0.95, timing.method_text(config),
+                         tuple(cases), compile_seconds)

@@ -1,0 +1,32 @@
+"""A process that times one dtype's cases of a comparison (compare/running/timing_run.py starts it):
+
+    python -m compare.running.timing_worker REQUEST.json SECTION.json
+
+It loads the request's variants again (the --variant specs, as the run that started it did), times them
+on the GPU and writes the TimingSection as JSON. Crash isolation holds here as in the run that started
+it: its launches write to the same status file, so a supervisor sees them."""
+from __future__ import annotations
+
+import sys
+
+
+def main(request_path: str, section_path: str) -> int:
+    from pathlib import Path
+
+    from compare.running import pipeline, plan, supervisor, timing_run
+    from compare.running.backend import configure
+    from compare.checks.timing import TimingConfig
+    from variants import registry
+    backend = configure("cuda")
+    request = timing_run.request_from_json(Path(request_path).read_text(), plan.Request, TimingConfig)
+    with pipeline.loaded(request, registry(), supervisor.excluded()) as (request, reg, _):
+        # a process of its own: the variants are loaded again, so the request is planned again here
+        section = timing_run.run_timing(plan.build(request, reg), pipeline.Step())
+    timing_run.write_section(section, section_path)
+    return 0 if backend.gpu else 1
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+    sys.path[0] = str(Path(__file__).resolve().parents[2])   # kernel-ab's folder, not compare/ itself
+    sys.exit(main(*sys.argv[1:]))
