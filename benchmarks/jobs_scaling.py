@@ -1,17 +1,8 @@
-"""Spread sweeps, measured: one comparison run in one process, with --jobs N and through --scheduler (a
-Dask LocalCluster started here), each timed; every report.json must equal the first (the host, the
-command, timings and durations aside). Writes results.json, report.md and, with matplotlib, jobs.png
-into --report-dir.
-
-    python3 benchmarks/jobs_scaling.py --report-dir reports/jobs_scaling            # CPU: default preset
-    python3 benchmarks/jobs_scaling.py --report-dir /tmp/js --shape 2,8,2,4 --jobs 1,2   # a quick check
-    python3 benchmarks/jobs_scaling.py --gpu --part aa --jobs 2 --report-dir reports/jobs_gpu/aa   # one GPU
-    python3 benchmarks/jobs_scaling.py --gpu --part seed --jobs 2 --report-dir reports/jobs_gpu/seed
-
---gpu (on one GPU): the A/A (one kernel file loaded three times, the seed preset, every pass) and the
-seed's pair, each in one process, with --jobs 2 and on a LocalCluster of one worker with resources
-GPU=1; says whether every timing verdict and the numerics are those of the one process.
-"""
+"""Spread sweeps, measured: one comparison in one process, with --jobs N and through --scheduler (a local Dask
+cluster started here), each timed; every report.json must equal the first (host, command and timings
+aside). Writes results.json, report.md and jobs.png into --report-dir. `--gpu` (one GPU): the A/A (one
+kernel loaded three times, seed preset, every pass) and the seed pair, each the three ways, and whether
+every timing verdict is the one process's. Commands: benchmarks/README.md."""
 from __future__ import annotations
 
 import argparse

@@ -19,7 +19,7 @@ _TUNERS = ("autotune", "heuristics")
 class Op:
     """A callable users call that launches a kernel: a function, or an autograd Function's `apply`."""
 
-    name: str                    # what a --variant spec names: `rms_norm` or `RMSNormFunction.apply`
+    name: str                    # what a --variant spec names: `norm` or `NormFunction.apply`
     params: tuple[str, ...]      # its parameters, an autograd Function's ctx left out
     required: int                # how many of them have no default
 

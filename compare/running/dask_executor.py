@@ -1,9 +1,8 @@
-"""Tasks (compare/running/tasks.py) on a Dask distributed cluster (`--scheduler ADDRESS`; the optional extra
-`kernel-ab[dask]`). Numerics and IR tasks run on any worker; each timing task asks for resources
-{"GPU": 1} and starts once every case task is done. Inside each Dask worker a task runs in a
-persistent task worker process (compare/running/task_runner.py), so a variant that crashes or hangs is
-reported as in one process; a Dask worker lost mid-task is retried by Dask on another, and the
-report's incidents say which task moved. The --variant sources go with the tasks (compare/running/shipping.py)."""
+"""Tasks on a Dask distributed cluster (`--scheduler ADDRESS`, the extra `kernel-ab[dask]`): numerics and IR
+tasks on any worker, each timing task with resources {"GPU": 1} once every case task is done. In each Dask
+worker a task runs in a persistent task worker process (task_runner.py), so a crash or hang is reported as
+in one process; a lost Dask worker's task is retried elsewhere and the incidents say so. The --variant
+sources travel with the tasks (shipping.py)."""
 from __future__ import annotations
 
 import atexit

@@ -1,9 +1,7 @@
-"""Where tasks (compare/running/tasks.py) run: `--jobs N` worker processes on this machine, each a persistent
-compare/running/task_runner.Runner. Case tasks (numerics, IR) go to any worker as it frees up; timing tasks
-wait until every case task is done (nothing else runs on a GPU while it is timed), then run one per
-visible GPU: worker i is pinned to GPU i mod the GPU count, and only the first min(N, GPUs) workers
-time, so two timing tasks never share a GPU. A worker process lost outside any variant's launch is
-started again and its task run again, on whichever worker is free; the report's incidents say so."""
+"""Where tasks run with `--jobs N`: N persistent worker processes here (task_runner.Runner). Case tasks go to
+any free worker; timing tasks wait for every case task, then run one per visible GPU (worker i pinned to
+GPU i mod the GPU count; only the first min(N, GPUs) workers time), so two never share a GPU. A worker lost
+outside any variant's launch is started again and its task run again; the report's incidents say so."""
 from __future__ import annotations
 
 import collections

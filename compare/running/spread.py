@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 
-from compare import tasks as tasks_mod
+from compare.running import tasks as tasks_mod
 from compare.model.results import IRSection, NumericsCase, TimingCase, TimingSection, decode
 
 _MAX_RERUNS = 8

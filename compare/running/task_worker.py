@@ -1,10 +1,6 @@
-"""A persistent worker process that runs comparison tasks (compare/running/tasks.py) fed to it one at a time:
-
-    python compare/running/task_worker.py      # a task's JSON per line on stdin, its answer per line on the answer fd
-
-Loaded variants stay loaded between tasks (torch is imported once). What a variant prints goes to
-stderr, never among the answers. Crash isolation holds as in one process: every launch writes to this
-worker's status file (compare.running.supervisor), so the process that started it (compare/running/task_runner.py)
+"""A persistent worker process running comparison tasks (tasks.py) one at a time: a task's JSON per line on
+stdin, its answer per line on the answer fd. Variants stay loaded between tasks; what they print goes to
+stderr. Every launch writes to the worker's status file (compare.running.supervisor), so task_runner.py
 names the variant that ended or hung it; a fatal device error is answered, then the worker exits."""
 from __future__ import annotations
 

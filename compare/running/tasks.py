@@ -1,10 +1,8 @@
-"""A comparison split into independent tasks, and what a worker process does with one.
-
-A numerics task is one (direction, dtype, input kind, shape) case with every variant; a timing task is
-one (dtype, shape, pass) case with every variant and the A/A control, always on one GPU; an IR task
-compiles one variant's own kernels (with ops: the whole IR). Each carries the request as JSON (the
---variant specs load the variants again in the worker, as compare/running/timing_worker.py does) and answers
-with its result's JSON form, merged into the one report a single process makes (compare/running/spread.py)."""
+"""A comparison split into independent tasks, and what a worker process does with one: a numerics task is one
+(direction, dtype, input kind, shape) case with every variant; a timing task one (dtype, shape, pass) case
+with every variant and the A/A control, on one GPU; an IR task one variant's own kernels (with ops: the
+whole IR). Each carries the request as JSON and answers with its result's JSON form, merged into the one
+report a single process makes (spread.py)."""
 from __future__ import annotations
 
 import contextlib
