@@ -18,7 +18,8 @@ CHECKS = ("numerics", "backward", "ir")
 PAIRS = [(f.name, v.name) for f in REG.families.values() for v in REG.variants(f.name)]
 # the expectations are the CPU's (interpreter, offline compiles); on the H200 pointer_mutation's float32 rstd
 # of a one-value group is 31 off (E[x^2] - E[x]^2 cancels), a kernel's result the GPU tests speak for
-pytestmark = pytest.mark.skipif(BACKEND.gpu, reason="the CPU's check of every variant; tests/test_gpu.py is the GPU's")
+pytestmark = [pytest.mark.skipif(BACKEND.gpu, reason="the CPU's check of every variant; tests/test_gpu.py is the GPU's"),
+              pytest.mark.slow]   # two minutes on 2 cores: .ci/run runs it
 
 
 def smallest_shape(family) -> str:

@@ -45,6 +45,7 @@ def test_a_group_one_program_holds_is_not_for_this_variant_and_numerics_says_not
                               "than 16384 elements), got 64; a program holds such a group",)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["normal", "large_mean", "all_equal"])
 def test_on_the_cpu_it_passes_against_float64_through_the_family(kind):
     shape = gn.Shape(1, 4, 2, (96, 96))   # 18,432 elements a group: split

@@ -25,6 +25,7 @@ def test_within_tolerance_of_float64_on_every_input_kind(path, kind, dtype):
         assert _problems(_run(tiled, CONFIGS[path], inputs, shape), gn.FAMILY.reference(inputs, shape), dtype) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["large_mean", "all_equal"])
 def test_within_tolerance_where_the_one_pass_seed_kernel_writes_nan(kind):
     assert problems_where_the_seed_writes_nan(tiled, kind) == []

@@ -83,6 +83,7 @@ def test_bad_spread_options_are_one_line_and_exit_2(args, said, capsys):
     assert len(err) == 1 and said in err[0]
 
 
+@pytest.mark.slow
 def test_a_variant_that_crashes_its_worker_is_reported_and_the_rest_comes_out(tmp_path, capfd):
     if os.environ.get("TRITON_INTERPRET") != "1":
         pytest.skip("the out-of-bounds load segfaults Triton's CPU interpreter; compiled, it is an illegal address")
@@ -213,6 +214,7 @@ def test_variant_sources_are_shipped_and_load_from_where_they_are_unpacked(tmp_p
     assert not Path(new.path).exists()   # the unpacked trees go with the worker
 
 
+@pytest.mark.slow
 def test_each_variants_kernels_are_compiled_by_a_task_and_not_again_where_the_run_started(tmp_path, monkeypatch):
     from compare.checks.ir import compile as ir_compile
     here = []
