@@ -16,6 +16,7 @@ def repo(tmp_path_factory) -> Path:
     return make_repo(tmp_path_factory.mktemp("byok") / "repo")
 
 
+@pytest.mark.slow
 def test_two_revisions_and_the_working_tree_side_by_side(repo, tmp_path):
     out = tmp_path / "r.json"
     scratch = tmp_path / "scratch"   # the run's temporary folders go here, so we can see they are gone
@@ -78,6 +79,7 @@ def test_a_kernel_that_does_not_import_is_reported_and_the_others_still_run(repo
     assert pair["mean"] == 0 and pair["rstd"] == 0
 
 
+@pytest.mark.slow
 def test_a_variant_named_among_the_names_takes_that_place(repo, tmp_path):
     out = tmp_path / "r.json"
     r = cli("compare", "new", "flat", "broken", "--repo", str(repo),
@@ -107,6 +109,7 @@ def test_bad_variant_on_the_command_line(repo):
     assert r.stdout == ""
 
 
+@pytest.mark.slow
 def test_ir_compiles_each_revision_with_its_own_helper(repo, tmp_path):
     """The IR worker compiles all kernels in one process: two revisions of `mypkg` must not share a helper."""
     out = tmp_path / "ir.json"
