@@ -45,6 +45,23 @@ def _pyproject(repo: Path) -> Path | None:
     return None
 
 
+def kernel_ab_table(text: str) -> dict:
+    """The `[tool.kernel-ab]` table of a pyproject.toml's text ({} without one): family folders are read
+    from it here, review's kernel mapping (compare/review/mapping.py) too. ValueError, one line, if no TOML."""
+    try:
+        import tomllib
+    except ImportError:   # Python 3.10
+        try:
+            import tomli as tomllib
+        except ImportError:
+            raise ValueError("reading pyproject.toml needs Python 3.11 or the tomli package (pip install tomli)") from None
+    try:
+        table = tomllib.loads(text).get("tool", {}).get("kernel-ab", {})
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"pyproject.toml is not TOML: {exc}") from None
+    return table if isinstance(table, dict) else {}
+
+
 def pyproject_folders(repo: str | os.PathLike = ".") -> list[tuple[str, Path]]:
     """(origin, folder) of each `family-paths` entry of the `[tool.kernel-ab]` table (none without one)."""
     if not Path(repo).is_dir():
@@ -53,16 +70,11 @@ def pyproject_folders(repo: str | os.PathLike = ".") -> list[tuple[str, Path]]:
     if path is None:
         return []
     try:
-        import tomllib
-    except ImportError:   # Python 3.10
-        try:
-            import tomli as tomllib
-        except ImportError:
-            raise FamilyError(f"reading {path} needs Python 3.11 or the tomli package (pip install tomli)") from None
-    try:
-        table = tomllib.loads(path.read_text()).get("tool", {}).get("kernel-ab", {})
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        table = kernel_ab_table(path.read_text())
+    except (OSError, UnicodeDecodeError) as exc:
         raise FamilyError(f"{path} cannot be read as TOML ({exc}); fix it or give --repo another folder") from None
+    except ValueError as exc:
+        raise FamilyError(f"{path}: {exc}; fix it or give --repo another folder") from None
     paths = table.get("family-paths", []) if isinstance(table, dict) else []
     if not isinstance(paths, list) or not all(isinstance(p, str) and p.strip() for p in paths):
         raise FamilyError(f"{path}: [tool.kernel-ab] family-paths must be a list of folder names, "

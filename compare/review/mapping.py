@@ -47,18 +47,8 @@ def read_table(text: str | None) -> dict[str, str]:
     ValueError, one line, where it is not TOML or not a table of strings)."""
     if text is None:
         return {}
-    try:
-        import tomllib
-    except ImportError:   # Python 3.10
-        try:
-            import tomli as tomllib
-        except ImportError:
-            raise ValueError("reading pyproject.toml needs Python 3.11 or the tomli package") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"pyproject.toml is not TOML: {exc}") from None
-    table = data.get("tool", {}).get("kernel-ab", {}).get("kernels", {})
+    from variants.discovery import kernel_ab_table
+    table = kernel_ab_table(text).get("kernels", {})
     if not isinstance(table, dict) or not all(isinstance(v, str) and ":" in k for k, v in table.items()):
         raise ValueError(f'pyproject.toml\'s {TABLE} must map "package.module:name" to a family\'s name')
     return dict(table)
