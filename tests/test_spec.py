@@ -1,8 +1,10 @@
 """variants/spec.py: the text of a --variant (NAME=[git:REV:]PATH::CALLABLE[(ARGS)]) read into a Spec;
 a malformed one is BadSpec with one line."""
+import re
+
 import pytest
 
-from variants.spec import BadSpec, CallMap, parse
+from variants.spec import BadSpec, CallMap, Literal, parse
 
 
 def test_a_spec_says_where_its_code_is_and_what_to_take():
@@ -28,9 +30,27 @@ def test_parse_op_specs():
     assert parse("b=k.py::fwd").call is None and parse("b=k.py::fwd()").call == CallMap(())
     for bad, message in [("c=k.py::Fn.apply(x, weight", "one list in parentheses at the end"),
                          ("c=k.py::f(x, x)", "argument x is passed twice"),
-                         ("c=k.py::f(eps=eps, x)", "positional argument 'x' after a keyword one"),
+                         ("c=k.py::f(eps=eps, x)", "positional argument follows keyword argument"),
+                         ("c=k.py::f(x)[1:2]", "optionally followed by [INDEX]"),
+                         ("c=k.py::f(x, [1, 2])", "nor a constant"),
+                         ("c=k.py::f(*x)", "*args and **kwargs are not an argument mapping"),
                          ("c=k.py::f(x+1)", "is not a name of the family's op arguments"),
                          ("c=k.py::Fn..apply", "CALLABLE a Python name or dotted path"),
                          ("c=k.py::fwd,bwd(X)", "an argument list is for an op")]:
-        with pytest.raises(BadSpec, match=message.replace("(", r"\(").replace("+", r"\+")):
+        with pytest.raises(BadSpec, match=re.escape(message)):
             parse(bad)
+
+
+def test_an_op_call_takes_constants_keywords_and_the_element_of_its_result():
+    s = parse("ce=git:HEAD:ops/ce.py::Fn.apply(X, target, None, ignore_index, 0.0, label_smoothing, "
+              "reduction=reduction, softcap=None, tag='a, (b)', flag=False)[0]")
+    assert s.function == "Fn.apply"
+    assert s.call.positional == ("X", "target", Literal(None), "ignore_index", Literal(0.0), "label_smoothing")
+    assert s.call.keywords == (("reduction", "reduction"), ("softcap", Literal(None)), ("tag", Literal("a, (b)")),
+                               ("flag", Literal(False)))
+    assert s.call.select == 0
+    assert s.call.names == ("X", "target", "ignore_index", "label_smoothing", "reduction")
+    assert parse(s.text).call == s.call   # the text it shows reads back as the same call
+    assert s.call.text() == ("(X, target, None, ignore_index, 0.0, label_smoothing, reduction=reduction, "
+                             "softcap=None, tag='a, (b)', flag=False)[0]")
+    assert parse("n=k.py::f(X, -1, 1e-5)").call.positional == ("X", Literal(-1), Literal(1e-5))

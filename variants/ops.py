@@ -8,43 +8,69 @@ from __future__ import annotations
 import inspect
 
 from variants.spec import BadSpec, CallMap
-from variants.variant import Variant
+from variants.variant import ForwardOnly, OpCallError, Variant, differentiable  # noqa: F401 (re-exported)
 
 from variants.variant import MODES  # noqa: E402 (one list of passes, the protocol's)
 
 
 class MappedOp:
-    """`fn` called as its spec says: the family's arguments come in the order `call.names`; the first
-    len(call.positional) are passed positionally, the rest by their keywords."""
+    """`fn` called as its spec says: the family's arguments come in the order `call.names`, each put where
+    the call places it, with the call's constants between; `call.select` picks the element of its result."""
 
     def __init__(self, fn, call: CallMap):
         self.fn, self.call = fn, call
 
     def __call__(self, *values):
-        n = len(self.call.positional)
-        return self.fn(*values[:n], **{kw: v for (kw, _), v in zip(self.call.keywords, values[n:])})
+        given = iter(values)
+        take = (lambda e: next(given) if isinstance(e, str) else e.value)
+        positional = [take(e) for e in self.call.positional]   # before the keywords: the values come in this order
+        returned = self.fn(*positional, **{kw: take(e) for kw, e in self.call.keywords})
+        return self.selected(returned)
+
+    def selected(self, returned):
+        """The family's first output out of what the op returned (OpCallError when the mapping does not fit it)."""
+        select = self.call.select
+        if isinstance(returned, (tuple, list)):
+            if select is None:
+                raise OpCallError(f"the op returned a {type(returned).__name__} of {len(returned)}; say which element "
+                                  f"is the output: {self.call.text()}[i]")
+            if not -len(returned) <= select < len(returned):
+                raise OpCallError(f"the op returned {len(returned)} values; [{select}] is none of them")
+            return returned[select]
+        if select is not None:
+            raise OpCallError(f"the op returned one {type(returned).__name__}, not a tuple to take [{select}] of")
+        return returned
 
 
 def result_of(returned):
-    """The op's result: what it returned, or the first of a tuple it returned."""
+    """The op's result as timed passes see it (a MappedOp has already picked its output)."""
     return returned[0] if isinstance(returned, (tuple, list)) else returned
+
+
+def _signature(fn):
+    """The parameters a call must fit: an autograd Function's `apply` takes its `forward`'s, ctx left out."""
+    owner = getattr(fn, "__self__", None)
+    if getattr(fn, "__name__", "") == "apply" and isinstance(owner, type) and hasattr(owner, "forward"):
+        params = list(inspect.signature(owner.forward).parameters.values())[1:]
+        return inspect.Signature(params)
+    return inspect.signature(fn)
 
 
 def check_call(fn, call: CallMap, known: tuple[str, ...], where: str) -> None:
     """BadSpec (one line) unless `call` names only arguments the family gives and fits `fn`'s
-    signature where Python can read it (`Function.apply` takes `*args`: anything fits)."""
+    signature where Python can read it (an autograd Function's by its `forward`)."""
     unknown = [n for n in call.names if n not in known]
     if unknown:
         raise BadSpec(f"{where}: {unknown[0]!r} is not an argument of the family's op; arguments: {', '.join(known)}")
     try:
-        signature = inspect.signature(fn)
+        signature = _signature(fn)
     except (TypeError, ValueError):   # a builtin that does not say: the call is tried as given
         return
     try:
         signature.bind(*call.positional, **{kw: None for kw, _ in call.keywords})
     except TypeError as exc:
         raise BadSpec(f"{where}: the call {call.text()} does not fit the callable's parameters {signature}: {exc}; "
-                      "say which argument each parameter takes with CALLABLE(arg, ...)") from None
+                      "say what each parameter takes with CALLABLE(arg or constant, ...)") from None
 
 
 def _copy_checked(buffer, value, name: str) -> None:
@@ -91,7 +117,7 @@ class OpPass:
 
     def _grad(self, y, retain: bool):
         import torch
-        return torch.autograd.grad(y, self.leaves, self.dy, retain_graph=retain)
+        return torch.autograd.grad(differentiable(y, "the op's backward"), self.leaves, self.dy, retain_graph=retain)
 
     def __call__(self) -> None:
         if self.mode == "forward":

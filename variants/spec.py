@@ -1,11 +1,14 @@
 """The text of a `--variant`: NAME=[git:REV:]PATH::CALLABLE (the file now or at revision REV) or
 NAME=package.module:CALLABLE (an installed package). CALLABLE is a name or dotted path (`Fn.apply`);
-FORWARD,BACKWARD names two kernels of one file. An op may add, in its own order, which of the family's op
-arguments each parameter takes: `Fn.apply(x, weight, bias, channels, num_groups, eps)`, `KW=ARG` by keyword."""
+FORWARD,BACKWARD names two kernels of one file. An op may add its call: for each parameter, in its order, the
+family's op argument or a constant it takes, `KW=...` by keyword, and `[i]`, the element of a tuple result that
+is the output: `Fn.apply(X, target, None, ignore_index, 0.0, reduction=reduction)[0]`."""
 from __future__ import annotations
 
+import ast
 import dataclasses
 import re
+from typing import Union
 
 from variants.kernel_checks import BadSpec
 from variants.variant import NAME as _NAME  # what a variant name may be
@@ -17,20 +20,37 @@ _TWO_KERNELS = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*,[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclasses.dataclass(frozen=True)
-class CallMap:
-    """How an op's parameters take the family's op arguments: `positional[i]` is the family argument
-    passed as the i-th positional argument, `keywords` maps keyword -> family argument."""
+class Literal:
+    """A constant an op is called with where the family has no argument (`None`, `0.0`, `'mean'`, `False`)."""
 
-    positional: tuple[str, ...]
-    keywords: tuple[tuple[str, str], ...] = ()
+    value: object
+
+    def text(self) -> str:
+        return repr(self.value)
+
+
+Entry = Union[str, Literal]   # a family argument's name, or a constant
+
+
+@dataclasses.dataclass(frozen=True)
+class CallMap:
+    """How an op's parameters take the family's op arguments: `positional[i]` is what is passed as the i-th
+    positional argument (a family argument's name or a Literal), `keywords` maps keyword -> the same;
+    `select`: which element of a tuple result is the family's first output (None: the result itself)."""
+
+    positional: tuple[Entry, ...]
+    keywords: tuple[tuple[str, Entry], ...] = ()
+    select: int | None = None
 
     @property
     def names(self) -> tuple[str, ...]:
-        """Every family argument the call passes, in the order it passes them."""
-        return self.positional + tuple(arg for _, arg in self.keywords)
+        """Every family argument the call passes, in the order it passes them (constants left out)."""
+        return tuple(e for e in (*self.positional, *(arg for _, arg in self.keywords)) if isinstance(e, str))
 
     def text(self) -> str:
-        return "(" + ", ".join([*self.positional, *(f"{k}={a}" for k, a in self.keywords)]) + ")"
+        show = (lambda e: e if isinstance(e, str) else e.text())
+        args = ", ".join([*map(show, self.positional), *(f"{k}={show(a)}" for k, a in self.keywords)])
+        return f"({args})" + ("" if self.select is None else f"[{self.select}]")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,29 +81,45 @@ class Spec:
         return f"{place}{self.sep}{self.callable_text}"
 
 
+def _entry(node: ast.expr, spec_text: str) -> Entry:
+    """A family argument's name or a constant, from one argument of the call's syntax tree."""
+    if isinstance(node, ast.Name) and node.id not in ("None", "True", "False"):
+        return node.id
+    try:
+        value = ast.literal_eval(node)
+    except ValueError:
+        value = _NOT_CONSTANT
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return Literal(value)
+    raise BadSpec(f"--variant {spec_text!r}: argument {ast.unparse(node)!r} is not a name of the family's op "
+                  "arguments nor a constant (None, True, False, a number or a quoted string)")
+
+
+_NOT_CONSTANT = object()
+
+
 def _call_map(text: str, spec_text: str) -> CallMap:
-    """The CallMap of 'a, b, kw=c' (BadSpec if an entry is not a name or KW=name, or a name repeats)."""
-    positional, keywords = [], []
-    entries = [e.strip() for e in text.split(",")] if text.strip() else []
-    for entry in entries:
-        kw, eq, arg = (p.strip() for p in entry.partition("="))
-        if eq:
-            if not (kw.isidentifier() and arg.isidentifier()):
-                raise BadSpec(f"--variant {spec_text!r}: argument {entry!r} is not KEYWORD=ARGUMENT")
-            keywords.append((kw, arg))
-        else:
-            if not entry.isidentifier():
-                raise BadSpec(f"--variant {spec_text!r}: argument {entry!r} is not a name of the family's op arguments")
-            if keywords:
-                raise BadSpec(f"--variant {spec_text!r}: positional argument {entry!r} after a keyword one")
-            positional.append(entry)
-    call = CallMap(tuple(positional), tuple(keywords))
+    """The CallMap of '(a, None, kw=c)[0]' (BadSpec if it is not one argument list, optionally indexed,
+    an entry is neither a name nor a constant, or a name or keyword repeats)."""
+    why = ""
+    try:
+        tree = ast.parse("f" + text, mode="eval").body
+    except SyntaxError as exc:
+        tree, why = None, f" ({exc.msg})"
+    select = None
+    if isinstance(tree, ast.Subscript) and isinstance(tree.slice, ast.Constant) and type(tree.slice.value) is int:
+        tree, select = tree.value, tree.slice.value
+    if not (isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and tree.func.id == "f"):
+        raise BadSpec(f"--variant {spec_text!r}: an op's arguments are one list in parentheses at the end{why}, "
+                      "optionally followed by [INDEX] (which element of its result is the output), "
+                      "e.g. ::Fn.apply(X, W, None, eps)[0]")
+    if any(isinstance(a, ast.Starred) for a in tree.args) or any(k.arg is None for k in tree.keywords):
+        raise BadSpec(f"--variant {spec_text!r}: *args and **kwargs are not an argument mapping")
+    call = CallMap(tuple(_entry(a, spec_text) for a in tree.args),
+                   tuple((k.arg, _entry(k.value, spec_text)) for k in tree.keywords), select)
     repeated = sorted({n for n in call.names if call.names.count(n) > 1})
     if repeated:
         raise BadSpec(f"--variant {spec_text!r}: argument {repeated[0]} is passed twice")
-    kws = [k for k, _ in keywords]
-    if len(set(kws)) != len(kws):
-        raise BadSpec(f"--variant {spec_text!r}: a keyword is given twice")
     return call
 
 
@@ -101,12 +137,7 @@ def parse(text: str) -> Spec:
         raise BadSpec(f"--variant {text!r}: {where!r} is not a module name (package.module:CALLABLE); a file's "
                       "CALLABLE follows '::' (PATH::CALLABLE)")
     function, paren, args = tail.partition("(")
-    call = None
-    if paren:
-        if not args.endswith(")") or "(" in args[:-1] or ")" in args[:-1]:
-            raise BadSpec(f"--variant {text!r}: an op's arguments are one list in parentheses at the end, "
-                          f"e.g. ::Fn.apply(X, W, B, eps)")
-        call = _call_map(args[:-1], text)
+    call = _call_map(paren + args, text) if paren else None
     function = function.strip()
     two = bool(_TWO_KERNELS.match(function))
     if not sep or not where or not (_DOTTED.match(function) or two):
