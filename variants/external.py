@@ -26,6 +26,7 @@ from variants.isolation import _package_root, import_isolated  # noqa: F401 (imp
 from variants.kernel_checks import BadSpec, _is_triton_kernel, compile_failures, kernel_role  # noqa: F401 (re-exported)
 from variants.ops import op_variant
 from variants.spec import Spec, parse
+from variants.torch_modules import import_read_submodules
 
 ERROR_LINES = 3          # lines of an import error kept in the report
 
@@ -187,6 +188,10 @@ class ExternalKernels:
             roots = tuple(dict.fromkeys((root, tree)))
             origin = f"git:{spec.rev} ({short}) {spec.path}::{spec.callable_text}"
             labels = {str(tree) + os.sep: f"git:{spec.rev}:"}
+        read = import_read_submodules(_text(file))
+        if read:
+            origin += f"; {', '.join(read)} imported first (its code reads {'them' if len(read) > 1 else 'it'}, " \
+                      "and torch does not import it by itself)"
         try:
             with self.guard(spec.name, f"import of {spec.path}"):
                 module = import_isolated(module_name, roots)
@@ -260,6 +265,13 @@ class ExternalKernels:
             raise BadSpec(f"--variant {spec.name}: {spec.path}{spec.sep}{function} is not a @triton.jit kernel "
                           f"(it is {type(kernel).__name__})")
         return kernel
+
+
+def _text(file: Path) -> str:
+    try:
+        return file.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def _is_tuned_kernel(obj) -> bool:
