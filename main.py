@@ -194,7 +194,9 @@ def cmd_list(registry) -> int:
         print(f"outputs: {', '.join(family.outputs)}; gradients: {', '.join(family.grads) or 'none'}")
         print("presets:")
         for preset in family.presets.values():
-            default = " (default)" if preset.name == family.default_preset else ""
+            marks = [m for m, name in (("default", family.default_preset), ("review on a GPU", family.gpu_preset))
+                     if preset.name == name]
+            default = f" ({', '.join(marks)})" if marks else ""
             print(f"  {preset.name}{default}: {preset.description}; {len(preset.shapes)} shapes")
         if family.op_params:
             from variants.ops import argument_names

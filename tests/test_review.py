@@ -212,3 +212,19 @@ def test_an_op_taking_the_family_arguments_in_its_own_order_is_called_in_that_or
     assert target.call == ("W", "X", "eps", "offset", "casting_mode")
     assert target.spec("n.head", "abc") == "n.head=git:abc:mylib/rms.py::RMSNormFunction.apply(W, X, eps, offset, casting_mode)"
     assert "in its own order" in target.how
+
+
+def test_on_a_gpu_review_takes_each_familys_gpu_preset_unless_told():
+    """No toy launch-bound shapes timed on a GPU unless asked for; the CPU keeps the small default."""
+    import argparse
+    from compare.review.command import _preset
+    from compare.running.backend import Backend
+    from variants import registry
+    gpu, cpu = Backend("cuda", False, ""), Backend("cpu", True, "")
+    for family in registry().families.values():
+        assert family.gpu_preset in family.presets and family.gpu_preset != family.default_preset
+        asked = argparse.Namespace(preset=None, shape=None)
+        assert _preset(asked, family, gpu) == family.gpu_preset
+        assert _preset(asked, family, cpu) is None
+        assert _preset(argparse.Namespace(preset="edge", shape=None), family, gpu) == "edge"
+        assert _preset(argparse.Namespace(preset=None, shape="4,64"), family, gpu) is None

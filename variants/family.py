@@ -73,6 +73,7 @@ class Family(abc.ABC):
     name: str = ""
     presets: Mapping[str, Preset] = {}
     default_preset: str = "default"
+    gpu_preset: str = ""          # the shapes the op is used at, which a review on a GPU takes ("": default_preset)
     default_pair: tuple[str, str] = ("", "")
     outputs: tuple[str | Output, ...] = ()   # names after __init__; the declarations in `output_decls`
     operands: tuple[Operand, ...] = ()
@@ -97,6 +98,8 @@ class Family(abc.ABC):
             raise TypeError(f"family {self.name or type(self).__name__} does not set {', '.join(missing) or 'default_pair'}")
         if self.default_preset not in self.presets:
             raise ValueError(f"family {self.name}: default preset {self.default_preset!r} is not a preset")
+        if self.gpu_preset and self.gpu_preset not in self.presets:
+            raise ValueError(f"family {self.name}: GPU preset {self.gpu_preset!r} is not a preset")
         if not self.operands and type(self).make_inputs is Family.make_inputs:
             raise TypeError(f"family {self.name} declares no operands and has no make_inputs")
         settle(self)   # outputs and grads to names, their declarations kept; op_params, op_grads from them

@@ -33,7 +33,8 @@ def register(subparsers, more_options=()) -> None:
     p.add_argument("base", metavar="BASE", help="the revision before the change (a commit, branch or tag)")
     p.add_argument("head", metavar="HEAD", help="the revision with the change")
     p.add_argument("--repo", default=".", help="the reviewed git repository (default: the current directory)")
-    p.add_argument("--preset", help="shape preset of every family compared (default: each family's default)")
+    p.add_argument("--preset", help="shape preset of every family compared (default: on a GPU each family's GPU preset, the "
+                   "sizes its op is used at; on the CPU its small default)")
     p.add_argument("--shape", help="one shape instead of a preset, in the family's form (`main.py list`)")
     p.add_argument("--eps", type=float, help="eps for --shape (default 1e-6)")
     p.add_argument("--dtype", default="float32", help="float32, float16, bfloat16, a comma list, or all")
@@ -69,6 +70,14 @@ def _labels(targets: list[mapping.Target]) -> list[str]:
     return labels
 
 
+def _preset(args, family, backend) -> str | None:
+    """The preset an op is compared at: the one asked for; on a GPU, else, the sizes the family's op is used
+    at (its `gpu_preset`), so no toy launch-bound shape is timed unless asked for; else the family's default."""
+    if args.preset or args.shape or not backend.gpu:
+        return args.preset
+    return family.gpu_preset or None
+
+
 def run(args, registry, backend) -> int:
     """The review's exit code."""
     from compare.running.plan import from_args
@@ -92,7 +101,8 @@ def run(args, registry, backend) -> int:
         # each op's request as `compare` would resolve it; the review writes the files itself
         request, _ = from_args(argparse.Namespace(**{**vars(args), "external": specs, "repo": str(repo.top),
                                                      "family": target.family, "variants": [], "command": "compare",
-                                                     "json": None, "markdown": None, "out": None}))
+                                                     "json": None, "markdown": None, "out": None,
+                                                     "preset": _preset(args, registry.family(target.family), backend)}))
         report, error = _compare(request, registry, backend, args.quiet, supervisor.excluded())
         if report is not None:
             report = dataclasses.replace(report, gates=gates.decide(report, args.fail_on_numerics,

@@ -54,6 +54,7 @@ class Swiglu(Family):
 
     name = "swiglu"
     presets = _presets()
+    gpu_preset = "llm"   # what `review` takes on a GPU: the sizes the op is used at
     default_pair = ("rowwise", "sigmoid_exp")
     shape_help = SHAPE_FORM
     input_kinds = INPUT_KINDS
