@@ -46,6 +46,9 @@ def register(subparsers, more_options=()) -> None:
     p.add_argument("--inputs", help="input kinds, comma list or all (default: the quick plan)")
     p.add_argument("--trials", type=int, default=3, help="fresh-input trials per shape (default 3)")
     p.add_argument("--seed", type=int, default=0, help="first seed of the trials (default 0)")
+    p.add_argument("--aa", action="store_true",
+                   help="an A/A control: each changed op's BASE compared against BASE again (as LABEL.head), so "
+                        "any difference reported is the measurement's own")
     p.set_defaults(variants=[], external=None, family=None)
     for options in more_options:
         options(p)
@@ -97,7 +100,7 @@ def run(args, registry, backend) -> int:
                     modes=("forward", "backward", "full") if timed else ())
     done = []
     for target, label in zip(targets, labels):
-        specs = (target.spec(f"{label}.base", base), target.spec(f"{label}.head", head))
+        specs = (target.spec(f"{label}.base", base), target.spec(f"{label}.head", base if args.aa else head))
         # each op's request as `compare` would resolve it; the review writes the files itself
         request, _ = from_args(argparse.Namespace(**{**vars(args), "external": specs, "repo": str(repo.top),
                                                      "family": target.family, "variants": [], "command": "compare",
