@@ -2,7 +2,7 @@
 pyproject table, an installed package's entry point; `list` names each one's origin; a name found twice, a
 package that fails to import and a folder that is none are one line and exit 2; folders import isolated."""
 import json
-import shutil
+import os
 import subprocess
 import sys
 import textwrap
@@ -154,36 +154,49 @@ def test_family_folders_import_isolated_from_each_other(tmp_path):
     assert reg.origins["iso_b"] == f"--family-path {tmp_path / 'b'}"
 
 
+def install_by_hand(site: Path, name: str, version: str, entry_points: str, package_init: str) -> Path:
+    """`site` holding package `name` (this __init__.py) as installed: NAME-VERSION.dist-info with METADATA,
+    entry_points.txt and RECORD, as an installer writes it (no build backend, no wheel package needed)."""
+    module = name.replace("-", "_")
+    package(site, module, package_init)
+    info = site / f"{module}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    (info / "entry_points.txt").write_text(textwrap.dedent(entry_points))
+    files = [f"{module}/__init__.py"] + [f"{info.name}/{f}" for f in ("METADATA", "entry_points.txt", "RECORD")]
+    (info / "RECORD").write_text("".join(f"{f},,\n" for f in files))
+    return site
+
+
 @pytest.fixture(scope="session")
-def venv_with_plugin(tmp_path_factory) -> Path:
-    """A venv (system site-packages: torch, kernel-ab's dependencies) with a tiny package installed whose
-    entry point in group kernel_ab.families is a Family class."""
-    base = tmp_path_factory.mktemp("plugin")
-    src = package(base / "src", "kab_demo", scale_family("ep_scale").replace("\nFAMILY = F()\n", "\n"))
-    (src / "pyproject.toml").write_text(textwrap.dedent("""\
-        [build-system]
-        requires = ["setuptools>=64"]
-        build-backend = "setuptools.build_meta"
-        [project]
-        name = "kab-demo"
-        version = "0.1"
-        [project.entry-points."kernel_ab.families"]
-        demo = "kab_demo:F"
-        """))
-    # without pip of its own, the system's pip (and setuptools, for the build) install into the venv
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(base / "venv")],
-                   check=True)
-    python = base / "venv" / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index",
-                    str(src)], check=True, capture_output=True)
-    shutil.rmtree(src / "kab_demo")   # found as installed, not from the source folder
-    return python
+def plugin_site(tmp_path_factory) -> Path:
+    """A folder, like site-packages, where a tiny distribution kab-demo is installed whose entry point in
+    group kernel_ab.families is a Family class."""
+    return install_by_hand(tmp_path_factory.mktemp("plugin"), "kab-demo", "0.1", """\
+        [kernel_ab.families]
+        demo = kab_demo:F
+        """, scale_family("ep_scale").replace("\nFAMILY = F()\n", "\n"))
 
 
-def test_list_names_entry_point_and_folder_origins(venv_with_plugin, tmp_path):
+def list_families(*argv: str, site: Path | None = None) -> subprocess.CompletedProcess:
+    """`main.py list` in a process of its own, with `site` (if any) first on its PYTHONPATH."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (site and str(site), str(ROOT), env.get("PYTHONPATH")) if p)
+    return subprocess.run([sys.executable, "main.py", "list", *argv], cwd=ROOT, env=env, capture_output=True,
+                          text=True)
+
+
+def test_list_names_entry_point_and_folder_origins(plugin_site, tmp_path):
     folder = copy_rms_norm(tmp_path, "tiny_rms")
-    proc = subprocess.run([str(venv_with_plugin), "main.py", "list", "--family-path", str(folder)], cwd=ROOT,
-                          capture_output=True, text=True)
+    proc = list_families("--family-path", str(folder), site=plugin_site)
     assert proc.returncode == 0, proc.stderr
+    assert "## family ep_scale:" in proc.stdout
     assert proc.stdout.split("## family ep_scale:")[1].splitlines()[1] == "from: entry point demo from kab-demo"
     assert proc.stdout.split("## family tiny_rms:")[1].splitlines()[1] == f"from: --family-path {folder}"
+
+
+def test_a_family_is_found_through_the_installed_distribution_only(plugin_site):
+    """Without the folder holding the distribution, its family is not listed: the entry point found it."""
+    proc = list_families()
+    assert proc.returncode == 0, proc.stderr
+    assert "## family rms_norm:" in proc.stdout and "ep_scale" not in proc.stdout

@@ -228,3 +228,52 @@ def test_on_a_gpu_review_takes_each_familys_gpu_preset_unless_told():
         assert _preset(asked, family, cpu) is None
         assert _preset(argparse.Namespace(preset="edge", shape=None), family, gpu) == "edge"
         assert _preset(argparse.Namespace(preset=None, shape="4,64"), family, gpu) is None
+
+
+def _refused_review(tmp_path, capsys, monkeypatch, *more: str) -> str:
+    """The one error line of a review whose outputs are refused (exit 2), and no comparison started."""
+    from compare.review import command
+
+    def no_comparison(*_):
+        raise AssertionError("a comparison ran before the outputs were checked")
+    monkeypatch.setattr(command, "_compare", no_comparison)
+    repo = make_repo(tmp_path, False)
+    assert main.main(["review", "--repo", str(repo), "v1", "v2", *SMALL, *more]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, err
+    return err
+
+
+@pytest.mark.parametrize("flag, name", [("--json", "notes.json"), ("--markdown", "notes.md"), ("--out", "report.md")])
+def test_review_refuses_to_replace_a_file_kernel_ab_did_not_write(tmp_path, capsys, monkeypatch, flag, name):
+    (tmp_path / name).write_text('{"mine": 1}\n' if name.endswith(".json") else "my notes\n")
+    before = (tmp_path / name).read_text()
+    where = tmp_path if flag == "--out" else tmp_path / name
+    err = _refused_review(tmp_path, capsys, monkeypatch, flag, str(where))
+    label = f"--out {tmp_path}" if flag == "--out" else flag
+    assert err == (f"kernel-ab: error: {label}: {tmp_path / name} holds a file kernel-ab did not write; give another "
+                   f"{'folder' if flag == '--out' else 'path'}, or --force to replace it\n")
+    assert (tmp_path / name).read_text() == before
+
+
+def test_review_refuses_two_outputs_writing_one_file(tmp_path, capsys, monkeypatch):
+    (tmp_path / "o").mkdir()
+    err = _refused_review(tmp_path, capsys, monkeypatch, "--out", str(tmp_path / "o"),
+                          "--markdown", str(tmp_path / "o" / "report.md"))
+    assert "--markdown and --out" in err and "both write" in err
+
+
+def test_review_with_force_may_replace_a_foreign_file_and_op_folders_are_checked_too(tmp_path):
+    import argparse
+    from compare.review import render
+    from compare.running.usage import UsageError
+    (tmp_path / "op").mkdir()
+    (tmp_path / "op" / "report.json").write_text("[1]\n")
+    args = argparse.Namespace(json=None, markdown=None, out=str(tmp_path), force=False)
+    render.check_outputs(args)   # the review's own report.md is not there yet: nothing to refuse
+    with pytest.raises(UsageError, match=r"--out .*/op: .*/op/report.json holds a file kernel-ab did not write"):
+        render.check_outputs(args, ["other", "op"])
+    (tmp_path / "report.md").write_text("my notes\n")
+    with pytest.raises(UsageError, match=r"report.md holds a file kernel-ab did not write"):
+        render.check_outputs(args)
+    render.check_outputs(argparse.Namespace(**{**vars(args), "force": True}), ["other", "op"])

@@ -1,7 +1,7 @@
 """Bring your own kernel or op: from a file, a file at a git revision, or an installed package (the
 spec's forms: variants/spec.py). A `@triton.jit` function is the family's forward or backward kernel by its
-parameters; anything else callable is an op (variants/ops.py). A revision is materialized with `git archive`
-and each load imports in isolation (variants/isolation.py), so two revisions load side by side.
+parameters; anything else callable is an op (variants/ops.py). What a revision's file needs is materialized
+(variants/git_tree.py) and each load imports in isolation (variants/isolation.py), so revisions load side by side.
 Bad input raises `BadSpec`; a file that fails to import is a `FailedLoad`."""
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import traceback
 from importlib.metadata import packages_distributions, version
 from pathlib import Path
 
 from variants import Family, Registry, UnknownName, Variant
+from variants.git_tree import Tree, TreeError, materialize, needed_paths
 from variants.isolation import _package_root, import_isolated  # noqa: F401 (import_isolated re-exported)
 from variants.kernel_checks import BadSpec, _is_triton_kernel, compile_failures, kernel_role  # noqa: F401 (re-exported)
 from variants.ops import op_variant
@@ -94,7 +94,7 @@ class ExternalKernels:
         # guard(name, what): a context manager around each import (a supervisor's status record)
         self.guard = guard or (lambda name, what: contextlib.nullcontext())
         self._tmp: Path | None = None
-        self._trees: dict[str, Path] = {}      # commit -> materialized tree
+        self._trees: dict[tuple, Tree] = {}    # (commit, paths in it) -> materialized tree
         self._modules: list = []               # loaded modules, kept alive for the run
         self._toplevel: Path | None = None
 
@@ -132,30 +132,16 @@ class ExternalKernels:
             raise BadSpec(f"revision {rev!r} not found in {top}")
         return r.stdout.strip()
 
-    def _materialize(self, commit: str) -> Path:
-        if commit in self._trees:
-            return self._trees[commit]
-        if self._tmp is None:
-            self._tmp = Path(tempfile.mkdtemp(prefix="kernel-ab-byok-"))
-        dest = self._tmp / commit[:12]
-        dest.mkdir()
-        with tempfile.TemporaryFile() as err:  # stream the archive: a large tree is never held in memory
-            proc = subprocess.Popen(["git", "-C", str(self._repo_top()), "archive", "--format=tar", commit],
-                                    stdout=subprocess.PIPE, stderr=err)
-            try:
-                with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
-                    if hasattr(tarfile, "data_filter"):
-                        tar.extractall(dest, filter="data")
-                    else:  # pragma: no cover - Pythons without extraction filters
-                        tar.extractall(dest)
-            finally:
-                proc.stdout.close()
-                code = proc.wait()
-            if code:
-                err.seek(0)
-                raise BadSpec(f"git archive of {commit[:12]} failed: {err.read().decode(errors='replace').strip()[:200]}")
-        self._trees[commit] = dest
-        return dest
+    def _materialize(self, commit: str, path: str, label: str) -> Tree:
+        """What `path` needs of `commit` (variants/git_tree.py), once per commit and set of paths."""
+        paths = needed_paths(self._repo_top(), commit, path, label)
+        if (commit, paths) not in self._trees:
+            if self._tmp is None:
+                self._tmp = Path(tempfile.mkdtemp(prefix="kernel-ab-byok-"))
+            dest = self._tmp / f"{commit[:12]}-{len(self._trees)}"
+            dest.mkdir()
+            self._trees[commit, paths] = materialize(self._repo_top(), commit, paths, dest, label)
+        return self._trees[commit, paths]
 
     # ------------------------------------------------------------ loading
     def load(self, spec: Spec | str, family: Family) -> Variant | FailedLoad:
@@ -180,13 +166,19 @@ class ExternalKernels:
                 raise BadSpec(f"--variant {spec.name}: PATH {spec.path} must be relative to the repository's top level")
             if _git(self._repo_top(), "cat-file", "-e", f"{commit}:{rel.as_posix()}").returncode:
                 raise BadSpec(f"--variant {spec.name}: {spec.path} does not exist at {spec.rev} ({short})")
-            tree = self._materialize(commit)
+            origin = f"git:{spec.rev} ({short}) {spec.path}::{spec.callable_text}"
+            try:
+                made = self._materialize(commit, rel.as_posix(), f"{spec.rev} ({short})")
+            except TreeError as exc:   # the repository's fault (a missing object, say), not the spec's
+                return FailedLoad(spec.name, family.name, spec.where, origin, str(exc))
+            tree = made.folder
             file = tree / rel
             if not file.is_file():
                 raise BadSpec(f"--variant {spec.name}: {spec.path} at {spec.rev} ({short}) is not a file")
             root, module_name = _package_root(file, stop=tree)
             roots = tuple(dict.fromkeys((root, tree)))
-            origin = f"git:{spec.rev} ({short}) {spec.path}::{spec.callable_text}"
+            if made.skipped:
+                origin += f"; unsafe members left out: {', '.join(made.skipped)}"
             labels = {str(tree) + os.sep: f"git:{spec.rev}:"}
         read = import_read_submodules(_text(file))
         if read:

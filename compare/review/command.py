@@ -87,17 +87,14 @@ def run(args, registry, backend) -> int:
     from compare.model import gates
     from compare.running import supervisor
     from compare.review import render
+    render.check_outputs(args)
     repo = Repository(args.repo)
     base, head = repo.commit(args.base, "BASE"), repo.commit(args.head, "HEAD")
     found = changes(repo, base, head)
     targets, unmapped = mapping.plan(found.changed, _table(repo, head), registry.families)
     labels = _labels(targets)
-    if args.out:   # each op's folder in --out is checked as --out itself is, before any work
-        from compare.running.usage import outputs
-        timed = not args.checks or "timing" in args.checks
-        for label in labels:
-            outputs(None, None, str(Path(args.out) / label), force=args.force,
-                    modes=("forward", "backward", "full") if timed else ())
+    # the review's own files, then each op's folder in --out too, all checked before any comparison
+    render.check_outputs(args, labels, timed=not args.checks or "timing" in args.checks)
     done = []
     for target, label in zip(targets, labels):
         specs = (target.spec(f"{label}.base", base), target.spec(f"{label}.head", base if args.aa else head))

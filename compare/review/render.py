@@ -15,6 +15,7 @@ from pathlib import Path
 
 from compare.review.kernels import Changes
 from compare.review.mapping import TABLE, Unmapped
+from compare.running.usage import UsageError
 
 LEVELS = {"ok": "OK  ", "fail": "FAIL", "warn": "WARN", "info": "    "}
 _MARKS = {"ok": "✅ ", "fail": "❌ ", "warn": "⚠️ ", "info": ""}
@@ -105,6 +106,31 @@ def _terminal(review: Review) -> None:
     console.rule(Text(f"kernel-ab review of {review.base_rev}..{review.head_rev}"))
     for level, line in lines(review):
         console.print(Text(f"{LEVELS[level]} {line}"))
+
+
+def check_outputs(args, labels=(), timed: bool = False) -> None:
+    """UsageError (before any comparison, as compare's) unless --json, --markdown and --out can take the files
+    `finish` writes: --out's report.md and, for each op's `labels`, that op's folder of compare's files
+    (its timing files too when `timed`); a file there that kernel-ab did not write is refused unless --force."""
+    from compare.render.files import REPORT_MD, folder_files
+    from compare.running import usage
+    usage.outputs(args.json, args.markdown, None, force=args.force)
+    if args.out is None:
+        return
+    usage.not_blank("--out", args.out, "a folder")
+    out = Path(args.out)
+    folders = [out] + [out / label for label in labels]
+    for folder in folders:
+        usage.output_folder(f"--out {folder}", folder)
+    singles = [(flag, Path(text)) for flag, text in (("--json", args.json), ("--markdown", args.markdown)) if text]
+    for flag, path in singles:
+        where = os.path.realpath(path)
+        if any(os.path.realpath(f) == where or os.path.realpath(f).startswith(where + os.sep) for f in folders):
+            raise UsageError(f"{flag} {path} is where --out {out} needs a folder; give a file elsewhere")
+    files = [(flag, path, "path") for flag, path in singles] + [(f"--out {out}", out / REPORT_MD, "folder")]
+    modes = ("forward", "backward", "full") if timed else ()
+    files += [(f"--out {out / label}", p, "folder") for label in labels for p in folder_files(out / label, modes)]
+    usage.replaceable(files, args.force)
 
 
 def finish(review: Review, args) -> int:

@@ -1,5 +1,5 @@
 """The --variant sources a Dask worker needs, shipped with the tasks (a cluster's workers are not
-assumed to hold the repository): a git revision's tree as `git archive` made it, a file's package.
+assumed to hold the repository): what a git revision's file needs (variants/git_tree.py), a file's package.
 On the worker the trees are unpacked once; a revision's tree becomes a one-commit repository of the
 same files, so the variant loads exactly as a git: spec loads here (variants/external.py)."""
 from __future__ import annotations
@@ -39,6 +39,7 @@ def _tar_of(folder: Path, only: Path | None = None) -> bytes:
 
 def bundle(request_text: str) -> dict:
     """{"request": the request JSON, "trees": [(spec text, "git"/"file", tar bytes, relative path)]}."""
+    from variants.git_tree import TreeError, needed_paths
     from variants.isolation import _package_root
     from variants.spec import parse
     request = json.loads(request_text)
@@ -48,7 +49,11 @@ def bundle(request_text: str) -> dict:
         if spec.rev is not None:
             top = _git(request["repo"], "rev-parse", "--show-toplevel").stdout.decode().strip()
             commit = _git(top, "rev-parse", "--verify", f"{spec.rev}^{{commit}}").stdout.decode().strip()
-            data = _git(top, "archive", "--format=tar.gz", commit).stdout
+            try:
+                paths = needed_paths(Path(top), commit, spec.path, spec.rev)
+            except TreeError as exc:
+                raise UsageError(f"--variant {spec.name}: {exc}") from None
+            data = _git(top, "archive", "--format=tar.gz", commit, "--", *paths).stdout
             trees.append((text, "git", data, spec.path))
         else:
             file = Path(spec.path).resolve()

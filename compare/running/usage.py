@@ -166,6 +166,12 @@ def outputs(json_path: str | None, markdown_path: str | None, out: str | None, *
                 raise UsageError(f"{flag} {path} is where --out {folder} needs a folder; give a file elsewhere")
     files = [(flag, path, "path") for flag, path in singles]
     files += [(f"--out {folder}", p, "folder") for p in (folder_files(folder, modes) if folder else [])]
+    replaceable(files, force)
+
+
+def replaceable(files: list[tuple[str, Path, str]], force: bool) -> None:
+    """UsageError unless each (label, path, what to give instead) is written by one output alone and
+    holds nothing yet or a file kernel-ab wrote (any regular file with `force`)."""
     seen: dict[tuple, str] = {}
     for label, path, _ in files:
         first = seen.setdefault(_identity(path), label)
