@@ -87,7 +87,8 @@ def changes(repo: Repository, base: str, head: str) -> Changes:
     before, after = repo.files(base), repo.files(head)
     differ = sorted(p for p in set(before) | set(after) if p.endswith(".py") and before.get(p) != after.get(p))
     out = Changes()
-    sides = Side(repo, before, base[:7]), Side(repo, after, head[:7])
+    cache: dict = {}
+    sides = Side(repo, before, base[:7], cache), Side(repo, after, head[:7], cache)
     found = []
     for side in sides:
         paths = [p for p in differ if p in side.files]

@@ -54,8 +54,9 @@ class ChangedOp:
 class Side:
     """One revision of the repository, its modules parsed when first asked for."""
 
-    def __init__(self, repo: Repository, files: dict[str, str], rev: str):
+    def __init__(self, repo: Repository, files: dict[str, str], rev: str, cache: dict | None = None):
         self.repo, self.files, self.rev = repo, files, rev
+        self.cache = {} if cache is None else cache   # {(path, blob): Module}: a file the same at both is read once
         self.paths = {module_name(p, files): p for p in files if p.endswith(".py")}
         self.parsed: dict[str, Module | None] = {}
         self.errors: dict[str, str] = {}   # {path: why it could not be read}
@@ -67,10 +68,11 @@ class Side:
 
     def _parse(self, path: str, text: str | None) -> Module | None:
         if path not in self.parsed:
-            module = None
-            if text is not None:
+            module = self.cache.get((path, self.files[path]))
+            if module is None and text is not None:
                 try:
                     module = parse(text, path, module_name(path, self.files), path.endswith("/__init__.py"))
+                    self.cache[(path, self.files[path])] = module
                 except (SyntaxError, ValueError, RecursionError) as exc:
                     self.errors[path] = f"{type(exc).__name__}: {getattr(exc, 'msg', exc)}"
             self.parsed[path] = module
@@ -80,7 +82,8 @@ class Side:
         if path not in self.files:
             return None
         if path not in self.parsed:
-            self._parse(path, self.repo.read([self.files[path]]).get(self.files[path]))
+            cached = (path, self.files[path]) in self.cache
+            self._parse(path, None if cached else self.repo.read([self.files[path]]).get(self.files[path]))
         return self.parsed[path]
 
     def module(self, name: str) -> Module | None:
@@ -98,8 +101,9 @@ class Closure:
         return [k for k, m in self.members.items() if m.kind == Kind.JIT and k in called]
 
 
-def closure(side: Side, module: str, name: str) -> Closure:
-    """Every member `module`'s `name` reaches at `side`, breadth first, into modules of the same package."""
+def closure(side: Side, module: str, name: str, relevant: set[str] | None = None) -> Closure:
+    """Every member `module`'s `name` reaches at `side`, breadth first, into modules of the same package
+    (beyond the member it imports, only into `relevant` ones: those that changed or import from them)."""
     top = module.split(".")[0]
     members, edges, frontier = {}, {}, [(module, name)]
     while frontier:
@@ -110,7 +114,8 @@ def closure(side: Side, module: str, name: str) -> Closure:
             if member is None or key in members:
                 continue
             members[key] = member
-            targets = [(key[0], r) for r in sorted(member.refs) if r in mod.members]
+            inside = relevant is None or key[0] in relevant or key[0] == module
+            targets = [(key[0], r) for r in sorted(member.refs) if r in mod.members] if inside else []
             source_module, _, source_name = member.source.partition(":")
             if member.kind == Kind.IMPORT and source_module.split(".")[0] == top and source_name:
                 targets.append((source_module, source_name))
@@ -193,34 +198,52 @@ def _ordered(found: list[What]) -> list[What]:
     return sorted(dict.fromkeys(found), key=lambda w: 0 if w.kind in _FIRST else 1 if w.kind == Change.LAUNCH else 2)
 
 
+def importers(side: Side, paths: list[str]) -> list[str]:
+    """The other files of the same packages as `paths` that import from one of them (directly: the ops of a
+    file that reaches them only through another unchanged file are not looked for)."""
+    changed = {module_name(p, side.files) for p in paths}
+    tops = {m.split(".")[0] for m in changed}
+    candidates = [p for m, p in side.paths.items() if m.split(".")[0] in tops and p not in paths]
+    texts, found = side.repo.read([side.files[p] for p in candidates]), []
+    for p in candidates:
+        text = texts.get(side.files[p])
+        if text is None or not any(m in text or f".{m.rpartition('.')[2]} import" in text for m in changed):
+            continue   # a file that does not name the module does not import from it
+        mod = side._parse(p, text)
+        if mod is not None and any(m.source.partition(":")[0] in changed for m in mod.members.values()):
+            found.append(p)
+    return found
+
+
 def changed_ops(base: Side, head: Side, paths: list[str]) -> list[ChangedOp]:
-    """The public entries among the changed ops of the files `paths` (those that differ), in file order."""
-    out = []
-    for path in paths:
+    """The public entries among the changed ops of the files `paths` (those that differ) and of the files
+    importing from them, in that order."""
+    more = importers(head, paths)
+    relevant = {module_name(p, head.files) for p in paths + more}
+    found, closures = {}, {}
+    for path in paths + more:
         mod = head.at_path(path)
         if mod is None:
             continue
         old_mod = base.at_path(path)
-        found, closures = {}, {}
         for name, op in mod.ops.items():
             key = (mod.module, name)
-            closures[name] = now = closure(head, *key)
+            closures[key] = now = closure(head, *key, relevant)
             base_op = old_mod.ops.get(name) if old_mod is not None else None
-            what = _what(key, now, closure(base, *key) if base_op is not None else None, base)
+            what = _what(key, now, closure(base, *key, relevant) if base_op is not None else None, base)
             if what:
-                found[name] = ChangedOp(path, mod.module, op, base_op, tuple(f"{m}:{k}" for m, k in now.kernels()),
-                                        tuple(what))
-        out += _public(found, closures, mod)
-    return out
+                found[key] = ChangedOp(path, mod.module, op, base_op, tuple(f"{m}:{k}" for m, k in now.kernels()),
+                                       tuple(what))
+    return _public(found, closures)
 
 
-def _public(found: dict[str, ChangedOp], closures: dict[str, Closure], mod: Module) -> list[ChangedOp]:
+def _public(found: dict[tuple[str, str], ChangedOp], closures: dict[tuple[str, str], Closure]) -> list[ChangedOp]:
     """The changed ops no other changed op reaches, each with the names it folds (a wrapper of a Function's
     apply is folded into the Function, its own changes kept as a helper's)."""
-    def reaches(a: str, b: str) -> bool:
-        return a != b and (mod.module, b) in closures[a].members
+    def reaches(a: tuple[str, str], b: tuple[str, str]) -> bool:
+        return a != b and b in closures[a].members
 
-    def function(n: str) -> bool:
+    def function(n: tuple[str, str]) -> bool:
         return found[n].op.name.endswith(".apply")
     reached = {b for a in found for b in found if reaches(a, b) and (function(a) or not function(b))}
     roots = [n for n in found if n not in reached]
@@ -230,8 +253,9 @@ def _public(found: dict[str, ChangedOp], closures: dict[str, Closure], mod: Modu
         if r in wrapped:
             continue
         wrappers = [w for w, f in wrapped.items() if f == r]
-        what = list(found[r].what) + [What(Change.HELPER, w, x.detail) if x.kind == Change.OWN_CODE else x
-                                      for w in wrappers for x in found[w].what]
-        folded = [n for n in found if reaches(r, n)] + wrappers
+        what = list(found[r].what) + [What(Change.HELPER, _label(w, r[0]), x.detail) if x.kind == Change.OWN_CODE else x
+                                      for w in wrappers for x in found[w].what if x.kind == Change.OWN_CODE
+                                      or w[0] == r[0]]   # another module's wrapper names the same changes otherwise
+        folded = [_label(n, r[0]) for n in found if reaches(r, n)] + [_label(w, r[0]) for w in wrappers]
         out.append(dataclasses.replace(found[r], what=tuple(_ordered(what)), folded=tuple(folded)))
     return out
