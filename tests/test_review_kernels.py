@@ -155,7 +155,8 @@ def test_an_added_kernel_the_launcher_picks_is_reported_added_and_launcher_only(
     tiled = ("@triton.jit\ndef _norm_fwd_tiled(X, Y, n, eps, BLOCK: tl.constexpr):\n    pass\n\n\n"
              "def norm_forward(X, eps):\n    if X.shape[-1] > WIDE:\n        Y = torch.empty_like(X)\n"
              "        _norm_fwd_tiled[(2,)](X, Y, X.shape[-1], eps, BLOCK=1024)\n        return Y, X.shape[-1]\n")
-    after = NORM.replace("EPS_FLOOR = 1e-6", "EPS_FLOOR = 1e-6\nWIDE = 16384").replace("def norm_forward(X, eps):\n", tiled)
+    after = NORM.replace("EPS_FLOOR = 1e-6", "EPS_FLOOR = 1e-6\nWIDE = 16384")
+    after = after.replace("def norm_forward(X, eps):\n", tiled)
     found = _changes(tmp_path, {"norm.py": NORM}, {"norm.py": after})
     assert [k.key for k in found.added] == ["lib.norm:_norm_fwd_tiled"] and found.changed == []
     op = _one_op(found)
@@ -187,8 +188,8 @@ def test_a_changed_wrapper_alone_is_the_public_entry_and_returns_a_tuple_is_told
 
 def test_a_helper_imported_from_another_changed_module_of_the_package_counts_for_the_importing_op(tmp_path):
     util = "def block(n):\n    return 128\n"
-    source = NORM.replace("triton.next_power_of_2(n)", "block(n)").replace("EPS_FLOOR = 1e-6",
-                                                                            "from lib.util import block\nEPS_FLOOR = 1e-6")
+    source = NORM.replace("triton.next_power_of_2(n)", "block(n)")
+    source = source.replace("EPS_FLOOR = 1e-6", "from lib.util import block\nEPS_FLOOR = 1e-6")
     found = _changes(tmp_path, {"norm.py": source, "util.py": util},
                      {"norm.py": source, "util.py": util.replace("128", "256")})
     op = _one_op(found)   # util's own op `block` is one NormFunction reaches: folded into it

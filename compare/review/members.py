@@ -248,6 +248,10 @@ def _op(name: str, node: ast.AST) -> Op | None:
     return None   # a class that is no autograd Function (an nn.Module) is not called as an op
 
 
+def _decorator_names(node: ast.AST) -> set[str]:
+    return {n.id for d in node.decorator_list for n in ast.walk(d) if isinstance(n, ast.Name)}
+
+
 def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> str:
     if not node.level:
         return node.module or ""
@@ -276,8 +280,9 @@ class _Reader:
     def add(self, m: Member) -> None:
         old = self.found.get(m.name)
         if old is not None:   # bound more than once (if/else): all its bindings are its code
-            m = dataclasses.replace(old if old.kind == Kind.JIT or m.kind != Kind.JIT else m, code=old.code + "\n" + m.code,
-                                    refs=old.refs | m.refs, launches=old.launches + m.launches)
+            kept = old if old.kind == Kind.JIT or m.kind != Kind.JIT else m
+            m = dataclasses.replace(kept, code=old.code + "\n" + m.code, refs=old.refs | m.refs,
+                                    launches=old.launches + m.launches)
         self.found[m.name] = m
 
     def strip(self, node: ast.AST) -> ast.AST:
@@ -288,8 +293,8 @@ class _Reader:
         body = self.strip(fn)
         body.name = ""
         names, required, _ = params_of(fn.args)
-        tuned = any(self.triton.is_tuner(d) for d in fn.decorator_list) or "autotune" in wrapper or "heuristics" in wrapper
-        refs = free_names(fn) | {n.id for d in fn.decorator_list for n in ast.walk(d) if isinstance(n, ast.Name)}
+        tuned = any(self.triton.is_tuner(d) for d in fn.decorator_list) or any(t in wrapper for t in TUNERS)
+        refs = free_names(fn) | _decorator_names(fn)
         code = wrapper + ast.dump(body)
         self.add(Member(name, Kind.JIT, guard + code, frozenset(refs), params=names, required=required,
                         tuned=tuned, body=code))
@@ -311,7 +316,7 @@ class _Reader:
                 return None   # its kernel is the `k = triton.jit(f)` that wraps it
             inner = self.nested(stmt.name, stmt)
             kind = Kind.CLASS if isinstance(stmt, ast.ClassDef) else Kind.FUNCTION
-            refs = free_names(stmt) | {n.id for d in stmt.decorator_list for n in ast.walk(d) if isinstance(n, ast.Name)}
+            refs = free_names(stmt) | _decorator_names(stmt)
             return self.add(Member(stmt.name, kind, guard + ast.dump(self.strip(stmt)), frozenset(refs | inner),
                                    _launches(stmt, self.launchable)))
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
@@ -334,8 +339,8 @@ class _Reader:
             if isinstance(wrapped, ast.Name) and wrapped.id in self.defs:
                 outer = ast.dump(stmt.value).replace(ast.dump(wrapped), "<f>")
                 self.kernel(names[0], self.defs[wrapped.id], guard, outer + "\n")
-                fn_refs = free_names(stmt.value) - {wrapped.id}
-                self.found[names[0]] = dataclasses.replace(self.found[names[0]], refs=self.found[names[0]].refs | fn_refs)
+                kernel = self.found[names[0]]   # the tuners' arguments are read too
+                self.found[names[0]] = dataclasses.replace(kernel, refs=kernel.refs | free_names(stmt.value) - {wrapped.id})
                 return
             self.unresolved.append(f"{self.path}:{stmt.lineno}: {names[0]} = {ast.unparse(stmt.value)[:80]} "
                                    "(what triton.jit wraps is no function of the module)")

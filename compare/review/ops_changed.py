@@ -185,9 +185,9 @@ def _what(op: tuple[str, str], now: Closure, then: Closure | None, base: Side) -
         found += [What(Change.LAUNCH, _label((key[0], kernel), op[0]), detail)
                   for kernel, detail in _launch_detail(old.launches, m.launches).items()]
     if then is not None:
-        kernels_then = set(then.kernels())
+        kernels_then, gone = set(then.kernels()), set(then.members) - set(now.members)
         for key, m in then.members.items():
-            if key not in now.members and (m.kind == Kind.JIT or _news(key, then, op, set(then.members) - set(now.members))):
+            if key in gone and (m.kind == Kind.JIT or _news(key, then, op, gone)):
                 name = _label(key, op[0])
                 found.append(What(Change.KERNEL_REMOVED, name) if key in kernels_then else
                              What(Change.JIT_HELPER if m.kind == Kind.JIT else _python(m, False), name, "removed"))
@@ -253,9 +253,10 @@ def _public(found: dict[tuple[str, str], ChangedOp], closures: dict[tuple[str, s
         if r in wrapped:
             continue
         wrappers = [w for w, f in wrapped.items() if f == r]
-        what = list(found[r].what) + [What(Change.HELPER, _label(w, r[0]), x.detail) if x.kind == Change.OWN_CODE else x
-                                      for w in wrappers for x in found[w].what if x.kind == Change.OWN_CODE
-                                      or w[0] == r[0]]   # another module's wrapper names the same changes otherwise
+        what = list(found[r].what)
+        for w in wrappers:   # another module's wrapper would name the Function's changes again, otherwise
+            what += [What(Change.HELPER, _label(w, r[0]), x.detail) if x.kind == Change.OWN_CODE else x
+                     for x in found[w].what if x.kind == Change.OWN_CODE or w[0] == r[0]]
         folded = [_label(n, r[0]) for n in found if reaches(r, n)] + [_label(w, r[0]) for w in wrappers]
         out.append(dataclasses.replace(found[r], what=tuple(_ordered(what)), folded=tuple(folded)))
     return out
