@@ -144,10 +144,16 @@ def test_a_changed_module_constant_the_launcher_reads_is_a_constant_change(tmp_p
     assert op.what == (What(Change.CONSTANT, "EPS_FLOOR"),) and op.launcher_only
 
 
-def test_a_changed_num_warps_is_a_launch_change_naming_it(tmp_path):
-    found = _changes(tmp_path, {"norm.py": NORM}, {"norm.py": NORM.replace("num_warps=4", "num_warps=8")})
+@pytest.mark.parametrize("before, after, detail", [
+    ("num_warps=4", "num_warps=8", "num_warps"),
+    ("[(1,)]", "[(2,)]", "grid"),
+    ("BLOCK=triton.next_power_of_2(n)", "BLOCK=256", "BLOCK"),
+    ("num_warps=4)", "num_warps=4, num_stages=2)", "num_stages"),
+])
+def test_a_changed_launch_argument_is_a_launch_change_naming_it(tmp_path, before, after, detail):
+    found = _changes(tmp_path, {"norm.py": NORM}, {"norm.py": NORM.replace(before, after)})
     op = _one_op(found)
-    assert op.what == (What(Change.LAUNCH, "_norm_fwd", "num_warps"),) and op.launcher_only
+    assert op.what == (What(Change.LAUNCH, "_norm_fwd", detail),) and op.launcher_only
     assert op.folded == ("norm_forward", "norm")
 
 
