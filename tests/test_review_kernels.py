@@ -201,3 +201,16 @@ def test_a_helper_imported_from_another_changed_module_of_the_package_counts_for
     op = _one_op(found)   # util's own op `block` is one NormFunction reaches: folded into it
     assert op.path == "lib/norm.py" and op.op.name == "NormFunction.apply" and "lib.util:block" in op.folded
     assert op.what == (What(Change.HELPER, "lib.util:block"),) and op.launcher_only
+
+
+def test_a_kernel_defined_in_both_branches_of_a_guard_changes_with_either():
+    source = ("import triton\nif HAS:\n    @triton.jit\n    def k(X):\n        x = 1\nelse:\n    @triton.jit\n"
+              "    def k(X):\n        x = 2\ndef op(X):\n    k[(1,)](X)\n")
+    [kernel] = kernels_in(source, "m.py", "m")
+    assert kernel.key == "m:k" and [o.name for o in kernel.ops] == ["op"]
+    assert kernels_in(source.replace("x = 2", "x = 3"), "m.py", "m")[0].code != kernel.code
+
+
+def test_a_comprehension_variable_named_like_a_kernel_does_not_hide_its_launch():
+    source = "import triton\n@triton.jit\ndef k(X):\n    pass\ndef op(X):\n    n = [k for k in X]\n    k[(1,)](X)\n"
+    assert [o.name for o in kernels_in(source, "m.py", "m")[0].ops] == ["op"]

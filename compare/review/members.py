@@ -14,6 +14,7 @@ import enum
 
 TUNERS = ("autotune", "heuristics")
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,7 +144,9 @@ def free_names(node: ast.AST) -> set[str]:
 
     def visit(n: ast.AST) -> None:
         for child in ast.iter_child_nodes(n):
-            if isinstance(child, _SCOPES):
+            if isinstance(child, _COMPREHENSIONS):   # its targets are its own
+                inner.update(free_names(child))
+            elif isinstance(child, _SCOPES):
                 stores.add(getattr(child, "name", ""))
                 outer = [*getattr(child, "decorator_list", ()), *getattr(child, "bases", ()),
                          *getattr(child, "keywords", ())]
@@ -167,6 +170,9 @@ def free_names(node: ast.AST) -> set[str]:
         for part in (node.body if isinstance(node.body, list) else [node.body]):
             visit(ast.Expression(body=part))
         return (loads | inner) - (stores - declared)
+    if isinstance(node, _COMPREHENSIONS):
+        visit(node)
+        return (loads | inner) - stores
     for part in (node.body if isinstance(node, ast.ClassDef) else [node]):
         visit(ast.Expression(body=part))
     return (loads - stores) | inner if isinstance(node, ast.ClassDef) else loads | inner
@@ -281,8 +287,9 @@ class _Reader:
         old = self.found.get(m.name)
         if old is not None:   # bound more than once (if/else): all its bindings are its code
             kept = old if old.kind == Kind.JIT or m.kind != Kind.JIT else m
+            body = "\n".join(x.body for x in (old, m) if x.body)
             m = dataclasses.replace(kept, code=old.code + "\n" + m.code, refs=old.refs | m.refs,
-                                    launches=old.launches + m.launches)
+                                    launches=old.launches + m.launches, body=body)
         self.found[m.name] = m
 
     def strip(self, node: ast.AST) -> ast.AST:
