@@ -114,7 +114,7 @@ def _walk(op, family, known: tuple[str, ...]):
     aliases = {a: canon for canon, names in family.op_aliases.items() if canon in known for a in names}
     tail = op.params[op.required:]
     defaults = dict(zip(tail, op.defaults)) if len(op.defaults) == len(tail) else {}
-    entries, pending, unmatched, used, by_keyword = [], [], [], [], False
+    entries, pending, unmatched, used, by_keyword, why = [], [], [], [], False, ""
     for i, p in enumerate(op.params):
         canon = p if p in known else aliases.get(p)
         if canon is not None and canon not in used:
@@ -133,13 +133,14 @@ def _walk(op, family, known: tuple[str, ...]):
             if None not in fills:
                 entries += [(q, Entry(None, f)) for q, f in zip(pending, fills)]
             elif op.name.endswith(".apply"):   # Function.apply passes no keywords to forward
-                return entries, used, unmatched, (f"the default of {pending[fills.index(None)]} is no literal, and "
-                                                  f"{op.name} takes its arguments by position only")
+                why = why or (f"the default of {pending[fills.index(None)]} is not known as a literal, and "
+                              f"{op.name} takes its arguments by position only")
+                entries += [(q, Entry(None, f or ArgRef(q))) for q, f in zip(pending, fills)]   # for the guess
             else:
                 by_keyword = True
         pending = []
         entries.append((p, Entry(p if by_keyword else None, value)))
-    return entries, used, unmatched, ""
+    return entries, used, unmatched, why
 
 
 def fit(op, family, known: tuple[str, ...], needed: tuple[str, ...] = ()) -> Fit | Miss:
@@ -152,12 +153,12 @@ def fit(op, family, known: tuple[str, ...], needed: tuple[str, ...] = ()) -> Fit
     signature = f"{op.name}({', '.join(op.params)})"
     if unmatched:
         return Miss(f"{signature}: no {family.name} op argument matches {', '.join(unmatched)}", guess,
-                    tuple(unmatched), len(op.params) - len(unmatched))
+                    tuple(unmatched), len(pairs) - len(unmatched))
     lacking = [a for a in dict.fromkeys((*needed, *family.op_grads.values())) if a not in used]
     if why or lacking or not used:
         why = why or (f"it takes no {', '.join(lacking)}, which {family.name}'s op needs" if lacking else
                       f"it takes none of {family.name}'s op arguments")
-        return Miss(f"{signature}: {why}", guess, (), len(used))
+        return Miss(f"{signature}: {why}", guess, (), len(pairs))
     wanted = tuple(family.op_params)
     ordered = tuple(u for u in used if u in wanted)
     score = 3 if ordered == wanted else 2 if set(ordered) == set(wanted) else 1

@@ -141,17 +141,16 @@ def _line(keys: list[str], table: dict[str, TableEntry]) -> tuple[str, TableEntr
     return min(found, key=lambda f: (not f[1].reviewer, keys.index(f[0]))) if found else None
 
 
-def _fit_both(changed: ChangedOp, family, known: _Known) -> Fit | Miss:
-    """The fit of the op at HEAD, a Miss unless the same call fits it at BASE."""
-    at_head = calls.fit(changed.op, family, known(family), known.tensors(family))
-    if isinstance(at_head, Miss) or changed.base_op is None:
-        return at_head
-    at_base = calls.fit(changed.base_op, family, known(family), known.tensors(family))
-    if isinstance(at_base, Miss) or at_base.call != at_head.call:
-        base = changed.base_op
-        return Miss(f"{base.name} takes ({', '.join(base.params)}) at BASE, called otherwise than at HEAD; "
-                    "compare it by hand", at_head.call or Call(()), (), len(changed.op.params))
-    return at_head
+def _base_differs(changed: ChangedOp, family, known: _Known, found: Fit) -> str:
+    """Why the call that fits the op at HEAD does not fit it at BASE ("" where it does)."""
+    base = changed.base_op
+    if base is None or base == changed.op:
+        return ""
+    at_base = calls.fit(base, family, known(family), known.tensors(family))
+    if isinstance(at_base, Fit) and at_base.call == found.call:
+        return ""
+    return (f"{base.name}({', '.join(base.params)}) at BASE is not called as {changed.op.name}"
+            f"({', '.join(changed.op.params)}) at HEAD is; compare it by hand")
 
 
 def _op_key(changed: ChangedOp) -> str:
@@ -187,20 +186,25 @@ def _by_table(changed: ChangedOp, key: str, entry: TableEntry, families, known: 
             raise UsageError(f'{entry.source}: {TABLE} "{key}": the call {entry.call.text()} names {unknown[0]!r}, '
                              f"no argument of {entry.family}'s op (arguments: {', '.join(known(family))})")
         return _target(changed, entry.family, entry.call, f"{said} with the call {entry.call.text()}", 13)
-    found = _fit_both(changed, family, known)
+    found = calls.fit(changed.op, family, known(family), known.tensors(family))
     if isinstance(found, Miss):
         return Unmapped(op_key, f"{said}, but {found.why}", entry.family, call=found.guess.text())
+    if differs := _base_differs(changed, family, known, found):
+        return Unmapped(op_key, f"{said}, but {differs}", entry.family, mapped=True)
     return _target(changed, entry.family, found.call, f"{said}; {found.how}", found.score + 10 * (key == op_key))
 
 
 def _by_names(changed: ChangedOp, families, known: _Known) -> _Ranked | Unmapped:
     op_key = _op_key(changed)
-    fits = {name: _fit_both(changed, f, known) for name, f in families.items() if getattr(f, "op_params", ())}
+    fits = {name: calls.fit(changed.op, f, known(f), known.tensors(f))
+            for name, f in families.items() if getattr(f, "op_params", ())}
     scored = {name: f for name, f in fits.items() if isinstance(f, Fit)}
     top = max((f.score for f in scored.values()), default=None)
     winners = [name for name, f in scored.items() if f.score == top]
     if len(winners) == 1:
         found = scored[winners[0]]
+        if differs := _base_differs(changed, families[winners[0]], known, found):
+            return Unmapped(op_key, f"its parameters fit {winners[0]}, but {differs}", winners[0], mapped=True)
         return _target(changed, winners[0], found.call, f"matched by parameter names: {found.how}", found.score)
     if winners:
         return Unmapped(op_key, f"its parameters fit {' and '.join(winners)} alike", winners[0],
@@ -210,9 +214,14 @@ def _by_names(changed: ChangedOp, families, known: _Known) -> _Ranked | Unmapped
     closest = [name for name, m in misses.items() if m.matched == most]
     params = ", ".join(changed.op.params)
     if most == 0 or len(closest) != 1:
-        alike = f"; {' and '.join(closest)} match {most} of its parameters alike" if most else ""
-        return Unmapped(op_key, f"{changed.op.name}({params}) takes no registered family's op arguments "
-                                f"(families: {', '.join(families)}){alike}", call=f"({params})")
+        unmatched = [p for p in changed.op.params if all(p in misses[n].unmatched for n in closest)] if most else []
+        guesses = {misses[n].guess.text() for n in closest}
+        said = (f": {', '.join(unmatched)} {'matches' if len(unmatched) == 1 else 'match'} no op argument of "
+                f"{', '.join(closest)} (each matches {most} of its parameters)" if unmatched else
+                f"; closest, {' and '.join(closest)}: {misses[closest[0]].why}" if most else
+                f" (families: {', '.join(families)})")
+        return Unmapped(op_key, f"{changed.op.name}({params}) takes no registered family's op arguments{said}",
+                        call=guesses.pop() if most and len(guesses) == 1 else f"({params})")
     miss = misses[closest[0]]
     return Unmapped(op_key, f"no family's op arguments fit it; closest, {closest[0]}: {miss.why}", closest[0],
                     call=miss.guess.text())
@@ -276,7 +285,9 @@ def plan(changes, table: dict, families) -> tuple[list[Target], list[Unmapped]]:
         if isinstance(r, _Ranked) and ((same := (r.target.kernels, r.target.what)) not in best
                                        or r.rank > best[same].rank):
             best[same] = r
-    unmapped = [r for changed, r in by_op if isinstance(r, Unmapped) and (_kernel_keys(changed), changed.what) not in best]
+    compared = {w for r in best.values() for w in r.target.what}
+    # an op that cannot be compared is not listed when what changed in it is compared through other ops
+    unmapped = [r for changed, r in by_op if isinstance(r, Unmapped) and not (changed.what and set(changed.what) <= compared)]
     unmapped += [r for r in by_kernel if isinstance(r, Unmapped)]
     targets: dict[tuple[str, str], Target] = {}
     for r in best.values():
