@@ -17,7 +17,7 @@ import pytest
 
 import main
 from compare.review import mapping
-from compare.review.kernels import changes, kernels_in
+from compare.review.kernels import Change, ChangedOp, Changes, What, changes, kernels_in
 from compare.review.revisions import Repository
 from compare.render import files
 from tests.review_repo import RMS, RSTD, git, make_repo
@@ -136,15 +136,16 @@ def test_kernels_are_found_under_autotune_and_compared_without_comments_or_docst
 def test_a_kernel_the_table_maps_whose_op_does_not_fit_the_family_says_why():
     from variants import registry
     [kernel] = kernels_in("@triton.jit\ndef k(a):\n    pass\n\ndef f(a):\n    k[(1,)](a)\n", "m.py", "m")
-    [], [unmapped] = mapping.plan([(kernel, kernel)], {"m:k": "rms_norm"}, registry().families)
-    assert unmapped.mapped and unmapped.why == ("its ops (f(a)) do not take rms_norm's op arguments (X, W, eps, offset, "
-                                                "casting_mode), and the kernel does not take its launchers' parameters")
+    [], [unmapped] = mapping.plan(_changed(kernel), {"m:k": "rms_norm"}, registry().families)
+    assert unmapped.kernel == "m:f" and unmapped.why == ("[tool.kernel-ab.kernels] maps m:k to rms_norm, but f(a): no "
+                                                         "rms_norm op argument matches a")
+    assert unmapped.fix == '"m:f" = { family = "rms_norm", call = "(a)" }'
 
 
 def test_a_table_naming_an_unknown_family_is_said_with_the_known_ones():
     [kernel] = kernels_in("@triton.jit\ndef k(a):\n    pass\n", "m.py", "m")
     changed = [(kernel, kernel)]
-    targets, [unmapped] = mapping.plan(changed, {"m:k": "nope"}, {"rms_norm": object()})
+    targets, [unmapped] = mapping.plan(Changes(changed), {"m:k": "nope"}, {"rms_norm": object()})
     assert targets == [] and unmapped.why.startswith("pyproject.toml maps m:k to 'nope', which is no registered family")
 
 
@@ -190,9 +191,16 @@ def test_added_removed_and_unparsable_kernels_are_told_apart(tmp_path):
     assert len(found.unreadable) == 1 and found.unreadable[0].startswith("b.py at ")
 
 
+def _changed(kernel) -> Changes:
+    """`kernel` changed, and each op launching it (nearest first) with it: what changes() finds for an op."""
+    ops = [ChangedOp(kernel.path, kernel.module, o, o, (kernel.key,), (What(Change.KERNEL, kernel.name),))
+           for o in kernel.ops]
+    return Changes([(kernel, kernel)], ops=ops)
+
+
 def _rms_kernel(source: str = RMS):
     [kernel] = kernels_in(source.replace("{rstd}", RSTD["after"]), "mylib/rms.py", "mylib.rms")
-    return [(kernel, kernel)]
+    return _changed(kernel)
 
 
 def test_a_table_line_naming_an_op_compares_that_op():
@@ -209,7 +217,7 @@ def test_an_op_taking_the_family_arguments_in_its_own_order_is_called_in_that_or
     changed = _rms_kernel(RMS.replace("def forward(ctx, X, W, eps, offset, casting_mode)",
                                       "def forward(ctx, W, X, eps, offset, casting_mode)"))
     [target], [] = mapping.plan(changed, {}, registry().families)
-    assert target.call == ("W", "X", "eps", "offset", "casting_mode")
+    assert target.call.names == ("W", "X", "eps", "offset", "casting_mode")
     assert target.spec("n.head", "abc") == "n.head=git:abc:mylib/rms.py::RMSNormFunction.apply(W, X, eps, offset, casting_mode)"
     assert "in its own order" in target.how
 

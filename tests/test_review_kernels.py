@@ -182,7 +182,7 @@ def test_an_autograd_function_is_preferred_over_its_helper_and_its_wrapper(tmp_p
     found = _changes(tmp_path, {"norm.py": NORM}, {"norm.py": NORM.replace("var + eps", "var + 2 * eps")})
     op = _one_op(found)
     assert op.op.name == "NormFunction.apply" and op.folded == ("norm_forward", "norm")
-    assert op.base_op == op.op and op.op.defaults == ("eps",) and not op.op.returns_tuple
+    assert op.base_op == op.op and op.op.defaults == ("1e-06",) and not op.op.returns_tuple
 
 
 def test_a_changed_wrapper_alone_is_the_public_entry_and_returns_a_tuple_is_told(tmp_path):

@@ -91,6 +91,10 @@ class Family(abc.ABC):
     backward_params: tuple[str, ...] = ()
     op_params: tuple[str, ...] = ()           # the op's canonical arguments, in the order torch_op takes them
     op_grads: Mapping[str, str] = {}          # gradient name -> the op argument it is the gradient of
+    # for review's mapping by parameter names (compare/review/calls.py): other names libraries give an op
+    # argument, and parameters torch's own signature has that the family does not use, with the constant passed
+    op_aliases: Mapping[str, tuple[str, ...]] = {}
+    op_neutral: Mapping[str, object] = {}
 
     def __init__(self):
         missing = [a for a in ("name", "presets", "outputs") if not getattr(self, a)]

@@ -33,6 +33,9 @@ def register(subparsers, more_options=()) -> None:
     p.add_argument("base", metavar="BASE", help="the revision before the change (a commit, branch or tag)")
     p.add_argument("head", metavar="HEAD", help="the revision with the change")
     p.add_argument("--repo", default=".", help="the reviewed git repository (default: the current directory)")
+    p.add_argument("--mapping", metavar="FILE",
+                   help="the reviewer's TOML with a [tool.kernel-ab.kernels] table mapping ops or kernels to families "
+                        "(and calls); its lines come before the reviewed repository's (docs/review.md)")
     p.add_argument("--preset", help="shape preset of every family compared (default: on a GPU each family's GPU preset, the "
                    "sizes its op is used at; on the CPU its small default)")
     p.add_argument("--shape", help="one shape instead of a preset, in the family's form (`main.py list`)")
@@ -54,13 +57,14 @@ def register(subparsers, more_options=()) -> None:
         options(p)
 
 
-def _table(repo: Repository, commit: str) -> dict[str, str]:
+def _table(repo: Repository, commit: str, reviewer: str | None) -> dict[str, mapping.TableEntry]:
     files = repo.files(commit)
     text = repo.read([files["pyproject.toml"]]).get(files["pyproject.toml"]) if "pyproject.toml" in files else None
     try:
-        return mapping.read_table(text)
+        table = mapping.read_table(text)
     except ValueError as exc:
         raise UsageError(f"{repo.top}: {exc}") from None
+    return {**table, **(mapping.read_file(reviewer) if reviewer else {})}
 
 
 def _labels(targets: list[mapping.Target]) -> list[str]:
@@ -91,7 +95,7 @@ def run(args, registry, backend) -> int:
     repo = Repository(args.repo)
     base, head = repo.commit(args.base, "BASE"), repo.commit(args.head, "HEAD")
     found = changes(repo, base, head)
-    targets, unmapped = mapping.plan(found.changed, _table(repo, head), registry.families)
+    targets, unmapped = mapping.plan(found, _table(repo, head, args.mapping), registry.families)
     labels = _labels(targets)
     # the review's own files, then each op's folder in --out too, all checked before any comparison
     render.check_outputs(args, labels, timed=not args.checks or "timing" in args.checks)

@@ -109,5 +109,6 @@ def changes(repo: Repository, base: str, head: str) -> Changes:
         else:
             out.added.append(k)
     out.removed = gone
-    out.ops = changed_ops(*sides, [p for p in differ if p in after])
+    renames = {(a.module, a.name): b.name for a, b in out.renamed if a.module == b.module}
+    out.ops = changed_ops(*sides, [p for p in differ if p in after], renames)
     return out

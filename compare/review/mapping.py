@@ -1,16 +1,34 @@
-"""Which family each changed kernel belongs to, and what to compare: an op that launches it, else the kernel.
+"""Which family each changed op belongs to and how to call it; a changed kernel no op reaches, by itself.
 
-First the reviewed repository's `[tool.kernel-ab.kernels]` table (`"package.module:name" = "family"`), else
-the parameter names: an op taking a family's `op_params` (any order), or a kernel taking its `forward_params`
-or `backward_params`. An op is preferred: it is compared as its users call it.
+Sources, in order: the reviewer's `--mapping FILE` and then the reviewed repository's pyproject.toml, both
+`[tool.kernel-ab.kernels]` (`"module:name" = "family"` or `{ family = ..., call = "(...)[0]" }`); else the
+op's parameter names (compare/review/calls.py), else a kernel taking a family launcher's parameters. Ops
+nothing maps come back with the line that would map them.
 """
 from __future__ import annotations
 
 import dataclasses
+import json
 
-from compare.review.kernels import Kernel, Op
+from compare.review import calls
+from compare.review.calls import Call, Fit, Miss
+from compare.review.kernels import Change, ChangedOp, What
+from compare.running.usage import UsageError
 
 TABLE = "[tool.kernel-ab.kernels]"
+_FORM = 'a family\'s name or { family = "NAME", call = "(ARG, ...)" }'
+
+
+@dataclasses.dataclass(frozen=True)
+class TableEntry:
+    family: str
+    call: Call | None = None
+    source: str = "pyproject.toml"   # or "--mapping FILE"
+    reviewer: bool = False           # from --mapping: its lines come before the repository's
+
+    @property
+    def prefix(self) -> str:
+        return TABLE if not self.reviewer else f"{self.source}'s {TABLE}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -20,62 +38,204 @@ class Target:
     path: str
     module: str
     callable: str                  # what the --variant spec names
-    call: tuple[str, ...] | None   # an op's arguments in its own order (None: the family's order)
+    call: Call | None              # how it takes the family's op arguments (None: the family's order)
     family: str
     how: str                       # how the family was matched, for the report
     kernels: tuple[str, ...]       # the changed kernels it stands for (module:name)
+    what: tuple[What, ...] = ()    # what changed in it
 
     def spec(self, name: str, rev: str) -> str:
-        args = f"({', '.join(self.call)})" if self.call is not None else ""
-        return f"{name}=git:{rev}:{self.path}::{self.callable}{args}"
+        return f"{name}=git:{rev}:{self.path}::{self.callable}{self.call.text() if self.call else ''}"
 
 
 @dataclasses.dataclass(frozen=True)
 class Unmapped:
-    kernel: str      # module:name
+    kernel: str                # module:name of the op (or of the kernel no op reaches)
     why: str
     family: str = "<family>"   # the closest family, for the line that would fix it
-    mapped: bool = False       # the table maps it already: another line would not help
+    mapped: bool = False       # a table maps it already: another line would not help
+    call: str = ""             # a starting point for the line's call (an op's)
 
     @property
     def fix(self) -> str:
+        if self.call:
+            return f'"{self.kernel}" = {{ family = "{self.family}", call = {json.dumps(self.call)} }}'
         return f'"{self.kernel}" = "{self.family}"'
 
 
-def read_table(text: str | None) -> dict[str, str]:
-    """The `[tool.kernel-ab.kernels]` table of a pyproject.toml's text ({} where there is none;
-    ValueError, one line, where it is not TOML or not a table of strings)."""
+def _entry(key, value, source: str, reviewer: bool) -> TableEntry:
+    bad = ValueError(f'{source}: {TABLE} must map "package.module:name" to {_FORM}; "{key}" = {value!r} does not')
+    if not isinstance(key, str) or ":" not in key:
+        raise ValueError(f'{source}: {TABLE} must map "package.module:name" to {_FORM}; key "{key}" has no ":"')
+    if isinstance(value, str):
+        return TableEntry(value, None, source, reviewer)
+    if not isinstance(value, dict) or not isinstance(value.get("family"), str) or set(value) - {"family", "call"} \
+            or not isinstance(value.get("call", ""), str):
+        raise bad
+    try:
+        call = calls.parse_call(value["call"]) if "call" in value else None
+    except ValueError as exc:
+        raise ValueError(f'{source}: {TABLE} "{key}": {exc}') from None
+    return TableEntry(value["family"], call, source, reviewer)
+
+
+def read_table(text: str | None, source: str = "pyproject.toml", reviewer: bool = False) -> dict[str, TableEntry]:
+    """The `[tool.kernel-ab.kernels]` table of a TOML text ({} where there is none; ValueError, one line
+    naming `source` and the key, where it is not TOML or a value is not a family or {family, call})."""
     if text is None:
         return {}
     from variants.discovery import kernel_ab_table
     table = kernel_ab_table(text).get("kernels", {})
-    if not isinstance(table, dict) or not all(isinstance(v, str) and ":" in k for k, v in table.items()):
-        raise ValueError(f'pyproject.toml\'s {TABLE} must map "package.module:name" to a family\'s name')
-    return dict(table)
+    if not isinstance(table, dict):
+        raise ValueError(f'{source}: {TABLE} must map "package.module:name" to {_FORM}')
+    return {k: _entry(k, v, source, reviewer) for k, v in table.items()}
 
 
-def _op_call(op: Op, family) -> tuple[int, tuple[str, ...] | None, str] | None:
-    """(score, call, how) when `op` can be called with `family`'s op arguments; None if it cannot."""
-    from variants.ops import argument_names
-    wanted, known = tuple(family.op_params), argument_names(family)
-    if not wanted:
-        return None
-    if op.params[:len(wanted)] == wanted and op.required <= len(wanted):
-        return 3, None, f"{op.name} takes {family.name}'s op arguments ({', '.join(wanted)})"
-    usable = []
-    for p in op.params:
-        if p not in known:
-            break
-        usable.append(p)
-    if len(usable) < op.required or not set(family.op_grads.values()) <= set(usable):
-        return None
-    same = set(usable) == set(wanted)
-    how = (f"{op.name} takes {family.name}'s op arguments in its own order" if same else
-           f"{op.name} takes {', '.join(usable)} of {family.name}'s op arguments")
-    return (2 if same else 1), tuple(usable), how
+def read_file(path: str) -> dict[str, TableEntry]:
+    """The reviewer's `--mapping FILE` (UsageError, one line naming it, if unreadable, not TOML, or bad)."""
+    import tomllib
+    source = f"--mapping {path}"
+    try:
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8")
+        tomllib.loads(text)
+    except OSError as exc:
+        raise UsageError(f"{source}: cannot read it ({exc.strerror or exc})") from None
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise UsageError(f"{source}: not TOML: {exc}") from None
+    try:
+        table = read_table(text, source, reviewer=True)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if not table:
+        raise UsageError(f"{source}: no {TABLE} table in it (its lines map \"package.module:name\" to {_FORM})")
+    return table
 
 
-def _kernel_fit(kernel: Kernel, family) -> str | None:
+class _Known:
+    """Each family's argument names (variants.ops.argument_names) and which of them are tensors, asked once
+    (on meta inputs of its default preset's first shape)."""
+
+    def __init__(self):
+        self._names: dict[str, tuple[str, ...]] = {}
+        self._tensors: dict[str, tuple[str, ...]] = {}
+
+    def __call__(self, family) -> tuple[str, ...]:
+        if family.name not in self._names:
+            import torch
+            from variants.ops import argument_names
+            self._names[family.name] = argument_names(family)
+            shape = family.preset(family.default_preset).shapes[0]
+            args = family.op_arguments(family.make_inputs(shape, torch.float32, "meta", 0), shape)
+            self._tensors[family.name] = tuple(n for n, v in args.items() if isinstance(v, torch.Tensor))
+        return self._names[family.name]
+
+    def tensors(self, family) -> tuple[str, ...]:
+        self(family)
+        return self._tensors[family.name]
+
+
+def _line(keys: list[str], table: dict[str, TableEntry]) -> tuple[str, TableEntry] | None:
+    """The table line for the first of `keys` (the op's own, then its kernels'), the reviewer's first."""
+    found = [(k, table[k]) for k in keys if k in table]
+    return min(found, key=lambda f: (not f[1].reviewer, keys.index(f[0]))) if found else None
+
+
+def _base_differs(changed: ChangedOp, family, known: _Known, found: Fit) -> str:
+    """Why the call that fits the op at HEAD does not fit it at BASE ("" where it does)."""
+    base = changed.base_op
+    if base is None or base == changed.op:
+        return ""
+    at_base = calls.fit(base, family, known(family), known.tensors(family))
+    if isinstance(at_base, Fit) and at_base.call == found.call:
+        return ""
+    return (f"{base.name}({', '.join(base.params)}) at BASE is not called as {changed.op.name}"
+            f"({', '.join(changed.op.params)}) at HEAD is; compare it by hand")
+
+
+def _op_key(changed: ChangedOp) -> str:
+    return f"{changed.module}:{changed.op.name.split('.')[0]}"
+
+
+def _kernel_keys(changed: ChangedOp) -> tuple[str, ...]:
+    return tuple(k if ":" in k else f"{changed.module}:{k}" for k in changed.kernels)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Ranked:
+    target: Target
+    rank: int   # of ops standing for the same changes the highest is compared: the fit's score, +10 named by the table
+
+
+def _target(changed: ChangedOp, family: str, call: Call | None, how: str, rank: int) -> _Ranked:
+    target = Target(changed.path, changed.module, changed.op.name, call, family, how, _kernel_keys(changed),
+                    changed.what)
+    return _Ranked(target, rank)
+
+
+def _by_table(changed: ChangedOp, key: str, entry: TableEntry, families, known: _Known) -> _Ranked | Unmapped:
+    op_key = _op_key(changed)
+    if entry.family not in families:
+        return Unmapped(op_key, f"{entry.source} maps {key} to {entry.family!r}, which is no registered family "
+                                f"(families: {', '.join(families)})")
+    family = families[entry.family]
+    said = f"{entry.prefix} maps {key} to {entry.family}"
+    if entry.call is not None and key == op_key:
+        unknown = [n for n in entry.call.names if n not in known(family)]
+        if unknown:
+            raise UsageError(f'{entry.source}: {TABLE} "{key}": the call {entry.call.text()} names {unknown[0]!r}, '
+                             f"no argument of {entry.family}'s op (arguments: {', '.join(known(family))})")
+        return _target(changed, entry.family, entry.call, f"{said} with the call {entry.call.text()}", 13)
+    found = calls.fit(changed.op, family, known(family), known.tensors(family))
+    if isinstance(found, Miss):
+        return Unmapped(op_key, f"{said}, but {found.why}", entry.family, call=found.guess.text())
+    if differs := _base_differs(changed, family, known, found):
+        return Unmapped(op_key, f"{said}, but {differs}", entry.family, mapped=True)
+    return _target(changed, entry.family, found.call, f"{said}; {found.how}", found.score + 10 * (key == op_key))
+
+
+def _by_names(changed: ChangedOp, families, known: _Known) -> _Ranked | Unmapped:
+    op_key = _op_key(changed)
+    fits = {name: calls.fit(changed.op, f, known(f), known.tensors(f))
+            for name, f in families.items() if getattr(f, "op_params", ())}
+    scored = {name: f for name, f in fits.items() if isinstance(f, Fit)}
+    top = max((f.score for f in scored.values()), default=None)
+    winners = [name for name, f in scored.items() if f.score == top]
+    if len(winners) == 1:
+        found = scored[winners[0]]
+        if differs := _base_differs(changed, families[winners[0]], known, found):
+            return Unmapped(op_key, f"its parameters fit {winners[0]}, but {differs}", winners[0], mapped=True)
+        return _target(changed, winners[0], found.call, f"matched by parameter names: {found.how}", found.score)
+    if winners:
+        return Unmapped(op_key, f"its parameters fit {' and '.join(winners)} alike", winners[0],
+                        call=(scored[winners[0]].call or Call(())).text())
+    misses = {name: f for name, f in fits.items() if isinstance(f, Miss)}
+    most = max((m.matched for m in misses.values()), default=0)
+    closest = [name for name, m in misses.items() if m.matched == most]
+    params = ", ".join(changed.op.params)
+    if most == 0 or len(closest) != 1:
+        unmatched = [p for p in changed.op.params if all(p in misses[n].unmatched for n in closest)] if most else []
+        guesses = {misses[n].guess.text() for n in closest}
+        said = (f": {', '.join(unmatched)} {'matches' if len(unmatched) == 1 else 'match'} no op argument of "
+                f"{', '.join(closest)} (each matches {most} of its parameters)" if unmatched else
+                f"; closest, {' and '.join(closest)}: {misses[closest[0]].why}" if most else
+                f" (families: {', '.join(families)})")
+        return Unmapped(op_key, f"{changed.op.name}({params}) takes no registered family's op arguments{said}",
+                        call=guesses.pop() if most and len(guesses) == 1 else f"({params})")
+    miss = misses[closest[0]]
+    return Unmapped(op_key, f"no family's op arguments fit it; closest, {closest[0]}: {miss.why}", closest[0],
+                    call=miss.guess.text())
+
+
+def _map_op(changed: ChangedOp, table, families, known: _Known) -> _Ranked | Unmapped:
+    if changed.base_op is None:
+        return Unmapped(_op_key(changed), f"{changed.op.name} is new at HEAD: no version at BASE to compare with",
+                        mapped=True)
+    line = _line([_op_key(changed), *_kernel_keys(changed)], table)
+    return _by_table(changed, *line, families, known) if line else _by_names(changed, families, known)
+
+
+def _kernel_fit(kernel, family) -> str | None:
     """How `kernel` fits one of `family`'s launchers (None if it fits none, or autotuning configures it)."""
     if kernel.tuned:
         return None
@@ -85,65 +245,54 @@ def _kernel_fit(kernel: Kernel, family) -> str | None:
     return None
 
 
-def _best(kernel: Kernel, base: Kernel, family, only: str = "") -> tuple[int, Target] | None:
-    """The best thing to compare `kernel` by in `family` (`only`: the op the table names), with its score."""
-    ops_at_base = {o.name for o in base.ops}
-    found = []
-    for op in kernel.ops:
-        if only and op.name.split(".")[0] != only:
-            continue
-        fit = _op_call(op, family) if op.name in ops_at_base else None
-        if fit is not None:
-            score, call, how = fit
-            found.append((score + 10, Target(kernel.path, kernel.module, op.name, call, family.name, how, (kernel.key,))))
-    how = None if only else _kernel_fit(kernel, family)
-    if how is not None:
-        found.append((5, Target(kernel.path, kernel.module, kernel.name, None, family.name, how, (kernel.key,))))
-    return max(found, key=lambda f: f[0]) if found else None
+def _map_kernel(kernel, table, families) -> _Ranked | Unmapped:
+    """A changed kernel no op reaches: compared by itself when it takes a family launcher's parameters."""
+    def target(family: str, how: str) -> _Ranked:
+        return _Ranked(Target(kernel.path, kernel.module, kernel.name, None, family, how, (kernel.key,),
+                              (What(Change.KERNEL, kernel.name),)), 0)
+    entry = table.get(kernel.key)
+    if entry is not None:
+        if entry.family not in families:
+            return Unmapped(kernel.key, f"{entry.source} maps {kernel.key} to {entry.family!r}, which is no "
+                                        f"registered family (families: {', '.join(families)})")
+        how = _kernel_fit(kernel, families[entry.family])
+        if how is None:
+            return Unmapped(kernel.key, f"no op in its module launches it, and the kernel " + (
+                "is autotuned" if kernel.tuned else f"does not take {entry.family}'s launchers' parameters"),
+                entry.family, mapped=True)
+        return target(entry.family, f"{entry.prefix} maps {kernel.key} to {entry.family}; {how}")
+    fits = {name: how for name, f in families.items() if (how := _kernel_fit(kernel, f)) is not None}
+    if len(fits) == 1:
+        [(name, how)] = fits.items()
+        return target(name, f"matched by parameter names: {how}")
+    if fits:
+        return Unmapped(kernel.key, f"its parameters fit {' and '.join(fits)} alike", next(iter(fits)))
+    return Unmapped(kernel.key, "neither it nor an op launching it takes a registered family's parameters "
+                                f"(families: {', '.join(families)})")
 
 
-def plan(changed: list[tuple[Kernel, Kernel]], table: dict[str, str], families) -> tuple[list[Target], list[Unmapped]]:
-    """(what to compare, one per op; the changed kernels that cannot be compared, with why)."""
+def plan(changes, table: dict, families) -> tuple[list[Target], list[Unmapped]]:
+    """(what to compare, one per op or kernel; what cannot be compared, with why and the line that maps it).
+    `table`: read_table/read_file entries (a plain family name is taken as a pyproject.toml line)."""
+    table = {k: v if isinstance(v, TableEntry) else TableEntry(v) for k, v in table.items()}
+    ops = changes.ops
+    known = _Known()
+    reached = {k for changed in ops for k in _kernel_keys(changed)}
+    by_op = [(changed, _map_op(changed, table, families, known)) for changed in ops]
+    by_kernel = [_map_kernel(kernel, table, families) for _, kernel in changes.changed if kernel.key not in reached]
+    best: dict[tuple, _Ranked] = {}
+    for r in [r for _, r in by_op] + by_kernel:   # ops standing for the same changes: the best fit (then nearest)
+        if isinstance(r, _Ranked) and ((same := (r.target.kernels, r.target.what)) not in best
+                                       or r.rank > best[same].rank):
+            best[same] = r
+    compared = {w for r in best.values() for w in r.target.what}
+    # an op that cannot be compared is not listed when what changed in it is compared through other ops
+    unmapped = [r for changed, r in by_op if isinstance(r, Unmapped) and not (changed.what and set(changed.what) <= compared)]
+    unmapped += [r for r in by_kernel if isinstance(r, Unmapped)]
     targets: dict[tuple[str, str], Target] = {}
-    unmapped = []
-    for base, kernel in changed:
-        named = [(k, table[k]) for k in (kernel.key, *(f"{kernel.module}:{o.name.split('.')[0]}" for o in kernel.ops))
-                 if k in table]
-        if named:
-            key, family_name = named[-1] if len(named) > 1 else named[0]   # an op's line over the kernel's
-            if family_name not in families:
-                unmapped.append(Unmapped(kernel.key, f"pyproject.toml maps {key} to {family_name!r}, which is no "
-                                         f"registered family (families: {', '.join(families)})"))
-                continue
-            named_op = key.partition(":")[2] if key != kernel.key else ""
-            best = _best(kernel, base, families[family_name], named_op)
-            if best is None:
-                unmapped.append(Unmapped(kernel.key, _unfit(kernel, families[family_name]), family_name, mapped=True))
-                continue
-            target = dataclasses.replace(best[1], how=f"{TABLE} maps {key} to {family_name}; {best[1].how}")
-        else:
-            scored = [(b, f) for f in families.values() if (b := _best(kernel, base, f)) is not None]
-            top = max((b[0] for b, _ in scored), default=None)
-            winners = [(b, f) for b, f in scored if b[0] == top]
-            if not winners:
-                unmapped.append(Unmapped(kernel.key, "neither it nor an op launching it takes a registered family's "
-                                         f"parameters (families: {', '.join(families)})"))
-                continue
-            if len(winners) > 1:
-                names = [f.name for _, f in winners]
-                unmapped.append(Unmapped(kernel.key, f"its parameters fit {' and '.join(names)} alike", names[0]))
-                continue
-            target = dataclasses.replace(winners[0][0][1], how=f"matched by parameter names: {winners[0][0][1].how}")
-        place = (target.path, target.callable)
-        if place in targets:   # one op launching several changed kernels is compared once
-            kept = targets[place]
-            targets[place] = dataclasses.replace(kept, kernels=kept.kernels + target.kernels)
-        else:
-            targets[place] = target
+    for r in best.values():
+        place = (r.target.path, r.target.callable)
+        kept = targets.get(place)   # one callable standing for several changes is compared once
+        targets[place] = r.target if kept is None else dataclasses.replace(
+            kept, kernels=kept.kernels + r.target.kernels, what=kept.what + r.target.what)
     return list(targets.values()), unmapped
-
-
-def _unfit(kernel: Kernel, family) -> str:
-    ops = "; ".join(f"{o.name}({', '.join(o.params)})" for o in kernel.ops) or "none found in its module"
-    return (f"its ops ({ops}) do not take {family.name}'s op arguments ({', '.join(family.op_params)}), and the "
-            "kernel " + ("is autotuned" if kernel.tuned else "does not take its launchers' parameters"))

@@ -25,7 +25,7 @@ class Op:
     params: tuple[str, ...]      # its parameters, an autograd Function's ctx left out
     required: int                # how many of them have no default
     returns_tuple: bool = False  # its forward (or the function) has a `return a, b, ...`
-    defaults: tuple[str, ...] = ()   # params with a default
+    defaults: tuple[str, ...] = ()   # the source text of the defaults of params[required:]
 
 
 class Kind(str, enum.Enum):
@@ -92,9 +92,8 @@ def dotted(node: ast.AST) -> str:
 def params_of(args: ast.arguments) -> tuple[tuple[str, ...], int, tuple[str, ...]]:
     positional = [a.arg for a in (*args.posonlyargs, *args.args)]
     names = positional + [a.arg for a in args.kwonlyargs]
-    with_default = positional[len(positional) - len(args.defaults):] + \
-        [a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
-    return tuple(names), len(names) - len(with_default), tuple(with_default)
+    defaults = [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
+    return tuple(names), len(names) - len(defaults), tuple(ast.unparse(d) for d in defaults)
 
 
 class _Triton:

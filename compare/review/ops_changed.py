@@ -125,6 +125,25 @@ def closure(side: Side, module: str, name: str, relevant: set[str] | None = None
     return Closure(members, edges)
 
 
+def _renamed(then: Closure | None, renames: dict) -> Closure | None:
+    """`then` (a BASE closure) with each renamed kernel under its HEAD name, in its key and wherever a member's
+    code or launches name it, so a rename alone is no change of the ops launching it."""
+    if then is None or not renames:
+        return then
+
+    def rename(member: Member, module: str) -> Member:
+        code = member.code
+        for (mod, old), new in renames.items():
+            if mod == module:
+                # an ast dump's names are quoted (id='k', attr='k'); a launch stands as '<launch k>'
+                code = code.replace(f"'{old}'", f"'{new}'").replace(f"<launch {old}>", f"<launch {new}>")
+        launches = tuple(dataclasses.replace(x, kernel=renames.get((module, x.kernel), x.kernel)) for x in member.launches)
+        return dataclasses.replace(member, code=code, launches=launches)
+    members = {(k[0], renames.get(k, k[1])): rename(m, k[0]) for k, m in then.members.items()}
+    edges = {(k[0], renames.get(k, k[1])): [(t[0], renames.get(t, t[1])) for t in ts] for k, ts in then.edges.items()}
+    return Closure(members, edges)
+
+
 def _launch_detail(old: tuple[Launch, ...], new: tuple[Launch, ...]) -> dict[str, str]:
     """{kernel: which parts of its launches differ} between two versions of one member."""
     out = {}
@@ -215,9 +234,10 @@ def importers(side: Side, paths: list[str]) -> list[str]:
     return found
 
 
-def changed_ops(base: Side, head: Side, paths: list[str]) -> list[ChangedOp]:
+def changed_ops(base: Side, head: Side, paths: list[str], renames: dict | None = None) -> list[ChangedOp]:
     """The public entries among the changed ops of the files `paths` (those that differ) and of the files
-    importing from them, in that order."""
+    importing from them, in that order. `renames`: {(module, old name): new name} of kernels whose code is
+    the same under another name, which an op launching it runs unchanged."""
     more = importers(head, paths)
     relevant = {module_name(p, head.files) for p in paths + more}
     found, closures = {}, {}
@@ -230,7 +250,8 @@ def changed_ops(base: Side, head: Side, paths: list[str]) -> list[ChangedOp]:
             key = (mod.module, name)
             closures[key] = now = closure(head, *key, relevant)
             base_op = old_mod.ops.get(name) if old_mod is not None else None
-            what = _what(key, now, closure(base, *key, relevant) if base_op is not None else None, base)
+            then = closure(base, *key, relevant) if base_op is not None else None
+            what = _what(key, now, _renamed(then, renames or {}), base)
             if what:
                 found[key] = ChangedOp(path, mod.module, op, base_op, tuple(f"{m}:{k}" for m, k in now.kernels()),
                                        tuple(what))

@@ -69,6 +69,9 @@ class CrossEntropy(Family):
     forward_params = FORWARD_PARAMS
     backward_params = BACKWARD_PARAMS
     op_params = ("X", "target", "ignore_index", "label_smoothing", "reduction")
+    op_aliases = {"X": ("input", "_input", "logits", "x"), "target": ("labels", "targets")}
+    # F.cross_entropy's (and libraries') parameters the family leaves at torch's defaults
+    op_neutral = {"weight": None, "size_average": None, "reduce": None}
     torch_op = staticmethod(cross_entropy_op)
 
     def parse_shape(self, text: str, eps: float = 1e-6):

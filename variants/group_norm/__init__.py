@@ -105,6 +105,8 @@ class GroupNorm(Family):
     backward_params = BACKWARD_PARAMS
     op_params = ("X", "W", "B", "num_channels", "num_groups", "eps")
     op_grads = {"dx": "X", "dW": "W", "dB": "B"}
+    op_aliases = {"X": ("input", "x", "_input"), "W": ("weight", "w", "affine_scaling_weight"),
+                  "B": ("bias", "b", "affine_shifting_bias"), "num_channels": ("channels",), "num_groups": ("groups",)}
     torch_op = staticmethod(group_norm_op)
 
     def parse_shape(self, text: str, eps: float = 1e-6):

@@ -72,6 +72,7 @@ class LayerNorm(Family):
     backward_params = BACKWARD_PARAMS
     op_params = ("X", "W", "B", "eps")
     op_grads = {"dx": "X", "dW": "W", "dB": "B"}
+    op_aliases = {"X": ("input", "x", "_input", "hidden_states"), "W": ("weight", "w"), "B": ("bias", "b")}
     torch_op = staticmethod(layer_norm_op)
 
     def parse_shape(self, text: str, eps: float = 1e-6):
@@ -85,7 +86,8 @@ class LayerNorm(Family):
         return draw(self, shape, dtype, device, seed, kind, shape.cols, 0.1, 0.1)
 
     def op_arguments(self, inputs: Inputs, shape: RowShape) -> dict:
-        return {"X": inputs.x, "W": inputs.weight, "B": inputs.bias, "eps": shape.eps}
+        # normalized_shape: F.layer_norm's, the last dimension
+        return {"X": inputs.x, "W": inputs.weight, "B": inputs.bias, "eps": shape.eps, "normalized_shape": (shape.cols,)}
 
     def reference(self, inputs: Inputs, shape: RowShape) -> dict[str, torch.Tensor]:
         x, w, b = (t.detach().to(torch.float64) for t in (inputs.x, inputs.weight, inputs.bias))

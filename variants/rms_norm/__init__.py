@@ -132,6 +132,7 @@ class RmsNorm(Family):
     backward_params = BACKWARD_PARAMS
     op_params = ("X", "W", "eps", "offset", "casting_mode")
     op_grads = {"dx": "X", "dW": "W"}
+    op_aliases = {"X": ("input", "x", "_input", "hidden_states"), "W": ("weight", "w")}
     torch_op = staticmethod(rms_norm_op)
 
     def parse_shape(self, text: str, eps: float = 1e-6):
@@ -145,8 +146,9 @@ class RmsNorm(Family):
         return draw(self, shape, dtype, device, seed, kind, shape.cols, 0.1, None)
 
     def op_arguments(self, inputs: Inputs, shape: RmsShape) -> dict:
+        # normalized_shape: F.rms_norm's, the last dimension
         return {"X": inputs.x, "W": inputs.weight, "eps": shape.eps, "offset": shape.offset,
-                "casting_mode": shape.casting}
+                "casting_mode": shape.casting, "normalized_shape": (shape.cols,)}
 
     def reference(self, inputs: Inputs, shape: RmsShape) -> dict[str, torch.Tensor]:
         x, w = (t.detach().to(torch.float64) for t in (inputs.x, inputs.weight))

@@ -72,6 +72,8 @@ class Swiglu(Family):
     )
     forward_params = ("a_ptr", "b_ptr", "c_ptr") + PARAMS
     backward_params = ("dc_ptr", "a_ptr", "b_ptr") + PARAMS
+    # silu-and-mul's other names: gate and up projections
+    op_aliases = {"a": ("gate", "x_gate", "gate_proj"), "b": ("up", "x_up", "up_proj")}
     torch_op = staticmethod(swiglu_op)
 
     def parse_shape(self, text: str, eps: float = 1e-6) -> Preset:
