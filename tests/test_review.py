@@ -78,7 +78,8 @@ def test_review_lists_the_rename_and_ignores_the_comment_only_change(reviews):
     _, data, markdown, _, _, _, _ = reviews[False]
     texts = [line["text"] for line in data["lines"]]
     assert "renamed: mylib.act:_relu_kernel -> mylib.act:_relu_fwd_kernel (the same code; not compared)" in texts
-    assert texts[0].startswith("1 Triton kernel changed between v1")
+    assert texts[0].startswith("1 op changed between v1") and "(1 changed kernel among what it runs)" in texts[0]
+    assert "RMSNormFunction: kernel _rms_norm_fwd changed" in texts
     assert "_scale_kernel" not in json.dumps(data)
     assert "_scale_kernel" not in markdown and "mylib.scale" not in markdown
     assert "**`RMSNormFunction.head`** against **`RMSNormFunction.base`** (baseline)" in markdown
@@ -285,3 +286,13 @@ def test_review_with_force_may_replace_a_foreign_file_and_op_folders_are_checked
     with pytest.raises(UsageError, match=r"report.md holds a file kernel-ab did not write"):
         render.check_outputs(args)
     render.check_outputs(argparse.Namespace(**{**vars(args), "force": True}), ["other", "op"])
+
+
+def test_a_launcher_only_change_is_said_as_one():
+    from compare.review.render import changed_text
+    launch = (What(Change.KERNEL_ADDED, "_k_tiled"), What(Change.LAUNCH, "_k_tiled", "launched"),
+              What(Change.CONSTANT, "_TILE", "added"))
+    assert changed_text(launch) == ("launcher only, no launched kernel's code changed; kernel _k_tiled added; "
+                                    "launch of _k_tiled: launched; constant _TILE added")
+    assert changed_text((What(Change.KERNEL, "_k"), What(Change.LAUNCH, "_k", "num_warps"))) == \
+        "kernel _k changed; launch of _k: num_warps"

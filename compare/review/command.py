@@ -112,7 +112,7 @@ def run(args, registry, backend) -> int:
             report = dataclasses.replace(report, gates=gates.decide(report, args.fail_on_numerics,
                                                                     args.fail_if_slower, args.accept_unjudged))
         done.append(Compared(target, label, report, error))
-    review = render.Review(args.base, args.head, base, head, found, tuple(done), tuple(unmapped))
+    review = render.Review(args.base, args.head, base, head, found, tuple(done), tuple(unmapped), control=args.aa)
     return render.finish(review, args)
 
 

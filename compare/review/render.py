@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from compare.review.kernels import Changes
+from compare.review.kernels import Change, Changes, What
 from compare.review.mapping import TABLE, Unmapped
 from compare.running.usage import UsageError
 
@@ -30,12 +30,25 @@ class Review:
     changes: Changes
     compared: tuple         # command.Compared, one per op
     unmapped: tuple[Unmapped, ...]
+    control: bool = False   # --aa: each op's BASE compared against BASE again
+
+
+_SAID = {Change.KERNEL: "kernel {} changed", Change.JIT_HELPER: "jit helper {} {}", Change.KERNEL_ADDED: "kernel {} added",
+         Change.KERNEL_REMOVED: "kernel {} no longer launched", Change.LAUNCH: "launch of {}: {}",
+         Change.HELPER: "helper {} {}", Change.CONSTANT: "constant {} {}", Change.OWN_CODE: "its own code ({}) {}"}
+
+
+def changed_text(what: tuple[What, ...]) -> str:
+    """What changed in what an op runs, said as the review's and the headline's words."""
+    said = [_SAID[w.kind].format(w.name, w.detail or "changed").strip() for w in what]
+    if what and not any(w.kind in (Change.KERNEL, Change.JIT_HELPER) and not w.detail for w in what):
+        said.insert(0, "launcher only, no launched kernel's code changed")
+    return "; ".join(dict.fromkeys(said)) or "nothing"
 
 
 def title(c) -> str:
     t = c.target
-    return (f"{t.module}:{t.callable} in family {t.family} (changed: {', '.join(k.partition(':')[2] for k in t.kernels)}; "
-            f"{t.how})")
+    return f"{t.module}:{t.callable} in family {t.family} (changed: {changed_text(t.what)}; {t.how})"
 
 
 def lines(review: Review) -> list[tuple[str, str]]:
@@ -43,21 +56,30 @@ def lines(review: Review) -> list[tuple[str, str]]:
     ch = review.changes
     span = f"{review.base_rev} ({review.base[:7]}) and {review.head_rev} ({review.head[:7]})"
     ran = [c for c in review.compared if c.report is not None]
-    if not ch.changed:
-        out = [("ok", f"no Triton kernel's code changed between {span}")]
+    unsure = ch.unreadable or ch.unresolved
+    if not ch.changed and not ch.ops and not ch.added and not ch.removed:
+        out = [("warn" if unsure else "ok", f"no op or Triton kernel changed between {span}" +
+                (" in what could be read (below)" if unsure else ""))]
     else:
-        out = [("info", f"{len(ch.changed)} Triton kernel{'s' if len(ch.changed) != 1 else ''} changed between {span}; "
-                        f"{len(ran)} op{'s' if len(ran) != 1 else ''} compared: "
+        n, k = len(ch.ops), len(ch.changed)
+        out = [("info", f"{n} op{'s' if n != 1 else ''} changed between {span} ({k} changed kernel{'s' if k != 1 else ''} "
+                        f"among what {'they run' if n != 1 else 'it runs'}); {len(ran)} compared: "
                         f"{', '.join(c.label for c in ran) or 'none'}")]
+    if review.control:
+        out.append(("info", f"A/A control (--aa): each op at {review.base_rev} compared against itself; any difference "
+                            "reported is the measurement's own"))
+    out += [("info", f"{c.label}: {changed_text(c.target.what)}") for c in ran]
     out += [("fail", f"{', '.join(c.target.kernels)}: changed; {c.target.module}:{c.target.callable} could not be "
                      f"compared: {c.error}") for c in review.compared if c.report is None]
     out += [("warn", f"{u.kernel}: changed, not compared: {u.why}" + (
         "; compare its op by hand: compare --variant NAME=git:REV:PATH::OP(ARGS)" if u.mapped else
-        f"; a line of pyproject.toml's {TABLE} would map it: {u.fix}")) for u in review.unmapped]
+        f"; a line of {TABLE} (in the repository's pyproject.toml, or a --mapping file) would map it: {u.fix}"))
+        for u in review.unmapped]
     out += [("info", f"renamed: {a.key} -> {b.key} (the same code; not compared)") for a, b in ch.renamed]
     out += [("info", f"added: {k.key} (no version at {review.base_rev} to compare with)") for k in ch.added]
     out += [("info", f"removed: {k.key}") for k in ch.removed]
     out += [("warn", f"not read (does not parse): {u}") for u in ch.unreadable]
+    out += [("warn", f"a kernel that cannot be read statically: {u}") for u in ch.unresolved]
     return out
 
 
