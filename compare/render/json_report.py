@@ -10,9 +10,13 @@ from compare.model.jsonform import encode as _encode
 from compare.model.results import MARKER, MARKER_KEY, Report, from_dict, to_dict
 
 
+def as_data(report: Report) -> dict:
+    """The report as the JSON file holds it: the headline, the marker, the result model."""
+    return {"headline": _encode(headline(report)), MARKER_KEY: MARKER, **to_dict(report)}
+
+
 def render(report: Report) -> str:
-    data = {"headline": _encode(headline(report)), MARKER_KEY: MARKER, **to_dict(report)}
-    return json.dumps(data, indent=2, allow_nan=False) + "\n"
+    return json.dumps(as_data(report), indent=2, allow_nan=False) + "\n"
 
 
 def load(text: str) -> Report:

@@ -104,13 +104,13 @@ def markdown(review: Review) -> str:
 
 def _json(review: Review) -> str:
     from compare.model.jsonform import encode
-    from compare.model.results import to_dict
+    from compare.render.json_report import as_data
     from compare.render.files import REVIEW_MARKER
     from compare.model.results import MARKER_KEY
     data = {MARKER_KEY: REVIEW_MARKER, "base": review.base, "head": review.head,
             "lines": [{"level": level, "text": text} for level, text in lines(review)],
             "compared": [{"label": c.label, "target": encode(c.target), "error": c.error,
-                          "report": to_dict(c.report) if c.report is not None else None} for c in review.compared]}
+                          "report": as_data(c.report) if c.report is not None else None} for c in review.compared]}
     return json.dumps(data, indent=2, allow_nan=False) + "\n"
 
 
