@@ -1,8 +1,8 @@
 """kernel-ab's command line: list, compare, ir, review, report, pairwise (`python3 main.py COMMAND --help`).
 
-Exit codes: 0 every gate asked for holds; 1 a gate failed or could not be judged (--accept-unjudged lets
-the latter pass); 2 bad usage; 74 a report file could not be written. The request is resolved once by
-compare/running/plan.py; every default and value check lives there."""
+Exit codes (compare.running.exit_codes; the table: docs/reports-and-gates.md): 0 every gate holds; 1 a gate
+failed or could not be judged; 2 bad input; 3 kernel-ab's own error or a missing dependency; 74 a report file
+could not be written; 129/130/143 SIGHUP/SIGINT/SIGTERM. Every default and value check: compare/running/plan.py."""
 from __future__ import annotations
 
 import argparse
@@ -27,6 +27,9 @@ class _ParseError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):   # `--fam` is an unknown option, never silently `--family-path`
+        super().__init__(*args, **{**kwargs, "allow_abbrev": False})
+
     def error(self, message):  # one line and exit 2 (in main), instead of usage + message
         command = f"python {self.prog}" if self.prog.startswith("main.py") else self.prog
         raise _ParseError(f"{message} (see `{command} --help`)")
@@ -136,6 +139,8 @@ def _output_options(p: argparse.ArgumentParser) -> None:
 
 def _parser(prog: str) -> argparse.ArgumentParser:
     p = _Parser(prog=prog, description=__doc__.splitlines()[0])
+    from compare.running.version import VersionAction
+    p.add_argument("--version", action=VersionAction, help="print kernel-ab's version and commit, and exit")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     ls = sub.add_parser("list", help="list the families, where each came from, their variants, presets, input "
                                      "kinds and dtypes")
@@ -177,33 +182,6 @@ def _parser(prog: str) -> argparse.ArgumentParser:
 def _fail(message: str) -> int:
     print(f"kernel-ab: error: {message}", file=sys.stderr)
     return 2
-
-
-def cmd_list(registry) -> int:
-    from tabulate import tabulate
-    print(f"families: {', '.join(registry.families)} (default {registry.default_family})")
-    for family in registry.families.values():
-        doc = (type(family).__doc__ or "").strip().splitlines()
-        print(f"\n## family {family.name}: {doc[0] if doc else '(its class has no docstring)'}")
-        print(f"from: {registry.origins.get(family.name, 'given')}")
-        rows = [(v.name, v.kind, ", ".join(v.own_kernels) or "op", "GPU" if v.needs_gpu else "any", v.why)
-                for v in registry.variants(family.name)]
-        print(tabulate(rows, headers=("variant", "kind", "kernels", "runs on", "what it is"), tablefmt="github"))
-        print(f"default pair: {' vs '.join(family.default_pair)}; --shape {family.shape_help}")
-        print(f"input kinds: {', '.join(family.input_kinds)}; dtypes: {', '.join(family.dtypes)}")
-        print(f"outputs: {', '.join(family.outputs)}; gradients: {', '.join(family.grads) or 'none'}")
-        print("presets:")
-        for preset in family.presets.values():
-            marks = [m for m, name in (("default", family.default_preset), ("review on a GPU", family.gpu_preset))
-                     if preset.name == name]
-            default = f" ({', '.join(marks)})" if marks else ""
-            print(f"  {preset.name}{default}: {preset.description}; {len(preset.shapes)} shapes")
-        if family.op_params:
-            from variants.ops import argument_names
-            extra = [n for n in argument_names(family) if n not in family.op_params]
-            also = f"; an argument list may also name {', '.join(extra)}" if extra else ""
-            print(f"op (for --variant ops): ({', '.join(family.op_params)}) -> {family.outputs[0]}{also}")
-    return 0
 
 
 def cmd_compare(request, options, registry, backend, spread=None) -> int:
@@ -300,11 +278,15 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 141
     except BaseException as exc:        # an error while unwinding from a stop signal is that stop
-        if not supervisor.STOP_REQUESTED or isinstance(exc, SystemExit):
+        if isinstance(exc, SystemExit) or not (supervisor.STOP_REQUESTED or isinstance(exc, Exception)):
             raise
-        stop = supervisor.Stopped(supervisor.STOP_REQUESTED[0])
-        print(f"kernel-ab: {stop}; no report", file=sys.stderr)
-        code = stop.exit_code
+        if supervisor.STOP_REQUESTED:
+            stop = supervisor.Stopped(supervisor.STOP_REQUESTED[0])
+            print(f"kernel-ab: {stop}; no report", file=sys.stderr)
+            code = stop.exit_code
+        else:                           # kernel-ab's own error: exit 3, never 1 (a gate's code)
+            from compare.running.exit_codes import internal_error
+            code = internal_error(exc)
     finally:
         supervisor.restore_handlers(previous)
     pending = supervisor.pending_stop()
@@ -339,7 +321,8 @@ def _main(argv: list[str], prog: str) -> int:
         if args.command == "list":
             configure("auto")
             with discovery.configured(args.family_paths or (), args.repo or "."):
-                return cmd_list(registry())
+                from variants.listing import show
+                return show(registry())
         from compare.running.plan import from_args
         if args.command == "review":
             from_args(argparse.Namespace(**{**vars(args), "command": "compare", "json": None, "markdown": None,
@@ -376,6 +359,14 @@ def cli() -> None:
     """The `kernel-ab` console command (and `python main.py`): `compare` runs in a child process under a
     supervisor, so that a variant that crashes its process is reported and the others still come out
     (compare.running.supervisor); KERNEL_AB_ISOLATE=0 runs it in this process."""
+    try:
+        _cli()
+    except Exception as exc:   # noqa: BLE001 - the supervisor's own error (or a missing module): exit 3
+        from compare.running.exit_codes import internal_error
+        sys.exit(internal_error(exc))
+
+
+def _cli() -> None:
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, lambda s, _frame: EARLY_SIGNALS.append(s))
     from compare.running import supervisor

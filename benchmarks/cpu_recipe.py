@@ -46,7 +46,7 @@ def command(repo: Path, out: Path) -> list[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--out", type=Path, help="write the figures as Markdown here")
     args = parser.parse_args()

@@ -250,7 +250,7 @@ def _describe(index: int, case: hc.Case) -> str:
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     p.add_argument("--list", action="store_true", help="print the invocations without running them")
     p.add_argument("--only", action="append", choices=hc.CATEGORIES, help="run only this category (repeatable)")
     p.add_argument("--match", help="run only the cases whose id this regular expression matches")

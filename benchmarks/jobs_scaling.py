@@ -115,7 +115,7 @@ def figure(results: dict, path: Path) -> bool:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     p.add_argument("--report-dir", required=True, type=Path)
     p.add_argument("--shape", help="one shape instead of the preset (a quick check)")
     p.add_argument("--jobs", default="1,2", help="comma list of --jobs values (default 1,2)")

@@ -148,7 +148,7 @@ def planted(repeats: int, fraction: float, registry) -> tuple[list[dict], str]:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     p.add_argument("--repeats", type=int, default=20, help="runs of the planted slowdown")
     p.add_argument("--slow-fraction", type=float, default=0.025,
                    help="fraction of x the planted slowdown copies once more per call")

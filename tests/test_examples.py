@@ -3,9 +3,10 @@ and the comment it posts is the report's Markdown."""
 import shlex
 from pathlib import Path
 
-import yaml
-
 import main
+from tests.extras import need
+
+yaml = need("yaml")   # pyyaml, of the test extra
 
 WORKFLOW = Path(__file__).resolve().parent.parent / "examples" / "kernel-ab-pull-request.yml"
 

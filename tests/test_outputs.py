@@ -12,6 +12,7 @@ import main
 from compare.running import usage
 from compare.render import files, json_report, markdown
 from compare.model.results import MARKER_KEY
+from tests.extras import need
 from tests.fixed_report import fixed_report
 
 TINY = ["compare", "--shape", "2,8,2,4", "--check", "numerics", "--trials", "1", "--inputs", "normal", "--quiet"]
@@ -117,8 +118,7 @@ def test_kernel_abs_own_files_are_recognized_old_and_new(tmp_path):
 
 
 def test_a_matplotlib_plot_counts_as_ours_only_next_to_a_report_of_ours(tmp_path):
-    pytest.importorskip("matplotlib")
-    import matplotlib
+    matplotlib = need("matplotlib")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig = plt.figure()

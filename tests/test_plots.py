@@ -2,12 +2,11 @@
 import dataclasses
 import json
 
-import pytest
-
 from compare.render import files, plots
+from tests.extras import need
 from tests.fixed_report import fixed_report
 
-pytest.importorskip("matplotlib", reason="matplotlib is not installed (pip install 'kernel-ab[plot]')")
+need("matplotlib")
 
 
 def test_one_png_per_timed_mode_tagged_as_kernel_abs():

@@ -11,6 +11,7 @@ import pytest
 import main
 from compare.running.executors import LocalExecutor
 from compare.running.tasks import Task
+from tests.extras import need
 from tests.test_supervisor import SEGFAULTING
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,7 +50,7 @@ def test_jobs_2_gives_the_report_of_one_process(tmp_path):
 
 @pytest.mark.slow
 def test_a_local_dask_cluster_gives_the_report_of_jobs_1_with_a_shipped_git_variant(tmp_path, capsys):
-    distributed = pytest.importorskip("distributed")
+    distributed = need("distributed")
     spec = "head=git:HEAD:variants/group_norm/explicit_offset.py::group_norm_forward"
     args = ["--inputs", "all", "--dtype", "all", "--check", "numerics", "--check", "backward", "--check", "ir",
             "--variant", spec, "--repo", str(ROOT)]

@@ -93,10 +93,10 @@ def test_the_supervisor_reruns_without_each_variant_that_took_the_process_down(t
         "kernel-ab: variant c crashed the process (SIGABRT) while running case of c; running again without it"]
 
 
-def test_a_crash_outside_any_variant_is_one_line_and_exit_1(tmp_path, capfd):
+def test_a_crash_outside_any_variant_is_one_line_and_exit_3_an_internal_error(tmp_path, capfd):
     child = tmp_path / "child.py"
     child.write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
-    assert supervise([sys.executable, str(child)]) == 1
+    assert supervise([sys.executable, str(child)]) == 3
     assert capfd.readouterr().err.strip() == ("kernel-ab: error: the comparison crashed the process (SIGSEGV) "
                                               "outside any variant's launch; no report")
 

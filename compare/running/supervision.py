@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 
+from compare.running.exit_codes import ExitCode
 from compare.running.supervisor import (_STOP_CODES, _STOP_WORDS, CRASHES, EXCLUDED_ENV, GRACE_S, NO_TIMING_ENV,
                                 POISONED_EXIT, STATUS_ENV)
 
@@ -177,7 +178,7 @@ def supervise(command: list[str], stop: list[int] | None = None) -> int:
             if not names:
                 print(f"kernel-ab: error: the comparison {why} outside any variant's launch; no report",
                       file=sys.stderr)
-                return rc if rc > 0 and rc != POISONED_EXIT else 1
+                return ExitCode.INTERNAL   # not a gate's failure: kernel-ab (or what it runs on) ended
             where = last.get("what", "")
             if len(names) == 1:
                 reason = f"{why} while running {where}"

@@ -1,0 +1,141 @@
+"""Exit codes: each one the command line can reach cheaply, run as a user runs it (`python3 main.py`, through
+the supervisor for compare), against the one table in docs/reports-and-gates.md; --version; no abbreviation."""
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from compare.running.exit_codes import ExitCode
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = ["compare", "pointer_mutation", "explicit_offset", "--shape", "2,8,2,16", "--trials", "1",
+        "--inputs", "normal", "--check", "numerics", "--quiet"]
+
+
+def run(argv, tmp_path, shim: str = "", **env):
+    """`python3 main.py ARGV` in a fresh process; `shim` is a sitecustomize run at its start (and its child's)."""
+    path = [str(ROOT)]
+    if shim:
+        (tmp_path / "shim").mkdir(exist_ok=True)
+        (tmp_path / "shim" / "sitecustomize.py").write_text(shim)
+        path.insert(0, str(tmp_path / "shim"))
+    env = {**{k: v for k, v in os.environ.items() if k != "KERNEL_AB_DEBUG"}, "PYTHONPATH": os.pathsep.join(path),
+           "TMPDIR": str(tmp_path), **env}
+    return subprocess.run([sys.executable, str(ROOT / "main.py"), *argv], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=300)
+
+
+def documented() -> dict[int, str]:
+    text = (ROOT / "docs" / "reports-and-gates.md").read_text()
+    table = text[text.index("## Exit codes"):].split("\n## ")[0]
+    rows = re.findall(r"^\| ([0-9, ]+) \| (.+) \|$", table, re.M)
+    return {int(code): when for codes, when in rows for code in codes.split(",")}
+
+
+def test_the_documented_table_is_the_exit_code_enum():
+    assert sorted(documented()) == sorted(int(c) for c in ExitCode)
+
+
+def test_mains_docstring_names_every_code_but_the_quiet_pipe():
+    import main
+    for code in ExitCode:
+        if code is not ExitCode.SIGPIPE:
+            assert re.search(rf"\b{int(code)}\b", main.__doc__), code
+
+
+def test_every_gate_holding_exits_0_and_a_gate_failing_exits_1(tmp_path):
+    held = run(TINY, tmp_path)
+    assert held.returncode == ExitCode.OK, held.stderr
+    failed = run([*TINY, "--fail-if-slower", "2"], tmp_path)
+    assert failed.returncode == ExitCode.GATE_FAILED, failed.stderr
+    assert "kernel-ab: gate failed: --fail-if-slower could not be judged" in failed.stderr
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["compare", "--dtype", "float99"], "float99"),
+    (["list", "--family", "nope"], "unrecognized arguments: --family nope"),   # not --family-path
+    (["compare", "--fail-if", "2"], "unrecognized arguments: --fail-if"),    # not --fail-if-slower
+    (["review", "A", "B", "--rep", "."], "unrecognized arguments: --rep"),
+])
+def test_bad_input_and_an_abbreviated_option_are_one_line_and_exit_2(tmp_path, argv, said):
+    r = run(argv, tmp_path)
+    assert r.returncode == ExitCode.USAGE
+    assert len(r.stderr.strip().splitlines()) == 1 and said in r.stderr, r.stderr
+    assert r.stderr.startswith("kernel-ab: error:")
+
+
+HIDE_TABULATE = "import sys\nsys.modules['tabulate'] = None   # `import tabulate` raises ModuleNotFoundError\n"
+
+
+@pytest.mark.parametrize("argv", [["list"], TINY], ids=["list", "compare-supervised"])
+def test_a_missing_dependency_is_one_line_naming_it_and_the_traceback_file_and_exit_3(tmp_path, argv):
+    r = run(argv, tmp_path, shim=HIDE_TABULATE)
+    assert r.returncode == ExitCode.INTERNAL
+    line = r.stderr.strip().splitlines()[-1]
+    assert line.startswith("kernel-ab: internal error: missing dependency: no module named 'tabulate'"), r.stderr
+    kept = Path(line.rpartition("traceback in ")[2])
+    assert kept.parent == tmp_path and "ModuleNotFoundError" in kept.read_text()
+    assert "Traceback" not in r.stderr
+
+
+def test_kernel_ab_debug_prints_the_traceback_after_the_line(tmp_path):
+    r = run(["list"], tmp_path, shim=HIDE_TABULATE, KERNEL_AB_DEBUG="1")
+    assert r.returncode == ExitCode.INTERNAL
+    first, *rest = r.stderr.splitlines()
+    assert first.startswith("kernel-ab: internal error: missing dependency") and "traceback in" not in first
+    assert rest[0] == "Traceback (most recent call last):" and "ModuleNotFoundError" in rest[-1]
+    assert not list(tmp_path.glob("kernel-ab-traceback-*"))
+
+
+def test_an_unexpected_exception_in_kernel_abs_code_exits_3_not_1(tmp_path, monkeypatch, capsys):
+    import main
+
+    def broken(argv, prog):
+        raise RuntimeError("an invariant kernel-ab keeps does not hold\nsecond line")
+    monkeypatch.setattr(main, "_main", broken)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.delenv("KERNEL_AB_DEBUG", raising=False)
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)   # read TMPDIR again
+    assert main.main(["list"]) == ExitCode.INTERNAL
+    err = capsys.readouterr().err
+    assert err.startswith("kernel-ab: internal error: RuntimeError: an invariant kernel-ab keeps does not hold "
+                          "(at test_exit_codes.py:")
+    assert len(err.strip().splitlines()) == 1
+    assert "second line" in next(tmp_path.glob("kernel-ab-traceback-*.txt")).read_text()
+
+
+FULL_DISK = """import errno, os
+_replace = os.replace
+def _full(src, dst, *a, **k):
+    if str(dst).endswith('.json'):
+        raise OSError(errno.ENOSPC, 'No space left on device')
+    return _replace(src, dst, *a, **k)
+os.replace = _full
+"""
+
+
+def test_a_report_that_cannot_be_written_exits_74_through_the_supervisor(tmp_path):
+    r = run([*TINY, "--json", str(tmp_path / "r.json")], tmp_path, shim=FULL_DISK)
+    assert r.returncode == ExitCode.WRITE_FAILED, r.stderr
+    assert f"kernel-ab: error: could not write {tmp_path / 'r.json'} (No space left on device)" in r.stderr
+
+
+def test_version_prints_the_version_and_the_checkouts_commit_without_a_command(tmp_path):
+    r = run(["--version"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    version = re.search(r'^version = "(.+)"', (ROOT / "pyproject.toml").read_text(), re.M).group(1)
+    commit = f"commit {head.stdout.strip()}" if head.returncode == 0 else "commit unknown"
+    assert r.stdout == f"kernel-ab {version} ({commit})\n"
+
+
+def test_version_outside_a_checkout_says_the_commit_is_unknown(tmp_path):
+    from compare.running import version
+    (tmp_path / "site").mkdir()
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)   # a venv inside some other repository
+    assert version.commit(tmp_path / "site") == ""
+    assert version.line(tmp_path / "site").endswith("(commit unknown)")
