@@ -76,6 +76,8 @@ def presets(family: str, make=RowShape, suffix: str = "", why: str = "") -> dict
         Preset(f"llm{suffix}", f"an LLM's activations: 4096 rows (batch 4 x sequence 1024), hidden 1024..16384{why}",
                tuple(make(4096, c) for c in (1024, 2048, 4096, 8192, 16384)), x_name="cols"),
         Preset(f"llm4096{suffix}", f"the llm preset's hidden 4096 alone{why}", (make(4096, 4096),), x_name="cols"),
+        Preset(f"review{suffix}", f"what review takes on a GPU: one sequence of 2048 tokens x hidden 4096 (rows are "
+               f"independent: each row's work as in llm4096){why}", (make(2048, 4096),), x_name="cols"),
         Preset(f"edge{suffix}", f"edge cases: one row of one element; hidden not a power of two; one long row{why}",
                (make(1, 1), make(3, 1000), make(2, 40000)), x_name="cols"),
     )}

@@ -51,7 +51,7 @@ class CrossEntropy(Family):
 
     name = "cross_entropy"
     presets = shapes.PRESETS
-    gpu_preset = "llm"   # what `review` takes on a GPU: the sizes the op is used at
+    gpu_preset = "review"   # what `review` takes on a GPU: the sizes the op is used at
     default_pair = ("two_pass", "online")
     shape_help = SHAPE_FORM
     input_kinds = shapes.LOGITS

@@ -72,6 +72,8 @@ PRESETS = {p.name: p for p in (
     Preset("llm", "an LLM's last layer: rows 16384 x V 32000 (Llama 2), 8192 x 128256 (Llama 3), 4096 x 256000 "
            "(Gemma), mean over the rows; about 10^9 logits at most", (CEShape(16384, 32000), CEShape(8192, 128256),
                                                                       CEShape(4096, 256000)), x_name="vocab"),
+    Preset("review", "what review takes on a GPU: 256 rows x V 128256 (Llama 3), mean (rows are independent: each "
+           "row's work as in llm)", (CEShape(256, 128256),), x_name="vocab"),
 )}
 
 

@@ -96,6 +96,9 @@ PRESETS = {p.name: p for p in (
            "channels 32..2048, eps 1e-6", _seed_sweep(128, 512, (32, 64, 128, 256, 512, 1024, 2048)),
            x_name="channels"),
     Preset("seed512", "the seed's 512-channel shape alone", _seed_sweep(128, 512, (512,)), x_name="channels"),
+    Preset("review", "what review takes on a GPU: seed512 on batch 32 (each group's work as at batch 128; samples "
+           "are independent), so a review's float64 inputs, drawn on the host, take seconds",
+           _seed_sweep(32, 512, (512,)), x_name="channels"),
     Preset("edge", "edge cases: 1 channel of 1 element; hidden size not a power of two; a group "
            "larger than BLOCK_SIZE's cap (both passes loop more than once); batch 1",
            (Shape(2, 1, 1, (1,)), Shape(3, 6, 2, (7, 5)), Shape(2, 2, 1, (300, 300)), Shape(1, 8, 2, (16,))),

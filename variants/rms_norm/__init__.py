@@ -116,7 +116,7 @@ class RmsNorm(Family):
 
     name = "rms_norm"
     presets = PRESETS
-    gpu_preset = "llm4096"   # what `review` takes on a GPU: the sizes the op is used at
+    gpu_preset = "review"   # what `review` takes on a GPU: the sizes the op is used at
     default_pair = ("pointer_mutation", "explicit_offset")
     shape_help = SHAPE_FORM
     outputs = ("y", "rstd")

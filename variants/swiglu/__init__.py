@@ -46,6 +46,8 @@ def _presets() -> dict[str, Preset]:
                "(not a power of two)", (RowShape(4, 64), RowShape(8, 256), RowShape(16, 1000)), x_name="cols"),
         Preset("llm", "an LLM's feed-forward activations: 4096 rows x intermediate sizes 4096, 8192, 11008, "
                "14336, 28672", tuple(RowShape(4096, c) for c in (4096, 8192, 11008, 14336, 28672)), x_name="cols"),
+        Preset("review", "what review takes on a GPU: 1024 rows x intermediate 11008 (Llama 2 7B; rows are "
+               "independent: each row's work as in llm)", (RowShape(1024, 11008),), x_name="cols"),
     )}
 
 
@@ -54,7 +56,7 @@ class Swiglu(Family):
 
     name = "swiglu"
     presets = _presets()
-    gpu_preset = "llm"   # what `review` takes on a GPU: the sizes the op is used at
+    gpu_preset = "review"   # what `review` takes on a GPU: the sizes the op is used at
     default_pair = ("rowwise", "sigmoid_exp")
     shape_help = SHAPE_FORM
     input_kinds = INPUT_KINDS
