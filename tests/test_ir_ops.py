@@ -219,3 +219,15 @@ def test_gn999_names_the_pointers_its_base_advances_in_the_channel_loop(tmp_path
     assert ("_group_norm_forward_kernel changed (TTIR, TTGIR, LLIR, PTX, SASS) [loop 2 (for channel_idx) carried "
             "pointers: 2 in base (X_ptr, Y_ptr), 0 in head (TTIR, TTGIR, LLIR, PTX)") in line, line
     assert "_group_norm_backward_kernel identical" in line, line
+
+
+def test_an_op_whose_forward_failed_has_its_kernels_not_found_never_a_failed_compile():
+    from compare.model.results import IRVariant
+    from compare.model.results_ir import NOT_RUN
+    rows = (IRVariant("A:_k", "ok"), IRVariant("B", NOT_RUN, "the op failed when run to find its kernels: E: x"))
+    section = dataclasses.replace(_section(), pairs=(), variants=rows)
+    report = dataclasses.replace(fixed_report(), ir=section)
+    line = next(l for l in headline(report).pairs[0].lines if l.topic == "compiled code")
+    assert (line.level, line.text) == ("fail", "compiled code: the kernels of B not found: the op failed when run "
+                                               "to find its kernels: E: x")
+    assert same_code(report, "A", "B") is None

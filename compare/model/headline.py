@@ -13,7 +13,7 @@ from compare.checks.ir.loopclaims import loop_claims
 from compare.model.problems import BITS, Problem, bits, brief, describe, input_kinds, judged, lists, ran, variant_of
 from compare.model.results import (IRSection, IRVariant, NumericsCase, NumericsSection, PassStatus, Report,
                                    TimingSection)
-from compare.model.results_ir import op_kernel
+from compare.model.results_ir import NOT_RUN, op_kernel
 from compare.model.same_code import SameCode, same_code
 from compare.model.vocabulary import STAGE_TITLES as _STAGE
 
@@ -203,6 +203,11 @@ def _ir_line(section: Optional[IRSection], a: str, b: str, skipped: tuple[str, .
     matches = [m for m in section.kernels if (m.a, m.b) == (a, b)]
     if matches:   # op-level variants: the kernels each launched, paired by name
         return _op_line(section, a, b, matches)
+    gone = [v for v in (vb, va) if v is not None and v.status == NOT_RUN]
+    if gone:   # an op that failed when run: its kernels are unknown, not broken
+        first = gone[0].error.splitlines()[0] if gone[0].error else "?"
+        return Line("compiled code", "fail" if gone[0] is vb else "skip",
+                    f"compiled code: the kernels of {gone[0].variant} not found: {first}")
     if vb is None or va is None:
         return Line("compiled code", "skip", f"compiled code: {b} not compared with {a}")
     if vb.status != "ok":

@@ -9,6 +9,9 @@ import enum
 OP_KERNEL_SEPARATOR = ":"   # an op's launched kernel is listed as OP:KERNEL
 
 
+NOT_RUN = "not run"   # IRVariant.status of an op whose forward failed: what it launches is not known
+
+
 def op_kernel(op: str, kernel: str) -> str:
     """The name an op's launched kernel is listed under in an IRSection's variants."""
     return f"{op}{OP_KERNEL_SEPARATOR}{kernel}"
@@ -73,7 +76,8 @@ class IRStage:
 @dataclasses.dataclass(frozen=True)
 class IRVariant:
     variant: str
-    status: str             # "ok" or "failed" (did not compile)
+    status: str             # "ok", "failed" (did not compile) or NOT_RUN (an op that failed when run to find its
+                            # kernels: none is known)
     error: str = ""         # first lines of the compile error
     registers: int = -1     # from the cubin (cuobjdump -res-usage); -1 unknown
     spill_bytes: int = -1   # local memory per thread (Triton reports n_spills = this / 4)

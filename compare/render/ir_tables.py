@@ -7,6 +7,7 @@ from compare.checks.ir.loopclaims import match_lines, op_deltas
 from compare.checks.ir.loopmatch import stage_matches
 from compare.model.headline import not_found
 from compare.model.results import IRLoop, IRSection, IRStage, IRVariant
+from compare.model.results_ir import NOT_RUN
 from compare.model.vocabulary import STAGE_TITLES
 
 
@@ -89,7 +90,7 @@ def resources_rows(section: IRSection) -> tuple:
     rows = []
     for v in section.variants:
         if v.status != "ok":
-            rows.append((v.variant, "FAILED", *(["-"] * 6)))
+            rows.append((v.variant, "NOT RUN" if v.status == NOT_RUN else "FAILED", *(["-"] * 6)))
             continue
         launched = "-" if v.launched_registers < 0 else f"{v.launched_registers} / {v.launched_spills}"
         agree = "-" if v.launched_registers < 0 else (
@@ -169,7 +170,8 @@ def ir_summary(section: IRSection, baseline: str) -> list[tuple[str, str]]:
     lines = _kernel_lines(section)
     for v in section.variants:
         if v.status != "ok":
-            lines.append(("fail", f"{ir}: {v.variant} did not compile: {v.error.splitlines()[0] if v.error else '?'}"))
+            what = "kernels not found" if v.status == NOT_RUN else "did not compile"
+            lines.append(("fail", f"{ir}: {v.variant} {what}: {v.error.splitlines()[0] if v.error else '?'}"))
     ok = [v for v in section.variants if v.status == "ok"]
     for stage in section.stages:
         if stage == "sass":

@@ -18,6 +18,7 @@ from compare.checks.ir.loopmatch import pair_matches
 from compare.checks.ir.diff import raw_changed_lines, raw_diff_length, unified
 from compare.checks.ir.normalize import clean, rename
 from compare.checks.ir.summarize import summarize
+from compare.model.results_ir import NOT_RUN
 from compare.model.results import IRPair, IRPassNote, IRSection, IRStage, IRStageDiff, IRVariant, PassStatus
 
 __all__ = ["STAGES", "CompileCache", "TargetError", "capability", "check_stages", "run", "run_passes", "DEFAULT_TARGET"]
@@ -150,7 +151,7 @@ def run(family, variants, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: 
         found = op_ir.compile_ops(op_variants, family, shape, dtype, capability(target), gpu)
         for v in op_variants:
             if v.name in found.problems:
-                rows.append(IRVariant(v.name, "failed", found.problems[v.name]))
+                rows.append(IRVariant(v.name, NOT_RUN, found.problems[v.name]))
             rows.extend(_variant(c, stages, full) for _, c in found.kernels.get(v.name, ()))
         with_kernels = [v.name for v in op_variants if v.name in found.kernels]
         for other in with_kernels[1:]:
