@@ -231,3 +231,16 @@ def test_an_op_whose_forward_failed_has_its_kernels_not_found_never_a_failed_com
     assert (line.level, line.text) == ("fail", "compiled code: the kernels of B not found: the op failed when run "
                                                "to find its kernels: E: x")
     assert same_code(report, "A", "B") is None
+
+
+def test_pass_notes_and_carried_names_survive_report_json():
+    from compare.model.results import IRCarried, decode, from_dict, to_dict
+    note = IRPassNote("backward", PassStatus.NOT_FOUND, "B", "RuntimeError: x")
+    report = dataclasses.replace(fixed_report(), ir=_section(passes=(note,)))
+    data = json.loads(json.dumps(to_dict(report)))
+    assert data["ir"]["passes"][0]["status"] == "not found"
+    assert from_dict(data).ir.passes == (note,) and from_dict(data).ir.passes[0].status is PassStatus.NOT_FOUND
+    data["ir"]["passes"][0]["status"] = "gone"
+    with pytest.raises(ValueError, match="passes"):
+        from_dict(data)
+    assert decode(IRCarried, {"type": "!tt.ptr<f32>", "pointer": True}).name == ""   # older reports: no names
