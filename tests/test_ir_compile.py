@@ -119,7 +119,7 @@ def test_two_pass_statistics_leave_the_channel_loop_matched_to_itself_and_its_po
 
 def test_seed_pair_line_names_pointers_removed_and_address_arithmetic_added_to_the_inner_loop(compiled):
     line = compiled_code_line(section(compiled, ["pointer_mutation", "explicit_offset"]), "explicit_offset")
-    assert ("loop 2 (for channel) carried pointers: 2 in pointer_mutation, 0 in explicit_offset "
+    assert ("loop 2 (for channel) carried pointers: 2 in pointer_mutation (X_ptr, Y_ptr), 0 in explicit_offset "
             "(TTIR, TTGIR, LLIR, PTX)") in line, line
     assert "innermost loop 2.1 (for start) op deltas: TTIR tt.addptr +2 / " in line, line
 

@@ -111,8 +111,10 @@ def test_the_headline_says_which_launched_kernels_changed(report):
     pair = report["headline"]["pairs"][0]
     assert (pair["baseline"], pair["variant"]) == ("old", "new")
     assert [line["topic"] for line in pair["lines"]] == ["numerics", "timing", "compiled code"]
-    assert pair["lines"][2]["text"] == ("compiled code: launched kernels, paired by name: gn_forward_kernel identical; "
-                                        "gn_backward_kernel changed (TTIR)")
+    text = pair["lines"][2]["text"]
+    assert text.startswith("compiled code: launched kernels, paired by name: gn_forward_kernel identical; "
+                           "gn_backward_kernel changed (TTIR)"), text
+    assert "carried pointers" not in text and "not found" not in text, text   # dx's terms reordered, nothing more
 
 
 def _load(repo, *specs):

@@ -7,6 +7,7 @@ import pytest
 from triton.compiler.errors import CompilationError
 
 from compare.checks import ir
+from compare.model.results import IRSection
 from compare.running import pipeline
 from compare.running.backend import Backend, configure
 from variants import registry
@@ -19,10 +20,11 @@ BACKEND = configure("auto")
 def test_the_ir_gets_one_dtype_whatever_the_dtype_list(dtype, first, monkeypatch):
     """The IR step compiles for one dtype, the list's first (`all`: float32), and says so."""
     seen = []
-    monkeypatch.setattr(ir, "run", lambda family, variants, shape, dtype, *a, **k: seen.append(dtype) or "section")
+    section = IRSection("offline", "sm_90", "planted", dtype, "", "", (), (), ())   # what the planted step made
+    monkeypatch.setattr(ir, "run", lambda family, variants, shape, dtype, *a, **k: seen.append(dtype) or section)
     request = pipeline.Request(variants=("explicit_offset", "flat"), shape="2,8,2,16", dtype=dtype, checks=("ir",))
     report = pipeline.run(request, registry(), BACKEND)
-    assert seen == [first] and report.ir == "section"
+    assert seen == [first] and report.ir.shape == "planted"
     assert any(s.startswith("ir: ") and f"shown for {first}" in s for s in report.skipped)
 
 

@@ -11,7 +11,10 @@ from typing import Optional
 
 from compare.checks.ir.loopclaims import loop_claims
 from compare.model.problems import BITS, Problem, bits, brief, describe, input_kinds, judged, lists, ran, variant_of
-from compare.model.results import IRSection, NumericsCase, NumericsSection, Report, TimingSection
+from compare.model.results import (IRSection, IRVariant, NumericsCase, NumericsSection, PassStatus, Report,
+                                   TimingSection)
+from compare.model.results_ir import NOT_RUN, op_kernel
+from compare.model.same_code import SameCode, same_code
 from compare.model.vocabulary import STAGE_TITLES as _STAGE
 
 
@@ -152,11 +155,17 @@ def _numerics_line(section: NumericsSection, a: str, b: str, introduced: frozens
 
 
 # ---------------------------------------------------------------- timing line
-def _timing_line(section: Optional[TimingSection], a: str, b: str, skipped: tuple[str, ...]) -> Line:
+def _timing_line(section: Optional[TimingSection], a: str, b: str, skipped: tuple[str, ...],
+                 same: Optional[SameCode] = None) -> Line:
+    """The pair's timing verdicts; none where the two run the same compiled code (`same`): there a
+    timing difference is noise by construction."""
     from compare.model.ratios import ratio_span   # '+3.0%', or '33.6× faster' beyond 2x
     if section is None:
         why = next((s.removeprefix("timing: ") for s in skipped if s.startswith("timing:")), "not asked for")
         return Line("timing", "skip", f"timing: not measured: {why}")   # the whole reason: said here only
+    if same is not None:
+        return Line("timing", "info", f"timing: no verdict: {_same_code_text(same)}, so a timing difference "
+                                      "between them is noise")
     groups: dict[str, list] = {}
     several = len({c.dtype for c in section.cases}) > 1
     for case in section.cases:
@@ -193,20 +202,19 @@ def _ir_line(section: Optional[IRSection], a: str, b: str, skipped: tuple[str, .
     vb = next((v for v in section.variants if v.variant == b), None)
     matches = [m for m in section.kernels if (m.a, m.b) == (a, b)]
     if matches:   # op-level variants: the kernels each launched, paired by name
-        said = [f"{m.kernel} {m.status}" + (f" ({', '.join(_STAGE.get(x, x) for x in m.changed_stages)})"
-                                            if m.changed_stages else "") for m in matches]
-        level = "fail" if any(m.status == "failed" for m in matches) else "info"
-        return Line("compiled code", level, "compiled code: launched kernels, paired by name: " + "; ".join(said))
+        return _op_line(section, a, b, matches)
+    gone = [v for v in (vb, va) if v is not None and v.status == NOT_RUN]
+    if gone:   # an op that failed when run: its kernels are unknown, not broken
+        first = gone[0].error.splitlines()[0] if gone[0].error else "?"
+        return Line("compiled code", "fail" if gone[0] is vb else "skip",
+                    f"compiled code: the kernels of {gone[0].variant} not found: {first}")
     if vb is None or va is None:
         return Line("compiled code", "skip", f"compiled code: {b} not compared with {a}")
     if vb.status != "ok":
         return Line("compiled code", "fail", f"compiled code: {b} did not compile: {vb.error.splitlines()[0] if vb.error else '?'}")
     if va.status != "ok":
         return Line("compiled code", "skip", f"compiled code: the baseline {a} did not compile")
-    parts = loop_claims(section, va, vb)
-    for what, x, y in (("registers", va.registers, vb.registers), ("spill bytes", va.spill_bytes, vb.spill_bytes)):
-        if x != y and x >= 0 and y >= 0:
-            parts.append(f"{what} {x} -> {y}")
+    parts = loop_claims(section, va, vb) + _resources(va, vb)
     pair = next((p for p in section.pairs if (p.a, p.b) == (a, b)), None)
     if pair is not None:
         changed = [d for d in pair.stages if not d.identical]
@@ -218,9 +226,55 @@ def _ir_line(section: Optional[IRSection], a: str, b: str, skipped: tuple[str, .
     return Line("compiled code", "info", "compiled code: " + "; ".join(parts or ["no structural change found"]))
 
 
+def _resources(va: IRVariant, vb: IRVariant) -> list[str]:
+    return [f"{what} {x} -> {y}" for what, x, y in (("registers", va.registers, vb.registers),
+                                                    ("spill bytes", va.spill_bytes, vb.spill_bytes))
+            if x != y and x >= 0 and y >= 0]
+
+
+def _op_line(section: IRSection, a: str, b: str, matches: list) -> Line:
+    """The launched kernels of two ops, paired by name: each one's status, a changed one's loops (carried
+    pointers at both sides, see loop_claims) and resources, then the passes whose kernels were not found."""
+    rows = {v.variant: v for v in section.variants if v.status == "ok"}
+    said = []
+    for m in matches:
+        text = f"{m.kernel} {m.status}" + (f" ({', '.join(_STAGE.get(x, x) for x in m.changed_stages)})"
+                                           if m.changed_stages else "")
+        va, vb = rows.get(op_kernel(a, m.kernel)), rows.get(op_kernel(b, m.kernel))
+        claims = loop_claims(section, va, vb, names=(a, b)) + _resources(va, vb) \
+            if m.status == "changed" and va is not None and vb is not None else []
+        text += f" [{'; '.join(claims)}]" if claims else ""
+        said.append(text)
+    said += not_found(section, (a, b))
+    level = "fail" if any(m.status == "failed" for m in matches) else "info"
+    return Line("compiled code", level, "compiled code: launched kernels, paired by name: " + "; ".join(said))
+
+
+def not_found(section: IRSection, ops: tuple[str, ...]) -> list[str]:
+    """'backward kernels of A, B not found (its backward failed: ...)': the passes of `ops` that failed
+    when run to find their kernels, one phrase per pass and reason."""
+    by: dict[tuple[str, str], list[str]] = {}
+    for n in section.passes:
+        if n.status == PassStatus.NOT_FOUND and n.variant in ops:
+            by.setdefault((n.kernel, n.why), []).append(n.variant)
+    return [f"{kernel} kernels of {', '.join(who)} not found (the {kernel} failed: {why})"
+            for (kernel, why), who in by.items()]
+
+
+def _same_code_text(same: SameCode) -> str:
+    """'both sides run the same compiled code (sm_90, compiled offline: ... identical at ...)'."""
+    shared = f"; {' and '.join(same.shared)} kernel shared, not compiled" if same.shared else ""
+    return (f"both sides run the same compiled code ({same.where}: {', '.join(same.kernels)} identical at "
+            f"{', '.join(_STAGE.get(s, s) for s in same.stages)}{shared})")
+
+
 def _ir_lines(report: Report, a: str, b: str) -> Line:
     """The compiled-code line over every compiled-code section (the forward kernels, and the kernels of
-    other passes when variants bring their own), each named by its kernel when there are several."""
+    other passes when variants bring their own), each named by its kernel when there are several; one
+    phrase when the two run the same compiled code (compare/model/same_code.py)."""
+    same = same_code(report, a, b)
+    if same is not None:
+        return Line("compiled code", "ok", f"compiled code: {_same_code_text(same)}")
     sections = report.ir_sections
     if len(sections) <= 1:
         return _ir_line(sections[0] if sections else None, a, b, report.skipped)
@@ -243,7 +297,7 @@ def headline(report: Report) -> Headline:
         if section is not None:
             line, gate = _numerics_line(section, base, b, introduced, fixed)
             lines.append(line)
-        lines.append(_timing_line(report.timing, base, b, report.skipped))
+        lines.append(_timing_line(report.timing, base, b, report.skipped, same_code(report, base, b)))
         lines.append(_ir_lines(report, base, b))
         pairs.append(PairHeadline(base, b, tuple(lines), tuple(gate), tuple(describe(introduced, kinds)),
                                   tuple(describe(fixed, kinds))))

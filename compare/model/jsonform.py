@@ -3,6 +3,7 @@ fields (non-finite floats as the strings NaN/Infinity), with one line naming a f
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 import types
 import typing
@@ -10,6 +11,8 @@ from typing import Any
 
 
 def _encode(value: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        return value.value
     if dataclasses.is_dataclass(value):
         return {f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, (list, tuple)):
@@ -85,6 +88,10 @@ def _decode(tp: Any, value: Any, where: str = "report") -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise wrong("a number")
         return float(value)
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        if value not in {m.value for m in tp}:
+            raise wrong(" or ".join(repr(m.value) for m in tp))
+        return tp(value)
     if tp in (int, str, bool):
         if not isinstance(value, tp) or (tp is int and isinstance(value, bool)):
             raise wrong({int: "an integer", str: "a string", bool: "true or false"}[tp])

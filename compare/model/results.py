@@ -239,8 +239,9 @@ class TimingSection:
     cases: tuple[TimingCase, ...]
     compile_seconds: tuple[tuple[str, float], ...] = ()   # e.g. inductor's compile time: reported, not timed
 # ---------------------------------------------------------------- IR (compiled code): compare/model/results_ir.py
+# re-exported: one result model
 from compare.model.results_ir import (IRCarried, IRKernelMatch, IRLoop, IRLoopMatch, IRMemOp, IRPair,  # noqa: E402,F401
-                                IRSection, IRStage, IRStageDiff, IRVariant)   # re-exported: one result model
+                                      IRPassNote, IRSection, IRStage, IRStageDiff, IRVariant, PassStatus)
 
 
 # ---------------------------------------------------------------- report

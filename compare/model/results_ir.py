@@ -4,6 +4,17 @@ launched, paired by name."""
 from __future__ import annotations
 
 import dataclasses
+import enum
+
+OP_KERNEL_SEPARATOR = ":"   # an op's launched kernel is listed as OP:KERNEL
+
+
+NOT_RUN = "not run"   # IRVariant.status of an op whose forward failed: what it launches is not known
+
+
+def op_kernel(op: str, kernel: str) -> str:
+    """The name an op's launched kernel is listed under in an IRSection's variants."""
+    return f"{op}{OP_KERNEL_SEPARATOR}{kernel}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -12,6 +23,7 @@ class IRCarried:
 
     type: str
     pointer: bool           # a pointer (or, in PTX, a register that feeds an address)
+    name: str = ""          # TTIR/TTGIR: the source's name of the value ("X_ptr"); "" where not known
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,6 +42,12 @@ class IRLoop:
     @property
     def carried_pointers(self) -> int:
         return sum(1 for c in self.carried if c.pointer)
+
+    @property
+    def pointer_names(self) -> tuple[str, ...]:
+        """The carried pointers' source names, sorted; () unless every one of them is named."""
+        names = [c.name for c in self.carried if c.pointer]
+        return tuple(sorted(names)) if all(names) else ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,7 +76,8 @@ class IRStage:
 @dataclasses.dataclass(frozen=True)
 class IRVariant:
     variant: str
-    status: str             # "ok" or "failed" (did not compile)
+    status: str             # "ok", "failed" (did not compile) or NOT_RUN (an op that failed when run to find its
+                            # kernels: none is known)
     error: str = ""         # first lines of the compile error
     registers: int = -1     # from the cubin (cuobjdump -res-usage); -1 unknown
     spill_bytes: int = -1   # local memory per thread (Triton reports n_spills = this / 4)
@@ -120,6 +139,24 @@ class IRKernelMatch:
         return self.status == "identical"
 
 
+class PassStatus(str, enum.Enum):
+    """Why a pass's kernels are in no comparison of an IRSection."""
+
+    SHARED = "shared"               # every Triton variant runs the same kernel for it: identical, not compiled
+    NOT_COMPARED = "not compared"   # some variant has no kernel for it that could be compiled
+    NOT_FOUND = "not found"         # an op: the pass failed when run, so the kernels it launches are unknown
+
+
+@dataclasses.dataclass(frozen=True)
+class IRPassNote:
+    """A pass (forward, backward) whose kernels a compiled-code section does not compare, and why."""
+
+    kernel: str             # the pass: "forward" or "backward"
+    status: PassStatus
+    variant: str = ""       # the variant or op it concerns ("" for all of them)
+    why: str = ""
+
+
 @dataclasses.dataclass(frozen=True)
 class IRSection:
     mode: str               # "offline" (compiled for `target` without a GPU) or "launched" (from the GPU run)
@@ -133,3 +170,4 @@ class IRSection:
     pairs: tuple[IRPair, ...]
     kernels: tuple[IRKernelMatch, ...] = ()   # op-level variants' launched kernels, paired by name
     kernel: str = "forward"   # which kernel of the variants this section compares: "forward", "backward", ...
+    passes: tuple[IRPassNote, ...] = ()   # passes whose kernels no section compares, and why

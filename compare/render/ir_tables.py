@@ -5,7 +5,9 @@ import dataclasses
 
 from compare.checks.ir.loopclaims import match_lines, op_deltas
 from compare.checks.ir.loopmatch import stage_matches
+from compare.model.headline import not_found
 from compare.model.results import IRLoop, IRSection, IRStage, IRVariant
+from compare.model.results_ir import NOT_RUN
 from compare.model.vocabulary import STAGE_TITLES
 
 
@@ -69,6 +71,7 @@ def _kernel_lines(section: IRSection) -> list[tuple[str, str]]:
         parts = [f"{m.kernel} {m.status}" + (f" ({', '.join(STAGE_TITLES[s] for s in m.changed_stages)})"
                                              if m.changed_stages else "") for m in these]
         level = "warn" if any(m.status == "failed" for m in these) else "info"
+        parts += not_found(section, (a, b))
         lines.append((level, f"ir kernels launched by {b} vs {a}, paired by name: {'; '.join(parts)}"))
     return lines
 
@@ -76,7 +79,7 @@ def _kernel_lines(section: IRSection) -> list[tuple[str, str]]:
 def _carried(loop: IRLoop) -> str:
     if not loop.carried:
         return "none"
-    return ", ".join(c.type + ("*" if c.pointer else "") for c in loop.carried)
+    return ", ".join(c.type + ("*" if c.pointer else "") + (f" {c.name}" if c.name else "") for c in loop.carried)
 
 
 def _stage(v: IRVariant, stage: str) -> IRStage | None:
@@ -87,7 +90,7 @@ def resources_rows(section: IRSection) -> tuple:
     rows = []
     for v in section.variants:
         if v.status != "ok":
-            rows.append((v.variant, "FAILED", *(["-"] * 6)))
+            rows.append((v.variant, "NOT RUN" if v.status == NOT_RUN else "FAILED", *(["-"] * 6)))
             continue
         launched = "-" if v.launched_registers < 0 else f"{v.launched_registers} / {v.launched_spills}"
         agree = "-" if v.launched_registers < 0 else (
@@ -167,7 +170,8 @@ def ir_summary(section: IRSection, baseline: str) -> list[tuple[str, str]]:
     lines = _kernel_lines(section)
     for v in section.variants:
         if v.status != "ok":
-            lines.append(("fail", f"{ir}: {v.variant} did not compile: {v.error.splitlines()[0] if v.error else '?'}"))
+            what = "kernels not found" if v.status == NOT_RUN else "did not compile"
+            lines.append(("fail", f"{ir}: {v.variant} {what}: {v.error.splitlines()[0] if v.error else '?'}"))
     ok = [v for v in section.variants if v.status == "ok"]
     for stage in section.stages:
         if stage == "sass":
@@ -177,7 +181,9 @@ def ir_summary(section: IRSection, baseline: str) -> list[tuple[str, str]]:
             s = _stage(v, stage)
             carrying = [l for l in s.loops if l.carried_pointers] if s else []
             parts.append(f"{v.variant} " + (", ".join(f"loop {l.path} carries {l.carried_pointers} pointer"
-                                                     f"{'s' if l.carried_pointers != 1 else ''}" for l in carrying)
+                                                     f"{'s' if l.carried_pointers != 1 else ''}"
+                                                     + (f" ({', '.join(l.pointer_names)})" if l.pointer_names else "")
+                                                     for l in carrying)
                                             or "no loop carries a pointer"))
         lines.append(("info", f"{ir} {STAGE_TITLES[stage]}: " + "; ".join(parts)))
     for p in section.pairs:

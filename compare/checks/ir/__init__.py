@@ -18,7 +18,8 @@ from compare.checks.ir.loopmatch import pair_matches
 from compare.checks.ir.diff import raw_changed_lines, raw_diff_length, unified
 from compare.checks.ir.normalize import clean, rename
 from compare.checks.ir.summarize import summarize
-from compare.model.results import IRPair, IRSection, IRStage, IRStageDiff, IRVariant
+from compare.model.results_ir import NOT_RUN
+from compare.model.results import IRPair, IRPassNote, IRSection, IRStage, IRStageDiff, IRVariant, PassStatus
 
 __all__ = ["STAGES", "CompileCache", "TargetError", "capability", "check_stages", "run", "run_passes", "DEFAULT_TARGET"]
 DEFAULT_TARGET = "sm_90"
@@ -34,21 +35,40 @@ def check_stages(stages) -> tuple[str, ...]:
 
 
 _LOOP_OPENER = re.compile(r"\bscf\.(for|while)\b\s*(?:%([A-Za-z_][\w]*?)(?:_\d+)?\b)?")
+_ITER_ARGS = re.compile(r"iter_args\((.*?)\)\s*->")
+_SOURCE_NAME = re.compile(r"^%([A-Za-z_]\w*?)(?:_\d+)?$")
+
+
+def _carried_names(raw: str, opener: re.Match) -> list[str]:
+    """The source's names of the values a `scf.for` carries (`iter_args(%X_ptr_14 = ...)`: X_ptr), in order;
+    "" for a value Triton left unnamed (`%12`)."""
+    m = _ITER_ARGS.search(raw[opener.start():].split("\n", 1)[0])
+    if m is None:
+        return []
+    names = [part.split("=", 1)[0].strip() for part in m.group(1).split(", %")]
+    return [(found.group(1) if (found := _SOURCE_NAME.match("%" + n.lstrip("%"))) else "") for n in names]
 
 
 def _named_loops(stage: IRStage, raw: str) -> IRStage:
     """TTIR/TTGIR keep the source's names: give each loop its induction variable (`for channel in ...`
-    opens `scf.for %channel`), matching loops to the raw listing's loop openers in order. Renaming in
-    normalization drops these names; they tell a reader which loop of the source a loop is."""
+    opens `scf.for %channel`) and its carried values theirs, matching loops to the raw listing's loop
+    openers in order. Renaming in normalization drops these names; they tell a reader which loop of the
+    source a loop is, and which pointers it advances."""
     if stage.stage not in ("ttir", "ttgir"):
         return stage
-    openers = [m.group(2) if m.group(1) == "for" else "" for m in _LOOP_OPENER.finditer(raw)
-               if not raw[max(0, m.start() - 1):m.start()].isalnum()]
+    openers = [m for m in _LOOP_OPENER.finditer(raw) if not raw[max(0, m.start() - 1):m.start()].isalnum()]
     loops = sorted(stage.loops, key=lambda l: l.first_line)
     if len(openers) != len(loops):
         return stage
-    names = {l.path: name or "" for l, name in zip(loops, openers)}
-    return dataclasses.replace(stage, loops=tuple(dataclasses.replace(l, variable=names[l.path]) for l in stage.loops))
+    named = []
+    for loop, m in zip(loops, openers):
+        names = _carried_names(raw, m) if m.group(1) == "for" else []
+        carried = loop.carried if len(names) != len(loop.carried) else tuple(
+            dataclasses.replace(c, name=n) for c, n in zip(loop.carried, names))
+        named.append(dataclasses.replace(loop, variable=(m.group(2) if m.group(1) == "for" else "") or "",
+                                         carried=carried))
+    by_path = {l.path: l for l in named}
+    return dataclasses.replace(stage, loops=tuple(by_path[l.path] for l in stage.loops))
 
 
 def _variant(c, stages, full: bool) -> IRVariant:
@@ -125,18 +145,20 @@ def run(family, variants, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: 
             except Exception as exc:  # noqa: BLE001 - one diff that fails must not take the section down
                 note += f"; the diff of {c.variant} against {ok[0].variant} failed: {errors.summarize(exc)}"
     matches: tuple = ()
+    notes: tuple = ()
     if op_variants:
         step(f"IR: running {len(op_variants)} ops to find the Triton kernels they launch")
-        found, problems = op_ir.compile_ops(op_variants, family, shape, dtype, capability(target), gpu)
+        found = op_ir.compile_ops(op_variants, family, shape, dtype, capability(target), gpu)
         for v in op_variants:
-            if v.name in problems:
-                rows.append(IRVariant(v.name, "failed", problems[v.name]))
-            rows.extend(_variant(c, stages, full) for _, c in found.get(v.name, ()))
-        with_kernels = [v.name for v in op_variants if v.name in found]
+            if v.name in found.problems:
+                rows.append(IRVariant(v.name, NOT_RUN, found.problems[v.name]))
+            rows.extend(_variant(c, stages, full) for _, c in found.kernels.get(v.name, ()))
+        with_kernels = [v.name for v in op_variants if v.name in found.kernels]
         for other in with_kernels[1:]:
             these, op_pairs = op_ir.match(found, with_kernels[0], other, lambda a, b: _pair(a, b, stages, full))
             matches += these
             pairs += op_pairs
+        notes = found.notes
         note += ("; op-level variants: the Triton kernels each launched in one forward and one backward pass, "
                  + ("as launched on this GPU (after one unrecorded pass)" if gpu else
                     "compiled offline for the argument types they were launched with under the interpreter")
@@ -145,7 +167,7 @@ def run(family, variants, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: 
     pairs = tuple(dataclasses.replace(p, loops=pair_matches(summaries[p.a], summaries[p.b], stages)) for p in pairs)
     mode = "launched" if gpu else "offline"
     return IRSection(mode, target if not gpu else "the GPU's", shape.label, dtype, spec, note, stages,
-                     tuple(rows), pairs, matches, kernel)
+                     tuple(rows), pairs, matches, kernel, notes)
 
 
 def run_passes(family, chosen, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: bool = False, stages=STAGES,
@@ -157,16 +179,18 @@ def run_passes(family, chosen, shape, dtype: str, target: str = DEFAULT_TARGET, 
     ops = [v for v in chosen if v.kind == "op"]
     if not triton and not ops:
         return (), ("ir: none of the variants is a Triton kernel or an op that launches them",)
-    skipped, passes = [], []
+    skipped, passes, notes = [], [], []
     for kernel in ("forward", "backward") if family.grads and triton else ("forward",) if triton else ():
         found = [_kernel_or_own(family, v, kernel) for v in triton]
         if any(k is None for k, _ in found):
+            notes.append(IRPassNote(kernel, PassStatus.NOT_COMPARED, why=f"a variant has no {kernel} Triton kernel"))
             continue
         shared = len({(id(k), launcher) for k, launcher in found}) == 1
         if shared and len(triton) > 1:
             fn = getattr(found[0][0], "fn", found[0][0])
             skipped.append(f"ir {kernel}: every variant runs the same {kernel} kernel ({fn.__module__}.{fn.__name__}): "
                            "identical code, not compiled")
+            notes.append(IRPassNote(kernel, PassStatus.SHARED, why=skipped[-1].removeprefix(f"ir {kernel}: ")))
         elif not shared or kernel in triton[0].own_kernels:
             passes.append((kernel, [v for v in chosen if v.kind != "op" or not passes]))   # ops join the first
     if ops and not passes:
@@ -181,12 +205,18 @@ def run_passes(family, chosen, shape, dtype: str, target: str = DEFAULT_TARGET, 
                     for kernel, variants in passes]
             cache.compile_passes(family, jobs, shape, dtype, target, launched=gpu)
     for kernel, variants in passes:
+        why = ""
         try:
             sections.append(run(family, variants, shape, dtype, target, gpu, stages, full, cache, step, kernel))
         except RuntimeError as exc:
-            skipped.append(f"ir {kernel}: {exc}")
+            why = str(exc)
         except Exception as exc:  # noqa: BLE001 - a bug of the IR step costs its section, not the report
-            skipped.append(f"ir {kernel}: the IR step failed: {errors.summarize(exc)}")
+            why = f"the IR step failed: {errors.summarize(exc)}"
+        if why:
+            skipped.append(f"ir {kernel}: {why}")
+            notes.append(IRPassNote(kernel, PassStatus.NOT_COMPARED, why=why))
+    if sections and notes:   # what no section compares, told once: by the first section
+        sections[0] = dataclasses.replace(sections[0], passes=sections[0].passes + tuple(notes))
     return tuple(sections), tuple(skipped)
 
 

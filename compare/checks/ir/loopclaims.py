@@ -14,34 +14,58 @@ STAGE = {"ttir": "TTIR", "ttgir": "TTGIR", "llir": "LLIR", "ptx": "PTX", "sass":
 TOP = 3          # op deltas named per loop and stage (the tables name more)
 
 
-def _variables(v: IRVariant, stage: IRStage) -> dict[str, str]:
-    """Induction variables by path, from TTIR (or TTGIR), for a stage whose loop nest has the same paths."""
+def _named_stage(v: IRVariant, stage: IRStage) -> IRStage | None:
+    """The TTIR (or TTGIR) of `v` when it names its loops and its loop nest has the same paths as `stage`'s:
+    the stage whose source names hold for `stage`'s loops too."""
     named = next((s for s in (stage_of(v, "ttir"), stage_of(v, "ttgir")) if s and any(l.variable for l in s.loops)),
                  None)
     if named is None or {l.path for l in named.loops} != {l.path for l in stage.loops}:
+        return None
+    return named
+
+
+def _variables(v: IRVariant, stage: IRStage) -> dict[str, str]:
+    """Induction variables by path, from TTIR (or TTGIR), for a stage whose loop nest has the same paths."""
+    named = _named_stage(v, stage)
+    return {l.path: l.variable for l in named.loops if l.variable} if named else {}
+
+
+def _pointer_names(v: IRVariant, stage: IRStage) -> dict[str, tuple[str, ...]]:
+    """The carried pointers' source names by path, from TTIR (or TTGIR), where the loop of the same path
+    in `stage` carries as many pointers."""
+    named = _named_stage(v, stage)
+    if named is None:
         return {}
-    return {l.path: l.variable for l in named.loops if l.variable}
+    here = {l.path: l.carried_pointers for l in stage.loops}
+    return {l.path: l.pointer_names for l in named.loops if l.pointer_names and here[l.path] == l.carried_pointers}
 
 
 class _Pair:
-    """Two variants' loops in one stage, with their names."""
+    """Two variants' loops in one stage, with their names; `names`: what to call the two variants (their
+    own names unless given: an op's kernels are told by the op's name)."""
 
-    def __init__(self, va: IRVariant, vb: IRVariant, sa: IRStage, sb: IRStage):
-        self.a, self.b = va.variant, vb.variant
+    def __init__(self, va: IRVariant, vb: IRVariant, sa: IRStage, sb: IRStage, names: tuple[str, str] | None = None):
+        self.a, self.b = names or (va.variant, vb.variant)
         self.la, self.lb = {l.path: l for l in sa.loops}, {l.path: l for l in sb.loops}
         self.va, self.vb = _variables(va, sa), _variables(vb, sb)
+        self.pa, self.pb = _pointer_names(va, sa), _pointer_names(vb, sb)
 
     def loop(self, pa: str, pb: str) -> str:
         var = self.va.get(pa) or self.vb.get(pb)
         name = f"loop {pa}" if pa == pb else f"loop {pa} of {self.a}, {pb} of {self.b}"
         return name + (f" (for {var})" if var else "")
 
+    def named(self, path: str, mine: bool) -> str:
+        """' (X_ptr, Y_ptr)': the pointers a loop of one side carries, where the source named them all."""
+        names = (self.pa if mine else self.pb).get(path, ())
+        return f" ({', '.join(names)})" if names else ""
+
     def one(self, path: str, mine: bool) -> str:
         """A loop of one side, with the pointers it carries."""
         loop, var = (self.la, self.va) if mine else (self.lb, self.vb)
         n = loop[path].carried_pointers
-        bits = ([f"for {var[path]}"] if path in var else []) + [
-            f"carries {n} pointer{'s' if n != 1 else ''}" if n else "no pointer carried"]
+        carried = f"carries {n} pointer{'s' if n != 1 else ''}{self.named(path, mine)}"
+        bits = ([f"for {var[path]}"] if path in var else []) + [carried if n else "no pointer carried"]
         return f"{path} ({'; '.join(bits)})"
 
     def innermost(self, pa: str, pb: str) -> bool:
@@ -63,25 +87,26 @@ def _stages(stages: list[str]) -> str:
     return ", ".join(STAGE.get(s, s) for s in stages)
 
 
-def loop_claims(section: IRSection, va: IRVariant, vb: IRVariant) -> list[str]:
+def loop_claims(section: IRSection, va: IRVariant, vb: IRVariant, names: tuple[str, str] | None = None) -> list[str]:
     """The headline's parts on loops: carried pointers of matched loops, loops only one side has or
     without a confident match (TTIR to PTX: SASS gives no carried values), then the op deltas of the
-    innermost matched loops at every stage (those with none named only when the code is not identical)."""
+    innermost matched loops at every stage (those with none named only when the code is not identical).
+    `names`: what to call va and vb (see _Pair)."""
     claims: dict[str, list[str]] = {}
     inner: dict[str, dict[str, list[str]]] = {}
     for stage in section.stages:
         sa, sb = stage_of(va, stage), stage_of(vb, stage)
         if sa is None or sb is None:
             continue
-        p, sass = _Pair(va, vb, sa, sb), stage == "sass"
-        for m in stage_matches(section, p.a, p.b, stage):
+        p, sass = _Pair(va, vb, sa, sb, names), stage == "sass"
+        for m in stage_matches(section, va.variant, vb.variant, stage):
             text = ""
             if m.status == "matched":
                 (pa,), (pb,) = m.a, m.b
                 x, y = p.la[pa], p.lb[pb]
                 if not sass and x.carried_pointers != y.carried_pointers:
-                    text = (f"{p.loop(pa, pb)} carried pointers: {x.carried_pointers} in {p.a}, "
-                            f"{y.carried_pointers} in {p.b}")
+                    text = (f"{p.loop(pa, pb)} carried pointers: {x.carried_pointers} in {p.a}{p.named(pa, True)}, "
+                            f"{y.carried_pointers} in {p.b}{p.named(pb, False)}")
                 if p.innermost(pa, pb):
                     inner.setdefault(p.loop(pa, pb), {}).setdefault(op_deltas(y, x), []).append(stage)
             elif not sass and m.status in ("added", "removed"):

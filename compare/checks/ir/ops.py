@@ -1,41 +1,80 @@
 """The compiled code of op-level variants: the kernels each op launched, paired by kernel name.
 
-Each op runs forward and backward under `LaunchRecorder` (on a GPU once more before, unrecorded, so JIT
-compiles and autotuning are done). Kernels pair by name with the baseline op's: "identical" when every
-stage's normalized listing agrees, else "changed"; "only in" one op; "failed" when it did not compile."""
+Each op runs forward, then backward, under `LaunchRecorder` (on a GPU each pass once more before, unrecorded,
+so JIT compiles and autotuning are done); a backward that fails leaves the forward's kernels, its own "not
+found". Kernels pair by name with the baseline op's: "identical" when every stage's normalized listing
+agrees, else "changed"; "only in" one op; "failed" when it did not compile."""
 from __future__ import annotations
+
+import dataclasses
 
 from compare.running import supervisor
 from compare.checks.ir.compile import Compiled, kernel_spec, run_worker
 from compare.checks.ir.launches import Launch, LaunchRecorder
-from compare.model.results import IRKernelMatch
-
-SEPARATOR = ":"   # an op's kernel is listed as OP:KERNEL
-
-
-def label(op: str, kernel: str) -> str:
-    return f"{op}{SEPARATOR}{kernel}"
+from compare.model.results import IRKernelMatch, IRPassNote, PassStatus
+from compare.model.results_ir import OP_KERNEL_SEPARATOR as SEPARATOR, op_kernel as label  # noqa: F401
 
 
-def discover(variant, family, shape, dtype: str, device: str, warm: bool) -> list[Launch]:
-    """The Triton launches of one forward and one backward pass of the op `variant`."""
+@dataclasses.dataclass(frozen=True)
+class Discovered:
+    """The launches of an op's passes that ran: the forward's, then the backward's new ones; `backward_failed`:
+    why the backward did not run to its end ("" when it did, or the family has none)."""
+
+    launches: tuple[Launch, ...]
+    backward_failed: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class OpKernels:
+    """What `compile_ops` found: per op its kernels as (kernel name, Compiled) in launch order, why an op has
+    none, and the passes whose kernels are not known (an op's backward that failed)."""
+
+    kernels: dict
+    problems: dict
+    notes: tuple[IRPassNote, ...] = ()
+
+
+def _failed(v, exc: BaseException) -> str:
+    """Why one pass of the op failed, in a line (an error no later run can survive first poisons the op)."""
+    from compare.model.errors import summarize
+    if supervisor.is_fatal(exc):   # the supervisor reruns without it
+        supervisor.poisoned(v.name, f"{supervisor.CRASHES[1]} ({summarize(exc)})")
+    return summarize(exc)
+
+
+def discover(variant, family, shape, dtype: str, device: str, warm: bool) -> Discovered:
+    """The Triton launches of one forward and one backward pass of the op `variant`. A forward that fails
+    raises; a backward that fails keeps the forward's launches and says why (`Discovered.backward_failed`)."""
     import torch
     torch_dtype = family.dtypes[dtype]
     first = family.outputs[0]
 
-    def one_pass():
+    def forward():
         inputs = family.make_inputs(shape, torch_dtype, device, 0)
         outputs = {k: t for k, t in family.alloc_outputs(shape, torch_dtype, device).items() if k == first}
         variant.run(inputs, outputs, shape)
-        if family.grads:
-            family.run_backward(variant, inputs, family.alloc_grads(shape, torch_dtype, device), shape)
-    if warm:
-        one_pass()
-    with LaunchRecorder() as recorder:
-        one_pass()
+
+    def backward():
+        inputs = family.make_inputs(shape, torch_dtype, device, 0)
+        family.run_backward(variant, inputs, family.alloc_grads(shape, torch_dtype, device), shape)
+    recorder = LaunchRecorder()   # entered once per pass: one record, so a kernel of both passes is listed once
+    if warm:   # JIT compiles and autotuning done before what is recorded, so their launches are not
+        forward()
+    with recorder:
+        forward()
+    why, found = "", len(recorder.launches)
+    if family.grads:
+        try:
+            if warm:
+                backward()
+            with recorder:
+                backward()
+            found = len(recorder.launches)
+        except Exception as exc:  # noqa: BLE001 - the forward's kernels are still known; the line says why
+            why = _failed(variant, exc)
     if device != "cpu":
         torch.cuda.synchronize()
-    return recorder.launches
+    return Discovered(tuple(recorder.launches[:found]), why)
 
 
 def _from_worker(r: dict, name: str) -> Compiled:
@@ -58,26 +97,34 @@ def _in_process(name: str, launch: Launch) -> Compiled:
         return _from_worker(worker.failed(name, exc), name)
 
 
-def compile_ops(ops, family, shape, dtype: str, capability: int, gpu: bool):
-    """({op name: [(kernel name, Compiled)]}, {op name: why it has none}) for the op variants `ops`."""
+def _launches(v, family, shape, dtype: str, gpu: bool) -> tuple[Discovered | None, str]:
+    """(what the op launched, "") or (None, why it has no kernels)."""
+    try:
+        with supervisor.running((v.name,), f"ir: running the op for {shape.label} {dtype} to find its kernels"):
+            found = discover(v, family, shape, dtype, "cuda" if gpu else "cpu", warm=gpu)
+    except Exception as exc:  # noqa: BLE001 - an op that crashes is reported, the others still compiled
+        return None, f"the op failed when run to find its kernels: {_failed(v, exc)}"
+    if not found.launches:
+        return None, "the op launched no Triton kernel" + (
+            f" before its backward failed ({found.backward_failed})" if found.backward_failed else "")
+    return found, ""
+
+
+def compile_ops(ops, family, shape, dtype: str, capability: int, gpu: bool) -> OpKernels:
+    """The kernels the op variants `ops` launched, compiled (OpKernels)."""
     kernels: dict[str, list] = {}
     problems: dict[str, str] = {}
+    notes: list[IRPassNote] = []
     offline: list[tuple[str, str, dict]] = []
     for v in ops:
-        try:
-            with supervisor.running((v.name,), f"ir: running the op for {shape.label} {dtype} to find its kernels"):
-                launches = discover(v, family, shape, dtype, "cuda" if gpu else "cpu", warm=gpu)
-        except Exception as exc:  # noqa: BLE001 - an op that crashes is reported, the others still compiled
-            from compare.model.errors import summarize
-            if supervisor.is_fatal(exc):   # ... unless nothing can run after it (the supervisor reruns without it)
-                supervisor.poisoned(v.name, f"{supervisor.CRASHES[1]} ({summarize(exc)})")
-            problems[v.name] = f"the op failed when run to find its kernels: {summarize(exc)}"
+        found, why = _launches(v, family, shape, dtype, gpu)
+        if found is None:
+            problems[v.name] = why
             continue
-        if not launches:
-            problems[v.name] = "the op launched no Triton kernel"
-            continue
+        if found.backward_failed:
+            notes.append(IRPassNote("backward", PassStatus.NOT_FOUND, v.name, found.backward_failed))
         kernels[v.name] = []
-        for launch in launches:
+        for launch in found.launches:
             name = label(v.name, launch.name)
             if gpu:
                 kernels[v.name].append((launch.name, _in_process(name, launch)))
@@ -92,18 +139,22 @@ def compile_ops(ops, family, shape, dtype: str, capability: int, gpu: bool):
                               "kernels": [request for *_, request in offline]})
         done = {(op, kernel): _from_worker(r, label(op, kernel)) for (op, kernel, _), r in zip(offline, results)}
         kernels = {op: [(k, c if c is not None else done[(op, k)]) for k, c in items] for op, items in kernels.items()}
-    return kernels, problems
+    return OpKernels(kernels, problems, tuple(notes))
 
 
-def match(kernels: dict[str, list], baseline: str, other: str, pair) -> tuple[tuple[IRKernelMatch, ...], tuple]:
+def match(found: OpKernels, baseline: str, other: str, pair) -> tuple[tuple[IRKernelMatch, ...], tuple]:
     """Every kernel name launched by `baseline` or `other`, paired by name: (matches, IRPairs of the
-    kernels both compiled, from `pair(a, b)`)."""
-    mine, theirs = dict(kernels.get(baseline, ())), dict(kernels.get(other, ()))
+    kernels both compiled, from `pair(a, b)`). A kernel one op lacks is "not found in" it where that op's
+    backward failed (the kernel may be among those it did not get to launch), else "only in" the other."""
+    mine, theirs = dict(found.kernels.get(baseline, ())), dict(found.kernels.get(other, ()))
+    unfinished = {n.variant for n in found.notes if n.status == PassStatus.NOT_FOUND}
     matches, pairs = [], []
     for name in dict.fromkeys([*mine, *theirs]):
         a, b = mine.get(name), theirs.get(name)
         if a is None or b is None:
-            matches.append(IRKernelMatch(name, baseline, other, f"only in {baseline if b is None else other}"))
+            lacking = other if b is None else baseline
+            matches.append(IRKernelMatch(name, baseline, other, f"not found in {lacking}" if lacking in unfinished
+                                         else f"only in {baseline if b is None else other}"))
         elif not (a.ok and b.ok):
             matches.append(IRKernelMatch(name, baseline, other, "failed"))
         else:
