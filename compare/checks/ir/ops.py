@@ -42,21 +42,24 @@ def _failed(v, exc: BaseException) -> str:
     return summarize(exc)
 
 
-def discover(variant, family, shape, dtype: str, device: str, warm: bool) -> Discovered:
-    """The Triton launches of one forward and one backward pass of the op `variant`. A forward that fails
+def discover(variant, family, shape, dtype: str, device: str, warm: bool, drawn=None) -> Discovered:
+    """The Triton launches of one forward and one backward pass of the op `variant`, each on its own copy of
+    `drawn` (the inputs, drawn once: at a GPU's sizes a host draw takes seconds). A forward that fails
     raises; a backward that fails keeps the forward's launches and says why (`Discovered.backward_failed`)."""
     import torch
     torch_dtype = family.dtypes[dtype]
     first = family.outputs[0]
+    drawn = drawn if drawn is not None else family.make_inputs(shape, torch_dtype, device, 0)
+
+    def fresh():   # an op may write into its inputs: each pass gets its own
+        return drawn.replace(**{k: t.clone() for k, t in drawn.named_tensors().items()})
 
     def forward():
-        inputs = family.make_inputs(shape, torch_dtype, device, 0)
         outputs = {k: t for k, t in family.alloc_outputs(shape, torch_dtype, device).items() if k == first}
-        variant.run(inputs, outputs, shape)
+        variant.run(fresh(), outputs, shape)
 
     def backward():
-        inputs = family.make_inputs(shape, torch_dtype, device, 0)
-        family.run_backward(variant, inputs, family.alloc_grads(shape, torch_dtype, device), shape)
+        family.run_backward(variant, fresh(), family.alloc_grads(shape, torch_dtype, device), shape)
     recorder = LaunchRecorder()   # entered once per pass: one record, so a kernel of both passes is listed once
     if warm:   # JIT compiles and autotuning done before what is recorded, so their launches are not
         forward()
@@ -97,11 +100,11 @@ def _in_process(name: str, launch: Launch) -> Compiled:
         return _from_worker(worker.failed(name, exc), name)
 
 
-def _launches(v, family, shape, dtype: str, gpu: bool) -> tuple[Discovered | None, str]:
+def _launches(v, family, shape, dtype: str, gpu: bool, drawn) -> tuple[Discovered | None, str]:
     """(what the op launched, "") or (None, why it has no kernels)."""
     try:
         with supervisor.running((v.name,), f"ir: running the op for {shape.label} {dtype} to find its kernels"):
-            found = discover(v, family, shape, dtype, "cuda" if gpu else "cpu", warm=gpu)
+            found = discover(v, family, shape, dtype, "cuda" if gpu else "cpu", warm=gpu, drawn=drawn)
     except Exception as exc:  # noqa: BLE001 - an op that crashes is reported, the others still compiled
         return None, f"the op failed when run to find its kernels: {_failed(v, exc)}"
     if not found.launches:
@@ -116,8 +119,9 @@ def compile_ops(ops, family, shape, dtype: str, capability: int, gpu: bool) -> O
     problems: dict[str, str] = {}
     notes: list[IRPassNote] = []
     offline: list[tuple[str, str, dict]] = []
+    drawn = family.make_inputs(shape, family.dtypes[dtype], "cuda" if gpu else "cpu", 0) if ops else None
     for v in ops:
-        found, why = _launches(v, family, shape, dtype, gpu)
+        found, why = _launches(v, family, shape, dtype, gpu, drawn)
         if found is None:
             problems[v.name] = why
             continue
