@@ -223,8 +223,10 @@ class Family(abc.ABC):
 
     def op_backward(self, op, inputs: Operands, grads: dict, shape, order: Optional[tuple[str, ...]] = None) -> None:
         """Every gradient of `op` through autograd, upstream gradient dy, copied into `grads`."""
+        from variants.ops import differentiable_result
         call, leaves = self.op_call(op, inputs, shape, order)
-        found = dict(zip(leaves, torch.autograd.grad(call(), tuple(leaves.values()), self.upstream(inputs))))
+        result = differentiable_result(call(), getattr(getattr(op, "fn", op), "__name__", "the op"))
+        found = dict(zip(leaves, torch.autograd.grad(result, tuple(leaves.values()), self.upstream(inputs))))
         for g, a in self.op_grads.items():
             grads[g].copy_(found[a])
 

@@ -25,6 +25,23 @@ class MappedOp:
         return self.fn(*values[:n], **{kw: v for (kw, _), v in zip(self.call.keywords, values[n:])})
 
 
+class NoGradient(RuntimeError):
+    """The op's result carries no gradient (a forward-only function, or a result made outside autograd):
+    its backward cannot run through autograd, however the kernels compute."""
+
+
+def differentiable_result(returned, name: str):
+    """The op's result (`result_of`) when autograd can run back through it; NoGradient saying why not."""
+    result = result_of(returned)
+    many = f"a tuple of {len(returned)}, whose first is " if isinstance(returned, (tuple, list)) else ""
+    if not hasattr(result, "requires_grad"):
+        raise NoGradient(f"{name} returned {many}{type(result).__name__}, not a tensor: autograd cannot run back through it")
+    if not result.requires_grad:
+        raise NoGradient(f"{name} returned {many}a tensor without a gradient (made outside autograd: the "
+                         "function is forward-only), so its backward cannot run through autograd")
+    return result
+
+
 def result_of(returned):
     """The op's result: what it returned, or the first of a tuple it returned."""
     return returned[0] if isinstance(returned, (tuple, list)) else returned

@@ -3,6 +3,7 @@ fields (non-finite floats as the strings NaN/Infinity), with one line naming a f
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 import types
 import typing
@@ -10,6 +11,8 @@ from typing import Any
 
 
 def _encode(value: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        return value.value
     if dataclasses.is_dataclass(value):
         return {f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, (list, tuple)):
@@ -79,6 +82,11 @@ def _decode(tp: Any, value: Any, where: str = "report") -> Any:
             raise wrong("an object")
         _, vt = typing.get_args(tp)
         return {k: _decode(vt, v, f"{where}.{k}") for k, v in value.items()}
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        try:
+            return tp(value)
+        except ValueError:
+            raise wrong(" or ".join(repr(m.value) for m in tp)) from None
     if tp is float:
         if isinstance(value, str) and value in _NON_FINITE:
             return _NON_FINITE[value]
