@@ -233,11 +233,12 @@ def lists(report: Report) -> Lists:
         for p in mine:   # a variant that did not run (or failed) in the case neither keeps nor fixes the problem
             fixers = [n for n in others if p in fixed[n]]
             keepers = tuple(n for n in others if n not in fixers and counted(c, n) and has(c, n, base, p))
-            if not fixers and keepers == others:
+            losers = [n for n in others if counted(c, n) and n not in keepers]
+            if not losers and (keepers or not others):
                 shared.add(p)
-            elif fixers or keepers:
+            elif keepers or fixers:
                 kept.setdefault(keepers, set()).add(p)
-            else:
+            else:   # no other variant gave numbers to compare there, or none that have or fix it
                 alone.add(p)
     return Lists(base, others, frozenset(shared), {k: frozenset(v) for k, v in kept.items() if k},
                  {n: frozenset(v) for n, v in introduced.items()}, {n: frozenset(v) for n, v in fixed.items()},
