@@ -300,5 +300,6 @@ def headline(report: Report) -> Headline:
     kept = tuple(f"{line} (kept by {', '.join(keepers)}; fixed by {', '.join(found.fixers(ps))})"
                  for keepers, ps in found.kept.items() for line in describe(ps, kinds))
     kept += tuple(f"{line} (no other variant gave numbers there to compare)" for line in describe(found.alone, kinds))
-    return Headline(tuple(pairs), shared_title, tuple(describe(found.shared, kinds)),
-                    f"problems of {base} only some variants keep", kept)
+    kept_title = f"problems of {base} only some variants keep" + (
+        ", or where no other gave numbers" if found.alone else "")
+    return Headline(tuple(pairs), shared_title, tuple(describe(found.shared, kinds)), kept_title, kept)
