@@ -67,7 +67,8 @@ def loaded(request: Request, registry: Registry,
         except (BadSpec, ValueError) as exc:
             raise UsageError(str(exc)) from None
         infos = tuple(VariantInfo(f.name, f.family, "triton", f"{f.where.rpartition('::')[2]}, loaded with --variant",
-                                  f.origin, status="failed", error=f.error, failure=Failure.LOAD)
+                                  f.origin, status="failed", error=f.error,
+                                  failure=Failure.CRASH if f.crashed else Failure.LOAD)
                       for f in failed)
         if not set(request.variants) - {f.name for f in failed} and not names:
             raise _nothing_left(infos)
