@@ -181,7 +181,7 @@ _SAY_ONCE = {
 
 def _once_lines(found: Lists, a: str, b: str) -> tuple[list[Line], list[str]]:
     """A line for each failure said once (problems.said_once) of A or B, one for both where they agree; and
-    the gate's line where B's own code fails in every case of a pass where A's did not."""
+    the gate's line where B's own code fails in every case of a pass where A's code did not fail so."""
     said: dict[tuple, list[str]] = {}
     for name in (a, b):
         for s in found.once.get(name, ()):
@@ -189,7 +189,8 @@ def _once_lines(found: Lists, a: str, b: str) -> tuple[list[Line], list[str]]:
     lines, gate = [], []
     for (direction, kind, error, at), names in said.items():
         text = _SAY_ONCE[kind].format(error=error.splitlines()[0] if error else "?", at=f" (at {at})" if at else "")
-        new = names == [b] and kind == Failure.LIBRARY
+        new = names == [b] and kind == Failure.LIBRARY and not any(
+            s.kind == kind and direction in ("", s.direction) for s in found.once.get(a, ()))
         where = f"{direction}: " if direction else ""
         lines.append(Line("numerics", "fail" if new else "warn", f"numerics: {where}{' and '.join(names)}: {text}"))
         if new:
