@@ -110,6 +110,23 @@ def _where(case: NumericsCase, verdict, outputs: tuple[str, ...]) -> str:
                 else verdict.basis)
 
 
+def _not_run(section: NumericsSection, a: str, b: str, once: dict[str, tuple[SaidOnce, ...]]) -> list[str]:
+    """Where B did not run, and where a side failed (not run, as far as the comparison goes), unless said once."""
+    parts = []
+    missing = [c for c in section.cases if ran(variant_of(c, a)) and not ran(variant_of(c, b))
+               and not _once(c, b, once) and getattr(variant_of(c, b), "status", "") != "error"]
+    if missing:
+        why = variant_of(missing[0], b)
+        parts.append(f"not run in {_n(len(missing), 'case')} ({why.reasons[0] if why and why.reasons else 'no result'})")
+    for side, other in ((a, b), (b, a)):
+        failed = [c for c in section.cases if _failed(c, side, other, side == b, once)]
+        if failed:
+            why = variant_of(failed[0], side)
+            parts.append(f"{side} not run ({why.failure.value or 'crash'}) in {_n(len(failed), 'case')}"
+                         f" ({why.reasons[0] if why.reasons else 'no result'})")
+    return parts
+
+
 def _numerics_line(section: NumericsSection, a: str, b: str, introduced: frozenset[Problem],
                    fixed: frozenset[Problem], once: dict[str, tuple[SaidOnce, ...]]) -> tuple[Line, list[str]]:
     """The pair's numerics line and its gate lines (less accurate verdicts, introduced problems, crashes)."""
@@ -151,19 +168,10 @@ def _numerics_line(section: NumericsSection, a: str, b: str, introduced: frozens
         outs = sorted({p.output for c in unjudged for p in c.pairs if {p.a, p.b} == {a, b} and p.verdict == "differ"})
         parts.append(f"bits differ in {', '.join(outs)} ({_n(len(unjudged), 'case')}; no accuracy verdict recorded)")
         level = "warn" if level == "ok" else level
-    missing = [c for c in section.cases if ran(variant_of(c, a)) and not ran(variant_of(c, b))
-               and not _once(c, b, once) and getattr(variant_of(c, b), "status", "") != "error"]
-    if missing:
-        why = variant_of(missing[0], b)
-        parts.append(f"not run in {_n(len(missing), 'case')} ({why.reasons[0] if why and why.reasons else 'no result'})")
+    unrun = _not_run(section, a, b, once)
+    if unrun:
+        parts += unrun
         level = "warn" if level == "ok" else level
-    for side, other in ((a, b), (b, a)):   # a side that failed is not run as far as the comparison goes
-        failed = [c for c in section.cases if _failed(c, side, other, side == b, once)]
-        if failed:
-            why = variant_of(failed[0], side)
-            parts.append(f"{side} not run ({why.failure.value or 'crash'}) in {_n(len(failed), 'case')}"
-                         f" ({why.reasons[0] if why.reasons else 'no result'})")
-            level = "warn" if level == "ok" else level
     if not parts:
         return Line("numerics", "skip", "numerics: no case where both ran"), gate
     text = "numerics: " + "; ".join(parts)
