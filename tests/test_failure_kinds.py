@@ -153,3 +153,29 @@ def test_honest_variants_have_no_failure_and_a_planted_fault_is_still_a_new_prob
     by_pair = {pair.variant: " ".join(line.text for line in pair.lines) for pair in headline(report).pairs}
     assert "new problems" in by_pair["short"] and "never written" in by_pair["short"]
     assert "new problems" not in by_pair["honest"] and "not run" not in by_pair["honest"]
+
+
+def _raised(call) -> BaseException:
+    try:
+        call()
+    except Exception as exc:   # the exception is what the test classifies
+        return exc
+    raise AssertionError("the call did not raise")
+
+
+def test_a_type_error_of_the_call_itself_is_a_call_failure_and_one_inside_the_library_is_not(tmp_path):
+    from compare.checks.failures import classify
+    from variants.ops import MappedOp
+    from variants.spec import CallMap
+    lib = tmp_path / "typed.py"
+    lib.write_text("def one(x):\n    return x\n\n\ndef inner(x, y):\n    return len(x) + y\n")
+    namespace: dict = {}
+    exec(compile(lib.read_text(), str(lib), "exec"), namespace)
+    roots = (str(tmp_path),)
+    binding = _raised(lambda: MappedOp(namespace["one"], CallMap(("X", "W")))(1, 2))   # too many arguments
+    inside = _raised(lambda: MappedOp(namespace["inner"], CallMap(("X", "W")))(1, 2))  # len(int) in its code
+    assert isinstance(binding, TypeError) and isinstance(inside, TypeError)
+    assert classify(binding, roots, interpreted=True).kind == Failure.CALL
+    found = classify(inside, roots, interpreted=True)
+    assert found.kind == Failure.LIBRARY and found.at == "typed.py:6"
+    assert classify(ValueError("x"), roots, interpreted=True).kind == Failure.CRASH
