@@ -3,9 +3,8 @@ them, the element of a tuple result it names, and a call that cannot fit refused
 import pytest
 import torch
 
-from variants.ops import ForwardOnly, MappedOp, OpCallError, check_call
+from variants.ops import MappedOp, NoGradient, OpCallError, check_call, differentiable_result
 from variants.spec import BadSpec, parse
-from variants.variant import differentiable
 
 
 def _call(text):
@@ -57,6 +56,6 @@ def test_an_autograd_functions_apply_is_checked_against_its_forward():
 
 def test_a_result_without_a_gradient_is_a_forward_only_op():
     x = torch.ones(2, requires_grad=True)
-    assert differentiable(x * 2, "here") is not None
-    with pytest.raises(ForwardOnly, match="forward-only"):
-        differentiable((x * 2).detach(), "here")
+    assert differentiable_result(x * 2, "here") is not None
+    with pytest.raises(NoGradient, match="forward-only"):
+        differentiable_result((x * 2).detach(), "here")

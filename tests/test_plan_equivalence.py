@@ -3,8 +3,9 @@ seed preset's compiled-code comparison give the report.json recorded before the 
 
 What may differ between two runs and is left out of the comparison: the environment's host, software
 and provenance fields (every `environment` key but `device`: git commit and dirtiness, command line,
-date, platform, versions, GPU, driver, clocks) and measured durations (`compile_seconds`). The goldens
-are those normalized reports, gzipped (tests/golden/plan_equivalence/).
+date, platform, versions, GPU, driver, clocks), measured durations (`compile_seconds`) and fields added
+since the recording where they hold their default (`ADDED`). The goldens are those normalized reports,
+gzipped (tests/golden/plan_equivalence/).
 """
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ import main
 GOLDEN = Path(__file__).parent / "golden" / "plan_equivalence"
 KEPT_ENVIRONMENT = ("device",)   # the backend the run chose: behaviour, not host
 DURATIONS = ("compile_seconds",)
+# fields the model gained after the recording, and the value saying nothing happened (a failure's kind)
+ADDED = {"failure": "", "failed_at": ""}
 # the recorded runs (at commit 80aadd0, the CPU interpreter, offline IR for sm_90)
 RUNS = {
     "default": ["compare"],
@@ -31,7 +34,8 @@ def normalized(report: dict) -> dict:
     """`report` less what differs from run to run and host to host (see the module docstring)."""
     def strip(value):
         if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if k not in DURATIONS}
+            return {k: strip(v) for k, v in value.items()
+                    if k not in DURATIONS and not (k in ADDED and v == ADDED[k])}
         if isinstance(value, list):
             return [strip(v) for v in value]
         return value
@@ -61,6 +65,8 @@ def test_the_normalizer_drops_only_host_fields_and_durations():
     report = {"environment": {"device": "cpu", "time_utc": "now", "command": "c"}, "family": "f",
               "timing": {"compile_seconds": [["a", 1.0]], "noise": 0.01}}
     assert normalized(report) == {"environment": {"device": "cpu"}, "family": "f", "timing": {"noise": 0.01}}
+    failed = {"environment": {}, "v": [{"failure": "", "failed_at": ""}, {"failure": "call", "failed_at": ""}]}
+    assert normalized(failed)["v"] == [{}, {"failure": "call"}]   # a failure's kind is kept where there is one
     assert first_difference({"a": [1, {"b": 2}]}, {"a": [1, {"b": 3}]}) == ".a[1].b: golden 2, run 3"
 
 

@@ -40,6 +40,7 @@ class FailedLoad:
     where: str      # the spec, less the name
     origin: str
     error: str
+    crashed: bool = False   # not loaded because an earlier run of it crashed the process (`skip`)
 
 
 def _git(repo: Path, *args: str, binary: bool = False) -> subprocess.CompletedProcess:
@@ -305,7 +306,7 @@ def add_to(registry: Registry, kernels: ExternalKernels, texts, family_name: str
     names, failed = [], []
     for spec in specs:
         if spec.name in (skip or {}):
-            result = FailedLoad(spec.name, family.name, spec.where, spec.where, skip[spec.name])
+            result = FailedLoad(spec.name, family.name, spec.where, spec.where, skip[spec.name], crashed=True)
         else:
             result = kernels.load(spec, family)
         if isinstance(result, FailedLoad):

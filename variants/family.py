@@ -15,7 +15,7 @@ import torch
 
 from variants.inputs import DTYPES, INPUT_KINDS
 from variants.operands import Operand, Operands, Output, allocate, declared_bytes, draw_declared, settle
-from variants.variant import Variant, differentiable
+from variants.variant import Variant
 
 from variants.variant import MODES  # noqa: E402,F401 (the passes; re-exported)
 # the most elements a shape's input may hold: the kernels index with 32-bit offsets (shapes refuse more
@@ -230,8 +230,9 @@ class Family(abc.ABC):
 
     def op_backward(self, op, inputs: Operands, grads: dict, shape, order: Optional[tuple[str, ...]] = None) -> None:
         """Every gradient of `op` through autograd, upstream gradient dy, copied into `grads`."""
+        from variants.ops import differentiable_result
         call, leaves = self.op_call(op, inputs, shape, order)
-        result = differentiable(call(), "the op's backward")
+        result = differentiable_result(call(), getattr(getattr(op, "fn", op), "__name__", "the op"))
         found = dict(zip(leaves, torch.autograd.grad(result, tuple(leaves.values()), self.upstream(inputs))))
         for g, a in self.op_grads.items():
             grads[g].copy_(found[a])

@@ -8,7 +8,7 @@ from __future__ import annotations
 import inspect
 
 from variants.spec import BadSpec, CallMap
-from variants.variant import ForwardOnly, OpCallError, Variant, differentiable  # noqa: F401 (re-exported)
+from variants.variant import OpCallError, Variant  # noqa: F401 (re-exported)
 
 from variants.variant import MODES  # noqa: E402 (one list of passes, the protocol's)
 
@@ -40,6 +40,23 @@ class MappedOp:
         if select is not None:
             raise OpCallError(f"the op returned one {type(returned).__name__}, not a tuple to take [{select}] of")
         return returned
+
+
+class NoGradient(RuntimeError):
+    """The op's result carries no gradient (a forward-only function, or a result made outside autograd):
+    its backward cannot run through autograd, however the kernels compute."""
+
+
+def differentiable_result(returned, name: str):
+    """The op's result (`result_of`) when autograd can run back through it; NoGradient saying why not."""
+    result = result_of(returned)
+    many = f"a tuple of {len(returned)}, whose first is " if isinstance(returned, (tuple, list)) else ""
+    if not hasattr(result, "requires_grad"):
+        raise NoGradient(f"{name} returned {many}{type(result).__name__}, not a tensor: autograd cannot run back through it")
+    if not result.requires_grad:
+        raise NoGradient(f"{name} returned {many}a tensor without a gradient (made outside autograd: the "
+                         "function is forward-only), so its backward cannot run through autograd")
+    return result
 
 
 def result_of(returned):
@@ -117,7 +134,7 @@ class OpPass:
 
     def _grad(self, y, retain: bool):
         import torch
-        return torch.autograd.grad(differentiable(y, "the op's backward"), self.leaves, self.dy, retain_graph=retain)
+        return torch.autograd.grad(differentiable_result(y, "the op"), self.leaves, self.dy, retain_graph=retain)
 
     def __call__(self) -> None:
         if self.mode == "forward":

@@ -14,17 +14,6 @@ class OpCallError(TypeError):
     """The op cannot be called, or its result read, the way its mapping says (a mapping's fault, not the op's)."""
 
 
-class ForwardOnly(Exception):
-    """The op's result carries no gradient back to its inputs: a forward-only op, compared in forward only."""
-
-
-def differentiable(result, where: str):
-    """`result`, if autograd can run back from it; ForwardOnly (why, in one line) if it cannot."""
-    if not getattr(result, "requires_grad", False):
-        raise ForwardOnly(f"{where}: its result carries no gradient back to its inputs (a forward-only op)")
-    return result
-
-
 @dataclasses.dataclass(frozen=True)
 class Variant:
     """One variant of a family: `run(inputs, outputs, shape)` computes the forward into preallocated `outputs`.

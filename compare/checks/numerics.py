@@ -11,6 +11,7 @@ from typing import Iterable, Optional
 
 import torch
 
+from compare.checks.failures import classify
 from compare.running import sealing, supervisor
 from compare.running.backend import Backend, synchronize
 from compare.model.errors import summarize
@@ -251,8 +252,10 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
                     raise
                 if supervisor.is_fatal(exc):   # ... unless nothing can run after it (the supervisor reruns without it)
                     supervisor.poisoned(v.name, f"{supervisor.CRASHES[1]} ({summarize(exc)})")
+                kind = classify(exc, v.import_roots, backend.interpreted)
                 status[v.name] = VariantNumerics(v.name, "error", (summarize(exc),),
-                                                 writes=sealing.writes(pristine, inputs, expected))
+                                                 writes=sealing.writes(pristine, inputs, expected),
+                                                 failure=kind.kind, failed_at=kind.at)
                 continue
             written[v.name].append(sealing.writes(pristine, inputs, expected))
             produced[v.name] = outputs

@@ -10,8 +10,9 @@ import dataclasses
 from typing import Optional
 
 from compare.checks.ir.loopclaims import loop_claims
-from compare.model.problems import BITS, Problem, bits, brief, describe, input_kinds, judged, lists, ran, variant_of
-from compare.model.results import (IRSection, IRVariant, NumericsCase, NumericsSection, PassStatus, Report,
+from compare.model.problems import (BITS, Lists, Problem, SaidOnce, bits, brief, describe, input_kinds, judged, lists,
+                                    ran, variant_of)
+from compare.model.results import (Failure, IRSection, IRVariant, NumericsCase, NumericsSection, PassStatus, Report,
                                    TimingSection)
 from compare.model.results_ir import NOT_RUN, op_kernel
 from compare.model.same_code import SameCode, same_code
@@ -85,6 +86,18 @@ def _bitwise_part(direction: str, cases: list[NumericsCase], a: str, b: str) -> 
     return f"{direction}: " + ", ".join(parts), differ
 
 
+def _once(case: NumericsCase, name: str, once: dict[str, tuple[SaidOnce, ...]]) -> bool:
+    return any(s.direction in ("", case.direction) for s in once.get(name, ()))
+
+
+def _failed(case: NumericsCase, side: str, other: str, is_b: bool, once: dict) -> bool:
+    """`side` failed in `case` where `other` gave numbers, and no line said once covers it; B's own crash
+    there is not counted here: it is a new problem."""
+    v = variant_of(case, side)
+    return (v is not None and v.status == "error" and not _once(case, side, once) and _produced(case, other)
+            and (not is_b or not ran(v)))
+
+
 def _produced(case: NumericsCase, name: str) -> bool:
     v = variant_of(case, name)
     return v is not None and v.status in ("pass", "fail")
@@ -100,8 +113,25 @@ def _where(case: NumericsCase, verdict, outputs: tuple[str, ...]) -> str:
                 else verdict.basis)
 
 
+def _not_run(section: NumericsSection, a: str, b: str, once: dict[str, tuple[SaidOnce, ...]]) -> list[str]:
+    """Where B did not run, and where a side failed (not run, as far as the comparison goes), unless said once."""
+    parts = []
+    missing = [c for c in section.cases if ran(variant_of(c, a)) and not ran(variant_of(c, b))
+               and not _once(c, b, once) and getattr(variant_of(c, b), "status", "") != "error"]
+    if missing:
+        why = variant_of(missing[0], b)
+        parts.append(f"not run in {_n(len(missing), 'case')} ({why.reasons[0] if why and why.reasons else 'no result'})")
+    for side, other in ((a, b), (b, a)):
+        failed = [c for c in section.cases if _failed(c, side, other, side == b, once)]
+        if failed:
+            why = variant_of(failed[0], side)
+            parts.append(f"{side} not run ({why.failure.value or 'crash'}) in {_n(len(failed), 'case')}"
+                         f" ({why.reasons[0] if why.reasons else 'no result'})")
+    return parts
+
+
 def _numerics_line(section: NumericsSection, a: str, b: str, introduced: frozenset[Problem],
-                   fixed: frozenset[Problem]) -> tuple[Line, list[str]]:
+                   fixed: frozenset[Problem], once: dict[str, tuple[SaidOnce, ...]]) -> tuple[Line, list[str]]:
     """The pair's numerics line and its gate lines (less accurate verdicts, introduced problems, crashes)."""
     both = [c for c in section.cases if _produced(c, a) and _produced(c, b)]
     parts, level, gate = [], "ok", []
@@ -141,10 +171,9 @@ def _numerics_line(section: NumericsSection, a: str, b: str, introduced: frozens
         outs = sorted({p.output for c in unjudged for p in c.pairs if {p.a, p.b} == {a, b} and p.verdict == "differ"})
         parts.append(f"bits differ in {', '.join(outs)} ({_n(len(unjudged), 'case')}; no accuracy verdict recorded)")
         level = "warn" if level == "ok" else level
-    missing = [c for c in section.cases if ran(variant_of(c, a)) and not ran(variant_of(c, b))]
-    if missing:
-        why = variant_of(missing[0], b)
-        parts.append(f"not run in {_n(len(missing), 'case')} ({why.reasons[0] if why and why.reasons else 'no result'})")
+    unrun = _not_run(section, a, b, once)
+    if unrun:
+        parts += unrun
         level = "warn" if level == "ok" else level
     if not parts:
         return Line("numerics", "skip", "numerics: no case where both ran"), gate
@@ -152,6 +181,32 @@ def _numerics_line(section: NumericsSection, a: str, b: str, introduced: frozens
     if any(c.reference == b for c in both):   # the yardstick: its distance from A is told, never judged
         return Line("numerics", "info", text.replace("LESS ACCURATE", "less accurate") + f" ({b} is the yardstick)"), []
     return Line("numerics", level, text), gate
+
+
+_SAY_ONCE = {
+    Failure.INTERPRETER: "not runnable on Triton's CPU interpreter ({error}); its numerics need a GPU",
+    Failure.LIBRARY: "the library's own code failed: {error}{at}",
+    Failure.CALL: "could not be called as the family calls it: {error}",
+}
+
+
+def _once_lines(found: Lists, a: str, b: str) -> tuple[list[Line], list[str]]:
+    """A line for each failure said once (problems.said_once) of A or B, one for both where they agree; and
+    the gate's line where B's own code fails in every case of a pass where A's code did not fail so."""
+    said: dict[tuple, list[str]] = {}
+    for name in (a, b):
+        for s in found.once.get(name, ()):
+            said.setdefault((s.direction, s.kind, s.error, s.at), []).append(name)
+    lines, gate = [], []
+    for (direction, kind, error, at), names in said.items():
+        text = _SAY_ONCE[kind].format(error=error.splitlines()[0] if error else "?", at=f" (at {at})" if at else "")
+        new = names == [b] and kind == Failure.LIBRARY and not any(
+            s.kind == kind and direction in ("", s.direction) for s in found.once.get(a, ()))
+        where = f"{direction}: " if direction else ""
+        lines.append(Line("numerics", "fail" if new else "warn", f"numerics: {where}{' and '.join(names)}: {text}"))
+        if new:
+            gate.append(f"numerics: {b}: {where}{text} ({a} did not fail so)")
+    return lines, gate
 
 
 # ---------------------------------------------------------------- timing line
@@ -295,8 +350,10 @@ def headline(report: Report) -> Headline:
         lines, gate = [], []
         introduced, fixed = found.introduced.get(b, frozenset()), found.fixed.get(b, frozenset())
         if section is not None:
-            line, gate = _numerics_line(section, base, b, introduced, fixed)
-            lines.append(line)
+            line, gate = _numerics_line(section, base, b, introduced, fixed, found.once)
+            once, once_gate = _once_lines(found, base, b)
+            lines += ([] if once and line.level == "skip" else [line]) + once
+            gate += once_gate
         lines.append(_timing_line(report.timing, base, b, report.skipped, same_code(report, base, b)))
         lines.append(_ir_lines(report, base, b))
         pairs.append(PairHeadline(base, b, tuple(lines), tuple(gate), tuple(describe(introduced, kinds)),
@@ -305,5 +362,7 @@ def headline(report: Report) -> Headline:
                     else f"problems of {base} (the only variant judged)")
     kept = tuple(f"{line} (kept by {', '.join(keepers)}; fixed by {', '.join(found.fixers(ps))})"
                  for keepers, ps in found.kept.items() for line in describe(ps, kinds))
-    return Headline(tuple(pairs), shared_title, tuple(describe(found.shared, kinds)),
-                    f"problems of {base} only some variants keep", kept)
+    kept += tuple(f"{line} (no other variant gave numbers there to compare)" for line in describe(found.alone, kinds))
+    kept_title = f"problems of {base} only some variants keep" + (
+        ", or where no other gave numbers" if found.alone else "")
+    return Headline(tuple(pairs), shared_title, tuple(describe(found.shared, kinds)), kept_title, kept)

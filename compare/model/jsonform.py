@@ -82,6 +82,11 @@ def _decode(tp: Any, value: Any, where: str = "report") -> Any:
             raise wrong("an object")
         _, vt = typing.get_args(tp)
         return {k: _decode(vt, v, f"{where}.{k}") for k, v in value.items()}
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        try:
+            return tp(value)
+        except ValueError:
+            raise wrong(" or ".join(repr(m.value) for m in tp)) from None
     if tp is float:
         if isinstance(value, str) and value in _NON_FINITE:
             return _NON_FINITE[value]

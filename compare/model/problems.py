@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from compare.model.results import NumericsCase, NumericsSection, Report, VariantNumerics
+from compare.model.results import Failure, NumericsCase, NumericsSection, Report, VariantNumerics
 
 # problem kinds, most severe first; an output shows only its most severe one
 KINDS = ("crashed", "never written", "non-finite where the reference is finite (or the reverse)",
@@ -35,8 +35,50 @@ def variant_of(case: NumericsCase, name: str) -> Optional[VariantNumerics]:
     return next((v for v in case.variants if v.variant == name), None)
 
 
+# failures that say nothing of the variant's numerics: it was not run, as far as any comparison goes
+NOT_RUN = (Failure.INTERPRETER, Failure.CALL)
+
+
 def ran(v: Optional[VariantNumerics]) -> bool:
-    return v is not None and v.status in ("pass", "fail", "error")
+    """It gave numbers, or crashed in a way that is its own (not the interpreter's limit, not the call's)."""
+    return v is not None and (v.produced or (v.status == "error" and v.failure not in NOT_RUN))
+
+
+def produced(v: Optional[VariantNumerics]) -> bool:
+    return v is not None and v.produced
+
+
+@dataclasses.dataclass(frozen=True)
+class SaidOnce:
+    """A variant that failed with one kind of failure in every case of a pass (direction "": of every pass),
+    said in one line instead of a problem per case."""
+
+    variant: str
+    direction: str
+    kind: Failure
+    error: str           # the first case's error, one line
+    at: str = ""         # LIBRARY: file:line in the library's tree
+
+
+def said_once(section: Optional[NumericsSection], name: str) -> tuple[SaidOnce, ...]:
+    """`name`'s failures said once: per pass where it failed in every case it was tried in with the same
+    kind (not a plain crash, which stays a problem of its inputs); one for all passes where they agree."""
+    found = []
+    for d in dict.fromkeys(c.direction for c in section.cases) if section else ():
+        tried = [v for c in section.cases if c.direction == d and (v := variant_of(c, name)) is not None
+                 and v.status in ("pass", "fail", "error")]
+        kinds = {v.failure for v in tried}
+        if tried and all(v.status == "error" for v in tried) and len(kinds) == 1 \
+                and not kinds & {Failure.CRASH, Failure.NONE}:
+            first = tried[0]
+            found.append(SaidOnce(name, d, first.failure, first.reasons[0] if first.reasons else "", first.failed_at))
+    if len(found) > 1 and len({(f.kind, f.error) for f in found}) == 1:
+        return (dataclasses.replace(found[0], direction=""),)
+    return tuple(found)
+
+
+def _said(once: tuple[SaidOnce, ...], case: NumericsCase) -> bool:
+    return any(s.direction in ("", case.direction) for s in once)
 
 
 def yardstick_misses(case: NumericsCase) -> set[str]:
@@ -59,7 +101,8 @@ def problems(case: NumericsCase, name: str) -> set[Problem]:
     # an input it writes into: its output field names the input (x, dy), listed after the outputs
     found = {Problem(*where, w.input, KINDS[5], "", len(v.outputs) + i) for i, w in enumerate(v.writes)}
     if v.status == "error":
-        return found | {Problem(*where, "-", KINDS[0], f"crashed ({v.reasons[0]})" if v.reasons else "")}
+        crash = f"crashed ({v.reasons[0]})" if v.reasons else ""
+        return found | {Problem(*where, "-", KINDS[0], crash)} if v.failure not in NOT_RUN else found
     order = {e.output: i for i, e in enumerate(v.outputs)}
     for e in v.outputs:
         nonfinite = "NaN" if e.nan and not e.inf else "Inf" if e.inf and not e.nan else "NaN/Inf"
@@ -154,6 +197,8 @@ class Lists:
     kept: dict[tuple[str, ...], frozenset[Problem]]   # the baseline's, kept by only these of `others`
     introduced: dict[str, frozenset[Problem]]         # variant -> what it has and the baseline has not
     fixed: dict[str, frozenset[Problem]]              # variant -> what the baseline has and it has not
+    once: dict[str, tuple[SaidOnce, ...]] = dataclasses.field(default_factory=dict)   # variant -> said once
+    alone: frozenset[Problem] = frozenset()   # the baseline's, where no other variant gave numbers to compare
 
     def fixers(self, items: frozenset[Problem]) -> list[str]:
         """The variants that fixed some of `items`."""
@@ -162,28 +207,42 @@ class Lists:
 
 def lists(report: Report) -> Lists:
     """Problems shared by every variant, kept by some, introduced and fixed by each, case by case: a
-    problem is B's own only where the baseline ran and has it not; fixed only where B ran and has it not."""
+    problem is B's own only where the baseline gave numbers and has it not; fixed only where both gave
+    numbers and B has it not (a side that failed never fixes, nor is as good). A failure said once
+    (`said_once`) is no problem of the cases it covers."""
     section, base = report.numerics, report.baseline
     names = judged(report)
     yardsticks = {c.reference for c in section.cases} if section else set()
     others = tuple(n for n in names if n != base and n not in yardsticks)
+    once = {n: said_once(section, n) for n in (base, *others)}
     shared: set[Problem] = set()
+    alone: set[Problem] = set()
     kept: dict[tuple[str, ...], set[Problem]] = {}
     introduced: dict[str, set[Problem]] = {n: set() for n in others}
     fixed: dict[str, set[Problem]] = {n: set() for n in others}
+
+    def counted(c: NumericsCase, n: str) -> bool:
+        return ran(variant_of(c, n)) and not _said(once[n], c)
     for c in section.cases if section else ():
-        mine = problems(c, base)
+        mine = problems(c, base) if counted(c, base) else set()
         for n in others:
-            if ran(variant_of(c, base)):
+            if produced(variant_of(c, base)) and counted(c, n):
                 introduced[n] |= {p for p in problems(c, n) if not has(c, base, n, p)}
-            if ran(variant_of(c, n)):
+            if produced(variant_of(c, base)) and produced(variant_of(c, n)):
                 fixed[n] |= {p for p in mine if not has(c, n, base, p)}
-        for p in mine:   # a variant that did not run in the case neither keeps nor fixes the problem
+        for p in mine:   # a variant that did not run (or failed) in the case neither keeps nor fixes the problem
             fixers = [n for n in others if p in fixed[n]]
-            keepers = tuple(n for n in others if n not in fixers and ran(variant_of(c, n)))
-            (kept.setdefault(keepers, set()) if fixers else shared).add(p)
+            keepers = tuple(n for n in others if n not in fixers and counted(c, n) and has(c, n, base, p))
+            losers = [n for n in others if counted(c, n) and n not in keepers]
+            if not losers and (keepers or not others):
+                shared.add(p)
+            elif keepers or fixers:
+                kept.setdefault(keepers, set()).add(p)
+            else:   # no other variant gave numbers to compare there, or none that have or fix it
+                alone.add(p)
     return Lists(base, others, frozenset(shared), {k: frozenset(v) for k, v in kept.items() if k},
-                 {n: frozenset(v) for n, v in introduced.items()}, {n: frozenset(v) for n, v in fixed.items()})
+                 {n: frozenset(v) for n, v in introduced.items()}, {n: frozenset(v) for n, v in fixed.items()},
+                 once, frozenset(alone))
 
 
 def brief(items: set[Problem] | frozenset[Problem], kinds_order: tuple[str, ...] = ()) -> str:

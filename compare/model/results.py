@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import enum
 import math
 from typing import Any, Optional
 
@@ -27,6 +28,17 @@ ACCURACY = ("more accurate", "as accurate", "less accurate")
 
 
 # ---------------------------------------------------------------- numerics
+class Failure(str, enum.Enum):
+    """Why a variant's run failed (compare/checks/failures.py decides it from the exception's type and state)."""
+
+    NONE = ""                   # it did not fail
+    INTERPRETER = "interpreter"  # Triton's CPU interpreter cannot run the kernel (InterpreterError)
+    CALL = "call"               # the op cannot be called as the family calls it (arguments; no gradient)
+    LIBRARY = "library"         # raised inside the variant's own (library) code
+    CRASH = "crash"             # anything else, or the process it ran in crashed
+    LOAD = "load"               # could not be loaded or compiled (VariantInfo only)
+
+
 @dataclasses.dataclass(frozen=True)
 class OutputError:
     """One output of one variant against the float64 reference, over all trials of a case."""
@@ -89,6 +101,13 @@ class VariantNumerics:
     outputs: tuple[OutputError, ...] = ()
     spread: tuple[RunSpread, ...] = ()   # run-to-run spread per output (empty in reports made before it)
     writes: tuple[InputWrite, ...] = ()  # inputs it wrote into (each run reads its own copy: no other saw it)
+    failure: Failure = Failure.NONE      # status "error": what kind of failure (reasons[0] says the error)
+    failed_at: str = ""                  # LIBRARY: file:line of the innermost frame in the library's tree
+
+    @property
+    def produced(self) -> bool:
+        """Whether it gave numbers (passed or failed the tolerance) in this case."""
+        return self.status in ("pass", "fail")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -254,6 +273,7 @@ class VariantInfo:
     origin: str
     status: str = "ok"       # "ok" or "failed" (could not be loaded)
     error: str = ""
+    failure: Failure = Failure.NONE   # status "failed": LOAD (not loaded or compiled) or CRASH (a run crashed)
     kernels: tuple[str, ...] = ()   # the passes whose Triton kernel the variant brings (forward, backward);
                                     # for the others it runs the family's shared kernel
 

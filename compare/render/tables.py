@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 
-from compare.model.problems import Lists, describe, input_kinds, lists
-from compare.running.supervisor import CRASHES
+from compare.model.problems import NOT_RUN, Lists, describe, input_kinds, lists
 from compare.render import ir_tables
 from compare.render.table import Section, Summary, Table, section_legend  # noqa: F401 (re-exported)
-from compare.model.results import IRSection, NumericsCase, NumericsSection, Report
+from compare.model.results import Failure, IRSection, NumericsCase, NumericsSection, Report
 from compare.model.vocabulary import STAGE_TITLES
 
 
@@ -132,7 +131,8 @@ def numerics_summary(section: NumericsSection, found: Lists) -> list[tuple[str, 
         label = f"{name} (reference point)" if name == section.added_reference else name
         not_run = [(c, v) for c, v in results if v.status == "not_run"]
         untrusted = [(c, v) for c, v in results if v.status == "untrusted"]
-        ran = len(results) - len(not_run) - len(untrusted)
+        failed = [(c, v) for c, v in results if v.status == "error" and v.failure in NOT_RUN]
+        ran = len(results) - len(not_run) - len(untrusted) - len(failed)
         if any(c.reference == name for c, _ in results):   # the yardstick: shown for scale, never judged
             outside = [(c, v) for c, v in results if v.status == "fail"]
             crashed = [(c, v) for c, v in results if v.status == "error"]
@@ -161,6 +161,10 @@ def numerics_summary(section: NumericsSection, found: Lists) -> list[tuple[str, 
                                   f"{untrusted[0][1].reasons[0].split(': ', 1)[-1]}"))
         if not_run:
             lines.append(("warn", f"numerics: {label} not run in {len(not_run)} cases: {not_run[0][1].reasons[0]}"))
+        for kind in dict.fromkeys(v.failure for _, v in failed):
+            these = [v for _, v in failed if v.failure == kind]
+            lines.append(("warn", f"numerics: {label} not run ({kind.value}) in {len(these)} cases: "
+                                  f"{these[0].reasons[0] if these[0].reasons else '?'}"))
     if found.shared:
         title = "its own" if only else "shared by every variant (not introduced by this change)"
         lines.append(("fail" if only else "warn", f"numerics: {base}'s problems, {title}: "
@@ -260,7 +264,7 @@ def build(report: Report, head=None) -> tuple[Summary, list[Section]]:
     failed = [v for v in report.variants if v.status != "ok"]
     for v in failed:
         error = " / ".join(v.error.splitlines())
-        how = error if error.startswith(CRASHES) else f"could not be loaded: {error}"
+        how = error if v.failure == Failure.CRASH else f"could not be loaded: {error}"
         summary.append(("fail", f"variant {v.name} {how}"))
     summary.extend(("warn", f"variant {line}") for line in report.incidents)
     if report.numerics is not None:

@@ -12,7 +12,7 @@ from compare.running import supervisor, timing_run
 from compare.running.backend import Backend
 from compare.running.environment import collect
 from compare.running.progress import Step
-from compare.model.results import NumericsSection, Report, VariantInfo
+from compare.model.results import Failure, NumericsSection, Report, VariantInfo
 from compare.running.plan import Plan, Request, build
 from compare.running.usage import UsageError
 from variants import Registry, UnknownName
@@ -67,7 +67,9 @@ def loaded(request: Request, registry: Registry,
         except (BadSpec, ValueError) as exc:
             raise UsageError(str(exc)) from None
         infos = tuple(VariantInfo(f.name, f.family, "triton", f"{f.where.rpartition('::')[2]}, loaded with --variant",
-                                  f.origin, status="failed", error=f.error) for f in failed)
+                                  f.origin, status="failed", error=f.error,
+                                  failure=Failure.CRASH if f.crashed else Failure.LOAD)
+                      for f in failed)
         if not set(request.variants) - {f.name for f in failed} and not names:
             raise _nothing_left(infos)
         # a --variant name may also be among the names, to set its place (e.g. make it the baseline)
@@ -98,8 +100,8 @@ def without_crashed(plan: Plan, failed: tuple[VariantInfo, ...], crashed: list[t
     if not crashed:
         return plan, failed
     reasons = dict(crashed)
-    failed += tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, status="failed", error=reasons[v.name])
-                    for v in plan.variants if v.name in reasons)
+    failed += tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, status="failed", error=reasons[v.name],
+                                failure=Failure.CRASH) for v in plan.variants if v.name in reasons)
     kept = [v for v in plan.variants if v.name not in reasons]
     if not kept:
         raise NothingToCompare("; ".join(f"{name} {reason}" for name, reason in crashed))
@@ -118,7 +120,7 @@ def _compiled(family, chosen: list, shape, dtype, backend: Backend, failed: tupl
     from variants.external import compile_failures
     broken = compile_failures(family, chosen, shape, dtype, backend.device, step)
     failed += tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, status="failed", error=broken[v.name],
-                                kernels=v.own_kernels)
+                                kernels=v.own_kernels, failure=Failure.LOAD)
                     for v in chosen if v.name in broken)
     chosen = [v for v in chosen if v.name not in broken]
     if not chosen:
