@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The real library's pull requests of ../shared/corpus (Liger-Kernel, seven of them) reviewed on a GPU as a
 # reviewer types them: `python3 main.py review <pr>_base <pr>_head --repo LIGER --out DIR`, each op at its
-# family's GPU preset, every check. ce1329 (a bfloat16/float16 gradient fix) adds --dtype float32,bfloat16 and
-# the reviewer-side mapping file tests/data/liger_mapping.toml (the library's cross entropy takes arguments no
-# family has: docs/review.md).
+# family's GPU preset (`review`), every check. ce1329 (a bfloat16/float16 gradient fix) adds --dtype
+# float32,bfloat16.
 #   bash benchmarks/real_library.sh reviews [BUNDLE]   the seven reviews, each timed (wall s in steps.txt)
-#   bash benchmarks/real_library.sh aa [BUNDLE]        the same seven with --aa: each op's BASE against itself
+#   bash benchmarks/real_library.sh aa [BUNDLE]        the same seven with --aa --check timing: each op's BASE
+#                                                      timed against itself at the same presets
 # BUNDLE: the corpus bundle (default $KERNEL_AB_CORPUS/liger-kernel-prs.bundle, else ../shared/corpus/...).
 # Each part stops its steps by BUDGET_S (default 560 s) and packs into $OUT/real_library_<part>.tgz.
 set -uo pipefail
@@ -22,11 +22,11 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" >> "$W/gpu.txt" 2>&1
 git clone -q "$bundle" "$W/liger" || { echo "no corpus bundle at $bundle"; exit 2; }
 extra=()
-[ "$part" = aa ] && extra=(--aa)
+[ "$part" = aa ] && extra=(--aa --check timing)
 [ "$part" = reviews ] || [ "$part" = aa ] || { echo "part: reviews or aa"; exit 2; }
 for pr in gn999 gn1112 rms1000 ln1006 ln945 ce1329 sw1271; do
     more=()
-    [ "$pr" = ce1329 ] && more=(--dtype float32,bfloat16 --mapping tests/data/liger_mapping.toml)
+    [ "$pr" = ce1329 ] && more=(--dtype float32,bfloat16)
     step "$pr" 150 python3 main.py review "${pr}_base" "${pr}_head" --repo "$W/liger" --out "$W/$pr" \
         --json "$W/$pr.json" "${more[@]}" "${extra[@]}"
 done

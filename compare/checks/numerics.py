@@ -159,7 +159,7 @@ def bitwise(a: torch.Tensor, b: torch.Tensor) -> tuple[int, Optional[tuple[int, 
     if not n:
         return 0, None, 0.0
     flat = int(torch.nonzero(differ.reshape(-1))[0])
-    da, db = a[differ].to(torch.float64), b[differ].to(torch.float64)
+    da, db = a[differ].detach().to(torch.float64), b[differ].detach().to(torch.float64)
     fa, fb = torch.isfinite(da), torch.isfinite(db)
     gap = torch.where(fa & fb, (da - db).abs(), torch.zeros_like(da))
     if bool((fa != fb).any()) or bool(((~fa & ~fb) & ~(da.isnan() & db.isnan()) & (da != db)).any()):
