@@ -59,3 +59,15 @@ def test_a_result_without_a_gradient_is_a_forward_only_op():
     assert differentiable_result(x * 2, "here") is not None
     with pytest.raises(NoGradient, match="forward-only"):
         differentiable_result((x * 2).detach(), "here")
+
+
+def test_an_output_is_copied_only_where_its_values_survive_unchanged():
+    from variants.ops import _copy_checked
+    buffer = torch.empty((), dtype=torch.float32)
+    loss = torch.tensor(1.0 / 3.0, dtype=torch.bfloat16)
+    _copy_checked(buffer, loss, "loss")   # bfloat16 into float32: every value kept, its rounding too
+    assert buffer.item() == loss.float().item() and buffer.item() != 1.0 / 3.0
+    with pytest.raises(OpCallError, match="the op returned loss as torch.float64"):
+        _copy_checked(buffer, torch.tensor(0.5, dtype=torch.float64), "loss")   # a rounding cast: refused
+    with pytest.raises(OpCallError, match=r"returned y as torch.float32 \(3,\)"):
+        _copy_checked(torch.empty(2), torch.ones(3), "y")

@@ -90,12 +90,20 @@ def check_call(fn, call: CallMap, known: tuple[str, ...], where: str) -> None:
                       "say what each parameter takes with CALLABLE(arg or constant, ...)") from None
 
 
+_WIDER = {"torch.float16": ("torch.float32", "torch.float64"), "torch.bfloat16": ("torch.float32", "torch.float64"),
+          "torch.float32": ("torch.float64",)}
+
+
 def _copy_checked(buffer, value, name: str) -> None:
-    """Copy the op's result into the family's buffer; a shape or dtype that differs is an error, never a
-    silent broadcast or cast."""
-    if not hasattr(value, "shape") or tuple(value.shape) != tuple(buffer.shape) or value.dtype != buffer.dtype:
+    """Copy the op's result into the family's buffer. A shape or dtype that differs is the mapping's error
+    (OpCallError), never a silent broadcast or rounding cast; a float the buffer's wider float holds exactly
+    (a bfloat16 loss, where the family keeps it in float32) is copied, its values, and so its error, unchanged."""
+    same = hasattr(value, "shape") and tuple(value.shape) == tuple(buffer.shape) and (
+        value.dtype == buffer.dtype or str(buffer.dtype) in _WIDER.get(str(value.dtype), ()))
+    if not same:
         got = f"{value.dtype} {tuple(value.shape)}" if hasattr(value, "shape") else type(value).__name__
-        raise ValueError(f"the op returned {name} as {got}; the family's {name} is {buffer.dtype} {tuple(buffer.shape)}")
+        raise OpCallError(f"the op returned {name} as {got}; the family's {name} is {buffer.dtype} "
+                          f"{tuple(buffer.shape)}")
     buffer.copy_(value)
 
 
