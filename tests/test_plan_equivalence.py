@@ -5,7 +5,8 @@ What may differ between two runs and is left out of the comparison: the environm
 and provenance fields (every `environment` key but `device`: git commit and dirtiness, command line,
 date, platform, versions, GPU, driver, clocks), measured durations (`compile_seconds`) and fields added
 since the recording where they hold their default (`ADDED`). The goldens are those normalized reports,
-gzipped (tests/golden/plan_equivalence/).
+gzipped (tests/golden/plan_equivalence/). Fields added later with content (the IR's pointer names and pass
+notes) and the derived headline's words were taken into them from a run equal to them in every other key.
 """
 from __future__ import annotations
 
