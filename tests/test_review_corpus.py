@@ -71,6 +71,14 @@ def test_group_norm_prs_are_compared_through_the_function_users_call(reviews, pr
     assert "did not compile" not in said["compiled code"]
 
 
+def test_gn999_names_the_channel_loops_carried_pointers_at_both_sides(reviews):
+    """The pull request's claim is about the compiled code: BASE advances X_ptr and Y_ptr through the channel
+    loop, HEAD computes each channel's offset."""
+    said = _headline(_compared(reviews["gn999"][1])["LigerGroupNormFunction"])["compiled code"]
+    assert ("carried pointers: 2 in LigerGroupNormFunction.base (X_ptr, Y_ptr), 0 in LigerGroupNormFunction.head"
+            in said), said
+
+
 def test_rms1000_is_bit_identical_and_its_in_place_write_is_named(reviews):
     compared = _compared(reviews["rms1000"][1])
     said = _headline(compared["LigerRMSNormFunction"])
