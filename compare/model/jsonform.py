@@ -39,6 +39,20 @@ def _kind(value: Any) -> str:
                                          list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
 
 
+def _decode_record(tp: Any, value: dict, where: str) -> Any:
+    """The dataclass `tp` from a JSON object: every field known, none without a default missing."""
+    hints = typing.get_type_hints(tp)
+    fields = dataclasses.fields(tp)
+    unknown = set(value) - {f.name for f in fields}
+    if unknown:
+        raise ReportFormatError(f"field {where}: {tp.__name__} has no fields {sorted(unknown)}")
+    missing = [f.name for f in fields if f.name not in value and f.default is dataclasses.MISSING
+               and f.default_factory is dataclasses.MISSING]
+    if missing:
+        raise ReportFormatError(f"field {where}: {tp.__name__} lacks {', '.join(missing)}")
+    return tp(**{k: _decode(hints[k], v, f"{where}.{k}") for k, v in value.items()})
+
+
 def _decode(tp: Any, value: Any, where: str = "report") -> Any:
     """`value` (JSON) as the model's type `tp`; ReportFormatError naming the field where it is not."""
     def wrong(expected: str):
@@ -58,16 +72,7 @@ def _decode(tp: Any, value: Any, where: str = "report") -> Any:
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise wrong(f"an object ({tp.__name__})")
-        hints = typing.get_type_hints(tp)
-        fields = dataclasses.fields(tp)
-        unknown = set(value) - {f.name for f in fields}
-        if unknown:
-            raise ReportFormatError(f"field {where}: {tp.__name__} has no fields {sorted(unknown)}")
-        missing = [f.name for f in fields if f.name not in value and f.default is dataclasses.MISSING
-                   and f.default_factory is dataclasses.MISSING]
-        if missing:
-            raise ReportFormatError(f"field {where}: {tp.__name__} lacks {', '.join(missing)}")
-        return tp(**{k: _decode(hints[k], v, f"{where}.{k}") for k, v in value.items()})
+        return _decode_record(tp, value, where)
     if origin is tuple:
         if not isinstance(value, list):
             raise wrong("a list")
@@ -93,10 +98,6 @@ def _decode(tp: Any, value: Any, where: str = "report") -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise wrong("a number")
         return float(value)
-    if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        if value not in {m.value for m in tp}:
-            raise wrong(" or ".join(repr(m.value) for m in tp))
-        return tp(value)
     if tp in (int, str, bool):
         if not isinstance(value, tp) or (tp is int and isinstance(value, bool)):
             raise wrong({int: "an integer", str: "a string", bool: "true or false"}[tp])
