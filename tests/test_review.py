@@ -296,3 +296,14 @@ def test_a_launcher_only_change_is_said_as_one():
                                     "launch of _k_tiled: launched; constant _TILE added")
     assert changed_text((What(Change.KERNEL, "_k"), What(Change.LAUNCH, "_k", "num_warps"))) == \
         "kernel _k changed; launch of _k: num_warps"
+
+
+def test_the_terminal_gives_the_reviews_summary_before_each_ops_report(reviews, capsys):
+    repo, tmp = reviews[False][5:]
+    out = tmp / "terminal"
+    code = main.main(["review", "--repo", str(repo), "v1", "v2", "--json", str(out) + ".json", *SMALL])
+    text = capsys.readouterr().out
+    assert code == 0
+    summary, op_report = text.index("kernel-ab review of v1..v2"), text.index("review: RMSNormFunction")
+    assert summary < op_report and text.index("1 op changed between v1") < op_report
+    assert "matched by parameter names: RMSNormFunction.apply" in " ".join(text.split())   # the title whole

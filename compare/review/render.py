@@ -121,13 +121,14 @@ def _terminal(review: Review) -> None:
     console = Console(emoji=False, highlight=False)
     if not console.is_terminal and not os.environ.get("COLUMNS", "").strip().isdigit():
         console = Console(width=terminal.PIPE_WIDTH, emoji=False, highlight=False)
+    console.rule(Text(f"kernel-ab review of {review.base_rev}..{review.head_rev}"))
+    for level, line in lines(review):   # the review's own answer first, then each op's report
+        console.print(Text(f"{LEVELS[level]} {line}"))
     for c in review.compared:
         if c.report is not None:
-            console.rule(Text(f"review: {title(c)}"))
+            console.rule(Text(f"review: {c.label}"))
+            console.print(Text(title(c)))   # whole, wrapped: a rule's title is cut to one line
             terminal.render(c.report, console)
-    console.rule(Text(f"kernel-ab review of {review.base_rev}..{review.head_rev}"))
-    for level, line in lines(review):
-        console.print(Text(f"{LEVELS[level]} {line}"))
 
 
 def check_outputs(args, labels=(), timed: bool = False) -> None:
