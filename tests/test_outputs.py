@@ -173,3 +173,12 @@ def test_a_run_whose_write_fails_says_so_in_one_line_and_exits_74(tmp_path, caps
                       "a file that was there is left as it was"]
     assert f"wrote {tmp_path / 'r.md'}" in err and (tmp_path / "r.md").read_text() != old_md
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.md"]
+
+
+@pytest.mark.parametrize("argv", [["compare", "--json", "{long}.json"], ["compare", "--out", "{long}/out"],
+                                  ["review", "HEAD", "HEAD", "--out", "{long}/out"]])
+def test_a_path_the_file_system_refuses_is_one_line_and_exit_2(argv, tmp_path, capsys, monkeypatch):
+    long = str(tmp_path / ("n" * 300))   # over the 255 bytes a file name may take
+    monkeypatch.setattr("compare.review.command._compare", lambda *a, **k: (_ for _ in ()).throw(AssertionError))
+    said = _refused([a.format(long=long) for a in argv], capsys, monkeypatch)
+    assert said.startswith("kernel-ab: error: an output path cannot be used: ") and "name too long" in said

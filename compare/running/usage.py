@@ -4,6 +4,7 @@ removing) a file there, so a run is never lost to a path that fails only after i
 kernel-ab did not write is refused unless --force (compare/render/files.py tells its own files)."""
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import stat
@@ -149,6 +150,23 @@ def outputs(json_path: str | None, markdown_path: str | None, out: str | None, *
     """UsageError unless every output path can take its files: none empty, each writable, no two
     outputs writing one file, and each file already there one that kernel-ab wrote (or `force`).
     `modes`: the timed modes, whose benchmark rows and plots --out also writes."""
+    with usable_paths():
+        _outputs(json_path, markdown_path, out, force, modes)
+
+
+@contextlib.contextmanager
+def usable_paths():
+    """An OSError of checking an output path (a name too long, a folder that cannot be read) as the user's
+    UsageError, naming the path: the path is theirs to change."""
+    try:
+        yield
+    except OSError as exc:
+        where = f" {exc.filename}" if exc.filename else ""
+        raise UsageError(f"an output path cannot be used:{where}: {exc.strerror or exc}; give another") from None
+
+
+def _outputs(json_path: str | None, markdown_path: str | None, out: str | None, force: bool,
+             modes: tuple[str, ...]) -> None:
     from compare.render.files import folder_files
     not_blank("--json", json_path, "a file name")
     not_blank("--markdown", markdown_path, "a file name")
