@@ -124,7 +124,7 @@ def test_the_reviewers_file_overrides_the_repositorys_table(families, tmp_path):
     ('[tool.kernel-ab.kernels]\n"m:k" = 3\n', '"m:k" = 3 does not'),
     ('[tool.kernel-ab.kernels]\n"m:k" = { family = "rms_norm", call = "(X, W" }\n', '"m:k": call'),
     ('[tool.kernel-ab.kernels]\n"m:k" = { family = "rms_norm", calls = "(X)" }\n', '"m:k" = '),
-    ('[tool.kernel-ab.kernels]\n"m:k" = { family = "rms_norm", call = "(X, f(W))" }\n', "is neither"),
+    ('[tool.kernel-ab.kernels]\n"m:k" = { family = "rms_norm", call = "(X, f(W))" }\n', "is not a name of the family's op arguments nor a constant"),
     ("[project]\n", "no [tool.kernel-ab.kernels] table"),
 ])
 def test_a_bad_mapping_file_is_one_usage_error_naming_the_file_and_key(tmp_path, text, says):

@@ -33,6 +33,7 @@ def test_parse_op_specs():
                          ("c=k.py::f(eps=eps, x)", "positional argument follows keyword argument"),
                          ("c=k.py::f(x)[1:2]", "optionally followed by [INDEX]"),
                          ("c=k.py::f(x, [1, 2])", "nor a constant"),
+                         ("c=k.py::f(x, 1e999)", "nor a constant"),   # inf: no literal to write it back as
                          ("c=k.py::f(*x)", "*args and **kwargs are not an argument mapping"),
                          ("c=k.py::f(x+1)", "is not a name of the family's op arguments"),
                          ("c=k.py::Fn..apply", "CALLABLE a Python name or dotted path"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import math
 import re
 from typing import Union
 
@@ -81,7 +82,7 @@ class Spec:
         return f"{place}{self.sep}{self.callable_text}"
 
 
-def _entry(node: ast.expr, spec_text: str) -> Entry:
+def _entry(node: ast.expr, where: str) -> Entry:
     """A family argument's name or a constant, from one argument of the call's syntax tree."""
     if isinstance(node, ast.Name) and node.id not in ("None", "True", "False"):
         return node.id
@@ -89,16 +90,16 @@ def _entry(node: ast.expr, spec_text: str) -> Entry:
         value = ast.literal_eval(node)
     except ValueError:
         value = _NOT_CONSTANT
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return Literal(value)
-    raise BadSpec(f"--variant {spec_text!r}: argument {ast.unparse(node)!r} is not a name of the family's op "
+    if value is None or isinstance(value, (bool, int, str)) or (isinstance(value, float) and math.isfinite(value)):
+        return Literal(value)   # a non-finite float has no literal to be written back as
+    raise BadSpec(f"{where}: argument {ast.unparse(node)!r} is not a name of the family's op "
                   "arguments nor a constant (None, True, False, a number or a quoted string)")
 
 
 _NOT_CONSTANT = object()
 
 
-def _call_map(text: str, spec_text: str) -> CallMap:
+def call_map(text: str, where: str) -> CallMap:
     """The CallMap of '(a, None, kw=c)[0]' (BadSpec if it is not one argument list, optionally indexed,
     an entry is neither a name nor a constant, or a name or keyword repeats)."""
     why = ""
@@ -110,16 +111,16 @@ def _call_map(text: str, spec_text: str) -> CallMap:
     if isinstance(tree, ast.Subscript) and isinstance(tree.slice, ast.Constant) and type(tree.slice.value) is int:
         tree, select = tree.value, tree.slice.value
     if not (isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and tree.func.id == "f"):
-        raise BadSpec(f"--variant {spec_text!r}: an op's arguments are one list in parentheses at the end{why}, "
+        raise BadSpec(f"{where}: an op's arguments are one list in parentheses at the end{why}, "
                       "optionally followed by [INDEX] (which element of its result is the output), "
                       "e.g. ::Fn.apply(X, W, None, eps)[0]")
     if any(isinstance(a, ast.Starred) for a in tree.args) or any(k.arg is None for k in tree.keywords):
-        raise BadSpec(f"--variant {spec_text!r}: *args and **kwargs are not an argument mapping")
-    call = CallMap(tuple(_entry(a, spec_text) for a in tree.args),
-                   tuple((k.arg, _entry(k.value, spec_text)) for k in tree.keywords), select)
+        raise BadSpec(f"{where}: *args and **kwargs are not an argument mapping")
+    call = CallMap(tuple(_entry(a, where) for a in tree.args),
+                   tuple((k.arg, _entry(k.value, where)) for k in tree.keywords), select)
     repeated = sorted({n for n in call.names if call.names.count(n) > 1})
     if repeated:
-        raise BadSpec(f"--variant {spec_text!r}: argument {repeated[0]} is passed twice")
+        raise BadSpec(f"{where}: argument {repeated[0]} is passed twice")
     return call
 
 
@@ -137,7 +138,7 @@ def parse(text: str) -> Spec:
         raise BadSpec(f"--variant {text!r}: {where!r} is not a module name (package.module:CALLABLE); a file's "
                       "CALLABLE follows '::' (PATH::CALLABLE)")
     function, paren, args = tail.partition("(")
-    call = _call_map(paren + args, text) if paren else None
+    call = call_map(paren + args, f"--variant {text!r}") if paren else None
     function = function.strip()
     two = bool(_TWO_KERNELS.match(function))
     if not sep or not where or not (_DOTTED.match(function) or two):

@@ -7,9 +7,9 @@ constants, and the op's own literal defaults where a later parameter must be pas
 """
 from __future__ import annotations
 
-import ast
 import dataclasses
-import math
+
+from variants.spec import BadSpec, Literal, call_map
 
 
 @dataclasses.dataclass(frozen=True)
@@ -18,14 +18,6 @@ class ArgRef:
 
     def text(self) -> str:
         return self.name
-
-
-@dataclasses.dataclass(frozen=True)
-class Literal:
-    value: bool | int | float | str | None
-
-    def text(self) -> str:
-        return repr(self.value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,47 +43,27 @@ class Call:
         return "(" + ", ".join(e.text() for e in self.entries) + ")" + (f"[{self.index}]" if self.index is not None else "")
 
 
-def _value(node: ast.AST) -> ArgRef | Literal:
-    if isinstance(node, ast.Name):
-        return ArgRef(node.id)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
-            and type(node.operand.value) in (int, float):
-        return Literal(-node.operand.value)
-    if isinstance(node, ast.Constant) and (node.value is None or type(node.value) in (bool, int, float, str)) \
-            and not (isinstance(node.value, float) and not math.isfinite(node.value)):
-        return Literal(node.value)
-    raise ValueError(f"{ast.unparse(node)!r} is neither an op argument's name nor a Python literal")
-
-
 def parse_call(text: str) -> Call:
-    """The Call of `(ENTRY, ...)[INDEX]` text; ValueError (one line) if it is not that form."""
-    form = "(ENTRY, ...) or (ENTRY, ...)[INDEX], ENTRY a name, KW=NAME, a literal or KW=LITERAL"
+    """The Call of `(ENTRY, ...)[INDEX]` text, read by --variant's own parser (variants/spec.py: one grammar);
+    ValueError (one line) if it is not that form."""
     try:
-        tree = ast.parse("f" + text.strip(), mode="eval").body
-    except SyntaxError:
-        raise ValueError(f"call {text!r} is not {form}") from None
-    index = None
-    if isinstance(tree, ast.Subscript):
-        if not (isinstance(tree.slice, ast.Constant) and type(tree.slice.value) is int and tree.slice.value >= 0):
-            raise ValueError(f"call {text!r}: INDEX must be a whole number, e.g. [0]")
-        index, tree = tree.slice.value, tree.value
-    if not (isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and tree.func.id == "f") \
-            or any(k.arg is None for k in tree.keywords):
-        raise ValueError(f"call {text!r} is not {form}")
-    try:
-        entries = [Entry(None, _value(a)) for a in tree.args] + [Entry(k.arg, _value(k.value)) for k in tree.keywords]
-    except ValueError as exc:
-        raise ValueError(f"call {text!r}: {exc}") from None
-    return Call(tuple(entries), index)
+        found = call_map(text.strip(), f"call {text!r}")
+    except BadSpec as exc:
+        raise ValueError(str(exc)) from None
+
+    def value(entry) -> ArgRef | Literal:
+        return ArgRef(entry) if isinstance(entry, str) else entry
+    entries = [Entry(None, value(e)) for e in found.positional] + [Entry(k, value(e)) for k, e in found.keywords]
+    return Call(tuple(entries), found.select)
 
 
 def literal(text: str) -> Literal | None:
     """The Literal a default's source text is (None: it is an expression, not a literal)."""
     try:
-        value = _value(ast.parse(text, mode="eval").body)
-    except (SyntaxError, ValueError):
+        [value] = parse_call(f"({text})").entries
+    except ValueError:
         return None
-    return value if isinstance(value, Literal) else None
+    return value.value if isinstance(value.value, Literal) and value.keyword is None else None
 
 
 @dataclasses.dataclass(frozen=True)
