@@ -307,6 +307,7 @@ def _main(argv: list[str], prog: str) -> int:
     except SystemExit as exc:   # --help and --version: argparse printed them and exits; a deliberate end
         return exc.code if isinstance(exc.code, int) else 0
     from compare.running.backend import BackendError, configure
+    from compare.running import supervisor
     from compare.running.supervisor import POISONED_EXIT, ContextPoisoned
     from compare.running.pipeline import NothingToCompare, UsageError
     from variants.discovery import FamilyError
@@ -333,7 +334,7 @@ def _main(argv: list[str], prog: str) -> int:
         from compare.running import spread_cli
         spread = spread_cli.from_args(args)
         # read by every launch's status record (compare.running.supervisor)
-        os.environ["KERNEL_AB_VARIANT_TIMEOUT"] = repr(args.variant_timeout if options is None else options.variant_timeout)
+        supervisor.set_limit(args.variant_timeout if options is None else options.variant_timeout)
         backend = configure("auto" if options is None else options.device)
         with discovery.configured(args.family_paths or (), args.repo or "."):   # the processes a run starts see them too
             reg = registry()
@@ -373,13 +374,15 @@ def _cli() -> None:
     argv = sys.argv[1:]
     words = [a for a in argv if not a.startswith("-")]
     if (words[:1] in (["compare"], ["ir"], ["review"]) and os.environ.get(supervisor.ISOLATE_ENV) != "0"
-            and not os.environ.get(supervisor.STATUS_ENV)):
+            and not supervisor.supervised()):
         from compare.running.supervision import supervise
         child = [sys.executable, sys.argv[0], *argv]   # the same command line, so the report records it
         os.environ["KERNEL_AB_PROG"] = _prog()   # the child names the command the user typed
         sys.exit(supervise(child, EARLY_SIGNALS))
     code = main()
-    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+    if code == supervisor.POISONED_EXIT or any(t.is_alive() and not t.daemon for t in threading.enumerate()
+                                               if t is not threading.main_thread()):
+        # a poisoned process runs nothing more, not even the atexit handlers a variant registered;
         # a variant's thread would keep the process alive after its report (the report says whose it was)
         sys.stdout.flush()
         sys.stderr.flush()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from compare.model.headline import headline
 from compare.model.problems import describe, judged, problems, ran, variant_of
-from compare.model.results import Gate, Report
+from compare.model.results import Failure, Gate, Report
 
 
 def decide(report: Report, fail_on_numerics: bool = False, fail_if_slower_pct: float | None = None,
@@ -45,7 +45,7 @@ def _numerics(report: Report) -> Gate:
     reference point), or one judged less accurate than the baseline (compare/model/headline.py). The reference
     point never trips it; with one variant only, its own problems count."""
     name = "--fail-on-numerics"
-    broken = [f"variant {v.name} could not be loaded" for v in report.variants if v.status != "ok"]
+    broken = [_unloaded(v) for v in report.variants if v.status != "ok"]
     section = report.numerics
     if section is None:   # a gate never passes without the evidence it judges
         return Gate(name, None, "failed", tuple(broken)) if broken else \
@@ -62,6 +62,18 @@ def _numerics(report: Report) -> Gate:
     what = f"introduced against {report.baseline}" if len(names) > 1 else f"of {report.baseline}'s"
     n = len(section.cases)
     return Gate(name, None, "passed", (f"no numerics problem {what} in {n} case{'' if n == 1 else 's'}",))
+
+
+def _unloaded(v) -> str:
+    if v.failure == Failure.TAMPER:
+        return f"variant {v.name} tampered with the process: {v.error.splitlines()[0] if v.error else '?'}"
+    return f"variant {v.name} could not be loaded"
+
+
+def tampered(report: Report) -> list[str]:
+    """A line for each variant that changed the process's shared state or the run's outcome: every gate
+    fails on it (none of its numbers or times is evidence, and nothing it did may pass a check)."""
+    return [_unloaded(v) for v in report.variants if v.failure == Failure.TAMPER]
 
 
 def introduced(report: Report) -> list[str]:
@@ -85,6 +97,8 @@ def _slower(report: Report, pct: float) -> Gate:
     """Fails on a variant whose timing verdict against the baseline is "slower" (significant, outside the
     noise band) by more than `pct` percent; a non-significant difference never does."""
     name = "--fail-if-slower"
+    if tampered(report):
+        return Gate(name, pct, "failed", tuple(tampered(report)))
     if report.timing is None:
         why = next((s.removeprefix("timing: ") for s in report.skipped if s.startswith("timing:")), "not asked for")
         return Gate(name, pct, "not judged", (f"timing was not measured ({why.split(' (')[0]})",))

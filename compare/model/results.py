@@ -37,6 +37,8 @@ class Failure(str, enum.Enum):
     LIBRARY = "library"         # raised inside the variant's own (library) code
     CRASH = "crash"             # anything else, or the process it ran in crashed
     LOAD = "load"               # could not be loaded or compiled (VariantInfo only)
+    TAMPER = "tamper"           # changed what the process shares (a patched function, a flag, the environment,
+                                # signals, atexit, kernel-ab's status): excluded, and the run made again without it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -273,7 +275,8 @@ class VariantInfo:
     origin: str
     status: str = "ok"       # "ok" or "failed" (could not be loaded)
     error: str = ""
-    failure: Failure = Failure.NONE   # status "failed": LOAD (not loaded or compiled) or CRASH (a run crashed)
+    failure: Failure = Failure.NONE   # status "failed": LOAD (not loaded or compiled), CRASH (a run crashed) or
+                                      # TAMPER (it changed the process's shared state; `error` says what)
     kernels: tuple[str, ...] = ()   # the passes whose Triton kernel the variant brings (forward, backward);
                                     # for the others it runs the family's shared kernel
 

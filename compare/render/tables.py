@@ -264,7 +264,7 @@ def build(report: Report, head=None) -> tuple[Summary, list[Section]]:
     failed = [v for v in report.variants if v.status != "ok"]
     for v in failed:
         error = " / ".join(v.error.splitlines())
-        how = error if v.failure == Failure.CRASH else f"could not be loaded: {error}"
+        how = error if v.failure in (Failure.CRASH, Failure.TAMPER) else f"could not be loaded: {error}"
         summary.append(("fail", f"variant {v.name} {how}"))
     summary.extend(("warn", f"variant {line}") for line in report.incidents)
     if report.numerics is not None:

@@ -56,6 +56,8 @@ def loaded(request: Request, registry: Registry,
     also on error. Bad input is a UsageError; NothingToCompare when every variant asked for failed."""
     if request.family is not None and request.family not in registry.families:
         raise UsageError(f"--family: unknown family {request.family!r}; known families: {', '.join(registry.families)}")
+    from compare.running import process_guard
+    process_guard.enable(registry)   # before any variant's code runs: what each launch changes is put back
     if not request.external:
         yield request, registry, ()
         return
@@ -68,7 +70,7 @@ def loaded(request: Request, registry: Registry,
             raise UsageError(str(exc)) from None
         infos = tuple(VariantInfo(f.name, f.family, "triton", f"{f.where.rpartition('::')[2]}, loaded with --variant",
                                   f.origin, status="failed", error=f.error,
-                                  failure=Failure.CRASH if f.crashed else Failure.LOAD)
+                                  failure=excluded_failure(f.name) if f.crashed else Failure.LOAD)
                       for f in failed)
         if not set(request.variants) - {f.name for f in failed} and not names:
             raise _nothing_left(infos)
@@ -101,11 +103,17 @@ def without_crashed(plan: Plan, failed: tuple[VariantInfo, ...], crashed: list[t
         return plan, failed
     reasons = dict(crashed)
     failed += tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, status="failed", error=reasons[v.name],
-                                failure=Failure.CRASH) for v in plan.variants if v.name in reasons)
+                                failure=excluded_failure(v.name)) for v in plan.variants if v.name in reasons)
     kept = [v for v in plan.variants if v.name not in reasons]
     if not kept:
         raise NothingToCompare("; ".join(f"{name} {reason}" for name, reason in crashed))
     return plan.keeping(kept), failed
+
+
+def excluded_failure(name: str) -> Failure:
+    """The failure kind of a variant an earlier run of this one excluded: TAMPER where it changed the
+    process's shared state or the run's outcome (compare.running.process_guard), else CRASH."""
+    return Failure.TAMPER if supervisor.excluded_kind(name) == supervisor.TAMPER else Failure.CRASH
 
 
 def _nothing_left(failed: tuple[VariantInfo, ...]) -> NothingToCompare:

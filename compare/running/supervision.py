@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -12,19 +13,42 @@ import tempfile
 import time
 
 from compare.running.exit_codes import ExitCode
+from compare.running.supervisor import _child_pids, _comm, _live_children
 from compare.running.supervisor import (_STOP_CODES, _STOP_WORDS, CRASHES, EXCLUDED_ENV, GRACE_S, NO_TIMING_ENV,
-                                POISONED_EXIT, STATUS_ENV)
+                                POISONED_EXIT, STATUS_ENV, TAMPER, TOKEN_ENV)
 
 _MAX_RERUNS = 8
 _POLL_S = 0.1
+AFTER_DONE_S = 30.0   # after its report, the child's time to end (its atexit handlers, its workers) before it is stopped
+_PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
 
 
-def _records(path: str) -> list[dict]:
+def _records(path: str, token: str | None = None) -> list[dict]:
+    """The status file's records; with `token`, a record without it (not the run's own: a variant wrote it)
+    comes back as {"forged": the record, "after": the last launch record before it}."""
     try:
         with open(path, encoding="utf-8") as f:
-            return [json.loads(line) for line in f.read().splitlines() if line.strip()]
+            lines = [json.loads(line) for line in f.read().splitlines() if line.strip()]
     except (OSError, ValueError):
         return []
+    if token is None:
+        return lines
+    out, launch = [], {}
+    for r in lines:
+        if not isinstance(r, dict) or r.get("token") != token:
+            out.append({"forged": r, "after": launch})
+        else:
+            out.append(r)
+            if "variants" in r:
+                launch = r
+    return out
+
+
+def _prctl(option: int, value: int) -> None:
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(option, value)   # Linux; elsewhere nothing
+    except (OSError, AttributeError):
+        pass
 
 
 def _signal_name(signum: int) -> str:
@@ -40,10 +64,10 @@ def _start_child() -> None:
     a process group of its own (os.setsid), which the supervisor signals and, at the end, empties."""
     os.setsid()
     signal.pthread_sigmask(signal.SIG_BLOCK, set(_STOP_CODES))
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)   # PR_SET_PDEATHSIG (Linux)
-    except (OSError, AttributeError):
-        pass
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    # a process a variant double-forks out of the group becomes the child's own (not init's) when its
+    # parent ends: the child sees it (compare.running.supervisor._escaped), and at the end the supervisor does
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
 
 
 def _kill_group(pgid: int, signum: int = signal.SIGKILL) -> None:
@@ -72,16 +96,23 @@ def _group_members(pgid: int) -> list[str]:
 
 
 class _Run:
-    """One child run: started, watched for hangs and stop signals, ended with its records read."""
+    """One child run: started, watched for hangs and stop signals, ended with its records read. Its records
+    count only with the run's token (a variant that writes the status file forges none); after its report
+    the child has AFTER_DONE_S to end; what it leaves (in its group, or adopted by this process from a
+    session of its own) is killed."""
 
     def __init__(self, command: list[str], env: dict, stop: list[int]):
         self.stop = stop
         fd, self.status = tempfile.mkstemp(prefix="kernel-ab-status-")
         os.close(fd)
-        env = {**env, STATUS_ENV: self.status}
+        self.token = secrets.token_hex(16)
+        env = {**env, STATUS_ENV: self.status, TOKEN_ENV: self.token}
+        self.before = _child_pids()
         self.proc = subprocess.Popen(command, env=env, preexec_fn=_start_child)
         self.hung: dict = {}
         self.leftover: list[str] = []
+        self.lingered = False   # it did not end within AFTER_DONE_S of its report and was stopped
+        self._ended_at: float | None = None
 
     def wait(self) -> int:
         passed, killed_at = None, None
@@ -98,28 +129,46 @@ class _Run:
                 killed_at = now + GRACE_S
             elif killed_at is not None and now > killed_at:
                 _kill_group(self.proc.pid)
-            elif not self.stop and not self.hung:
-                self._check_hang()
+            elif not self.stop and not self.hung and not self.lingered:
+                self._check(now)
         self.leftover = _group_members(self.proc.pid)   # whatever the child left in its group
         if self.leftover:
             _kill_group(self.proc.pid)
+        self.leftover += _end_adopted(_child_pids() - self.before)
         return rc
 
-    def _check_hang(self) -> None:
-        records = _records(self.status)
+    def _check(self, now: float) -> None:
+        records = [r for r in self.records() if "forged" not in r]
         last = records[-1] if records else {}
         if last.get("variants") and "since" in last and time.time() - last["since"] > last.get("limit", 1e18):
             self.hung = last
             _kill_group(self.proc.pid)
+        if self._ended_at is None and any("done" in r or r.get("error") for r in records):
+            self._ended_at = now
+        if self._ended_at is not None and now - self._ended_at > AFTER_DONE_S:
+            self.lingered = True
+            _kill_group(self.proc.pid)
 
     def records(self) -> list[dict]:
-        return _records(self.status)
+        return _records(self.status, self.token)
 
     def close(self) -> None:
         try:
             os.unlink(self.status)
         except OSError:
             pass
+
+
+def _end_adopted(pids: set[int]) -> list[str]:
+    """Kill and reap the processes this one adopted (as child subreaper) from a run: 'NAME (PID)' each."""
+    said = [f"{_comm(pid)} ({pid})" for pid in sorted(_live_children(pids))]   # a zombie is only reaped
+    for pid in sorted(pids):
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (OSError, ChildProcessError):
+            pass
+    return said
 
 
 def _why(rc: int, last: dict, hung: dict) -> str:
@@ -135,10 +184,38 @@ def _why(rc: int, last: dict, hung: dict) -> str:
     return f"{CRASHES[2]} (exit code {rc}, no report)"
 
 
+def _culprit(records: list[dict], rc: int, ended: int | None) -> tuple[list[str], str, str] | None:
+    """(variants, what they did, while running what) for an outcome the child's code did not decide: a
+    record without the run's token (forged), or a stop signal the supervisor never sent (a variant's own)."""
+    forged = next((r for r in records if "forged" in r and (r["after"].get("variants"))), None)
+    if forged is not None:
+        what = "a 'done'" if isinstance(forged["forged"], dict) and "done" in forged["forged"] else "a record"
+        return (forged["after"]["variants"], f"forged kernel-ab's status ({what} without the run's token)",
+                forged["after"].get("what", ""))
+    stopped = next((r for r in records if "stopped" in r and r.get("variants")), None)
+    if stopped is not None and (ended in _STOP_CODES.values() or rc in _STOP_CODES.values()
+                                or -rc in _STOP_CODES):
+        return stopped["variants"], f"sent the process {_signal_name(stopped['stopped'])}", stopped.get("what", "")
+    return None
+
+
+def _failed(records: list[dict], rc: int, hung: dict) -> tuple[list[str], str, str, str]:
+    """(variants, why, while running what, failure kind) of a child that ended without a report."""
+    found = _culprit(records, rc, None)
+    if found is not None:
+        return (*found, TAMPER)
+    records = [r for r in records if "forged" not in r]
+    last = next((r for r in reversed(records) if "variants" in r), {})
+    if rc == POISONED_EXIT:   # the launch that poisoned the context (or tampered with the process) said so
+        last = next((r for r in reversed(records) if r.get("error")), last)
+    return last.get("variants") or [], _why(rc, last, hung), last.get("what", ""), str(last.get("failure", ""))
+
+
 def supervise(command: list[str], stop: list[int] | None = None) -> int:
-    """Run `command` (a kernel-ab child) until it ends deliberately; rerun without each variant that ended
-    or hung its process. The exit code is the child's, or 130/143/129 when a stop signal came (`stop`
-    may hold one that came before this was called)."""
+    """Run `command` (a kernel-ab child) until it ends deliberately; rerun without each variant that ended,
+    hung or tampered with its process (or with the run's outcome: a forged status, a stop it sent itself).
+    The exit code is the child's, or 130/143/129 when a stop signal came (`stop` may hold one that came
+    before this was called)."""
     excluded_now: list[list[str]] = []
     no_timing = ""
     stop = stop if stop is not None else []
@@ -146,6 +223,7 @@ def supervise(command: list[str], stop: list[int] | None = None) -> int:
     def on_signal(signum, _frame):
         stop.append(signum)
     previous = {s: signal.signal(s, on_signal) for s in _STOP_CODES}
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)   # what a run double-forks out of its group comes here, to be ended
     try:
         for _ in range(_MAX_RERUNS):
             if stop:
@@ -166,24 +244,22 @@ def supervise(command: list[str], stop: list[int] | None = None) -> int:
                 if ended is None and rc not in _STOP_CODES.values():   # the child could not say it: say it here
                     print(f"kernel-ab: {_STOP_WORDS[stop[0]]}; no report", file=sys.stderr)
                 return _STOP_CODES[stop[0]]
-            if ended is not None:   # the report (or a usage error) came out: its code stands
-                if rc != ended:
+            if ended is not None and _culprit(records, rc, ended) is None:   # the report came out: its code stands
+                if run.lingered:
+                    print(f"kernel-ab: the process did not end within {AFTER_DONE_S:g} s after its report "
+                          "(an atexit handler?) and was stopped", file=sys.stderr)
+                elif rc != ended:
                     print(f"kernel-ab: the process then ended with {_why(rc, {}, {})}", file=sys.stderr)
                 return ended
-            last = next((r for r in reversed(records) if "variants" in r), {})
-            if rc == POISONED_EXIT:   # the launch that poisoned the context said so before unwinding
-                last = next((r for r in reversed(records) if r.get("error")), last)
-            why = _why(rc, last, run.hung)
-            names = last.get("variants") or []
+            names, why, where, kind = _failed(records, rc, run.hung)
             if not names:
                 print(f"kernel-ab: error: the comparison {why} outside any variant's launch; no report",
                       file=sys.stderr)
                 return ExitCode.INTERNAL   # not a gate's failure: kernel-ab (or what it runs on) ended
-            where = last.get("what", "")
             if len(names) == 1:
                 reason = f"{why} while running {where}"
                 print(f"kernel-ab: variant {names[0]} {reason}; running again without it", file=sys.stderr)
-                excluded_now.append([names[0], reason])
+                excluded_now.append([names[0], reason, kind] if kind else [names[0], reason])
             else:
                 no_timing = f"the process {why} while timing {where} ({', '.join(names)}); left out"
                 print(f"kernel-ab: {no_timing}; running again without timing", file=sys.stderr)
@@ -193,5 +269,6 @@ def supervise(command: list[str], stop: list[int] | None = None) -> int:
         print("kernel-ab: error: too many variants ended the process; no report", file=sys.stderr)
         return 1
     finally:
+        _prctl(_PR_SET_CHILD_SUBREAPER, 0)
         for s, handler in previous.items():
             signal.signal(s, handler)

@@ -13,10 +13,12 @@ import threading
 import time
 
 STATUS_ENV = "KERNEL_AB_STATUS_FILE"     # set in the child: where it says what it is running
+TOKEN_ENV = "KERNEL_AB_RUN_TOKEN"        # set in the child: the run's token, which every record it writes carries
 EXCLUDED_ENV = "KERNEL_AB_EXCLUDED"      # set in the child: [[variant, reason], ...] to report as failed
 NO_TIMING_ENV = "KERNEL_AB_NO_TIMING"    # set in the child: why timing is left out
 ISOLATE_ENV = "KERNEL_AB_ISOLATE"        # "0": run in one process (no supervisor)
-POISONED_EXIT = 75                       # the child's exit code after a fatal device error
+POISONED_EXIT = 75                       # the child's exit code after a fatal device error (or a tampered process)
+TAMPER = "tamper"   # a record's failure kind: the variant changed process-wide state (compare.running.process_guard)
 DEFAULT_LIMIT_S = 300.0                  # --variant-timeout: one launch (a variant's case) at most this long
 GRACE_S = 10.0                           # after passing a signal on, the child's time to unwind
 _FATAL_DEVICE_ERRORS = ("illegal memory access", "illegal address", "unspecified launch failure",
@@ -26,7 +28,11 @@ CRASHES = ("crashed the process", "poisoned the CUDA context", "ended the proces
 _STOP_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
 _STOP_WORDS = {signal.SIGINT: "interrupted (Ctrl-C)", signal.SIGTERM: "terminated (SIGTERM)",
                signal.SIGHUP: "hung up (SIGHUP)"}
-_NOW = {"what": ""}    # what the running launch is doing, for poisoned()
+_NOW = {"what": "", "names": ()}    # what the running launch is doing and whose it is, for poisoned()
+# where this process writes its records and the token they carry: read once from the environment, then
+# dropped from it, so that no variant redirects the records or reads the token there (`_channel`)
+_CHANNEL: dict[str, str | None] = {}
+_LIMIT: list[float] = []   # --variant-timeout, set once by the run (`set_limit`): no variant's environment moves it
 LEFT_BEHIND: dict[str, list[str]] = {}   # variant -> threads and processes its launches left running
 
 
@@ -53,6 +59,7 @@ class Stopped(BaseException):
 
 
 _DEFERRED: dict[int, float] = {}   # signal -> when it was first put off (it came inside an import)
+_DEFERRED_IN: dict[int, tuple] = {}   # signal -> (the variants whose launch it came in, what they ran)
 STOP_REQUESTED: list[int] = []
 _HANDLING: list[bool] = []   # non-empty while this process's stop handlers are installed
 _RUNS: list[bool] = []       # one entry per install: which run put a signal off
@@ -75,6 +82,7 @@ def _on_stop_signal(signum, frame):
     # through C++ aborts): asked again shortly, when the import is done
     f = frame
     first = _DEFERRED.setdefault(signum, time.monotonic())
+    _DEFERRED_IN.setdefault(signum, (_NOW["names"], _NOW["what"]))   # whose launch it came in (raised after it?)
     while f is not None and time.monotonic() - first < 2.0:   # at most 2 s: then wherever it is
         if f.f_code.co_filename.startswith("<frozen importlib"):
             again = threading.Timer(0.05, _ask_again, (signum, len(_RUNS)))
@@ -84,6 +92,9 @@ def _on_stop_signal(signum, frame):
         f = f.f_back
     for s in _STOP_CODES:   # once: a second signal must not interrupt the cleanup
         signal.signal(s, signal.SIG_IGN)
+    came_in, what = (_NOW["names"], _NOW["what"]) if _NOW["names"] else _DEFERRED_IN.get(signum, ((), ""))
+    if came_in:   # the supervisor tells a stop it did not send (the variant's own) by this record
+        _write({"stopped": signum, "variants": list(came_in), "what": what})
     STOP_REQUESTED.append(signum)
     raise Stopped(signum)
 
@@ -96,6 +107,7 @@ def install_stop_handlers(early: list[int] | tuple = ()) -> dict:
         return {}
     previous = {s: signal.signal(s, _on_stop_signal) for s in _STOP_CODES}
     _DEFERRED.clear()
+    _DEFERRED_IN.clear()
     STOP_REQUESTED.clear()
     _HANDLING[:] = [True]
     _RUNS.append(True)
@@ -128,16 +140,45 @@ def is_fatal(exc: BaseException) -> bool:
     return type(exc).__name__ == "AcceleratorError" or ("cuda" in text and any(e in text for e in _FATAL_DEVICE_ERRORS))
 
 
+def _channel() -> dict[str, str | None]:
+    """The status file and token this process was given, taken out of os.environ the first time."""
+    if not _CHANNEL:
+        _CHANNEL.update(status=os.environ.pop(STATUS_ENV, None), token=os.environ.pop(TOKEN_ENV, None))
+    return _CHANNEL
+
+
+def supervised() -> bool:
+    """Whether a supervisor (or a task runner) reads this process's records."""
+    return bool(_channel()["status"])
+
+
+def channel_env() -> dict[str, str]:
+    """The environment entries that let a process this one starts write to the same status file."""
+    ch = _channel()
+    return {STATUS_ENV: ch["status"], TOKEN_ENV: ch["token"] or ""} if ch["status"] else {}
+
+
 def _write(record: dict) -> None:
-    path = os.environ.get(STATUS_ENV)
-    if path:
-        with open(path, "a", encoding="utf-8") as f:   # closed at once: the line survives a crash
+    ch = _channel()
+    if ch["status"]:
+        if ch["token"]:
+            record = {**record, "token": ch["token"]}
+        with open(ch["status"], "a", encoding="utf-8") as f:   # closed at once: the line survives a crash
             f.write(json.dumps(record) + "\n")
 
 
+def set_limit(seconds: float) -> None:
+    """--variant-timeout for this run (and, through the environment, for the processes it starts)."""
+    _LIMIT[:] = [float(seconds)]
+    os.environ["KERNEL_AB_VARIANT_TIMEOUT"] = repr(seconds)
+
+
 def limit_s() -> float:
-    """The time limit of one launch in this run (--variant-timeout, passed down by main)."""
-    return float(os.environ.get("KERNEL_AB_VARIANT_TIMEOUT") or DEFAULT_LIMIT_S)
+    """The time limit of one launch in this run (--variant-timeout: `set_limit`, else as the environment
+    said when first asked)."""
+    if not _LIMIT:
+        _LIMIT.append(float(os.environ.get("KERNEL_AB_VARIANT_TIMEOUT") or DEFAULT_LIMIT_S))
+    return _LIMIT[0]
 
 
 def _child_pids() -> set[int]:
@@ -171,17 +212,46 @@ def _comm(pid: int) -> str:
         return "?"
 
 
+def _session(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return int(f.read().rpartition(")")[2].split()[3])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _escaped(pids: set[int]) -> list[str]:
+    """Of `pids`, those in a session of their own (setsid: out of reach of the run's process group), killed."""
+    ours, said = os.getsid(0), []
+    for pid in sorted(pids):
+        if _session(pid) not in (None, ours):
+            said.append(f"started process {_comm(pid)} ({pid}) in a session of its own (setsid)")
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    return said
+
+
 @contextlib.contextmanager
 def running(names: tuple[str, ...] | list[str], what: str, launches: int = 1, extra_s: float = 0.0):
     """Say, for a supervisor, that `names` (usually one variant) run `what` for the length of the block,
-    allowed `launches` times the launch limit and `extra_s` more; note threads and processes it leaves."""
-    _NOW["what"] = what
+    allowed `launches` times the launch limit and `extra_s` more; note threads and processes it leaves.
+    What the block changed in the process's shared state (compare.running.process_guard) is put back and
+    ends the process as poisoned (`tampered`): the supervisor runs again without the variant."""
+    from compare.running import process_guard
+    guard = process_guard.active()
+    before = guard.take() if guard is not None else None
+    _NOW.update(what=what, names=tuple(names))
     threads = set(threading.enumerate())
     children = _child_pids()
     _write({"variants": list(names), "what": what, "since": time.time(), "limit": limit_s() * launches + extra_s})
+    error: BaseException | None = None
     try:
         yield
+    except BaseException as exc:
+        error = exc
+        raise
     finally:
+        _NOW.update(what="", names=())
         _write({"variants": [], "what": ""})
         new_threads = [t for t in threading.enumerate() if t not in threads and t.is_alive() and not t.daemon]
         new_children = _live_children(_child_pids() - children)
@@ -190,6 +260,10 @@ def running(names: tuple[str, ...] | list[str], what: str, launches: int = 1, ex
                                                                    for pid in sorted(new_children)]
             for name in names:
                 LEFT_BEHIND.setdefault(name, []).extend(said)
+        if error is None or is_variant_fault(error):   # a stop or a poisoned context ends the run anyway
+            changed = (guard.undo(before) if guard is not None else []) + _escaped(new_children)
+            if changed:
+                tampered(names, "; ".join(changed), what)
     _raise_pending()
 
 
@@ -213,9 +287,18 @@ def done(code: int) -> None:
 def excluded() -> list[tuple[str, str]]:
     """The (variant, reason) pairs a supervisor asked this child to report as failed, not run."""
     try:
-        return [(str(n), str(r)) for n, r in json.loads(os.environ.get(EXCLUDED_ENV) or "[]")]
+        return [(str(e[0]), str(e[1])) for e in json.loads(os.environ.get(EXCLUDED_ENV) or "[]")]
     except (ValueError, TypeError):
         return []
+
+
+def excluded_kind(name: str) -> str:
+    """The failure kind the supervisor gave with `name`'s exclusion ("" for a crash)."""
+    try:
+        return next((str(e[2]) for e in json.loads(os.environ.get(EXCLUDED_ENV) or "[]")
+                     if e[0] == name and len(e) > 2), "")
+    except (ValueError, TypeError, IndexError):
+        return ""
 
 
 def timing_left_out() -> str:
@@ -226,4 +309,12 @@ def poisoned(variant: str, error: str) -> None:
     """Record, for the supervisor, the fatal device error `variant` caused (then raise ContextPoisoned)."""
     _write({"variants": [variant], "what": _NOW["what"], "error": error})
     raise ContextPoisoned(variant, error)
+
+
+def tampered(names, changes: str, what: str) -> None:
+    """Record, for the supervisor, what `names` (one variant, or those timed together) changed in the process
+    while running `what`, with the failure kind TAMPER (then raise ContextPoisoned: the run ends, and the
+    supervisor runs it again without them)."""
+    _write({"variants": list(names), "what": what, "error": changes, "failure": TAMPER})
+    raise ContextPoisoned(", ".join(names), changes)
 

@@ -121,7 +121,8 @@ def execute(task: Task) -> dict:
     from compare.checks import numerics
     from compare.running import pipeline
     from compare.running.backend import configure
-    os.environ["KERNEL_AB_VARIANT_TIMEOUT"] = repr(task.limit_s)
+    from compare.running import supervisor
+    supervisor.set_limit(task.limit_s)
     if task.threads:
         import torch
         torch.set_num_threads(task.threads)

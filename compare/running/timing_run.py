@@ -87,7 +87,8 @@ def run_isolated(request, dtypes: tuple[str, ...], step) -> tuple[TimingSection 
             ask.write_text(request_json(one))
             # in the user's folder, so relative --variant paths and --repo mean what they meant here
             proc = subprocess.run([sys.executable, str(_ROOT / "compare" / "running" / "timing_worker.py"), str(ask), str(answer)],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                  env={**os.environ, **supervisor.channel_env()})   # its launches: the same status file
             if proc.returncode or not answer.exists():
                 tail = (proc.stderr.strip().splitlines() or ["no output"])[-1][:300]
                 failed.append(f"timing {dtype}: its process ended with exit code {proc.returncode} ({tail})")

@@ -1,0 +1,204 @@
+"""The process-wide flags and values compare.running.process_guard watches, each read, said and put back:
+torch's modes and flags, the interpreter's (recursion limit, hooks, warning filters), the operating
+system's (working directory, environment, signal handlers and mask, a pending alarm, resource limits,
+umask) and the atexit handlers' count. A flag a build cannot read is not watched."""
+from __future__ import annotations
+
+import atexit
+import gc
+import os
+import signal
+import sys
+import threading
+import warnings
+from typing import Any, Callable
+
+from compare.running.process_guard import _MISSING, _Watch
+
+_SYS_HOOKS = ("stdout", "stderr", "stdin", "excepthook", "unraisablehook", "displayhook", "breakpointhook")
+_LIMITS = ("RLIMIT_AS", "RLIMIT_CPU", "RLIMIT_NOFILE", "RLIMIT_FSIZE", "RLIMIT_DATA", "RLIMIT_STACK")
+_SIGNALS = tuple(s for s in signal.Signals if s not in (signal.SIGKILL, signal.SIGSTOP))
+
+
+def value(read: Callable[[], Any], say: Callable[[Any, Any], str], put: Callable[[Any], None]) -> _Watch:
+    """A watch of one value, compared by equality."""
+    def safe_read():
+        try:
+            return read()
+        except Exception:   # noqa: BLE001 - a state this build cannot read is not watched
+            return _MISSING
+
+    def differ(old, new) -> bool:
+        return old is not _MISSING and new is not _MISSING and old != new
+
+    def put_back(old, new) -> None:
+        if differ(old, new):
+            try:
+                put(old)
+            except Exception:   # noqa: BLE001 - what cannot be put back: the process ends as poisoned anyway
+                pass
+    return _Watch(safe_read, lambda old, new: [say(old, new)] if differ(old, new) else [], put_back)
+
+
+def _torch():
+    return sys.modules["torch"]
+
+
+def _flushes_denormals() -> bool:
+    torch = _torch()
+    return bool(torch.tensor([1e-40], dtype=torch.float32).mul(1.0).item() == 0.0)
+
+
+def _pop_modes(kind: str) -> Callable[[int], None]:
+    def put(old: int) -> None:
+        c = _torch()._C
+        while getattr(c, f"_len_torch_{kind}_stack")() > old:
+            getattr(c, f"_pop_torch_{kind}_stack")()
+    return put
+
+
+def _backends():
+    b = _torch().backends
+    return (b.cudnn.enabled, b.cudnn.benchmark, b.cudnn.deterministic, b.cudnn.allow_tf32, b.cuda.matmul.allow_tf32,
+            b.cuda.matmul.allow_fp16_reduced_precision_reduction)
+
+
+def _put_backends(old) -> None:
+    b = _torch().backends
+    (b.cudnn.enabled, b.cudnn.benchmark, b.cudnn.deterministic, b.cudnn.allow_tf32, b.cuda.matmul.allow_tf32,
+     b.cuda.matmul.allow_fp16_reduced_precision_reduction) = old
+
+
+def torch_flags() -> list[_Watch]:
+    """torch's modes and flags (torch is imported by then: every variant runs on it)."""
+    t = _torch
+    return [
+        value(lambda: t().is_grad_enabled(), lambda o, n: f"{'disabled' if o else 'enabled'} grad "
+              "(torch.set_grad_enabled)", lambda o: t().set_grad_enabled(o)),
+        value(lambda: t().is_inference_mode_enabled(), lambda o, n: "left inference mode on",
+              lambda o: t()._C._set_inference_mode(o)),
+        value(lambda: str(t().get_default_device()), lambda o, n: f"set the default device to {n} "
+              "(torch.set_default_device)", lambda o: t().set_default_device(None if o == "cpu" else o)),
+        value(lambda: t()._C._len_torch_function_stack(), lambda o, n: "left a torch function mode active",
+              _pop_modes("function")),
+        value(lambda: t()._C._len_torch_dispatch_stack(), lambda o, n: "left a torch dispatch mode active",
+              _pop_modes("dispatch")),
+        value(lambda: t().get_default_dtype(), lambda o, n: f"set the default dtype to {n}",
+              lambda o: t().set_default_dtype(o)),
+        value(_flushes_denormals, lambda o, n: f"turned {'on' if n else 'off'} flush-denormal (torch.set_flush_denormal)",
+              lambda o: t().set_flush_denormal(o)),
+        value(lambda: t().is_anomaly_enabled(), lambda o, n: "changed autograd's anomaly mode",
+              lambda o: t().set_anomaly_enabled(o)),
+        value(lambda: t().are_deterministic_algorithms_enabled(), lambda o, n: "changed torch's deterministic "
+              "algorithms", lambda o: t().use_deterministic_algorithms(o)),
+        value(lambda: t().get_num_threads(), lambda o, n: f"set torch's threads from {o} to {n}",
+              lambda o: t().set_num_threads(o)),
+        value(lambda: t().get_float32_matmul_precision(), lambda o, n: f"set the float32 matmul precision to {n}",
+              lambda o: t().set_float32_matmul_precision(o)),
+        value(_backends, lambda o, n: "changed torch.backends flags (cudnn, tf32, reduced-precision reductions)",
+              _put_backends),
+        value(lambda: frozenset(t().library._impls), lambda o, n: "registered a torch.library kernel for "
+              + ", ".join(sorted(n - o)[:3]), lambda o: None),
+    ]
+
+
+def _environ_say(old: dict, new: dict) -> str:
+    names = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+    return f"changed os.environ ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''})"
+
+
+def _put_environ(old: dict) -> None:
+    for k in set(os.environ) - set(old):
+        del os.environ[k]
+    for k, v in old.items():
+        if os.environ.get(k) != v:
+            os.environ[k] = v
+
+
+def _handlers() -> dict:
+    return {s: signal.getsignal(s) for s in _SIGNALS}
+
+
+def _handlers_say(old: dict, new: dict) -> str:
+    changed = [s.name for s in old if old[s] is not new.get(s)]
+    return f"installed signal handlers ({', '.join(changed[:4])}{', ...' if len(changed) > 4 else ''})"
+
+
+def _put_handlers(old: dict) -> None:
+    for s, handler in old.items():
+        if handler is not None and signal.getsignal(s) is not handler:
+            try:
+                signal.signal(s, handler)
+            except (OSError, ValueError, TypeError):
+                pass
+
+
+def _identities(values) -> tuple:
+    return tuple(id(v) for v in values)
+
+
+def _umask() -> int:
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+def _limits() -> tuple:
+    import resource
+    return tuple(resource.getrlimit(getattr(resource, name)) for name in _LIMITS if hasattr(resource, name))
+
+
+def _put_limits(old) -> None:
+    import resource
+    for name, limit in zip([n for n in _LIMITS if hasattr(resource, n)], old):
+        try:
+            resource.setrlimit(getattr(resource, name), limit)
+        except (ValueError, OSError):
+            pass
+
+
+def process_flags() -> list[_Watch]:
+    """The interpreter's and the operating system's state."""
+    return [
+        value(sys.getrecursionlimit, lambda o, n: f"set the recursion limit from {o} to {n}", sys.setrecursionlimit),
+        value(os.getcwd, lambda o, n: f"changed the working directory to {n} (os.chdir)", os.chdir),
+        value(lambda: dict(os.environ), _environ_say, _put_environ),
+        value(_handlers, _handlers_say, _put_handlers),
+        value(lambda: frozenset(signal.pthread_sigmask(signal.SIG_BLOCK, ())), lambda o, n: "blocked signals "
+              f"({', '.join(sorted(signal.Signals(s).name for s in n - o)) or 'changed the mask'})",
+              lambda o: signal.pthread_sigmask(signal.SIG_SETMASK, o)),
+        value(lambda: signal.getitimer(signal.ITIMER_REAL) != (0.0, 0.0), lambda o, n: "set an alarm (signal.alarm, "
+              "setitimer)", lambda o: signal.setitimer(signal.ITIMER_REAL, 0)),
+        value(atexit._ncallbacks, lambda o, n: f"registered {n - o} atexit handler{'s' if n - o > 1 else ''}",
+              lambda o: None),
+        value(_limits, lambda o, n: "changed resource limits (resource.setrlimit)", _put_limits),
+        value(_umask, lambda o, n: f"changed the umask to {n:03o}", os.umask),
+        value(lambda: (sys.gettrace(), sys.getprofile(), threading.gettrace(), threading.getprofile()),
+              lambda o, n: "installed a trace or profile hook", _put_traces),
+        value(lambda: _identities(getattr(sys, h, None) for h in _SYS_HOOKS) + (id(threading.excepthook),),
+              lambda o, n: "replaced sys's streams or hooks (stdout, stderr, excepthook, ...)", lambda o: None),
+        value(lambda: (gc.isenabled(), gc.get_threshold(), len(gc.callbacks)),
+              lambda o, n: "changed the garbage collector (gc.disable, set_threshold, callbacks)", _put_gc),
+        value(lambda: tuple(warnings.filters), lambda o, n: "changed the warning filters", _put_filters),
+        value(lambda: _identities(sys.meta_path) + (-1,) + _identities(sys.path_hooks),
+              lambda o, n: "changed the import machinery (sys.meta_path, sys.path_hooks)", lambda o: None),
+        value(sys.getswitchinterval, lambda o, n: "changed the thread switch interval", sys.setswitchinterval),
+    ]
+
+
+def _put_traces(old) -> None:
+    sys.settrace(old[0])
+    sys.setprofile(old[1])
+    threading.settrace(old[2])
+    threading.setprofile(old[3])
+
+
+def _put_gc(old) -> None:
+    (gc.enable if old[0] else gc.disable)()
+    gc.set_threshold(*old[1])
+    del gc.callbacks[old[2]:]
+
+
+def _put_filters(old) -> None:
+    warnings.filters[:] = list(old)
+    warnings._filters_mutated()

@@ -1,0 +1,207 @@
+"""What a variant's code may not change in the process it shares with kernel-ab and the other variants.
+
+Every launch of a variant's code (its import, each call: compare.running.supervisor.running) is bracketed
+by a snapshot of process-wide state: the identities of the public functions of torch, torch.nn.functional,
+torch.Tensor, torch.cuda (Event, Stream, synchronize), numpy, triton.language, of kernel-ab's own modules
+(their functions, code objects and classes, the families' reference functions among them) and of the
+registry's families and variants; flags (grad mode, default device, flush-denormal, recursion limit, dispatch
+modes, warning filters, ...); the working directory, os.environ, signal handlers and mask, a pending alarm,
+resource limits and the number of atexit handlers. What differs after the launch is put back and named, one
+phrase each ("patched torch.nn.functional.layer_norm"); the caller ends the process as poisoned, and the
+supervisor runs again without that variant (compare.running.supervision). Cost: the snapshot's
+measured time is in docs/reports-and-gates.md; it is taken outside every timed loop.
+
+No third-party module is imported here: each watch reads its module from sys.modules when it is there.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import time
+import types
+from pathlib import Path
+from typing import Any, Callable
+
+_MISSING = object()
+# namespaces whose attributes are compared by identity: (label, module name, attribute path or "")
+_MODULES = (("torch", "torch", ""), ("torch.nn", "torch", "nn"), ("torch.nn.functional", "torch", "nn.functional"),
+            ("torch.linalg", "torch", "linalg"), ("torch.autograd", "torch", "autograd"),
+            ("torch.cuda", "torch", "cuda"), ("torch.library", "torch", "library"), ("numpy", "numpy", ""),
+            ("triton", "triton", ""), ("triton.language", "triton", "language"),
+            ("triton.language.math", "triton", "language.math"), ("math", "math", ""), ("builtins", "builtins", ""),
+            ("os", "os", ""), ("sys", "sys", ""), ("atexit", "atexit", ""), ("signal", "signal", ""))
+_CLASSES = (("torch.Tensor", "torch", "Tensor"), ("torch.cuda.Event", "torch", "cuda.Event"),
+            ("torch.cuda.Stream", "torch", "cuda.Stream"), ("torch.cuda.CUDAGraph", "torch", "cuda.CUDAGraph"),
+            ("torch.autograd.Function", "torch", "autograd.Function"),
+            ("triton.runtime.jit.JITFunction", "triton", "runtime.jit.JITFunction"))
+def _resolve(module: str, path: str):
+    obj = sys.modules.get(module)
+    for part in path.split(".") if path and obj is not None else ():
+        obj = getattr(obj, part, None)
+    return obj
+
+
+@dataclasses.dataclass(frozen=True)
+class _Watch:
+    """One piece of process-wide state: how to read it, say a change, and put it back."""
+
+    read: Callable[[], Any]
+    say: Callable[[Any, Any], list[str]]
+    put: Callable[[Any, Any], None]
+
+
+# ---------------------------------------------------------------- namespaces (identities)
+_FUNCTION = types.FunctionType
+
+
+def _codes(items: dict) -> dict:
+    """The code and defaults of each function among `items` (a function's code can be swapped in place)."""
+    return {k: (v.__code__, v.__defaults__, v.__kwdefaults__) for k, v in items.items() if type(v) is _FUNCTION}
+
+
+def _quietly(fn, *args) -> None:
+    try:
+        fn(*args)
+    except (AttributeError, TypeError, ValueError):
+        pass
+
+
+def _namespace(label: str, get: Callable[[], Any], is_class: bool, only_code: bool = False,
+               allowed: Callable[[str, Any], bool] = lambda name, value: False) -> _Watch:
+    """The attributes of a module or class by identity. On a module an added name is no change (torch adds
+    its submodules lazily); on a class it is one (it shadows what the class inherits). `only_code`: a module
+    of kernel-ab, whose functions, classes and immutable constants are compared (its caches are its own).
+    `allowed(name, value)`: a change kernel-ab itself makes there."""
+    def read():
+        obj = get()
+        if obj is None or not hasattr(obj, "__dict__"):
+            return None
+        items = dict(vars(obj))
+        if only_code:
+            items = {k: v for k, v in items.items() if callable(v) or isinstance(v, _CONSTANTS)}
+        return items, _codes(items)
+
+    def changed(old, new) -> tuple[list[str], list[str]]:
+        if old is None or new is None or old == new:   # dicts compare values by identity first: no __eq__ runs
+            return [], []
+        (items, codes), (now, now_codes) = old, new
+        differ = [k for k, v in items.items() if (now.get(k, _MISSING) is not v or not _same_code(codes.get(k),
+                  now_codes.get(k))) and not allowed(k, now.get(k))]
+        return differ, [k for k in now if k not in items] if is_class else []
+
+    def say(old, new):
+        differ, added = changed(old, new)
+        return [f"{'patched' if k in new[0] else 'removed'} {label}.{k}" for k in differ] + \
+            [f"patched {label}.{k}" for k in added]
+
+    def put(old, new):
+        differ, added = changed(old, new)
+        obj = get()
+        for k in differ:
+            value = old[0][k]
+            if k in old[1]:
+                for name, part in zip(("__code__", "__defaults__", "__kwdefaults__"), old[1][k]):
+                    _quietly(setattr, value, name, part)
+            _quietly(setattr, obj, k, value)
+        for k in added:
+            _quietly(delattr, obj, k)
+    return _Watch(read, say, put)
+
+
+def _same_code(a, b) -> bool:
+    return a is b or (a is not None and b is not None and all(x is y for x, y in zip(a, b)))
+
+
+_CONSTANTS = (int, float, str, bytes, tuple, frozenset, type(None))
+
+
+def _import_hook(name: str, value) -> bool:
+    """builtins.__import__ set to variants.isolation's: kernel-ab's own change (a tree's later imports)."""
+    isolation = sys.modules.get("variants.isolation")
+    return name == "__import__" and isolation is not None and value is getattr(isolation, "_tree_import", None)
+
+
+def _own_modules() -> dict[str, types.ModuleType]:
+    """kernel-ab's modules loaded now (its checkout's top-level names; main.py as __main__)."""
+    from variants.isolation import _own_names
+    own = _own_names()
+    found = {k: m for k, m in list(sys.modules.items()) if k.split(".")[0] in own and isinstance(m, types.ModuleType)}
+    main = sys.modules.get("__main__")
+    folder = str(Path(__file__).resolve().parents[2])
+    if main is not None and str(getattr(main, "__file__", "") or "").startswith(folder + os.sep):
+        found["__main__"] = main
+    return found
+
+
+class Guard:
+    """Snapshots of process-wide state (`take`) and what changed since one, put back (`undo`)."""
+
+    def __init__(self):
+        from compare.running.process_flags import process_flags, torch_flags
+        self.watches: dict[str, _Watch] = {}
+        for label, module, path in _MODULES:
+            self.watches[label] = _namespace(label, lambda m=module, p=path: _resolve(m, p), is_class=False,
+                                             allowed=_import_hook if label == "builtins" else lambda n, v: False)
+        for label, module, path in _CLASSES:
+            self.watches[label] = _namespace(label, lambda m=module, p=path: _resolve(m, p), is_class=True)
+        for n, watch in enumerate(torch_flags() + process_flags()):
+            self.watches[f"flag {n}"] = watch
+        self.seconds, self.count = 0.0, 0   # time spent taking snapshots and comparing (the cost, measured)
+
+    def watch(self, label: str, obj) -> None:
+        """Also watch an object's attributes (a family, a variant, a family's class), said as `label`."""
+        self.watches[label] = _namespace(label, lambda: obj, is_class=True)
+
+    def _own(self) -> None:
+        for name, module in _own_modules().items():
+            if name not in self.watches:
+                label = "kernel-ab's main.py" if name == "__main__" else name
+                self.watches[name] = _namespace(label, lambda m=module: m, is_class=False, only_code=True)
+                for k, v in vars(module).items():   # its classes, by what they define
+                    if isinstance(v, type) and v.__module__ == module.__name__:
+                        self.watches[f"{name}.{k}"] = _namespace(f"{label}.{k}", lambda c=v: c, is_class=True,
+                                                                 only_code=True)
+
+    def take(self) -> dict[str, Any]:
+        start = time.perf_counter()
+        self._own()   # modules kernel-ab imported since the last launch are its own state: watched from now
+        snapshot = {key: w.read() for key, w in self.watches.items()}
+        self.seconds += time.perf_counter() - start
+        return snapshot
+
+    def undo(self, before: dict[str, Any]) -> list[str]:
+        """What differs from `before`, one phrase each; every difference is put back."""
+        start = time.perf_counter()
+        said = []
+        for key, old in before.items():
+            watch = self.watches[key]
+            new = watch.read()
+            phrases = watch.say(old, new)
+            if phrases:
+                said += phrases
+                watch.put(old, new)
+        self.seconds += time.perf_counter() - start
+        self.count += 1
+        return list(dict.fromkeys(said))
+
+
+_GUARD: list[Guard] = []
+
+
+def enable(registry=None) -> Guard:
+    """Guard every launch from now on (compare.running.supervisor.running), once per process; `registry`'s
+    families (their objects and classes) and variants are watched too."""
+    if not _GUARD:
+        _GUARD.append(Guard())
+    guard = _GUARD[0]
+    for name, family in (registry.families.items() if registry is not None else ()):
+        guard.watch(f"the {name} family", family)
+        guard.watch(f"{type(family).__module__}.{type(family).__qualname__}", type(family))
+        for variant in registry.variants(name):
+            guard.watch(f"variant {variant.name} of {name}", variant)
+    return guard
+
+
+def active() -> Guard | None:
+    return _GUARD[0] if _GUARD else None
