@@ -17,11 +17,13 @@ from compare.running.process_guard import _MISSING, _Watch
 
 _SYS_HOOKS = ("stdout", "stderr", "stdin", "excepthook", "unraisablehook", "displayhook", "breakpointhook")
 _LIMITS = ("RLIMIT_AS", "RLIMIT_CPU", "RLIMIT_NOFILE", "RLIMIT_FSIZE", "RLIMIT_DATA", "RLIMIT_STACK")
+_TORCH_NAMESPACES = ("aten",)   # a kernel registered there replaces one of torch's own (torch.compile adds prims)
 _SIGNALS = tuple(s for s in signal.Signals if s not in (signal.SIGKILL, signal.SIGSTOP))
 
 
-def value(read: Callable[[], Any], say: Callable[[Any, Any], str], put: Callable[[Any], None]) -> _Watch:
-    """A watch of one value, compared by equality."""
+def value(read: Callable[[], Any], say: Callable[[Any, Any], str], put: Callable[[Any], None],
+          differs: Callable[[Any, Any], bool] = lambda old, new: old != new) -> _Watch:
+    """A watch of one value, compared by equality (or `differs`: the changes that count)."""
     def safe_read():
         try:
             return read()
@@ -29,7 +31,7 @@ def value(read: Callable[[], Any], say: Callable[[Any, Any], str], put: Callable
             return _MISSING
 
     def differ(old, new) -> bool:
-        return old is not _MISSING and new is not _MISSING and old != new
+        return old is not _MISSING and new is not _MISSING and differs(old, new)
 
     def put_back(old, new) -> None:
         if differ(old, new):
@@ -47,6 +49,12 @@ def _torch():
 def _flushes_denormals() -> bool:
     torch = _torch()
     return bool(torch.tensor([1e-40], dtype=torch.float32).mul(1.0).item() == 0.0)
+
+
+def _function_modes() -> int:
+    """Torch function modes active, the default device's own (torch.set_default_device: watched apart) left out."""
+    c = _torch()._C
+    return sum(type(c._get_function_stack_at(i)).__name__ != "DeviceContext" for i in range(c._len_torch_function_stack()))
 
 
 def _pop_modes(kind: str) -> Callable[[int], None]:
@@ -79,8 +87,7 @@ def torch_flags() -> list[_Watch]:
               lambda o: t()._C._set_inference_mode(o)),
         value(lambda: str(t().get_default_device()), lambda o, n: f"set the default device to {n} "
               "(torch.set_default_device)", lambda o: t().set_default_device(None if o == "cpu" else o)),
-        value(lambda: t()._C._len_torch_function_stack(), lambda o, n: "left a torch function mode active",
-              _pop_modes("function")),
+        value(_function_modes, lambda o, n: "left a torch function mode active", _pop_modes("function")),
         value(lambda: t()._C._len_torch_dispatch_stack(), lambda o, n: "left a torch dispatch mode active",
               _pop_modes("dispatch")),
         value(lambda: t().get_default_dtype(), lambda o, n: f"set the default dtype to {n}",
@@ -97,13 +104,38 @@ def torch_flags() -> list[_Watch]:
               lambda o: t().set_float32_matmul_precision(o)),
         value(_backends, lambda o, n: "changed torch.backends flags (cudnn, tf32, reduced-precision reductions)",
               _put_backends),
-        value(lambda: frozenset(t().library._impls), lambda o, n: "registered a torch.library kernel for "
-              + ", ".join(sorted(n - o)[:3]), lambda o: None),
+        value(_aten_impls,
+              lambda o, n: "registered a kernel for torch's own operators (torch.library: "
+              + ", ".join(sorted(n - o)[:3]) + ")", lambda o: None),
     ]
 
 
+_IMPLS: dict[int, frozenset] = {}
+
+
+def _aten_impls() -> frozenset:
+    """The kernels registered through torch.library for torch's own operators (read again only when the
+    registrations grew: there are thousands)."""
+    impls = _torch().library._impls
+    if len(impls) not in _IMPLS:
+        _IMPLS.clear()
+        _IMPLS[len(impls)] = frozenset(i for i in impls if i.split("/")[0] in _TORCH_NAMESPACES)
+    return _IMPLS[len(impls)]
+
+
+def _environ() -> dict:
+    """os.environ as far as it is watched: every variable set at the start (a library adds its own lazily:
+    torch.compile its cache folder), and kernel-ab's, which no library sets."""
+    return dict(os.environ)
+
+
+def _environ_changes(old: dict, new: dict) -> list[str]:
+    return sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k)
+                  and (k in old or k.startswith("KERNEL_AB_")))
+
+
 def _environ_say(old: dict, new: dict) -> str:
-    names = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+    names = _environ_changes(old, new)
     return f"changed os.environ ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''})"
 
 
@@ -160,17 +192,17 @@ def _put_limits(old) -> None:
 def process_flags() -> list[_Watch]:
     """The interpreter's and the operating system's state."""
     return [
-        value(sys.getrecursionlimit, lambda o, n: f"set the recursion limit from {o} to {n}", sys.setrecursionlimit),
+        value(sys.getrecursionlimit, lambda o, n: f"set the recursion limit from {o} to {n}", sys.setrecursionlimit,
+              lambda o, n: n < o),   # torch.compile raises it; a lower one fails kernel-ab's own code
         value(os.getcwd, lambda o, n: f"changed the working directory to {n} (os.chdir)", os.chdir),
-        value(lambda: dict(os.environ), _environ_say, _put_environ),
+        value(_environ, _environ_say, _put_environ, lambda o, n: bool(_environ_changes(o, n))),
         value(_handlers, _handlers_say, _put_handlers),
         value(lambda: frozenset(signal.pthread_sigmask(signal.SIG_BLOCK, ())), lambda o, n: "blocked signals "
               f"({', '.join(sorted(signal.Signals(s).name for s in n - o)) or 'changed the mask'})",
               lambda o: signal.pthread_sigmask(signal.SIG_SETMASK, o)),
         value(lambda: signal.getitimer(signal.ITIMER_REAL) != (0.0, 0.0), lambda o, n: "set an alarm (signal.alarm, "
               "setitimer)", lambda o: signal.setitimer(signal.ITIMER_REAL, 0)),
-        value(atexit._ncallbacks, lambda o, n: f"registered {n - o} atexit handler{'s' if n - o > 1 else ''}",
-              lambda o: None),
+        value(lambda: len(REGISTERED), _atexit_say, lambda o: None, lambda o, n: bool(_foreign(o, n))),
         value(_limits, lambda o, n: "changed resource limits (resource.setrlimit)", _put_limits),
         value(_umask, lambda o, n: f"changed the umask to {n:03o}", os.umask),
         value(lambda: (sys.gettrace(), sys.getprofile(), threading.gettrace(), threading.getprofile()),
@@ -179,7 +211,8 @@ def process_flags() -> list[_Watch]:
               lambda o, n: "replaced sys's streams or hooks (stdout, stderr, excepthook, ...)", lambda o: None),
         value(lambda: (gc.isenabled(), gc.get_threshold(), len(gc.callbacks)),
               lambda o, n: "changed the garbage collector (gc.disable, set_threshold, callbacks)", _put_gc),
-        value(lambda: tuple(warnings.filters), lambda o, n: "changed the warning filters", _put_filters),
+        value(lambda: tuple(warnings.filters), lambda o, n: "made warnings errors (warnings.simplefilter('error'))",
+              _put_filters, lambda o, n: any(f[0] == "error" for f in n if f not in o)),
         value(lambda: _identities(sys.meta_path) + (-1,) + _identities(sys.path_hooks),
               lambda o, n: "changed the import machinery (sys.meta_path, sys.path_hooks)", lambda o: None),
         value(sys.getswitchinterval, lambda o, n: "changed the thread switch interval", sys.setswitchinterval),
@@ -202,3 +235,31 @@ def _put_gc(old) -> None:
 def _put_filters(old) -> None:
     warnings.filters[:] = list(old)
     warnings._filters_mutated()
+
+
+# atexit handlers registered since kernel-ab started, with where: (handler, file, line). The platform's
+# (torch.compile registers several on first use) are its own; one registered from elsewhere (a variant's
+# file) is named. `watch_atexit` puts the recorder in place, once, before any variant's code runs.
+REGISTERED: list[tuple[Any, str, int]] = []
+_REAL_REGISTER = atexit.register
+
+
+def _recording_register(func, *args, **kwargs):
+    frame = sys._getframe(1)
+    REGISTERED.append((func, frame.f_code.co_filename, frame.f_lineno))
+    return _REAL_REGISTER(func, *args, **kwargs)
+
+
+def watch_atexit() -> None:
+    if atexit.register is _REAL_REGISTER:
+        atexit.register = _recording_register
+
+
+def _foreign(old: int, new: int) -> list[str]:
+    from compare.running.process_guard import in_platform
+    return [f"{os.path.basename(file)}:{line}" for _, file, line in REGISTERED[old:new] if not in_platform(file)]
+
+
+def _atexit_say(old: int, new: int) -> str:
+    where = _foreign(old, new)
+    return f"registered an atexit handler (at {', '.join(where[:3])})"

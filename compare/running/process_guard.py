@@ -16,8 +16,11 @@ No third-party module is imported here: each watch reads its module from sys.mod
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
+import site
 import sys
+import sysconfig
 import time
 import types
 from pathlib import Path
@@ -68,11 +71,12 @@ def _quietly(fn, *args) -> None:
 
 
 def _namespace(label: str, get: Callable[[], Any], is_class: bool, only_code: bool = False,
-               allowed: Callable[[str, Any], bool] = lambda name, value: False) -> _Watch:
+               allowed: Callable[[str, Any, Any], bool] = lambda name, old, new: False) -> _Watch:
     """The attributes of a module or class by identity. On a module an added name is no change (torch adds
     its submodules lazily); on a class it is one (it shadows what the class inherits). `only_code`: a module
-    of kernel-ab, whose functions, classes and immutable constants are compared (its caches are its own).
-    `allowed(name, value)`: a change kernel-ab itself makes there."""
+    of kernel-ab, whose functions, classes and immutable constants are compared (its caches are its own);
+    elsewhere the public names and the dunders (a private name is the library's own state). `allowed(name,
+    old, new)`: a change kernel-ab or the platform makes there itself (`_platform_change`)."""
     def read():
         obj = get()
         if obj is None or not hasattr(obj, "__dict__"):
@@ -87,8 +91,11 @@ def _namespace(label: str, get: Callable[[], Any], is_class: bool, only_code: bo
             return [], []
         (items, codes), (now, now_codes) = old, new
         differ = [k for k, v in items.items() if (now.get(k, _MISSING) is not v or not _same_code(codes.get(k),
-                  now_codes.get(k))) and not allowed(k, now.get(k))]
-        return differ, [k for k in now if k not in items] if is_class else []
+                  now_codes.get(k))) and watched(k) and not allowed(k, v, now.get(k, _MISSING))]
+        return differ, [k for k in now if k not in items and watched(k)] if is_class else []
+
+    def watched(name: str) -> bool:
+        return only_code or not name.startswith("_") or name.endswith("__")
 
     def say(old, new):
         differ, added = changed(old, new)
@@ -116,10 +123,43 @@ def _same_code(a, b) -> bool:
 _CONSTANTS = (int, float, str, bytes, tuple, frozenset, type(None))
 
 
-def _import_hook(name: str, value) -> bool:
+def _import_hook(name: str, old, new) -> bool:
     """builtins.__import__ set to variants.isolation's: kernel-ab's own change (a tree's later imports)."""
     isolation = sys.modules.get("variants.isolation")
-    return name == "__import__" and isolation is not None and value is getattr(isolation, "_tree_import", None)
+    return name == "__import__" and isolation is not None and new is getattr(isolation, "_tree_import", None)
+
+
+@functools.cache
+def platform_folders() -> tuple[str, ...]:
+    """Where the code kernel-ab runs on lives: the standard library and the installed packages (torch,
+    triton and what they import), each ending in os.sep."""
+    paths = sysconfig.get_paths()
+    found = {paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")} | set(site.getsitepackages())
+    return tuple(os.path.realpath(p) + os.sep for p in found if p)
+
+
+def in_platform(filename: str) -> bool:
+    return os.path.realpath(filename or "?").startswith(platform_folders())
+
+
+def _platform_change(name: str, old, new) -> bool:
+    """A function the platform wrapped itself (torch._dynamo wraps torch.manual_seed when first imported): the
+    new value is defined in the platform's code and wraps the old one (its __wrapped__ chain reaches it)."""
+    code = getattr(new, "__code__", None)
+    if code is None or not in_platform(code.co_filename):
+        return False
+    seen = new
+    for _ in range(8):
+        seen = getattr(seen, "__wrapped__", None)
+        if seen is old:
+            return True
+        if seen is None:
+            return False
+    return False
+
+
+def _third_party(name: str, old, new) -> bool:
+    return _platform_change(name, old, new) or _import_hook(name, old, new)
 
 
 def _own_modules() -> dict[str, types.ModuleType]:
@@ -138,13 +178,15 @@ class Guard:
     """Snapshots of process-wide state (`take`) and what changed since one, put back (`undo`)."""
 
     def __init__(self):
-        from compare.running.process_flags import process_flags, torch_flags
+        from compare.running.process_flags import process_flags, torch_flags, watch_atexit
+        watch_atexit()   # before the first snapshot: atexit.register records who registers what
         self.watches: dict[str, _Watch] = {}
         for label, module, path in _MODULES:
             self.watches[label] = _namespace(label, lambda m=module, p=path: _resolve(m, p), is_class=False,
-                                             allowed=_import_hook if label == "builtins" else lambda n, v: False)
+                                             allowed=_third_party)
         for label, module, path in _CLASSES:
-            self.watches[label] = _namespace(label, lambda m=module, p=path: _resolve(m, p), is_class=True)
+            self.watches[label] = _namespace(label, lambda m=module, p=path: _resolve(m, p), is_class=True,
+                                             allowed=_third_party)
         for n, watch in enumerate(torch_flags() + process_flags()):
             self.watches[f"flag {n}"] = watch
         self.seconds, self.count = 0.0, 0   # time spent taking snapshots and comparing (the cost, measured)
