@@ -184,6 +184,16 @@ def test_a_relative_out_lands_where_the_user_meant_though_a_variant_changes_dire
     assert f"changed the working directory to {elsewhere} (os.chdir)" in r.stderr
 
 
+@pytest.mark.slow
+def test_a_culprit_in_a_task_worker_is_named_as_in_the_child(tmp_path, clean):
+    bad = _hostile(tmp_path, "torch.Tensor.__ne__ = lambda a, b: True", "call")
+    r, report = _compare(tmp_path, "--variant", f"bad={bad}::op", "--jobs", "2")
+    assert r.returncode == 1, r.stderr
+    info = _bad(report)
+    assert info["failure"] == "tamper" and info["error"].startswith("patched torch.Tensor.__ne__ while running numerics")
+    assert report["numerics"]["cases"] == clean
+
+
 # ---------------------------------------------------------------- the guard itself, in this process
 def _noop_handler():
     pass
@@ -243,6 +253,9 @@ FAKE = '''\
 import os, signal, sys, json, time
 sys.path.insert(0, {root!r})
 from compare.running import supervisor
+WORKER = ("import sys; sys.path.insert(0, {root!r}); from compare.running import supervisor\\n"
+          "try: supervisor.tampered(['a'], 'patched torch.cuda.Event.elapsed_time', 'timing S forward')\\n"
+          "except supervisor.ContextPoisoned: sys.exit(75)")
 
 excluded = dict(supervisor.excluded())
 print(json.dumps({{"excluded": supervisor.excluded(), "kinds": [supervisor.excluded_kind(n) for n in excluded]}}))
@@ -270,6 +283,9 @@ def _fake(tmp_path, act: str, after: str = "") -> list:
     ("supervisor.install_stop_handlers()\ntry:\n    os.kill(os.getpid(), signal.SIGTERM); time.sleep(5)\n"
      "except supervisor.Stopped as stop:\n    supervisor.done(stop.exit_code); sys.exit(stop.exit_code)",
      "sent the process SIGTERM while running case of a"),
+    # a timing worker (a process the child starts, writing to the same status file) found its process tampered
+    ("import subprocess\nsubprocess.run([sys.executable, '-c', WORKER], env={**os.environ, **supervisor.channel_env()})",
+     "patched torch.cuda.Event.elapsed_time while running timing S forward"),
 ])
 def test_an_outcome_the_variant_decided_is_not_the_runs(act, said, tmp_path, capfd):
     assert supervision.supervise(_fake(tmp_path, act)) == 0

@@ -192,6 +192,7 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
     label = lambda name: "A/A control" if name == CONTROL else name  # noqa: E731
     for name, fns in entries.items():
         step(f"timing {shape_label} {mode}: warm-up {label(name)}")
+        before = supervisor.snapshot()   # what its warm-up changes in the process names it alone (process_guard)
         try:
             ts = [_Timed(fn) for fn in fns]
             for t in ts:
@@ -213,6 +214,8 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
                 supervisor.poisoned(culprit, f"{supervisor.CRASHES[1]} ({summarize(exc)})")
             failed[name] = summarize(exc)
             torch.cuda.synchronize()
+        culprit = next(iter(calls)) if name == CONTROL else name
+        supervisor.check(before, (culprit,), f"timing {shape_label} {mode} warm-up")
     launch = {name: _launch_cpu_ms(ts[0], flush) for name, ts in timed.items()}
     launch_bound = tuple(n for n, (cpu, gpu) in launch.items() if n != CONTROL and cpu >= LAUNCH_BOUND_FRACTION * gpu)
     # op-level passes (prefers_graph) are replayed from graphs in "auto" whatever their time: their Python,

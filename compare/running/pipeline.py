@@ -94,26 +94,29 @@ def _joined_family(request: Request, registry: Registry) -> str:
 
 
 def without_crashed(plan: Plan, failed: tuple[VariantInfo, ...], crashed: list[tuple[str, str]],
-                    no_timing: str = "") -> tuple[Plan, tuple[VariantInfo, ...]]:
+                    no_timing: str = "", kinds: dict | None = None) -> tuple[Plan, tuple[VariantInfo, ...]]:
     """The plan less the variants that crashed an earlier run (each reported as failed with its
-    reason), and less timing when it crashed (compare.running.supervisor)."""
+    reason), and less timing when it crashed (compare.running.supervisor). `kinds`: name -> the failure
+    kind its end was given (default: the supervisor's, `excluded_failure`)."""
     if no_timing:
         plan = plan.without_timing(no_timing)
     if not crashed:
         return plan, failed
     reasons = dict(crashed)
     failed += tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, status="failed", error=reasons[v.name],
-                                failure=excluded_failure(v.name)) for v in plan.variants if v.name in reasons)
+                                failure=excluded_failure(v.name, kinds)) for v in plan.variants if v.name in reasons)
     kept = [v for v in plan.variants if v.name not in reasons]
     if not kept:
         raise NothingToCompare("; ".join(f"{name} {reason}" for name, reason in crashed))
     return plan.keeping(kept), failed
 
 
-def excluded_failure(name: str) -> Failure:
+def excluded_failure(name: str, kinds: dict | None = None) -> Failure:
     """The failure kind of a variant an earlier run of this one excluded: TAMPER where it changed the
-    process's shared state or the run's outcome (compare.running.process_guard), else CRASH."""
-    return Failure.TAMPER if supervisor.excluded_kind(name) == supervisor.TAMPER else Failure.CRASH
+    process's shared state or the run's outcome (compare.running.process_guard), else CRASH. `kinds`:
+    name -> kind, where not the supervisor's (a worker's task: compare.running.spread)."""
+    kind = kinds[name] if kinds and name in kinds else supervisor.excluded_kind(name)
+    return Failure.TAMPER if kind == supervisor.TAMPER else Failure.CRASH
 
 
 def _nothing_left(failed: tuple[VariantInfo, ...]) -> NothingToCompare:

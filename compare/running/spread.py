@@ -17,9 +17,9 @@ _MAX_RERUNS = 8
 class VariantCrashed(Exception):
     """A task's variant ended or hung its worker: (names, why, what it was running)."""
 
-    def __init__(self, names: list[str], why: str, what: str):
+    def __init__(self, names: list[str], why: str, what: str, kind: str = ""):
         super().__init__(f"{', '.join(names)} {why} while running {what}")
-        self.names, self.why, self.what = names, why, what
+        self.names, self.why, self.what, self.kind = names, why, what, kind   # kind: supervisor.TAMPER or ""
 
 
 class TaskFailed(RuntimeError):
@@ -53,7 +53,7 @@ class Started:
             raise TaskFailed(f"{task.key}: {summarize(exc)}") from None
         if "crashed" in answer:
             c = answer["crashed"]
-            raise VariantCrashed(c["variants"], c["why"], c["what"])
+            raise VariantCrashed(c["variants"], c["why"], c["what"], c.get("failure", ""))
         if "ok" not in answer:
             raise TaskFailed(answer.get("error") or f"{task.key}: {answer.get('lost', 'no answer')}")
         self.left_behind.update(dict.fromkeys(answer.get("left_behind", ())))   # a variant's threads in a worker
@@ -105,6 +105,7 @@ def compare(plan, backend, step, failed, spread: Spread):
     """pipeline.execute through `spread`, again without each variant that ended or hung a worker."""
     from compare.running import pipeline
     crashed: list[tuple[str, str]] = []
+    kinds: dict[str, str] = {}
     no_timing = ""
     asked, asked_failed = plan, failed
     for _ in range(_MAX_RERUNS):
@@ -116,10 +117,11 @@ def compare(plan, backend, step, failed, spread: Spread):
                 reason = f"{exc.why} while running {exc.what}"
                 print(f"kernel-ab: variant {exc.names[0]} {reason}; running again without it", file=sys.stderr)
                 crashed.append((exc.names[0], reason))
+                kinds[exc.names[0]] = exc.kind
             else:
                 no_timing = f"the process {exc.why} while timing {exc.what} ({', '.join(exc.names)}); left out"
                 print(f"kernel-ab: {no_timing}; running again without timing", file=sys.stderr)
-            plan, failed = pipeline.without_crashed(asked, asked_failed, crashed, no_timing)
+            plan, failed = pipeline.without_crashed(asked, asked_failed, crashed, no_timing, kinds)
     raise TaskFailed("too many variants ended their worker processes")
 
 

@@ -186,12 +186,16 @@ def _why(rc: int, last: dict, hung: dict) -> str:
 
 def _culprit(records: list[dict], rc: int, ended: int | None) -> tuple[list[str], str, str] | None:
     """(variants, what they did, while running what) for an outcome the child's code did not decide: a
-    record without the run's token (forged), or a stop signal the supervisor never sent (a variant's own)."""
+    record without the run's token (forged), a stop signal the supervisor never sent (a variant's own), or
+    a tampered process that was not the child itself (a timing worker's, whose end the child outlived)."""
     forged = next((r for r in records if "forged" in r and (r["after"].get("variants"))), None)
     if forged is not None:
         what = "a 'done'" if isinstance(forged["forged"], dict) and "done" in forged["forged"] else "a record"
         return (forged["after"]["variants"], f"forged kernel-ab's status ({what} without the run's token)",
                 forged["after"].get("what", ""))
+    tamper = next((r for r in records if r.get("failure") == TAMPER and r.get("variants")), None)
+    if tamper is not None and ended is not None:
+        return tamper["variants"], tamper["error"], tamper.get("what", "")
     stopped = next((r for r in records if "stopped" in r and r.get("variants")), None)
     if stopped is not None and (ended in _STOP_CODES.values() or rc in _STOP_CODES.values()
                                 or -rc in _STOP_CODES):
@@ -199,9 +203,10 @@ def _culprit(records: list[dict], rc: int, ended: int | None) -> tuple[list[str]
     return None
 
 
-def _failed(records: list[dict], rc: int, hung: dict) -> tuple[list[str], str, str, str]:
-    """(variants, why, while running what, failure kind) of a child that ended without a report."""
-    found = _culprit(records, rc, None)
+def _failed(records: list[dict], rc: int, hung: dict, ended: int | None) -> tuple[list[str], str, str, str]:
+    """(variants, why, while running what, failure kind) of a child that ended without a report, or whose
+    outcome a variant decided (`_culprit`)."""
+    found = _culprit(records, rc, ended)
     if found is not None:
         return (*found, TAMPER)
     records = [r for r in records if "forged" not in r]
@@ -251,7 +256,7 @@ def supervise(command: list[str], stop: list[int] | None = None) -> int:
                 elif rc != ended:
                     print(f"kernel-ab: the process then ended with {_why(rc, {}, {})}", file=sys.stderr)
                 return ended
-            names, why, where, kind = _failed(records, rc, run.hung)
+            names, why, where, kind = _failed(records, rc, run.hung, ended)
             if not names:
                 print(f"kernel-ab: error: the comparison {why} outside any variant's launch; no report",
                       file=sys.stderr)

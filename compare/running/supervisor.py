@@ -40,9 +40,10 @@ class ContextPoisoned(BaseException):
     """A fatal device error: nothing more can run in this process. A BaseException so that no
     `except Exception` that reports one variant's error swallows it."""
 
-    def __init__(self, variant: str, error: str):
+    def __init__(self, variant: str, error: str, kind: str = "", what: str = ""):
         super().__init__(f"{variant}: {error}")
-        self.variant, self.error = variant, error
+        self.variant, self.error, self.kind = variant, error, kind   # kind: TAMPER, or "" (a device error)
+        self.what = what   # what the variant was running
 
 
 class Stopped(BaseException):
@@ -231,15 +232,30 @@ def _escaped(pids: set[int]) -> list[str]:
     return said
 
 
+def snapshot():
+    """The process-wide state before a launch of variant code (compare.running.process_guard; None while
+    no guard is on), for `check` after it."""
+    from compare.running import process_guard
+    _channel()   # taken out of os.environ before the snapshot: that is kernel-ab's own change
+    guard = process_guard.active()
+    return (guard, guard.take()) if guard is not None else None
+
+
+def check(before, names, what: str, more: list[str] = ()) -> None:
+    """After a launch of `names`' code: what it changed since `before` (and `more` it did) is put back,
+    and ends the process as tampered with (`tampered`)."""
+    changed = (before[0].undo(before[1]) if before is not None else []) + list(more)
+    if changed:
+        tampered(names, "; ".join(changed), what)
+
+
 @contextlib.contextmanager
 def running(names: tuple[str, ...] | list[str], what: str, launches: int = 1, extra_s: float = 0.0):
     """Say, for a supervisor, that `names` (usually one variant) run `what` for the length of the block,
     allowed `launches` times the launch limit and `extra_s` more; note threads and processes it leaves.
     What the block changed in the process's shared state (compare.running.process_guard) is put back and
     ends the process as poisoned (`tampered`): the supervisor runs again without the variant."""
-    from compare.running import process_guard
-    guard = process_guard.active()
-    before = guard.take() if guard is not None else None
+    before = snapshot()
     _NOW.update(what=what, names=tuple(names))
     threads = set(threading.enumerate())
     children = _child_pids()
@@ -261,9 +277,7 @@ def running(names: tuple[str, ...] | list[str], what: str, launches: int = 1, ex
             for name in names:
                 LEFT_BEHIND.setdefault(name, []).extend(said)
         if error is None or is_variant_fault(error):   # a stop or a poisoned context ends the run anyway
-            changed = (guard.undo(before) if guard is not None else []) + _escaped(new_children)
-            if changed:
-                tampered(names, "; ".join(changed), what)
+            check(before, names, what, _escaped(new_children))
     _raise_pending()
 
 
@@ -308,7 +322,7 @@ def timing_left_out() -> str:
 def poisoned(variant: str, error: str) -> None:
     """Record, for the supervisor, the fatal device error `variant` caused (then raise ContextPoisoned)."""
     _write({"variants": [variant], "what": _NOW["what"], "error": error})
-    raise ContextPoisoned(variant, error)
+    raise ContextPoisoned(variant, error, what=_NOW["what"])
 
 
 def tampered(names, changes: str, what: str) -> None:
@@ -316,5 +330,5 @@ def tampered(names, changes: str, what: str) -> None:
     while running `what`, with the failure kind TAMPER (then raise ContextPoisoned: the run ends, and the
     supervisor runs it again without them)."""
     _write({"variants": list(names), "what": what, "error": changes, "failure": TAMPER})
-    raise ContextPoisoned(", ".join(names), changes)
+    raise ContextPoisoned(", ".join(names), changes, TAMPER, what)
 

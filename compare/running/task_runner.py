@@ -62,7 +62,8 @@ class Runner:
                     if "poisoned" in answer:
                         p = answer["poisoned"]
                         self.stop()
-                        return {"crashed": {"variants": [p["variant"]], "why": p["error"], "what": ""}}
+                        return {"crashed": {"variants": p["variant"].split(", "), "why": p["error"], "what": p.get("what", ""),
+                                            "failure": p.get("failure", "")}}
                     return answer
                 return self._ended(hung)
             if not hung:
@@ -86,7 +87,7 @@ class Runner:
         why = supervision._why(rc, last, hung)
         if hung or last.get("variants"):
             return {"crashed": {"variants": last.get("variants") or hung.get("variants", []), "why": why,
-                                "what": last.get("what") or hung.get("what", "")}}
+                                "what": last.get("what") or hung.get("what", ""), "failure": last.get("failure", "")}}
         return {"lost": f"its worker process {why}"}
 
     def stop(self) -> None:

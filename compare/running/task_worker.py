@@ -20,7 +20,8 @@ def serve(answers, lines) -> int:
         try:
             answer = {"ok": execute(task), "left_behind": list(supervisor.left_behind())}
         except supervisor.ContextPoisoned as exc:
-            answers.write(json.dumps({"poisoned": {"variant": exc.variant, "error": exc.error}}) + "\n")
+            answers.write(json.dumps({"poisoned": {"variant": exc.variant, "error": exc.error, "what": exc.what,
+                                                   "failure": exc.kind}}) + "\n")
             answers.flush()
             return supervisor.POISONED_EXIT
         except Exception as exc:  # noqa: BLE001 - the coordinator says it in one line and ends the run
