@@ -82,8 +82,6 @@ def _namespace(label: str, get: Callable[[], Any], is_class: bool, only_code: bo
         if obj is None or not hasattr(obj, "__dict__"):
             return None
         items = dict(vars(obj))
-        if only_code:
-            items = {k: v for k, v in items.items() if callable(v) or isinstance(v, _CONSTANTS)}
         return items, _codes(items)
 
     def changed(old, new) -> tuple[list[str], list[str]]:
@@ -91,11 +89,13 @@ def _namespace(label: str, get: Callable[[], Any], is_class: bool, only_code: bo
             return [], []
         (items, codes), (now, now_codes) = old, new
         differ = [k for k, v in items.items() if (now.get(k, _MISSING) is not v or not _same_code(codes.get(k),
-                  now_codes.get(k))) and watched(k) and not allowed(k, v, now.get(k, _MISSING))]
-        return differ, [k for k in now if k not in items and watched(k)] if is_class else []
+                  now_codes.get(k))) and watched(k, v) and not allowed(k, v, now.get(k, _MISSING))]
+        return differ, [k for k, v in now.items() if k not in items and watched(k, v)] if is_class else []
 
-    def watched(name: str) -> bool:
-        return only_code or not name.startswith("_") or name.endswith("__")
+    def watched(name: str, value) -> bool:
+        if only_code:
+            return callable(value) or isinstance(value, _CONSTANTS)
+        return not name.startswith("_") or name.endswith("__")
 
     def say(old, new):
         differ, added = changed(old, new)
@@ -190,12 +190,16 @@ class Guard:
         for n, watch in enumerate(torch_flags() + process_flags()):
             self.watches[f"flag {n}"] = watch
         self.seconds, self.count = 0.0, 0   # time spent taking snapshots and comparing (the cost, measured)
+        self._modules_seen = 0
 
     def watch(self, label: str, obj) -> None:
         """Also watch an object's attributes (a family, a variant, a family's class), said as `label`."""
         self.watches[label] = _namespace(label, lambda: obj, is_class=True)
 
     def _own(self) -> None:
+        if len(sys.modules) == self._modules_seen:   # nothing imported since: no module to add
+            return
+        self._modules_seen = len(sys.modules)
         for name, module in _own_modules().items():
             if name not in self.watches:
                 label = "kernel-ab's main.py" if name == "__main__" else name
