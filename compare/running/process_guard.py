@@ -34,6 +34,8 @@ _MODULES = (("torch", "torch", ""), ("torch.nn", "torch", "nn"), ("torch.nn.func
             ("triton", "triton", ""), ("triton.language", "triton", "language"),
             ("triton.language.math", "triton", "language.math"), ("math", "math", ""), ("builtins", "builtins", ""),
             ("os", "os", ""), ("sys", "sys", ""), ("atexit", "atexit", ""), ("signal", "signal", ""))
+# those whose functions are Python's (their code can be swapped): the functions kernel-ab's reference calls
+_CODES = frozenset({"torch.nn.functional", "torch.Tensor", "triton.language", "triton.language.math"})
 _CLASSES = (("torch.Tensor", "torch", "Tensor"), ("torch.cuda.Event", "torch", "cuda.Event"),
             ("torch.cuda.Stream", "torch", "cuda.Stream"), ("torch.cuda.CUDAGraph", "torch", "cuda.CUDAGraph"),
             ("torch.autograd.Function", "torch", "autograd.Function"),
@@ -71,26 +73,34 @@ def _quietly(fn, *args) -> None:
 
 
 def _namespace(label: str, get: Callable[[], Any], is_class: bool, only_code: bool = False,
-               allowed: Callable[[str, Any, Any], bool] = lambda name, old, new: False) -> _Watch:
+               allowed: Callable[[str, Any, Any], bool] = lambda name, old, new: False, codes: bool = False) -> _Watch:
     """The attributes of a module or class by identity. On a module an added name is no change (torch adds
     its submodules lazily); on a class it is one (it shadows what the class inherits). `only_code`: a module
     of kernel-ab, whose functions, classes and immutable constants are compared (its caches are its own);
     elsewhere the public names and the dunders (a private name is the library's own state). `allowed(name,
-    old, new)`: a change kernel-ab or the platform makes there itself (`_platform_change`)."""
+    old, new)`: a change kernel-ab or the platform makes there itself (`_platform_change`). `codes`: the
+    functions' code and defaults are compared too, against what they were when first seen (no one but a
+    variant swaps a function's code; kept to the namespaces of Python functions, for the cost)."""
+    first: dict = {}
+
     def read():
         obj = get()
         if obj is None or not hasattr(obj, "__dict__"):
             return None
-        items = dict(vars(obj))
-        return items, _codes(items)
+        items = dict(vars(obj))   # a C-level copy: the snapshot before a launch costs little
+        if codes and not first:
+            first.update(_codes(items))
+        return items
 
     def changed(old, new) -> tuple[list[str], list[str]]:
-        if old is None or new is None or old == new:   # dicts compare values by identity first: no __eq__ runs
+        if old is None or new is None:
             return [], []
-        (items, codes), (now, now_codes) = old, new
-        differ = [k for k, v in items.items() if (now.get(k, _MISSING) is not v or not _same_code(codes.get(k),
-                  now_codes.get(k))) and watched(k, v) and not allowed(k, v, now.get(k, _MISSING))]
-        return differ, [k for k, v in now.items() if k not in items and watched(k, v)] if is_class else []
+        swapped = [k for k, c in _codes(new).items() if not _same_code(first.get(k, c), c)] if codes else []
+        if old == new and not swapped:   # dicts compare values by identity first: no __eq__ runs
+            return [], []
+        differ = [k for k, v in old.items() if (new.get(k, _MISSING) is not v or k in swapped)
+                  and watched(k, v) and not allowed(k, v, new.get(k, _MISSING))]
+        return differ, [k for k, v in new.items() if k not in old and watched(k, v)] if is_class else []
 
     def watched(name: str, value) -> bool:
         if only_code:
@@ -99,17 +109,16 @@ def _namespace(label: str, get: Callable[[], Any], is_class: bool, only_code: bo
 
     def say(old, new):
         differ, added = changed(old, new)
-        return [f"{'patched' if k in new[0] else 'removed'} {label}.{k}" for k in differ] + \
+        return [f"{'patched' if k in new else 'removed'} {label}.{k}" for k in differ] + \
             [f"patched {label}.{k}" for k in added]
 
     def put(old, new):
         differ, added = changed(old, new)
         obj = get()
         for k in differ:
-            value = old[0][k]
-            if k in old[1]:
-                for name, part in zip(("__code__", "__defaults__", "__kwdefaults__"), old[1][k]):
-                    _quietly(setattr, value, name, part)
+            value = old[k]
+            for name, part in zip(("__code__", "__defaults__", "__kwdefaults__"), first.get(k, ())):
+                _quietly(setattr, value, name, part)
             _quietly(setattr, obj, k, value)
         for k in added:
             _quietly(delattr, obj, k)
@@ -183,10 +192,10 @@ class Guard:
         self.watches: dict[str, _Watch] = {}
         for label, module, path in _MODULES:
             self.watches[label] = _namespace(label, lambda m=module, p=path: _resolve(m, p), is_class=False,
-                                             allowed=_third_party)
+                                             allowed=_third_party, codes=label in _CODES)
         for label, module, path in _CLASSES:
             self.watches[label] = _namespace(label, lambda m=module, p=path: _resolve(m, p), is_class=True,
-                                             allowed=_third_party)
+                                             allowed=_third_party, codes=label in _CODES)
         for n, watch in enumerate(torch_flags() + process_flags()):
             self.watches[f"flag {n}"] = watch
         self.seconds, self.count = 0.0, 0   # time spent taking snapshots and comparing (the cost, measured)
@@ -203,11 +212,11 @@ class Guard:
         for name, module in _own_modules().items():
             if name not in self.watches:
                 label = "kernel-ab's main.py" if name == "__main__" else name
-                self.watches[name] = _namespace(label, lambda m=module: m, is_class=False, only_code=True)
+                self.watches[name] = _namespace(label, lambda m=module: m, is_class=False, only_code=True, codes=True)
                 for k, v in vars(module).items():   # its classes, by what they define
                     if isinstance(v, type) and v.__module__ == module.__name__:
                         self.watches[f"{name}.{k}"] = _namespace(f"{label}.{k}", lambda c=v: c, is_class=True,
-                                                                 only_code=True)
+                                                                 only_code=True, codes=True)
 
     def take(self) -> dict[str, Any]:
         start = time.perf_counter()
