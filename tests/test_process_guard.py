@@ -301,3 +301,36 @@ def test_a_child_that_does_not_end_after_its_report_is_stopped(tmp_path, capfd, 
     assert supervision.supervise(_fake(tmp_path, "pass", after="time.sleep(600)")) == 0
     assert time.monotonic() - start < 30
     assert "did not end within 0.5 s after its report" in capfd.readouterr().err
+
+
+# ---------------------------------------------------------------- on the GPU: timing and torch.compile
+def _gpu_compare(tmp_path, *args):
+    out = tmp_path / "r.json"
+    r = subprocess.run([sys.executable, "main.py", "compare", *args, "--shape", "4,64,16,512", "--rounds", "20",
+                        "--max-seconds", "5", "--quiet", "--json", str(out)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+    return r, json.loads(out.read_text()) if out.exists() else None
+
+
+@pytest.mark.gpu
+def test_a_variant_that_patches_the_timer_when_timed_is_named_and_the_rest_is_timed(tmp_path):
+    """The patch comes in the timing worker's warm-up (only timing runs): the worker's process is found
+    tampered, and the supervisor runs again without the variant."""
+    bad = _hostile(tmp_path, "torch.cuda.Event.elapsed_time = lambda self, end: 1e-6", "call")
+    r, report = _gpu_compare(tmp_path, "explicit_offset", "--variant", f"bad={bad}::op", "--check", "timing",
+                             "--fail-if-slower", "50")
+    assert r.returncode == 1, r.stderr
+    info = _bad(report)
+    assert info["failure"] == "tamper" and info["error"].startswith("patched torch.cuda.Event.elapsed_time while "
+                                                                     "running timing"), info
+    timed = {v["variant"] for c in report["timing"]["cases"] for v in c["variants"]}
+    assert timed == {"explicit_offset"}
+
+
+@pytest.mark.gpu
+def test_honest_variants_torch_compile_included_are_never_flagged_on_the_gpu(tmp_path):
+    r, report = _gpu_compare(tmp_path, "explicit_offset", "pointer_mutation", "torch", "inductor",
+                             "--check", "numerics", "--check", "backward", "--check", "timing")
+    assert r.returncode == 0, r.stderr
+    assert all(v["status"] == "ok" for v in report["variants"]), report["variants"]
+    assert "tampered" not in r.stderr and "running again" not in r.stderr

@@ -1,19 +1,47 @@
 """The process-wide flags and values compare.running.process_guard watches, each read, said and put back:
 torch's modes and flags, the interpreter's (recursion limit, hooks, warning filters), the operating
 system's (working directory, environment, signal handlers and mask, a pending alarm, resource limits,
-umask) and the atexit handlers' count. A flag a build cannot read is not watched."""
+umask) and atexit handlers registered from outside the platform. A flag a build cannot read is not watched."""
 from __future__ import annotations
 
 import atexit
+import dataclasses
+import functools
 import gc
 import os
 import signal
+import site
 import sys
+import sysconfig
 import threading
 import warnings
 from typing import Any, Callable
 
-from compare.running.process_guard import _MISSING, _Watch
+MISSING = object()
+
+
+@dataclasses.dataclass(frozen=True)
+class Watch:
+    """One piece of process-wide state: how to read it, say a change, and put it back."""
+
+    read: Callable[[], Any]
+    say: Callable[[Any, Any], list[str]]
+    put: Callable[[Any, Any], None]
+
+
+@functools.cache
+def platform_folders() -> tuple[str, ...]:
+    """Where the code kernel-ab runs on lives: the standard library and the installed packages (torch,
+    triton and what they import), each ending in os.sep."""
+    paths = sysconfig.get_paths()
+    found = {paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")} | set(site.getsitepackages())
+    return tuple(os.path.realpath(p) + os.sep for p in found if p)
+
+
+def in_platform(filename: str) -> bool:
+    return os.path.realpath(filename or "?").startswith(platform_folders())
+
+
 
 _SYS_HOOKS = ("stdout", "stderr", "stdin", "excepthook", "unraisablehook", "displayhook", "breakpointhook")
 _LIMITS = ("RLIMIT_AS", "RLIMIT_CPU", "RLIMIT_NOFILE", "RLIMIT_FSIZE", "RLIMIT_DATA", "RLIMIT_STACK")
@@ -22,16 +50,16 @@ _SIGNALS = tuple(s for s in signal.Signals if s not in (signal.SIGKILL, signal.S
 
 
 def value(read: Callable[[], Any], say: Callable[[Any, Any], str], put: Callable[[Any], None],
-          differs: Callable[[Any, Any], bool] = lambda old, new: old != new) -> _Watch:
+          differs: Callable[[Any, Any], bool] = lambda old, new: old != new) -> Watch:
     """A watch of one value, compared by equality (or `differs`: the changes that count)."""
     def safe_read():
         try:
             return read()
         except Exception:   # noqa: BLE001 - a state this build cannot read is not watched
-            return _MISSING
+            return MISSING
 
     def differ(old, new) -> bool:
-        return old is not _MISSING and new is not _MISSING and differs(old, new)
+        return old is not MISSING and new is not MISSING and differs(old, new)
 
     def put_back(old, new) -> None:
         if differ(old, new):
@@ -39,7 +67,7 @@ def value(read: Callable[[], Any], say: Callable[[Any, Any], str], put: Callable
                 put(old)
             except Exception:   # noqa: BLE001 - what cannot be put back: the process ends as poisoned anyway
                 pass
-    return _Watch(safe_read, lambda old, new: [say(old, new)] if differ(old, new) else [], put_back)
+    return Watch(safe_read, lambda old, new: [say(old, new)] if differ(old, new) else [], put_back)
 
 
 def _torch():
@@ -77,7 +105,7 @@ def _put_backends(old) -> None:
      b.cuda.matmul.allow_fp16_reduced_precision_reduction) = old
 
 
-def torch_flags() -> list[_Watch]:
+def torch_flags() -> list[Watch]:
     """torch's modes and flags (torch is imported by then: every variant runs on it)."""
     t = _torch
     return [
@@ -189,7 +217,7 @@ def _put_limits(old) -> None:
             pass
 
 
-def process_flags() -> list[_Watch]:
+def process_flags() -> list[Watch]:
     """The interpreter's and the operating system's state."""
     return [
         value(sys.getrecursionlimit, lambda o, n: f"set the recursion limit from {o} to {n}", sys.setrecursionlimit,
@@ -256,7 +284,6 @@ def watch_atexit() -> None:
 
 
 def _foreign(old: int, new: int) -> list[str]:
-    from compare.running.process_guard import in_platform
     return [f"{os.path.basename(file)}:{line}" for _, file, line in REGISTERED[old:new] if not in_platform(file)]
 
 

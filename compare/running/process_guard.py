@@ -1,32 +1,19 @@
-"""What a variant's code may not change in the process it shares with kernel-ab and the other variants.
-
-Every launch of a variant's code (its import, each call: compare.running.supervisor.running) is bracketed
-by a snapshot of process-wide state: the identities of the public functions of torch, torch.nn.functional,
-torch.Tensor, torch.cuda (Event, Stream, synchronize), numpy, triton.language, of kernel-ab's own modules
-(their functions, code objects and classes, the families' reference functions among them) and of the
-registry's families and variants; flags (grad mode, default device, flush-denormal, recursion limit, dispatch
-modes, warning filters, ...); the working directory, os.environ, signal handlers and mask, a pending alarm,
-resource limits and the number of atexit handlers. What differs after the launch is put back and named, one
-phrase each ("patched torch.nn.functional.layer_norm"); the caller ends the process as poisoned, and the
-supervisor runs again without that variant (compare.running.supervision). Cost: the snapshot's
-measured time is in docs/reports-and-gates.md; it is taken outside every timed loop.
-
-No third-party module is imported here: each watch reads its module from sys.modules when it is there.
-"""
+"""What a variant's code may not change in the process it shares with kernel-ab and the other variants: around
+every launch (its import, each call: compare.running.supervisor.running) a snapshot of torch's, triton's and
+kernel-ab's functions by identity, of the registry's objects and of flags (process_flags.py); what differs is
+put back and named ("patched torch.nn.functional.layer_norm"), and the process ends as tampered with.
+docs/reports-and-gates.md ("The shared process") tables what is checked, what is not, and the cost."""
 from __future__ import annotations
 
-import dataclasses
-import functools
 import os
-import site
 import sys
-import sysconfig
 import time
 import types
 from pathlib import Path
 from typing import Any, Callable
 
-_MISSING = object()
+from compare.running.process_flags import MISSING, Watch, in_platform, process_flags, torch_flags, watch_atexit
+
 # namespaces whose attributes are compared by identity: (label, module name, attribute path or "")
 _MODULES = (("torch", "torch", ""), ("torch.nn", "torch", "nn"), ("torch.nn.functional", "torch", "nn.functional"),
             ("torch.linalg", "torch", "linalg"), ("torch.autograd", "torch", "autograd"),
@@ -40,20 +27,14 @@ _CLASSES = (("torch.Tensor", "torch", "Tensor"), ("torch.cuda.Event", "torch", "
             ("torch.cuda.Stream", "torch", "cuda.Stream"), ("torch.cuda.CUDAGraph", "torch", "cuda.CUDAGraph"),
             ("torch.autograd.Function", "torch", "autograd.Function"),
             ("triton.runtime.jit.JITFunction", "triton", "runtime.jit.JITFunction"))
+_CONSTANTS = (int, float, str, bytes, tuple, frozenset, type(None))   # a module's values that are no cache
+
+
 def _resolve(module: str, path: str):
     obj = sys.modules.get(module)
     for part in path.split(".") if path and obj is not None else ():
         obj = getattr(obj, part, None)
     return obj
-
-
-@dataclasses.dataclass(frozen=True)
-class _Watch:
-    """One piece of process-wide state: how to read it, say a change, and put it back."""
-
-    read: Callable[[], Any]
-    say: Callable[[Any, Any], list[str]]
-    put: Callable[[Any, Any], None]
 
 
 # ---------------------------------------------------------------- namespaces (identities)
@@ -73,14 +54,11 @@ def _quietly(fn, *args) -> None:
 
 
 def _namespace(label: str, get: Callable[[], Any], is_class: bool, only_code: bool = False,
-               allowed: Callable[[str, Any, Any], bool] = lambda name, old, new: False, codes: bool = False) -> _Watch:
-    """The attributes of a module or class by identity. On a module an added name is no change (torch adds
-    its submodules lazily); on a class it is one (it shadows what the class inherits). `only_code`: a module
-    of kernel-ab, whose functions, classes and immutable constants are compared (its caches are its own);
-    elsewhere the public names and the dunders (a private name is the library's own state). `allowed(name,
-    old, new)`: a change kernel-ab or the platform makes there itself (`_platform_change`). `codes`: the
-    functions' code and defaults are compared too, against what they were when first seen (no one but a
-    variant swaps a function's code; kept to the namespaces of Python functions, for the cost)."""
+               allowed: Callable[[str, Any, Any], bool] = lambda name, old, new: False, codes: bool = False) -> Watch:
+    """The attributes of a module or class by identity; on a class an added name counts (it shadows what the
+    class inherits), on a module not (torch adds submodules lazily). `only_code`: kernel-ab's, whose functions,
+    classes and constants count (elsewhere public names and dunders). `allowed(name, old, new)`: a change the
+    platform makes itself. `codes`: functions' code too, against what it was when first seen."""
     first: dict = {}
 
     def read():
@@ -98,8 +76,8 @@ def _namespace(label: str, get: Callable[[], Any], is_class: bool, only_code: bo
         swapped = [k for k, c in _codes(new).items() if not _same_code(first.get(k, c), c)] if codes else []
         if old == new and not swapped:   # dicts compare values by identity first: no __eq__ runs
             return [], []
-        differ = [k for k, v in old.items() if (new.get(k, _MISSING) is not v or k in swapped)
-                  and watched(k, v) and not allowed(k, v, new.get(k, _MISSING))]
+        differ = [k for k, v in old.items() if (new.get(k, MISSING) is not v or k in swapped)
+                  and watched(k, v) and not allowed(k, v, new.get(k, MISSING))]
         return differ, [k for k, v in new.items() if k not in old and watched(k, v)] if is_class else []
 
     def watched(name: str, value) -> bool:
@@ -122,33 +100,18 @@ def _namespace(label: str, get: Callable[[], Any], is_class: bool, only_code: bo
             _quietly(setattr, obj, k, value)
         for k in added:
             _quietly(delattr, obj, k)
-    return _Watch(read, say, put)
+    return Watch(read, say, put)
 
 
 def _same_code(a, b) -> bool:
     return a is b or (a is not None and b is not None and all(x is y for x, y in zip(a, b)))
 
 
-_CONSTANTS = (int, float, str, bytes, tuple, frozenset, type(None))
-
 
 def _import_hook(name: str, old, new) -> bool:
     """builtins.__import__ set to variants.isolation's: kernel-ab's own change (a tree's later imports)."""
     isolation = sys.modules.get("variants.isolation")
     return name == "__import__" and isolation is not None and new is getattr(isolation, "_tree_import", None)
-
-
-@functools.cache
-def platform_folders() -> tuple[str, ...]:
-    """Where the code kernel-ab runs on lives: the standard library and the installed packages (torch,
-    triton and what they import), each ending in os.sep."""
-    paths = sysconfig.get_paths()
-    found = {paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")} | set(site.getsitepackages())
-    return tuple(os.path.realpath(p) + os.sep for p in found if p)
-
-
-def in_platform(filename: str) -> bool:
-    return os.path.realpath(filename or "?").startswith(platform_folders())
 
 
 def _platform_change(name: str, old, new) -> bool:
@@ -187,9 +150,8 @@ class Guard:
     """Snapshots of process-wide state (`take`) and what changed since one, put back (`undo`)."""
 
     def __init__(self):
-        from compare.running.process_flags import process_flags, torch_flags, watch_atexit
         watch_atexit()   # before the first snapshot: atexit.register records who registers what
-        self.watches: dict[str, _Watch] = {}
+        self.watches: dict[str, Watch] = {}
         for label, module, path in _MODULES:
             self.watches[label] = _namespace(label, lambda m=module, p=path: _resolve(m, p), is_class=False,
                                              allowed=_third_party, codes=label in _CODES)
