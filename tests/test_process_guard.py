@@ -205,6 +205,8 @@ PATCHES = {
     "patched torch.Tensor.__ne__": lambda: setattr(torch.Tensor, "__ne__", lambda a, b: True),
     "patched torch.cuda.Event.elapsed_time": lambda: setattr(torch.cuda.Event, "elapsed_time", len),
     "patched compare.running.sealing.writes": lambda: setattr(sys.modules["compare.running.sealing"], "writes", len),
+    "patched compare.running.sealing.merge": lambda: setattr(sys.modules["compare.running.sealing"].merge, "__code__",
+                                                             (lambda found: ()).__code__),   # the code swapped
     "turned on flush-denormal (torch.set_flush_denormal)": lambda: torch.set_flush_denormal(True),
     "disabled grad (torch.set_grad_enabled)": lambda: torch.set_grad_enabled(False),
     "set the default device to meta (torch.set_default_device)": lambda: torch.set_default_device("meta"),
@@ -230,6 +232,7 @@ def test_the_guard_names_each_change_and_puts_it_back(said):
     if "atexit" not in said:   # an atexit handler cannot be taken back: the process ends as poisoned
         assert guard.undo(before) == []   # everything as it was
     assert torch.is_grad_enabled() and str(torch.get_default_device()) == "cpu" and sys.getrecursionlimit() > 50
+    assert compare.running.sealing.merge([]) == () and compare.running.sealing.merge.__code__.co_name == "merge"
 
 
 def test_what_the_platform_changes_by_itself_is_not_a_variants_doing():

@@ -41,9 +41,20 @@ def _resolve(module: str, path: str):
 _FUNCTION = types.FunctionType
 
 
-def _codes(items: dict) -> dict:
-    """The code and defaults of each function among `items` (a function's code can be swapped in place)."""
-    return {k: (v.__code__, v.__defaults__, v.__kwdefaults__) for k, v in items.items() if type(v) is _FUNCTION}
+def _parts(fn) -> tuple:
+    return fn.__code__, fn.__defaults__, fn.__kwdefaults__
+
+
+def _swapped(items: dict, first: dict) -> list[str]:
+    """The names of functions among `items` whose code or defaults differ from what they were when first
+    seen (`first`: id -> (function, its parts), filled here; the function is kept so that its id stays its)."""
+    found = []
+    for k, v in items.items():
+        if type(v) is _FUNCTION:
+            seen = first.setdefault(id(v), (v, _parts(v)))
+            if not all(a is b for a, b in zip(seen[1], _parts(v))):
+                found.append(k)
+    return found
 
 
 def _quietly(fn, *args) -> None:
@@ -67,13 +78,13 @@ def _namespace(label: str, get: Callable[[], Any], is_class: bool, only_code: bo
             return None
         items = dict(vars(obj))   # a C-level copy: the snapshot before a launch costs little
         if codes and not first:
-            first.update(_codes(items))
+            _swapped(items, first)
         return items
 
     def changed(old, new) -> tuple[list[str], list[str]]:
         if old is None or new is None:
             return [], []
-        swapped = [k for k, c in _codes(new).items() if not _same_code(first.get(k, c), c)] if codes else []
+        swapped = _swapped(new, first) if codes else []
         if old == new and not swapped:   # dicts compare values by identity first: no __eq__ runs
             return [], []
         differ = [k for k, v in old.items() if (new.get(k, MISSING) is not v or k in swapped)
@@ -95,16 +106,12 @@ def _namespace(label: str, get: Callable[[], Any], is_class: bool, only_code: bo
         obj = get()
         for k in differ:
             value = old[k]
-            for name, part in zip(("__code__", "__defaults__", "__kwdefaults__"), first.get(k, ())):
+            for name, part in zip(("__code__", "__defaults__", "__kwdefaults__"), first.get(id(value), (0, ()))[1]):
                 _quietly(setattr, value, name, part)
             _quietly(setattr, obj, k, value)
         for k in added:
             _quietly(delattr, obj, k)
     return Watch(read, say, put)
-
-
-def _same_code(a, b) -> bool:
-    return a is b or (a is not None and b is not None and all(x is y for x, y in zip(a, b)))
 
 
 
