@@ -31,8 +31,8 @@ from benchmarks.hostile_report import write_reports  # noqa: E402
 
 MARKER = "KERNEL_AB_SWEEP_CASE"
 # the tool's own variables: a case must start as a user's command does, under the supervisor
-TOOL_ENV = ("KERNEL_AB_ISOLATE", "KERNEL_AB_STATUS_FILE", "KERNEL_AB_EXCLUDED", "KERNEL_AB_NO_TIMING",
-            "KERNEL_AB_PROG")
+TOOL_ENV = ("KERNEL_AB_ISOLATE", "KERNEL_AB_STATUS_FILE", "KERNEL_AB_RUN_TOKEN", "KERNEL_AB_EXCLUDED",
+            "KERNEL_AB_NO_TIMING", "KERNEL_AB_PROG")
 # a registered forward kernel per family: which of the launcher's parameters are tl.constexpr
 REFERENCE_KERNELS = {"group_norm": "variants.group_norm.pointer_mutation:group_norm_forward",
                      "layer_norm": "variants.layer_norm.forward:layer_norm_forward",
