@@ -134,7 +134,7 @@ class _Run:
         self.leftover = _group_members(self.proc.pid)   # whatever the child left in its group
         if self.leftover:
             _kill_group(self.proc.pid)
-        self.leftover += _end_adopted(_child_pids() - self.before)
+        self.leftover = list(dict.fromkeys(self.leftover + _end_adopted(_child_pids() - self.before)))
         return rc
 
     def _check(self, now: float) -> None:
