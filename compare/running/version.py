@@ -1,5 +1,6 @@
 """`kernel-ab --version`: the version from the package metadata (an install) or the checkout's pyproject.toml,
-and the commit of the checkout kernel-ab runs from ("commit unknown" for an installed wheel). Stdlib only."""
+and the commit: of the checkout kernel-ab runs from, or the one an installed wheel was built from (its
+kernel_ab/COMMIT, written by setup.py); "commit unknown" where neither is known. Stdlib only."""
 from __future__ import annotations
 
 import argparse
@@ -10,7 +11,7 @@ from importlib import metadata
 from pathlib import Path
 
 DISTRIBUTION = "kernel-ab"
-# the top of the tree main.py sits in: a checkout's root, or site-packages for a wheel
+# the folder main.py sits in: a checkout's root, or the installed package kernel_ab
 TOP = Path(__file__).resolve().parents[2]
 
 
@@ -28,8 +29,11 @@ def version(top: Path = TOP) -> str:
 
 
 def commit(top: Path = TOP) -> str:
-    """The short commit of the git checkout whose root is `top` ('' when `top` is not one's root: a wheel
-    in a venv inside some repository must not report that repository's commit)."""
+    """The short commit of the git checkout whose root is `top`, else the one recorded at build time ('' when
+    neither: a wheel in a venv inside some repository must not report that repository's commit)."""
+    built = top / "COMMIT"
+    if built.is_file():
+        return built.read_text().strip()
     try:
         root = subprocess.run(["git", "-C", str(top), "rev-parse", "--show-toplevel"], capture_output=True,
                               text=True, timeout=10)
