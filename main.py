@@ -135,6 +135,8 @@ def _output_options(p: argparse.ArgumentParser) -> None:
                    help="a gate whose evidence is missing (say --fail-if-slower where nothing could be timed) is "
                         "reported as not judged and does not fail the run; without it, it fails")
     o.add_argument("--quiet", action="store_true", help="no progress output")
+    o.add_argument("--verbose", action="store_true", help="print every section (verdict lines, tables, diffs) after "
+                                                         "the glance; without it they are in the files only")
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
@@ -174,6 +176,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     r.add_argument("file", type=Path, help="a report.json written by compare")
     r.add_argument("--format", default="terminal", choices=("terminal", "markdown", "markdown-full"),
                    help="markdown: the comment (report.md); markdown-full: nothing cut (report-full.md)")
+    r.add_argument("--verbose", action="store_true", help="terminal: every section after the glance")
     from compare.checks import pairwise
     pairwise.add_parser(sub)
     return p
@@ -205,7 +208,7 @@ def cmd_compare(request, options, registry, backend, spread=None) -> int:
     # the gates are decided once, into the report, so that every renderer lists them and the exit code agrees
     report = dataclasses.replace(report, gates=gates.decide(report, options.fail_on_numerics, options.fail_if_slower,
                                                             options.accept_unjudged))
-    terminal.render(report)
+    terminal.render(report, verbose=options.verbose)
     lines, unwritten = files.write(report, options.json, options.markdown, options.out)
     for line in lines:
         print(line, file=sys.stderr)
@@ -243,7 +246,7 @@ def cmd_report(args) -> int:
         if args.format in ("markdown", "markdown-full"):
             sys.stdout.write(markdown.render(report) if args.format == "markdown" else markdown.full(report))
         else:
-            terminal.render(report)
+            terminal.render(report, verbose=args.verbose)
     except Exception as exc:  # noqa: BLE001 - whatever the values, one line, not a traceback
         from compare.model.errors import summarize
         raise UsageError(f"{args.file} is not a report this version can render: {summarize(exc)}") from None

@@ -63,6 +63,6 @@ def test_terminal_text_wraps_by_words_at_the_width():
 
 def test_the_console_takes_the_terminals_width_or_columns_or_100(monkeypatch):
     monkeypatch.delenv("COLUMNS", raising=False)
-    assert terminal._console().width == terminal.PIPE_WIDTH == 100   # pytest's captured output is no terminal
+    assert terminal.make_console().width == terminal.PIPE_WIDTH == 100   # pytest's captured output is no terminal
     monkeypatch.setenv("COLUMNS", "123")
-    assert terminal._console().width == 123
+    assert terminal.make_console().width == 123

@@ -71,11 +71,14 @@ def test_markdown_is_cut_under_the_comment_limit_with_a_note():
 
 def test_terminal_report_has_summary_first_and_legends():
     buf = io.StringIO()
-    terminal.render(fixed_report(failing=True), Console(file=buf, width=200))
+    terminal.render(fixed_report(failing=True), Console(file=buf, width=200), verbose=True)
     text = buf.getvalue()
     assert text.index("FAIL") < text.index("Numerics: forward, N2")
-    assert text.splitlines()[1] == "B against A (baseline):"
-    assert text.splitlines()[2].startswith("FAIL numerics: ") and "new problems (not in A)" in text.splitlines()[2]
+    lines = text.splitlines()
+    assert lines[1] == "B against A (baseline):" and lines[2].split() == ["check", "verdict", "how", "much", "where"]
+    assert lines[4].split()[:4] == ["FAIL", "numerics", "new", "problems"]
+    said = next(line for line in lines if line.startswith("FAIL numerics: "))   # the headline's line, after the glance
+    assert "new problems (not in A)" in said and lines.index(said) > 4
     assert "     New in B (not in A):\n       - normal inputs, float32: never written in forward y" in text
     assert "FAIL numerics: B introduced (not in A): normal inputs, float32: never written in forward y" in text
     assert "verdict: faster/slower only when p < 0.05" in text

@@ -4,7 +4,7 @@ table's kernels column and op legend, one line per gate."""
 import dataclasses
 
 from compare.model.headline import headline
-from compare.render import markdown
+from compare.render import markdown, terminal
 from compare.render.tables import OP_LEGEND, build, gate_lines, variants_table
 from compare.model.results_gates import Gate
 from tests.fixed_report import fixed_report, terminal_text
@@ -43,7 +43,12 @@ def test_a_skipped_timing_is_said_once():
     why = ("timing: needs a CUDA GPU and this run has none (Triton ran through its CPU interpreter, whose speed "
            "says nothing about the GPU)")
     report = dataclasses.replace(_pair_only(), timing=None, skipped=(why,))
-    for text in (markdown.render(report), terminal_text(report)):
+    # the terminal's glance names the reason's first clause; its detail (--verbose) says it whole, once
+    short, verbose = terminal_text(report, verbose=False), terminal_text(report)
+    glance = short[:short.index(terminal.VERBOSE_NOTE)]
+    assert glance.count("needs a CUDA GPU and this run has none") == 1 and verbose.startswith(glance)
+    detail = verbose[len(glance):]
+    for text in (markdown.render(report), detail):
         assert text.count("needs a CUDA GPU and this run has none") == 1, text
         assert "timing: not measured: needs a CUDA GPU and this run has none (Triton ran through" in text
     summary, _ = build(report, headline(report))

@@ -114,13 +114,10 @@ def _json(review: Review) -> str:
     return json.dumps(data, indent=2, allow_nan=False) + "\n"
 
 
-def _terminal(review: Review) -> None:
-    from rich.console import Console
+def _terminal(review: Review, verbose: bool = False) -> None:
     from rich.text import Text
     from compare.render import terminal
-    console = Console(emoji=False, highlight=False)
-    if not console.is_terminal and not os.environ.get("COLUMNS", "").strip().isdigit():
-        console = Console(width=terminal.PIPE_WIDTH, emoji=False, highlight=False)
+    console = terminal.make_console()
     console.rule(Text(f"kernel-ab review of {review.base_rev}..{review.head_rev}"))
     for level, line in lines(review):   # the review's own answer first, then each op's report
         console.print(Text(f"{LEVELS[level]} {line}"))
@@ -128,7 +125,7 @@ def _terminal(review: Review) -> None:
         if c.report is not None:
             console.rule(Text(f"review: {c.label}"))
             console.print(Text(title(c)))   # whole, wrapped: a rule's title is cut to one line
-            terminal.render(c.report, console)
+            terminal.render(c.report, console, verbose=verbose)
 
 
 def check_outputs(args, labels=(), timed: bool = False) -> None:
@@ -167,7 +164,7 @@ def finish(review: Review, args) -> int:
     no comparison judged is a gate that could not be judged)."""
     from compare.model import gates
     from compare.render import files
-    _terminal(review)
+    _terminal(review, args.verbose)
     written, unwritten = [], 0
     outputs = [(args.markdown, lambda: markdown(review)), (args.json, lambda: _json(review))]
     if args.out:
