@@ -221,7 +221,7 @@ def cmd_compare(request, options, registry, backend, spread=None) -> int:
 def cmd_report(args) -> int:
     import json
     from compare.running.pipeline import UsageError
-    from compare.render import json_report, markdown, terminal
+    from compare.render import files, json_report, markdown, terminal
     import gzip
     try:   # a committed report may be gzipped (reports/ keeps its large ones so)
         raw = args.file.read_bytes()
@@ -244,7 +244,10 @@ def cmd_report(args) -> int:
         raise UsageError(f"{args.file} is not a kernel-ab report: {exc}") from None
     try:  # a report of the right types may still hold what no renderer expects (say, an unknown IR stage)
         if args.format in ("markdown", "markdown-full"):
-            sys.stdout.write(markdown.render(report) if args.format == "markdown" else markdown.full(report))
+            # the comment of an --out folder, as written there: its report-full.md holds what the comment cuts
+            beside = (args.file.parent / files.FULL_MD).is_file() and args.file.name == files.REPORT_JSON
+            sys.stdout.write(markdown.render(report, full_written=beside) if args.format == "markdown"
+                             else markdown.full(report))
         else:
             terminal.render(report, verbose=args.verbose)
     except Exception as exc:  # noqa: BLE001 - whatever the values, one line, not a traceback

@@ -37,8 +37,14 @@ def test_markdown_opens_with_the_headline_of_each_pair():
     lines = text.splitlines()
     assert lines[0].startswith("## kernel-ab")
     assert lines[2] == "**`B`** against **`A`** (baseline)"
-    assert lines[4] == "- ✅ numerics: forward: bits differ in 1 case; as accurate as A where bits differ"
-    assert lines[5] == "- ⚠️ timing: forward: slower in 1 of 1 shape (+3.0%)"
+    # the glance first: a row per check, then the headline's lines
+    assert [c.strip() for c in lines[4].strip("|").split("|")] == ["check", "verdict", "how much", "where"]
+    assert [c.strip() for c in lines[6].strip("|").split("|")] == ["✅ numerics", "bits differ", "1 of 1 case",
+                                                                   "float32 normal"]
+    assert [c.strip() for c in lines[7].strip("|").split("|")] == ["⚠️ timing forward", "slower", "+3.0%",
+                                                                   "1 of 1 shape"]
+    at = lines.index("- ✅ numerics: forward: bits differ in 1 case; as accurate as A where bits differ")
+    assert lines[at + 1] == "- ⚠️ timing: forward: slower in 1 of 1 shape (+3.0%)" and at == 10
     assert "<details><summary>Environment</summary>" in text
 
 

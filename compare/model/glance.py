@@ -9,7 +9,7 @@ import dataclasses
 from typing import Optional
 
 from compare.model import headline as hl
-from compare.model.problems import BITS, bits, lists
+from compare.model.problems import BITS, bits, lists, variant_of
 from compare.model.ratios import ratio_span
 from compare.model.results import IRSection, NumericsSection, Report, TimingSection
 from compare.model.results_ir import NOT_RUN
@@ -40,9 +40,12 @@ def _first(reason: str) -> str:
     return reason
 
 
-def _places(cases) -> str:
-    """'float32 large_mean', and how many more cases, of the cases a verdict holds in."""
+def _places(cases, order=None) -> str:
+    """'float32 large_mean, 2 more': where a verdict holds, by dtype and input kind (problems, a set, in the
+    `order` of the section's cases)."""
     keys = list(dict.fromkeys(f"{c.dtype} {c.input_kind}" for c in cases))
+    if order is not None:
+        keys.sort(key=order.index)
     return keys[0] + (f", {len(keys) - 1} more" if len(keys) > 1 else "")
 
 
@@ -55,20 +58,23 @@ def _numerics(section: NumericsSection, a: str, b: str, found, direction: str) -
     check = "numerics" if direction == "forward" else direction   # as --check names them
     both = [c for c in cases if hl._produced(c, a) and hl._produced(c, b)]
     if not both:
-        return Row(b, check, "not compared", "", f"no case where both ran of {len(cases)}", level)
+        why = next((v.reasons[0] for c in cases for v in [variant_of(c, b) or variant_of(c, a)] if v and v.reasons),
+                   "no case where both ran")
+        return Row(b, check, "not compared", f"0 of {_n(len(cases), 'case')}", _first(why), level)
     differ = [c for c in both if bits(c, a, b) in ("differ", "")]
     judged = [(c, v) for c in differ for v in c.verdicts if (v.a, v.b) == (a, b)]
     less = [c for c, v in judged if v.accuracy == "less accurate" and hl._where(c, v, v.lost)]
     more = [c for c, v in judged if v.accuracy == "more accurate" and hl._where(c, v, v.gained)]
     of = f"of {_n(len(both), 'case')}"
+    order = list(dict.fromkeys(f"{c.dtype} {c.input_kind}" for c in cases))
     if less:
         return Row(b, check, "less accurate", f"{len(less)} {of}", _places(less), level)
     if introduced:
         kinds = {(p.dtype, p.input_kind) for p in introduced}
-        return Row(b, check, "new problems", f"{len(kinds)} {of}", _places(introduced), level)
+        return Row(b, check, "new problems", f"{len(kinds)} {of}", _places(introduced, order), level)
     if fixed:
         kinds = {(p.dtype, p.input_kind) for p in fixed}
-        return Row(b, check, "fixes problems", f"{len(kinds)} {of}", _places(fixed), level)
+        return Row(b, check, "fixes problems", f"{len(kinds)} {of}", _places(fixed, order), level)
     if more:
         return Row(b, check, "more accurate", f"{len(more)} {of}", _places(more), level)
     if differ:
@@ -81,9 +87,10 @@ def _numerics(section: NumericsSection, a: str, b: str, found, direction: str) -
 
 def _timing(section: Optional[TimingSection], report: Report, a: str, b: str) -> list[Row]:
     line = hl._timing_line(section, a, b, report.skipped, same_code(report, a, b))
-    if section is None or line.level == "skip":
-        return [Row(b, "timing", "not measured", "", _first(line.text.removeprefix("timing: not measured: ")
-                                                               .removeprefix("timing: ")), "skip")]
+    if section is None:
+        return [Row(b, "timing", "not measured", "", _first(line.text.removeprefix("timing: not measured: ")), "skip")]
+    if line.level == "skip":   # timed, but not this variant against the baseline
+        return [Row(b, "timing", "not compared", "", "", "skip")]
     if same_code(report, a, b) is not None:
         return [Row(b, "timing", "no verdict", "", "same compiled code", line.level)]
     several = len({c.dtype for c in section.cases}) > 1
@@ -100,7 +107,7 @@ def _timing(section: Optional[TimingSection], report: Report, a: str, b: str) ->
                             "warn"))
             continue
         verdicts = [c.verdict for c in judged]
-        verdict = "slower" if "slower" in verdicts else max(set(verdicts), key=verdicts.count)
+        verdict = "slower" if "slower" in verdicts else max(dict.fromkeys(verdicts), key=verdicts.count)   # ties: the first
         hits = [c for c in judged if c.verdict == verdict]
         span = ratio_span(min(c.ratio for c in hits), max(c.ratio for c in hits))
         rows.append(Row(b, f"timing {mode}", verdict.removesuffix(" beyond noise"), span,

@@ -103,7 +103,8 @@ def _rendered(report, json_path, markdown_path, out) -> tuple[list, list, list[s
 
     def text(kind: str) -> bytes:
         if kind not in cache:
-            render = {"json": json_report.render, "md": markdown.render, "full": markdown.full}[kind]
+            render = {"json": json_report.render, "md": lambda r: markdown.render(r, full_written=bool(out)),
+                      "full": markdown.full}[kind]
             cache[kind] = render(report).encode()
         return cache[kind]
     single = [(Path(p), text(kind), "") for kind, p in (("json", json_path), ("md", markdown_path)) if p]

@@ -90,14 +90,15 @@ def unjudged(review: Review) -> list[str]:
             if c.report is None]
 
 
-def markdown(review: Review) -> str:
+def markdown(review: Review, full_written: bool = False) -> str:
+    """The review's comment; `full_written`: each op's report-full.md is written with it (--out)."""
     from compare.render import markdown as md
     text = [f"{md.TITLE}review of {review.base_rev}..{review.head_rev}", ""]
     text += [f"- {_MARKS[level]}{line}" for level, line in lines(review)]
     ran = [c for c in review.compared if c.report is not None]
     room = max(md.COMMENT_LIMIT - len("\n".join(text)), 2000) // max(len(ran), 1)
     for c in ran:
-        body = md.render(c.report, limit=room).replace(md.TITLE, "#### ", 1)
+        body = md.render(c.report, limit=room, full_written=full_written).replace(md.TITLE, "#### ", 1)
         text += ["", f"### `{c.label}`: {title(c)}", "", body]
     return "\n".join(text) + "\n"
 
@@ -166,9 +167,9 @@ def finish(review: Review, args) -> int:
     from compare.render import files
     _terminal(review, args.verbose)
     written, unwritten = [], 0
-    outputs = [(args.markdown, lambda: markdown(review)), (args.json, lambda: _json(review))]
+    outputs = [(args.markdown, lambda: markdown(review, bool(args.out))), (args.json, lambda: _json(review))]
     if args.out:
-        outputs.append((str(Path(args.out) / files.REPORT_MD), lambda: markdown(review)))
+        outputs.append((str(Path(args.out) / files.REPORT_MD), lambda: markdown(review, True)))
         for c in review.compared:
             if c.report is not None:
                 said, failed = files.write(c.report, out=Path(args.out) / c.label)
