@@ -135,8 +135,7 @@ def _output_options(p: argparse.ArgumentParser) -> None:
                    help="a gate whose evidence is missing (say --fail-if-slower where nothing could be timed) is "
                         "reported as not judged and does not fail the run; without it, it fails")
     o.add_argument("--quiet", action="store_true", help="no progress output")
-    o.add_argument("--verbose", action="store_true", help="print every section (verdict lines, tables, diffs) after "
-                                                         "the glance; without it they are in the files only")
+    o.add_argument("--verbose", action="store_true", help="print every section after the glance (else: the files)")
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
@@ -202,9 +201,14 @@ def cmd_compare(request, options, registry, backend, spread=None) -> int:
         from compare.running import spread_cli   # --jobs, --scheduler: the checks as tasks (docs/sweeps.md)
         if spread is not None and spread.dry_run:
             return spread_cli.dry_run(spread, the_plan, backend)
-        with reporter(pipeline.count_steps(the_plan, backend), not options.quiet) as step:
-            report = spread_cli.run(spread, the_plan, backend, step, failed) if spread is not None and spread.wanted \
-                else pipeline.execute(the_plan, backend, step, failed=failed)
+        stopped = None
+        try:
+            with reporter(spread_cli.steps(spread, the_plan, backend), not options.quiet) as step:
+                report = spread_cli.run(spread, the_plan, backend, step, failed) if spread and spread.wanted \
+                    else pipeline.execute(the_plan, backend, step, failed=failed)
+        except pipeline.Interrupted as exc:   # a stop signal: the report of the cases finished, and its exit code
+            report, stopped = exc.report, exc.stop
+            print(f"kernel-ab: {stopped}; the report holds what was finished before it", file=sys.stderr)
     # the gates are decided once, into the report, so that every renderer lists them and the exit code agrees
     report = dataclasses.replace(report, gates=gates.decide(report, options.fail_on_numerics, options.fail_if_slower,
                                                             options.accept_unjudged))
@@ -215,6 +219,8 @@ def cmd_compare(request, options, registry, backend, spread=None) -> int:
     broken = [line for g in report.gates for line in gates.reasons(g)]
     for line in broken:
         print(f"kernel-ab: gate failed: {line}", file=sys.stderr)
+    if stopped is not None:
+        return stopped.exit_code
     return files.WRITE_FAILED if unwritten else 1 if any(g.fails for g in report.gates) else 0
 
 
@@ -244,10 +250,7 @@ def cmd_report(args) -> int:
         raise UsageError(f"{args.file} is not a kernel-ab report: {exc}") from None
     try:  # a report of the right types may still hold what no renderer expects (say, an unknown IR stage)
         if args.format in ("markdown", "markdown-full"):
-            # the comment of an --out folder, as written there: its report-full.md holds what the comment cuts
-            beside = (args.file.parent / files.FULL_MD).is_file() and args.file.name == files.REPORT_JSON
-            sys.stdout.write(markdown.render(report, full_written=beside) if args.format == "markdown"
-                             else markdown.full(report))
+            sys.stdout.write(files.comment(report, args.file) if args.format == "markdown" else markdown.full(report))
         else:
             terminal.render(report, verbose=args.verbose)
     except Exception as exc:  # noqa: BLE001 - whatever the values, one line, not a traceback

@@ -125,6 +125,14 @@ def _rendered(report, json_path, markdown_path, out) -> tuple[list, list, list[s
     return single, inside, notes
 
 
+def comment(report, json_path: Path) -> str:
+    """The comment (report.md) of the report at `json_path`, as --out wrote it: where report-full.md is beside
+    it, that file holds what the comment cuts (`main.py report FILE --format markdown`)."""
+    from compare.render import markdown
+    beside = json_path.name == REPORT_JSON and (json_path.parent / FULL_MD).is_file()
+    return markdown.render(report, full_written=beside)
+
+
 def write(report, json_path: str | Path | None = None, markdown_path: str | Path | None = None,
           out: str | Path | None = None) -> tuple[list[str], int]:
     """Write every output asked for; returns one line per file (or per thing not written, with why) and

@@ -17,6 +17,21 @@ from compare.running.plan import Plan, Request, build
 from compare.running.usage import UsageError
 from variants import Registry, UnknownName
 
+class Interrupted(BaseException):
+    """A stop signal (Ctrl-C, SIGTERM, SIGHUP) during the checks, with the report of what was done before it:
+    the numerics cases finished, every section that was complete; `stop` is the supervisor's Stopped."""
+
+    def __init__(self, report: Report, stop: supervisor.Stopped):
+        super().__init__(str(stop))
+        self.report, self.stop = report, stop
+
+
+class _StoppedInNumerics(BaseException):
+    def __init__(self, cases: list, stop: supervisor.Stopped):
+        super().__init__(str(stop))
+        self.cases, self.stop = cases, stop
+
+
 class NothingToCompare(RuntimeError):
     """Every variant asked for failed to load; the message says which and why, one line each."""
 
@@ -157,13 +172,29 @@ def execute(plan: Plan, backend: Backend, step: Step = Step(), failed: tuple[Var
 
 
 def _checks(plan: Plan, backend, step, infos, ir_later, ir_cache, spread=None) -> Report:
-    family, preset = plan.family, plan.preset
-    numerics_section = None
-    if plan.directions:
-        numerics_section = run_numerics(plan, backend, step, spread.numerics if spread else None)
+    """The report; on a stop signal, Interrupted with the report of what was finished before it."""
     skipped = list(plan.left_out)
     if "backward" in plan.checks and "backward" not in plan.directions:
-        skipped.append(f"backward: family {family.name} has no backward pass")
+        skipped.append(f"backward: family {plan.family.name} has no backward pass")
+    numerics_section = None
+    try:
+        if plan.directions:
+            numerics_section = run_numerics(plan, backend, step, spread.numerics if spread else None,
+                                            spread.numerics_finished if spread else None)
+        return _other_checks(plan, backend, step, infos, ir_later, ir_cache, spread, numerics_section, skipped)
+    except (_StoppedInNumerics, supervisor.Stopped) as exc:
+        stop = exc.stop if isinstance(exc, _StoppedInNumerics) else exc
+        if isinstance(exc, _StoppedInNumerics):
+            numerics_section = exc.cases
+        planned = len(numerics_plan(plan)) if plan.directions else 0
+        done = len(numerics_section.cases) if numerics_section is not None else 0
+        left = [c for c in ("timing", "ir") if c in plan.checks]
+        skipped.append(f"numerics: {stop} after {done} of {planned} cases; this report holds the {done} finished"
+                       + (f" ({' and '.join(left)} not run)" if left else ""))
+        raise Interrupted(_report(plan, backend, infos, numerics_section, None, (), skipped, spread), stop) from None
+
+
+def _other_checks(plan: Plan, backend, step, infos, ir_later, ir_cache, spread, numerics_section, skipped) -> Report:
     timing_section = None
     if "timing" in plan.checks:
         if backend.gpu:
@@ -178,6 +209,11 @@ def _checks(plan: Plan, backend, step, infos, ir_later, ir_cache, spread=None) -
             _ir(plan, backend, step, ir_cache)
         step.advance()
         skipped.extend(ir_skipped)
+    return _report(plan, backend, infos, numerics_section, timing_section, ir_sections, skipped, spread)
+
+
+def _report(plan: Plan, backend, infos, numerics_section, timing_section, ir_sections, skipped, spread) -> Report:
+    family, preset = plan.family, plan.preset
     dtype_names = ",".join(str(d).removeprefix("torch.") for d in plan.dtypes)
     return Report(family=family.name, preset=preset.name, dtype=dtype_names, baseline=plan.variants[0].name,
                   incidents=supervisor.left_behind() + (spread.incidents() if spread else ()), variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
@@ -260,7 +296,7 @@ def numerics_variants(plan: Plan) -> tuple[list, str, str]:
     return variants, added, plan.family.accuracy_reference if wanted is not None else ""
 
 
-def run_numerics(plan: Plan, backend: Backend, step: Step = Step(), cases=None) -> NumericsSection:
+def run_numerics(plan: Plan, backend: Backend, step: Step = Step(), cases=None, finished=None) -> NumericsSection:
     """Every (direction, dtype, input kind, shape) case. The torch variant joins as an accuracy
     reference point when not named. Without --inputs (the quick plan, so the default run stays
     quick on the CPU interpreter) only the forward pass on normal inputs runs on every shape with
@@ -286,10 +322,19 @@ def run_numerics(plan: Plan, backend: Backend, step: Step = Step(), cases=None) 
     if ops:
         plan_lines.append(f"op-level variants ({', '.join(ops)}) are called as their users call them: forward, the "
                           f"op's result ({family.outputs[0]}) alone; backward, every gradient through autograd")
-    # `cases`: the cases run elsewhere (compare.running.spread), in the plan's order
-    cases = cases() if cases else [numerics.run_case(family, variants, shape, dtype, backend, seeds, kind, step,
-                                                     direction, reference)
-                                   for direction, dtype, kind, shape, seeds in numerics_plan(plan)]
-    return NumericsSection(backend.device, backend.note, tuple(cases), numerics.VERDICT_FACTOR, added,
-                           tuple(plan_lines),
-                           family.forward_legend, family.backward_legend, family.backward_pairs_legend)
+    def section(done) -> NumericsSection:
+        return NumericsSection(backend.device, backend.note, tuple(done), numerics.VERDICT_FACTOR, added,
+                               tuple(plan_lines), family.forward_legend, family.backward_legend,
+                               family.backward_pairs_legend)
+    # `cases`: the cases run elsewhere (compare.running.spread), in the plan's order; `finished`: those done
+    done = []
+    try:
+        if cases:
+            done = cases()
+        else:
+            for direction, dtype, kind, shape, seeds in numerics_plan(plan):
+                done.append(numerics.run_case(family, variants, shape, dtype, backend, seeds, kind, step, direction,
+                                              reference))
+    except supervisor.Stopped as stop:   # the report of the cases finished comes out all the same
+        raise _StoppedInNumerics(section(finished() if finished else done), stop) from None
+    return section(done)
