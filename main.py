@@ -226,22 +226,9 @@ def cmd_compare(request, options, registry, backend, spread=None) -> int:
 
 def cmd_report(args) -> int:
     import json
-    from compare.running.pipeline import UsageError
+    from compare.running.usage import UsageError, report_text
     from compare.render import files, json_report, markdown, terminal
-    import gzip
-    try:   # a committed report may be gzipped (reports/ keeps its large ones so)
-        raw = args.file.read_bytes()
-        text = (gzip.decompress(raw) if args.file.suffix == ".gz" else raw).decode()
-    except (gzip.BadGzipFile, EOFError) as exc:
-        raise UsageError(f"{args.file} is not gzip ({exc}); give a report.json or report.json.gz") from None
-    except FileNotFoundError:
-        raise UsageError(f"report file {args.file} does not exist") from None
-    except IsADirectoryError:
-        raise UsageError(f"{args.file} is a folder; give the report.json in it") from None
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{args.file} is not JSON ({exc}); give a report.json written by compare") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read {args.file}: {exc.strerror or exc}") from None
+    text = report_text(args.file)
     try:
         report = json_report.load(text)
     except (json.JSONDecodeError, RecursionError) as exc:
