@@ -36,3 +36,10 @@ def cli() -> None:
     """The `kernel-ab` command and `python -m kernel_ab`."""
     import main
     main.cli()
+
+
+def dask_task(*args):
+    """A --scheduler task (compare/running/dask_executor.py), sent by this name: a Dask worker unpickling it
+    imports kernel_ab first, and with it the finder that resolves kernel-ab's own names."""
+    from compare.running.dask_executor import run_task
+    return run_task(*args)

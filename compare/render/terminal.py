@@ -156,6 +156,11 @@ def _ir_diffs(console: Console, report: Report) -> None:
         console.print()
 
 
+def verdict_line(console: Console, level: str, text: str) -> None:
+    """A line of a level (ok, fail, warn, skip, info) as the report's own verdict lines are printed."""
+    _line(console, level, text)
+
+
 def _line(console: Console, level: str, text: str) -> None:
     """A verdict line: its mark, then the text, wrapped by words and hanging under its first word."""
     grid = RichTable.grid(padding=(0, 1))
@@ -168,8 +173,8 @@ def _line(console: Console, level: str, text: str) -> None:
 def _list(console: Console, title: str, items: tuple[str, ...], indent: str = "") -> None:
     if items:
         console.print(Text(f"{indent}{title[:1].upper() + title[1:]}:", style="bold"))
-        for item in items:
-            console.print(Text(f"{indent}  - {item}"))
+        for item in items:   # wrapped under the item, not at the margin
+            _indented(console, Text(f"- {item}"), len(indent) + 2)
 
 
 def _headline(console: Console, head: Headline, gates: list[tuple[str, str]]) -> None:
@@ -205,7 +210,9 @@ def _glance(console: Console, report: Report, the_headline: Headline, gates: lis
         console.print(rt)
         _list(console, f"new in {pair.variant} (not in {pair.baseline})", pair.problems_introduced)
     for title, items in ((the_headline.shared_title, the_headline.shared), (the_headline.kept_title, the_headline.kept)):
-        if items:
+        if items and not the_headline.pairs:   # one variant: its problems are the answer
+            _list(console, title, items)
+        elif items:
             console.print(Text(f"{title[:1].upper() + title[1:]}: {len(items)} problem group"
                                f"{'s' if len(items) > 1 else ''} (--verbose lists them)"))
     for level, text in gates:

@@ -17,7 +17,6 @@ from compare.review.kernels import Change, Changes, What
 from compare.review.mapping import TABLE, Unmapped
 from compare.running.usage import UsageError
 
-LEVELS = {"ok": "OK  ", "fail": "FAIL", "warn": "WARN", "info": "    "}
 _MARKS = {"ok": "✅ ", "fail": "❌ ", "warn": "⚠️ ", "info": ""}
 
 
@@ -121,7 +120,7 @@ def _terminal(review: Review, verbose: bool = False) -> None:
     console = terminal.make_console()
     console.rule(Text(f"kernel-ab review of {review.base_rev}..{review.head_rev}"))
     for level, line in lines(review):   # the review's own answer first, then each op's report
-        console.print(Text(f"{LEVELS[level]} {line}"))
+        terminal.verdict_line(console, level, line)
     for c in review.compared:
         if c.report is not None:
             console.rule(Text(f"review: {c.label}"))
