@@ -1,6 +1,7 @@
 """Installed, kernel-ab is one package, kernel_ab: a wheel built from this checkout (setuptools' own
 bdist_wheel, no `wheel` package, no network) and installed into a fresh venv gives `import kernel_ab`,
 `python -m kernel_ab` and the `kernel-ab` command, and no top-level `compare`, `variants` or `main`."""
+import json
 import os
 import shutil
 import subprocess
@@ -31,7 +32,7 @@ def _checkout(dest: Path) -> str:
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", dest]
     for step in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "built"]):
         assert _sh(*git, *step, cwd=dest).returncode == 0
-    return _sh(*git, "rev-parse", "--short", "HEAD", cwd=dest).stdout.strip()
+    return _sh(*git, "rev-parse", "HEAD", cwd=dest).stdout.strip()
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +89,15 @@ def test_the_command_and_the_module_print_the_version_with_the_commit(venv, comm
     exe = venv["bin"].parent / command[0]
     got = _in(venv, exe, *command[1:], "--version")
     assert got.returncode == 0, got.stderr
-    assert got.stdout.strip() == f"kernel-ab 0.1.0 (commit {venv['commit']})"
+    assert got.stdout.strip() == f"kernel-ab 0.1.0 (commit {venv['commit'][:7]})"
+
+
+def test_an_installed_run_records_the_commit_its_wheel_was_built_from(venv):
+    out = venv["cwd"] / "r.json"
+    ran = _in(venv, venv["bin"] / "kernel-ab", "compare", "--shape", "2,8,2,4", "--trials", "1", "--inputs", "normal",
+              "--check", "numerics", "--quiet", "--json", out)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(out.read_text())["environment"]["git_commit"] == venv["commit"]
 
 
 def test_python_m_kernel_ab_runs_a_command_and_names_itself_in_its_errors(venv):
