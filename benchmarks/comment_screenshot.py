@@ -1,12 +1,8 @@
-"""The pull-request comment as a reviewer sees it: a report's comment (report.md) rendered to HTML (markdown-it-py,
-GitHub's table rules), in a column as wide as GitHub's comment body, shot in headless Chromium, folded as
-posted and with every fold opened; each table's overflow measured in the page itself (its scroll width
-against the column's). Writes OUT/comment.png, OUT/comment-open.png and OUT/measure.json; exits 1 when a
-table overflows.
-
-    python3 benchmarks/comment_screenshot.py reports/seed_pair/report.json reports/pr_comment
-
-Needs Chromium (Debian: apt-get install chromium) and markdown-it-py (installed with rich)."""
+"""The pull-request comment as a reviewer sees it: a report's comment rendered to HTML (markdown-it-py) in a
+column as wide as GitHub's comment body, with GitHub's table rules, shot in headless Chromium, folded as posted
+and with every fold opened; each table's width measured in the page. Writes OUT/comment.png, comment-open.png
+and measure.json; exits 1 when a table overflows. Usage (needs Chromium; reports/pr_comment/README.md):
+`python3 benchmarks/comment_screenshot.py reports/numerics_seed_pair/report.json reports/pr_comment`."""
 from __future__ import annotations
 
 import html

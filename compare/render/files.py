@@ -1,13 +1,8 @@
-"""Every file a comparison writes (--json, --markdown, --out DIR: report.md, the comment, report-full.md,
-nothing cut, report.json, benchmark_rows.json when timed, plots), each written atomically: a temporary file in the same folder,
-then os.replace, so a failed write (a full disk) leaves the file that was there as it was. An output path
-checked at the start (`note_start`) is never written over a file that appeared there, or changed, during
-the run: where nothing was, the file is linked into place (which fails if one is there by then); the
-report is then kept beside it, and the line says where.
-
-`ours` tells the files kernel-ab writes from others: compare.running.usage refuses, before any work, to replace
-a file that is not one of them unless --force is given.
-"""
+"""Every file a comparison writes (--json, --markdown, --out DIR: report.md, report-full.md, report.json,
+benchmark_rows.json when timed, plots), each written atomically (a temporary file renamed into place: a failed
+write leaves the old file) and never over a file that appeared, or changed, at its path after the start checked
+it (`note_start`; the report is kept beside it). `ours` tells kernel-ab's files from others: compare.running.usage
+refuses, before any work, to replace another's unless --force is given."""
 from __future__ import annotations
 
 import contextlib

@@ -1,9 +1,8 @@
-"""The Markdown report, for a pull-request comment: the glance first (a table per variant against the
-baseline: check, verdict, how much, where), then the headline's lines (what they all share, folded), GitHub
-tables, long parts folded, each legend once per section. No table is wider than GitHub's comment column
-(ROW_ROOM): a wider one is split into tables of its columns, each repeating the columns that name a row.
-The comment is kept short (COMMENT_LIMIT) by cutting detail only, and says so where the cut parts are
-not written elsewhere; `full` is the same report with nothing cut."""
+"""The Markdown report, for a pull-request comment: the glance first (a table per variant: check, verdict, how
+much, where), then the headline's lines, the shared problems folded, GitHub tables no wider than the comment
+column (ROW_ROOM; a wider one split by its columns), long parts folded, each legend once per section. The
+comment is kept short (COMMENT_LIMIT) by cutting detail only, saying so where the cut parts are written nowhere
+else; `full` is the same report with nothing cut."""
 from __future__ import annotations
 
 import dataclasses

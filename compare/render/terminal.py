@@ -1,9 +1,8 @@
-"""The terminal report (rich). By default the glance: the title, a row per variant and check (verdict, how
-much, where: compare/model/glance.py), what a change broke, the gates, and where the rest is; with
---verbose, then the headline's lines (each variant against the baseline, then what they all share) and
-each section's verdict lines, tables and, once, their legend. Text wraps by words at the terminal's width;
-a table whose words cannot all fit side by side is printed a row to a line instead. Piped, no line ends
-in spaces."""
+"""The terminal report (rich). By default the glance: the title, a table per variant of a row per check
+(compare/model/glance.py), what a change broke, the gates and notices; with --verbose, then the headline's
+lines, the problem lists and each section's verdict lines, tables and, once, their legend. Text wraps by words
+at the terminal's width (a table whose words cannot fit side by side is printed a row to a line); piped, no
+line ends in spaces."""
 from __future__ import annotations
 
 import os
