@@ -193,11 +193,12 @@ def _runner(family, v, direction: str, shape, dtype, backend):
 
 def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seeds: Iterable[int],
              input_kind: str = "normal", progress: Step = Step(),
-             direction: str = "forward", reference: str = "") -> NumericsCase:
+             direction: str = "forward", reference: str = "", draw=None) -> NumericsCase:
     """Run every variant on fresh inputs for each seed; compare with the reference and pairwise.
 
     direction "forward" checks the family's outputs; "backward" its gradients (family.run_backward).
-    `reference`, if one of the variants, is the one every other variant also gets a verdict against."""
+    `reference`, if one of the variants, is the one every other variant also gets a verdict against.
+    `draw(shape, dtype, seed, kind)` gives a trial's inputs (compare.checks.draws); default: drawn here."""
     if direction not in ("forward", "backward"):
         raise ValueError(f"unknown direction {direction!r}; known: forward, backward")
     seeds = tuple(seeds)
@@ -228,7 +229,8 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
         if all(v.name in status for v in variants):
             break
         # every run reads a copy of these (compare.running.sealing): no variant's writes reach another
-        pristine = family.make_inputs(shape, dtype, backend.device, seed, input_kind)
+        pristine = draw(shape, dtype, seed, input_kind) if draw else \
+            family.make_inputs(shape, dtype, backend.device, seed, input_kind)
         ref = ref_fn(sealing.sealed_copy(pristine))
         produced: dict[str, dict[str, torch.Tensor]] = {}
         for v in variants:

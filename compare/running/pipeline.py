@@ -8,6 +8,7 @@ import json
 from typing import Iterator, Optional
 
 from compare.checks import numerics
+from compare.checks.draws import Draws
 from compare.running import supervisor, timing_run
 from compare.running.backend import Backend
 from compare.running.environment import collect
@@ -148,15 +149,27 @@ def execute(plan: Plan, backend: Backend, step: Step = Step(), failed: tuple[Var
     if spread is not None:   # every task is started now; each section below waits for its own
         spread = spread.start(plan, backend, step)
     ir_later = _ir_alongside(plan, backend, step, ir_cache) if plan.directions and spread is None else None
+    timing_later = _timing_processes(plan, backend) if spread is None else None
     try:
-        return _checks(plan, backend, step, infos, ir_later, ir_cache, spread)
+        return _checks(plan, backend, step, infos, ir_later, ir_cache, spread, timing_later)
     except BaseException:   # a stop, or an error: the compile alongside ends with the run (its files removed)
         if ir_later:
             ir_later.cancel()
         raise
+    finally:
+        if timing_later:
+            timing_later.close()
 
 
-def _checks(plan: Plan, backend, step, infos, ir_later, ir_cache, spread=None) -> Report:
+def _timing_processes(plan: Plan, backend: Backend):
+    """The timing processes (one a dtype), started now to load while the numerics run; None if timed here."""
+    if "timing" not in plan.checks or not timing_run.in_fresh_processes(backend.gpu):
+        return None
+    return timing_run.TimingProcesses(timing_run.worker_request(plan),
+                                      tuple(str(d).removeprefix("torch.") for d in plan.dtypes))
+
+
+def _checks(plan: Plan, backend, step, infos, ir_later, ir_cache, spread=None, timing_later=None) -> Report:
     family, preset = plan.family, plan.preset
     numerics_section = None
     if plan.directions:
@@ -167,7 +180,7 @@ def _checks(plan: Plan, backend, step, infos, ir_later, ir_cache, spread=None) -
     timing_section = None
     if "timing" in plan.checks:
         if backend.gpu:
-            timing_section, timing_skipped = spread.timing() if spread else _timing(plan, backend, step)
+            timing_section, timing_skipped = spread.timing() if spread else _timing(plan, backend, step, timing_later)
             skipped.extend(timing_skipped)
         else:
             skipped.append("timing: needs a CUDA GPU and this run has none (Triton ran through its CPU "
@@ -227,14 +240,13 @@ def _shape_params(shape, twice: Optional[bool]) -> dict:
     return params
 
 
-def _timing(plan: Plan, backend: Backend, step) -> tuple:
+def _timing(plan: Plan, backend: Backend, step, processes=None) -> tuple:
     """(the timing section or None, lines for passes and dtypes not timed): the plan's passes, each dtype
-    in a fresh process (compare.running.timing_run)."""
+    in a fresh process (`processes`: compare.running.timing_run.TimingProcesses) or, without, here."""
     skipped = plan.timing_left_out
-    if not timing_run.in_fresh_processes(backend.gpu):
+    if processes is None:
         return timing_run.run_timing(plan, step), skipped
-    section, failed = timing_run.run_isolated(timing_run.worker_request(plan),
-                                              tuple(str(d).removeprefix("torch.") for d in plan.dtypes), step)
+    section, failed = processes.run(step)
     return section, skipped + tuple(failed)
 
 
@@ -287,9 +299,16 @@ def run_numerics(plan: Plan, backend: Backend, step: Step = Step(), cases=None) 
         plan_lines.append(f"op-level variants ({', '.join(ops)}) are called as their users call them: forward, the "
                           f"op's result ({family.outputs[0]}) alone; backward, every gradient through autograd")
     # `cases`: the cases run elsewhere (compare.running.spread), in the plan's order
-    cases = cases() if cases else [numerics.run_case(family, variants, shape, dtype, backend, seeds, kind, step,
-                                                     direction, reference)
-                                   for direction, dtype, kind, shape, seeds in numerics_plan(plan)]
+    cases = cases() if cases else _run_cases(plan, variants, backend, step, reference)
     return NumericsSection(backend.device, backend.note, tuple(cases), numerics.VERDICT_FACTOR, added,
                            tuple(plan_lines),
                            family.forward_legend, family.backward_legend, family.backward_pairs_legend)
+
+
+def _run_cases(plan: Plan, variants, backend: Backend, step: Step, reference: str) -> list:
+    """Every numerics case of the plan here, in order, the coming trials' inputs drawn ahead (compare.checks.draws)."""
+    order = numerics_plan(plan)
+    with Draws(plan.family, backend.device, order) as draws:
+        return [numerics.run_case(plan.family, variants, shape, dtype, backend, seeds, kind, step, direction,
+                                  reference, draws.get)
+                for direction, dtype, kind, shape, seeds in order]

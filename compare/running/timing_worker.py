@@ -1,16 +1,20 @@
 """A process that times one dtype's cases of a comparison (compare/running/timing_run.py starts it):
 
-    python -m compare.running.timing_worker REQUEST.json SECTION.json
+    python -m compare.running.timing_worker REQUEST.json SECTION.json [READY_FD]
 
 It loads the request's variants again (the --variant specs, as the run that started it did), times them
-on the GPU and writes the TimingSection as JSON. Crash isolation holds here as in the run that started
-it: its launches write to the same status file, so a supervisor sees them."""
+on the GPU and writes the TimingSection as JSON. With READY_FD (timing_run.TimingProcesses) it says "ready"
+there once loaded and times only after a line on its standard input ({"status": the status file}); it ends
+with nothing timed when its input ends first. Crash isolation holds here as in the run that started it: its
+launches write to the same status file, so a supervisor sees them."""
 from __future__ import annotations
 
 import sys
 
 
-def main(request_path: str, section_path: str) -> int:
+def main(request_path: str, section_path: str, ready_fd: str = "") -> int:
+    import json
+    import os
     from pathlib import Path
 
     from compare.running import pipeline, plan, supervisor, timing_run
@@ -21,7 +25,15 @@ def main(request_path: str, section_path: str) -> int:
     request = timing_run.request_from_json(Path(request_path).read_text(), plan.Request, TimingConfig)
     with pipeline.loaded(request, registry(), supervisor.excluded()) as (request, reg, _):
         # a process of its own: the variants are loaded again, so the request is planned again here
-        section = timing_run.run_timing(plan.build(request, reg), pipeline.Step())
+        planned = plan.build(request, reg)
+        if ready_fd:
+            with os.fdopen(int(ready_fd), "wb") as ready:
+                ready.write(b"ready")
+            go = sys.stdin.readline()
+            if not go:
+                return 1
+            os.environ[supervisor.STATUS_ENV] = json.loads(go)["status"]
+        section = timing_run.run_timing(planned, pipeline.Step())
     timing_run.write_section(section, section_path)
     return 0 if backend.gpu else 1
 
