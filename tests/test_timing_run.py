@@ -68,7 +68,8 @@ time.sleep(0.2)
 os.write(int(fd), b"ready")
 go = json.loads(sys.stdin.readline())
 open(answer + ".when", "w").write(repr(time.time()))
-open(answer, "w").write(json.dumps(to_dict(TimingSection(go["status"] + "|" + dtype, 1.0, 0.01, 0.95, "m", ()))))
+bandwidth = go["copy_gbs"] or 4200.0 + len(dtype)   # measured by the first process only
+open(answer, "w").write(json.dumps(to_dict(TimingSection(go["status"] + "|" + dtype, bandwidth, 0.01, 0.95, "m", ()))))
 '''
 
 
@@ -92,17 +93,20 @@ def test_timing_processes_start_at_once_and_time_one_after_another_with_the_stat
     seen = {}
     real_time = timing_run.TimingProcesses._time
 
-    def noting(self, w):   # when told to go: had the first finished timing, and when had this one started?
+    def noting(self, w, copy_gbs):   # when told to go: had the first finished timing, when had this one started?
         first = self.workers[0]["answer"]
         if w is not self.workers[0]:
             seen["first timed at"] = float(open(f"{first}.when").read())
             seen["second started at"] = float(open(f"{w['answer']}.started").read())
-        return real_time(self, w)
+        seen[w["dtype"]] = copy_gbs
+        return real_time(self, w, copy_gbs)
     monkeypatch.setattr(timing_run.TimingProcesses, "_time", noting)
     (section, failed), processes = _processes(tmp_path, monkeypatch, "ok")
     assert failed == []
     # the second process had started before the first timed: it loaded alongside, not after
     assert seen["second started at"] < seen["first timed at"]
+    # the first measured the copy bandwidth; the second was handed it
+    assert seen["float32"] == 0.0 and seen["bfloat16"] == 4207.0
     # the status file reaches a process only with its go, and the sections of both are merged
     assert section.gpu == f"{tmp_path / 'status'}|float32"
 

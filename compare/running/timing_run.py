@@ -106,7 +106,7 @@ class TimingProcesses:
         sections, failed = [], []
         for w in self.workers:
             step(f"timing {w['dtype']}: in a fresh process")
-            why = self._time(w)
+            why = self._time(w, sections[0].copy_gbs if sections else 0.0)
             if why:
                 failed.append(f"timing {w['dtype']}: {why}")
                 continue
@@ -114,8 +114,9 @@ class TimingProcesses:
             step.advance()
         return merged(sections), failed
 
-    def _time(self, w: dict) -> str:
-        """'' when `w` timed its cases, else why not."""
+    def _time(self, w: dict, copy_gbs: float) -> str:
+        """'' when `w` timed its cases, else why not. `copy_gbs`: the copy bandwidth an earlier process
+        measured on this GPU (0: measure it)."""
         proc = w["proc"]
         ready, _, _ = select.select([w["ready"]], [], [], supervisor.limit_s())
         said = os.read(w["ready"], 16) if ready else b""
@@ -124,7 +125,7 @@ class TimingProcesses:
             proc.wait()
             return f"its process had not loaded the variants after {supervisor.limit_s():g} s (--variant-timeout)"
         if said.strip() == b"ready":
-            go = json.dumps({"status": os.environ.get(supervisor.STATUS_ENV, "")}) + "\n"
+            go = json.dumps({"status": os.environ.get(supervisor.STATUS_ENV, ""), "copy_gbs": copy_gbs}) + "\n"
             proc.stdin.write(go.encode())
             proc.stdin.close()
         rc = proc.wait()

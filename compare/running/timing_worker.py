@@ -4,7 +4,8 @@
 
 It loads the request's variants again (the --variant specs, as the run that started it did), times them
 on the GPU and writes the TimingSection as JSON. With READY_FD (timing_run.TimingProcesses) it says "ready"
-there once loaded and times only after a line on its standard input ({"status": the status file}); it ends
+there once loaded and times only after a line on its standard input ({"status": the status file, "copy_gbs":
+the copy bandwidth an earlier process measured, or 0}); it ends
 with nothing timed when its input ends first. Crash isolation holds here as in the run that started it: its
 launches write to the same status file, so a supervisor sees them."""
 from __future__ import annotations
@@ -25,15 +26,17 @@ def main(request_path: str, section_path: str, ready_fd: str = "") -> int:
     request = timing_run.request_from_json(Path(request_path).read_text(), plan.Request, TimingConfig)
     with pipeline.loaded(request, registry(), supervisor.excluded()) as (request, reg, _):
         # a process of its own: the variants are loaded again, so the request is planned again here
-        planned = plan.build(request, reg)
+        planned, copy_gbs = plan.build(request, reg), 0.0
         if ready_fd:
             with os.fdopen(int(ready_fd), "wb") as ready:
                 ready.write(b"ready")
             go = sys.stdin.readline()
             if not go:
                 return 1
-            os.environ[supervisor.STATUS_ENV] = json.loads(go)["status"]
-        section = timing_run.run_timing(planned, pipeline.Step())
+            told = json.loads(go)
+            os.environ[supervisor.STATUS_ENV] = told["status"]
+            copy_gbs = told.get("copy_gbs", 0.0)
+        section = timing_run.run_timing(planned, pipeline.Step(), copy_gbs)
     timing_run.write_section(section, section_path)
     return 0 if backend.gpu else 1
 
