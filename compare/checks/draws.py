@@ -1,14 +1,8 @@
-"""The numerics run's inputs, drawn ahead of use in a few threads.
-
-A trial's inputs are drawn on the CPU from its seed (so that CPU and GPU runs check the same values), which at
-a realistic GPU shape costs more than running every variant on them: about 0.4 s a trial for 8.4M float64
-elements on an H200's host, against milliseconds for the kernels. Draws do not depend on each other (each
-trial has a generator of its own), so threads draw the coming trials while the current one runs, and a trial
-that comes back (the backward's seed 0 of an input kind the forward drew) is drawn once while memory allows.
-The values are those `family.make_inputs` gives on the spot, bit for bit.
-
-Every run of a variant reads a sealed copy of these (compare.running.sealing), never the drawn tensors
-themselves, so handing one draw out twice lets no variant see another's writes."""
+"""The numerics run's inputs, drawn ahead of use in a few threads: a trial's draw on the CPU (so that CPU and GPU
+runs check the same values) costs about 0.4 s at a realistic GPU shape, more than the kernels; draws are
+independent (a generator each), so threads draw the coming trials, and a trial read again (the backward's
+seed 0) is drawn once while memory allows. Same bits as `family.make_inputs` on the spot; each variant run
+still reads a sealed copy (compare.running.sealing), so sharing a draw shares no writes."""
 from __future__ import annotations
 
 import concurrent.futures

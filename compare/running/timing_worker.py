@@ -1,13 +1,8 @@
-"""A process that times one dtype's cases of a comparison (compare/running/timing_run.py starts it):
-
-    python -m compare.running.timing_worker REQUEST.json SECTION.json [READY_FD]
-
-It loads the request's variants again (the --variant specs, as the run that started it did), times them
-on the GPU and writes the TimingSection as JSON. With READY_FD (timing_run.TimingProcesses) it says "ready"
-there once loaded and times only after a line on its standard input ({"status": the status file, "copy_gbs":
-the copy bandwidth an earlier process measured, or 0}); it ends
-with nothing timed when its input ends first. Crash isolation holds here as in the run that started it: its
-launches write to the same status file, so a supervisor sees them."""
+"""A process that times one dtype's cases (compare/running/timing_run.py starts it): `timing_worker REQUEST.json
+SECTION.json [READY_FD]` loads the variants again, times them on the GPU, writes the TimingSection. With
+READY_FD it says "ready" there once loaded, then times only after a line on stdin ({"status": the status
+file, "copy_gbs": an earlier measure or 0}); it ends untimed if stdin ends first. Its launches write to the
+status file, so a supervisor sees them."""
 from __future__ import annotations
 
 import sys
