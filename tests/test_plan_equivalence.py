@@ -22,7 +22,7 @@ GOLDEN = Path(__file__).parent / "golden" / "plan_equivalence"
 KEPT_ENVIRONMENT = ("device",)   # the backend the run chose: behaviour, not host
 DURATIONS = ("compile_seconds",)
 # fields the model gained after the recording, and the value saying nothing happened (a failure's kind)
-ADDED = {"failure": "", "failed_at": ""}
+ADDED = {"failure": "", "failed_at": "", "fouls": []}
 # the recorded runs (at commit 80aadd0, the CPU interpreter, offline IR for sm_90)
 RUNS = {
     "default": ["compare"],
