@@ -231,8 +231,10 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
         note = _capture(timed, failed, config.graph == "on", flush)
         use_graph = any(t.graph is not None for ts in timed.values() for t in ts)
     samples, seconds = _rounds(timed, placements, config, step, flush, shape_label, mode)
+    audit_start = time.perf_counter()
     fouls.update(audit.audit_case(timed, samples, checked, flush, bytes_moved, copy_gbs,
                                   audit.Tools(torch, _one_call_ms, flush_l2), skip=(CONTROL,)))
+    audit_seconds = time.perf_counter() - audit_start
     variants = []
     for name in calls:
         if name in failed:
@@ -274,7 +276,7 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
                                               "before every timed call, outside the timed interval")))
     return TimingCase(shape_label, mode, bool(use_graph), round(seconds, 3), tuple(variants), tuple(comparisons),
                       note, dtype, control_cmp, placements, launch_bound,
-                      fouls=tuple(f for n in calls for f in fouls.get(n, ())))
+                      fouls=tuple(f for n in calls for f in fouls.get(n, ())), audit_seconds=round(audit_seconds, 3))
 
 
 def _seal(t: _Timed, inputs, written: dict, name: str) -> None:

@@ -353,7 +353,7 @@ def headline(report: Report) -> Headline:
         introduced, fixed = found.introduced.get(b, frozenset()), found.fixed.get(b, frozenset())
         who = b if b in fouls else base if base in fouls else ""
         if who:
-            lines = [Line("foul", "fail", f"foul: {who} {said(fouls[who])}; no accuracy and no timing verdict"),
+            lines = [Line("foul", "fail", f"foul: {who}: {said(fouls[who])}; no accuracy and no timing verdict"),
                      _ir_lines(report, base, b)]
             pairs.append(PairHeadline(base, b, tuple(lines), (), tuple(describe(introduced, kinds))))
             continue

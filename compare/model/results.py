@@ -250,6 +250,7 @@ class TimingCase:
     launch_bound: tuple[str, ...] = ()   # variants whose host time per eager call rivals their GPU time
     ran_on: str = ""                  # the GPU (name, UUID, copy bandwidth) when cases ran on several (--jobs, --scheduler)
     fouls: tuple[Finding, ...] = ()   # what variants did to win rather than compute (compare/model/fouls.py)
+    audit_seconds: float = 0.0        # what auditing the timed calls cost (compare/checks/audit.py)
 
 
 @dataclasses.dataclass(frozen=True)
