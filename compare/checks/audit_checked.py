@@ -7,6 +7,7 @@ import secrets
 import torch
 
 from compare.checks import numerics, referee
+from compare.model.errors import summarize
 from compare.model.fouls import Finding, Foul
 from compare.running import sealing, supervisor
 
@@ -59,6 +60,8 @@ class Checked:
             except BaseException as exc:   # its timed calls will fail (and be reported) the same way
                 if not supervisor.is_variant_fault(exc):
                     raise
+                if supervisor.is_fatal(exc):   # ... unless nothing can run after it (the supervisor reruns without it)
+                    supervisor.poisoned(name, f"{supervisor.CRASHES[1]} ({summarize(exc)})")
                 continue
             self.checked[name] = self._measure(outs, self.inputs)
 
