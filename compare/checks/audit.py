@@ -118,11 +118,4 @@ def audit_case(timed: dict, samples: dict, checked: Optional["Checked"], flush, 
     return found
 
 
-def verdict_withheld(comparison, fouls: list[Finding]):
-    """The comparison of a fouled variant: no verdict, the foul as the reason."""
-    import dataclasses
-    from compare.model.fouls import said
-    return dataclasses.replace(comparison, verdict="n/a", reason=f"foul: {said(tuple(fouls))}")
-
-
 from compare.checks.audit_checked import Checked  # noqa: E402,F401 (the family's side, re-exported)

@@ -15,6 +15,7 @@ import torch
 from compare.running import sealing, supervisor
 from compare.checks import audit, referee, stats
 from compare.model.errors import summarize
+from compare.model.fouls import withheld
 from compare.model.results import TimingCase, TimingComparison, TimingVariant
 from variants.family import NotForThisShape
 from variants.variant import NotPlainTensor
@@ -268,7 +269,7 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
         est = stats.ratio_with_interval(samples[baseline], samples[name], seed=config.seed)
         same = _same_code(entries[baseline][0], entries[name][0])
         comparisons.append(_comparison(baseline, name, est, stats.decide(est, config.noise, control_est, same)))
-    comparisons = [audit.verdict_withheld(c, fouls.get(c.variant) or fouls[baseline])
+    comparisons = [withheld(c, fouls.get(c.variant) or fouls[baseline])
                    if c.variant in fouls or baseline in fouls else c for c in comparisons]
     writers = [n for n in calls if written.get(n)]
     if writers:

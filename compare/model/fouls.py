@@ -68,3 +68,9 @@ def fouled(report) -> dict[str, tuple[Finding, ...]]:
 def foul_lines(report) -> list[str]:
     """The gates' lines: one per fouled variant (every gate fails on a foul)."""
     return [f"foul: {name}: {said(f)}" for name, f in fouled(report).items()]
+
+
+def withheld(comparison, findings):
+    """A fouled side's timing comparison (a TimingComparison), as the report keeps it: no verdict, the foul
+    as the reason (its ratio and interval stay, as measured)."""
+    return dataclasses.replace(comparison, verdict="n/a", reason=f"foul: {said(tuple(findings))}")
