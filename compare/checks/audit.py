@@ -118,4 +118,4 @@ def audit_case(timed: dict, samples: dict, checked: Optional["Checked"], flush, 
     return found
 
 
-from compare.checks.audit_checked import Checked  # noqa: E402,F401 (the family's side, re-exported)
+from compare.checks.audit_checked import Checked, draw_unseen  # noqa: E402,F401 (the family's side, re-exported)

@@ -21,10 +21,12 @@ class Checked:
     the inputs as drawn for timing; the backward pass gets fresh upstream gradients only (its saved forward
     outputs belong to the inputs it was timed on), the forward and full passes every input fresh."""
 
-    def __init__(self, family, variants: dict, inputs, shape, mode: str):
+    def __init__(self, family, variants: dict, inputs, shape, mode: str, unseen=None):
         self.family, self.variants, self.inputs, self.shape, self.mode = family, variants, inputs, shape, mode
         self.dtype = inputs.dtype
-        self.salt = secrets.randbits(30)   # the fresh inputs' seeds: no variant can know them
+        # inputs drawn from a seed no variant can know (`unseen`: drawn already, for every pass of the shape);
+        # each audited call gets them rolled by a shift of its own, so no two calls see the same values
+        self.unseen = unseen if unseen is not None else draw_unseen(family, shape, inputs)
         self.checked: dict[str, dict] = {}   # name -> output -> OutputError of its checked run
 
     def _direction(self) -> str:
@@ -74,13 +76,12 @@ class Checked:
     def fresh(self, name: str, own, k: int):
         """Fresh values written into `own` (the entry's inputs, in place); a copy of them as written."""
         index = list(self.variants).index(name) if name in self.variants else 0
-        drawn = self.family.make_inputs(self.shape, self.dtype, self.inputs.device, self.salt + 101 * index + k,
-                                        self.inputs.kind)
-        names = set(self.inputs.upstream) if self.mode == "backward" else set(sealing.tensors(drawn))
+        shift = 7919 * (index * 8 + k) + 1   # a prime step: each (entry, call) its own arrangement of the values
+        names = set(self.inputs.upstream) if self.mode == "backward" else set(sealing.tensors(self.unseen))
         mine = sealing.tensors(own)
-        for n, t in sealing.tensors(drawn).items():
+        for n, t in sealing.tensors(self.unseen).items():
             if n in names and n in mine:
-                mine[n].data.copy_(t)
+                mine[n].data.copy_(t.reshape(-1).roll(shift).reshape(t.shape))
         return sealing.sealed_copy(own)
 
     def judge(self, name: str, fresh, outputs: dict) -> list[Finding]:
@@ -108,3 +109,8 @@ class Checked:
                 return [Finding(name, Foul.TIMED_MISMATCH, f"{out}: rel L2 {e.rel_l2:.2e} on fresh inputs against "
                                                            f"{b.rel_l2:.2e} in its checked run")]
         return []
+
+
+def draw_unseen(family, shape, inputs):
+    """The family's inputs for `shape`, of the kind and dtype of `inputs`, from a seed drawn at run time."""
+    return family.make_inputs(shape, inputs.dtype, inputs.device, secrets.randbits(30), inputs.kind)
