@@ -164,7 +164,7 @@ def run_timing(plan, step, copy_gbs: float = 0.0) -> TimingSection:
     """Every (dtype, shape, mode) case of the plan (compare.running.plan.Plan), timed on the GPU in this process
     (`copy_gbs`: the copy bandwidth measured already, 0 to measure it here)."""
     import torch
-    from compare.checks import timing
+    from compare.checks import audit, timing
     family, chosen, preset, request, config = plan.family, plan.variants, plan.preset, plan.request, plan.timing
     if not copy_gbs:
         step("timing: measuring device-to-device copy bandwidth")
@@ -174,18 +174,22 @@ def run_timing(plan, step, copy_gbs: float = 0.0) -> TimingSection:
         dtype_name = str(dtype).removeprefix("torch.")
         for shape in preset.shapes:
             inputs = family.make_inputs(shape, dtype, "cuda", request.seed, request.input_kind)
+            unseen = audit.draw_unseen(family, shape, inputs)   # the audit's inputs (drawn once: a draw is slow)
             for mode in config.modes:
                 what = f"timing {shape.label} {mode} {dtype_name}"
+                # each variant's checked run comes before any timed call (compare/checks/audit.py)
+                checked = audit.Checked(family, {v.name: v for v in chosen}, inputs, shape, mode, unseen)
+                checked.run_checked()
                 with supervisor.running(tuple(v.name for v in chosen), what, launches=len(chosen) + 1,
                                         extra_s=config.max_seconds):
                     calls, control = timing.case_calls(family.bench_call, chosen, inputs, shape, mode,
                                                        config.placements)
                     cases.append(timing.time_case(calls, family.bytes_moved(shape, dtype, mode), copy_gbs,
                                                   shape.label, mode, config, step, dtype=dtype_name, control=control,
-                                                  inputs=inputs))
-                del calls, control
+                                                  inputs=inputs, checked=checked))
+                del calls, control, checked
                 step.advance()
-            del inputs
+            del inputs, unseen
             torch.cuda.empty_cache()
     compile_seconds = tuple((v.name, float(v.run.compile_seconds)) for v in chosen
                             if getattr(v.run, "compile_seconds", None) is not None)
