@@ -135,6 +135,7 @@ def _output_options(p: argparse.ArgumentParser) -> None:
                    help="a gate whose evidence is missing (say --fail-if-slower where nothing could be timed) is "
                         "reported as not judged and does not fail the run; without it, it fails")
     o.add_argument("--quiet", action="store_true", help="no progress output")
+    o.add_argument("--verbose", action="store_true", help="print every section after the glance (else: the files)")
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
@@ -174,6 +175,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     r.add_argument("file", type=Path, help="a report.json written by compare")
     r.add_argument("--format", default="terminal", choices=("terminal", "markdown", "markdown-full"),
                    help="markdown: the comment (report.md); markdown-full: nothing cut (report-full.md)")
+    r.add_argument("--verbose", action="store_true", help="terminal: every section after the glance")
     from compare.checks import pairwise
     pairwise.add_parser(sub)
     return p
@@ -199,40 +201,34 @@ def cmd_compare(request, options, registry, backend, spread=None) -> int:
         from compare.running import spread_cli   # --jobs, --scheduler: the checks as tasks (docs/sweeps.md)
         if spread is not None and spread.dry_run:
             return spread_cli.dry_run(spread, the_plan, backend)
-        with reporter(pipeline.count_steps(the_plan, backend), not options.quiet) as step:
-            report = spread_cli.run(spread, the_plan, backend, step, failed) if spread is not None and spread.wanted \
-                else pipeline.execute(the_plan, backend, step, failed=failed)
+        stopped = None
+        try:
+            with reporter(spread_cli.steps(spread, the_plan, backend), not options.quiet) as step:
+                report = spread_cli.run(spread, the_plan, backend, step, failed) if spread and spread.wanted \
+                    else pipeline.execute(the_plan, backend, step, failed=failed)
+        except pipeline.Interrupted as exc:   # a stop signal: the report of the cases finished, and its exit code
+            report, stopped = exc.report, exc.stop
+            print(f"kernel-ab: {stopped}; the report holds what was finished before it", file=sys.stderr)
     # the gates are decided once, into the report, so that every renderer lists them and the exit code agrees
     report = dataclasses.replace(report, gates=gates.decide(report, options.fail_on_numerics, options.fail_if_slower,
                                                             options.accept_unjudged))
-    terminal.render(report)
+    terminal.render(report, verbose=options.verbose)
     lines, unwritten = files.write(report, options.json, options.markdown, options.out)
     for line in lines:
         print(line, file=sys.stderr)
     broken = [line for g in report.gates for line in gates.reasons(g)]
     for line in broken:
         print(f"kernel-ab: gate failed: {line}", file=sys.stderr)
+    if stopped is not None:
+        return stopped.exit_code
     return files.WRITE_FAILED if unwritten else 1 if any(g.fails for g in report.gates) else 0
 
 
 def cmd_report(args) -> int:
     import json
-    from compare.running.pipeline import UsageError
-    from compare.render import json_report, markdown, terminal
-    import gzip
-    try:   # a committed report may be gzipped (reports/ keeps its large ones so)
-        raw = args.file.read_bytes()
-        text = (gzip.decompress(raw) if args.file.suffix == ".gz" else raw).decode()
-    except (gzip.BadGzipFile, EOFError) as exc:
-        raise UsageError(f"{args.file} is not gzip ({exc}); give a report.json or report.json.gz") from None
-    except FileNotFoundError:
-        raise UsageError(f"report file {args.file} does not exist") from None
-    except IsADirectoryError:
-        raise UsageError(f"{args.file} is a folder; give the report.json in it") from None
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{args.file} is not JSON ({exc}); give a report.json written by compare") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read {args.file}: {exc.strerror or exc}") from None
+    from compare.running.usage import UsageError, report_text
+    from compare.render import files, json_report, markdown, terminal
+    text = report_text(args.file)
     try:
         report = json_report.load(text)
     except (json.JSONDecodeError, RecursionError) as exc:
@@ -241,9 +237,9 @@ def cmd_report(args) -> int:
         raise UsageError(f"{args.file} is not a kernel-ab report: {exc}") from None
     try:  # a report of the right types may still hold what no renderer expects (say, an unknown IR stage)
         if args.format in ("markdown", "markdown-full"):
-            sys.stdout.write(markdown.render(report) if args.format == "markdown" else markdown.full(report))
+            sys.stdout.write(files.comment(report, args.file) if args.format == "markdown" else markdown.full(report))
         else:
-            terminal.render(report)
+            terminal.render(report, verbose=args.verbose)
     except Exception as exc:  # noqa: BLE001 - whatever the values, one line, not a traceback
         from compare.model.errors import summarize
         raise UsageError(f"{args.file} is not a report this version can render: {summarize(exc)}") from None

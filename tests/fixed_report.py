@@ -107,8 +107,8 @@ def tolerance_report(torch_misses_dw: bool) -> Report:
                                                                     added_reference="torch"))
 
 
-def terminal_text(report: Report, width: int = 200) -> str:
-    """The terminal report as plain text at `width` columns."""
+def terminal_text(report: Report, width: int = 200, verbose: bool = True) -> str:
+    """The terminal report as plain text at `width` columns (`verbose`: every section, as --verbose)."""
     buf = io.StringIO()
-    terminal.render(report, Console(file=buf, width=width, emoji=False, highlight=False))
+    terminal.render(report, Console(file=buf, width=width, emoji=False, highlight=False), verbose=verbose)
     return buf.getvalue()

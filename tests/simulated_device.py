@@ -20,7 +20,12 @@ class _Clock:
 @pytest.fixture
 def clock(monkeypatch):
     clock = _Clock()
+    monkeypatch.setattr(timing, "torch", simulated_torch(clock))
+    return clock
 
+
+def simulated_torch(clock):
+    """What compare/checks/timing.py sees as torch on the simulated device: events reading `clock`."""
     class Event:
         def __init__(self, enable_timing=True):
             self.t = 0.0
@@ -37,9 +42,7 @@ def clock(monkeypatch):
                                  memory_allocated=lambda: 0, max_memory_allocated=lambda: 0,
                                  current_stream=lambda: clock.stream,
                                  set_stream=lambda stream: setattr(clock, "stream", stream))
-    fake = types.SimpleNamespace(cuda=cuda, int32=torch.int32, empty=lambda n, dtype=None, device=None: torch.empty(1))
-    monkeypatch.setattr(timing, "torch", fake)
-    return clock
+    return types.SimpleNamespace(cuda=cuda, int32=torch.int32, empty=lambda n, dtype=None, device=None: torch.empty(1))
 
 
 def entry(clock, ms, code, placement=(1.0,)):

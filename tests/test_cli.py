@@ -55,9 +55,9 @@ def test_list_names_every_variant_and_preset():
 def test_compare_writes_terminal_and_json(tmp_path):
     out = tmp_path / "r.json"
     r = cli("compare", "explicit_offset", "flat", "--shape", "2,8,2,4x4", "--trials", "1", "--json", str(out),
-            "--inputs", "normal", "--check", "numerics")
+            "--inputs", "normal", "--check", "numerics", "--verbose")
     assert r.returncode == 0, r.stderr
-    assert "numerics: flat introduced no problem against explicit_offset" in r.stdout
+    assert "numerics: flat introduced no problem against explicit_offset" in r.stdout   # the section, --verbose
     data = json.loads(out.read_text())
     assert data["baseline"] == "explicit_offset"
     # torch joins, unnamed, as the accuracy reference point
@@ -77,13 +77,14 @@ def test_out_writes_files_and_report_rerenders_the_same_markdown(tmp_path, capsy
         assert {"report.json", "report.md", "report-full.md", "benchmark_rows.json"} <= written
     else:
         assert written == {"report.json", "report.md", "report-full.md"}
-        assert (out / "report.md").read_text().count("needs a CUDA GPU and this run has none") == 1
+        # said whole once, in the headline (the glance names its first clause)
+        assert (out / "report.md").read_text().count("needs a CUDA GPU and this run has none (") == 1
     again = cli("report", str(out / "report.json"), "--format", "markdown")
     assert again.returncode == 0, again.stderr
     assert again.stdout == (out / "report.md").read_text()
     assert main.main(["report", str(out / "report.json"), "--format", "markdown-full"], prog="main.py") == 0
     assert capsys.readouterr().out == (out / "report-full.md").read_text()
-    term = cli("report", str(out / "report.json"))
+    term = cli("report", str(out / "report.json"), "--verbose")
     assert term.returncode == 0 and "numerics: explicit_offset introduced no problem against" in term.stdout
 
 

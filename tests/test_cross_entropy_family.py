@@ -113,3 +113,22 @@ def test_the_in_place_op_passes_and_its_documented_write_over_x_is_not_reported_
         report = pipeline.run(request, reg, BACKEND)
     found = {(c.direction, v.variant): (v.status, v.writes) for c in report.numerics.cases for v in c.variants}
     assert found[("forward", "online_op")] == ("pass", ()) and found[("backward", "online_op")] == ("pass", ())
+
+
+def test_the_confident_kind_puts_the_target_far_above_the_rest_where_a_16_bit_gradient_cancels():
+    from variants.cross_entropy import shapes
+    shape = shapes.CEShape(64, 128256)
+    gen = torch.Generator().manual_seed(0)
+    logits, target = shapes.confident(shape, gen, torch.bfloat16), shapes.targets_confident(shape, gen, torch.bfloat16)
+    kept = target != shape.ignore_index
+    assert 0 < int((~kept).sum()) < shape.rows // 2               # some rows ignored, as in every kind
+    rows = torch.arange(shape.rows)[kept]
+    p = torch.softmax(logits[kept], dim=1)[torch.arange(len(rows)), target[kept]]
+    assert bool((p > 0.99).all()) and bool((p < 1).all())         # confident, not certain
+    n = int(kept.sum())
+    exact = (p - 1) / n
+    # the target's gradient rounded to bfloat16 before the -1 is added keeps almost nothing; folded in first, all
+    rounded_first = ((p / n).to(torch.bfloat16).double() - 1 / n).to(torch.bfloat16).double()
+    folded_first = exact.to(torch.bfloat16).double()
+    assert float(((rounded_first - exact) / exact).abs().median()) > 0.5
+    assert float(((folded_first - exact) / exact).abs().max()) < 2 ** -7

@@ -109,12 +109,13 @@ def test_an_unexpected_exception_in_kernel_abs_code_exits_3_not_1(tmp_path, monk
 
 
 FULL_DISK = """import errno, os
-_replace = os.replace
-def _full(src, dst, *a, **k):
-    if str(dst).endswith('.json'):
-        raise OSError(errno.ENOSPC, 'No space left on device')
-    return _replace(src, dst, *a, **k)
-os.replace = _full
+def _full(real):   # a file's last step: a new one is linked into place, an old one replaced (render/files.py)
+    def step(src, dst, *a, **k):
+        if str(dst).endswith('.json'):
+            raise OSError(errno.ENOSPC, 'No space left on device')
+        return real(src, dst, *a, **k)
+    return step
+os.replace, os.link = _full(os.replace), _full(os.link)
 """
 
 

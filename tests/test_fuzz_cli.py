@@ -168,7 +168,7 @@ def test_the_hint_names_the_program_the_user_ran(prog, hint, capsys):
 
 def test_the_kernel_ab_command_runs_the_same_cli(monkeypatch, capsys):
     text = (ROOT / "pyproject.toml").read_text()
-    assert 'kernel-ab = "main:cli"' in text and '"numpy' in text
+    assert 'kernel-ab = "kernel_ab:cli"' in text and '"numpy' in text   # kernel_ab.cli runs main.cli
     monkeypatch.setattr("sys.argv", ["/venv/bin/kernel-ab", "frobnicate"])
     with pytest.raises(SystemExit) as exit_:
         main.cli()

@@ -145,7 +145,7 @@ def test_every_renderer_lists_the_gates_and_json_keeps_them():
     said = "gate --fail-if-slower 2: could not be judged, so it fails (--accept-unjudged would let it pass): " \
            "timing was not measured (needs a CUDA GPU)"
     buf = io.StringIO()
-    terminal.render(report, Console(file=buf, width=400))
+    terminal.render(report, Console(file=buf, width=400), verbose=True)
     text = buf.getvalue()
     assert f"FAIL {said}" in text and "OK   gate --fail-on-numerics: passed" in text
     assert text.index(said) < text.index("Variants")        # with the headline, before any detail

@@ -259,3 +259,29 @@ def test_an_op_writing_into_dy_is_timed_on_restored_inputs_and_leaves_the_others
     assert "in_place wrote into its inputs" in case.note
     backward = next(c for c in report.numerics.cases if c.direction == "backward")
     assert all(p.n_diff == 0 for p in backward.pairs if {p.a, p.b} == {"plain", "in_place"})
+
+
+def test_the_first_screen_of_a_timed_compare_holds_every_checks_row(tmp_path):
+    """On the GPU the default pair is timed: at COLUMNS=80, piped, the glance's rows (numerics, timing of the
+    forward, compiled code) come within the first 24 lines, none wider than 80 or ending in a space."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "COLUMNS": "80", "PYTHONPATH": str(root)}
+    r = subprocess.run([sys.executable, str(root / "main.py"), "compare", "--shape", "4,64,16,512", "--trials", "1",
+                        "--inputs", "normal", "--modes", "forward", "--quiet"], capture_output=True, text=True,
+                       env=env, cwd=tmp_path, timeout=600)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert all(len(line) <= 80 and not line.endswith(" ") for line in lines)
+    rows = {}
+    for line in lines[:24]:   # a row: its mark (none for info), then the check's words
+        words = line.split()
+        words = words[1:] if words[:1] in (["OK"], ["WARN"], ["FAIL"], ["SKIP"]) else words
+        rows.setdefault(" ".join(words[:2]), words[2:])
+    assert rows["numerics identical"][:1] == ["bits"], r.stdout   # the seed's pair: every bit the same
+    assert rows["timing forward"][0] in ("slower", "faster", "no"), r.stdout
+    assert rows["compiled code"][0] == "changed", r.stdout
+    assert len(lines) <= 24, r.stdout

@@ -66,6 +66,11 @@ def compare(tmp_path, baseline, planted: Path, *flags):
     return r.returncode, r.stdout, json.loads(out.read_text())
 
 
+def _glance_row(stdout: str, check: str) -> tuple[int, list[str]]:
+    """Which line of the output is the glance's first row for `check` (compare/render/terminal.py), and its words."""
+    return next((i, line.split()) for i, line in enumerate(stdout.splitlines()) if line.split()[1:2] == [check])
+
+
 def _numerics_line(data) -> str:
     pair = data["headline"]["pairs"][0]
     line = pair["lines"][0]
@@ -86,7 +91,7 @@ def test_planted_two_pass_variance_fixes_the_baselines_large_mean_and_all_equal_
     # the baseline's NaN on large-mean inputs is not shared: the fix does not have it
     assert any(t.startswith("large_mean inputs, float32: ") for t in pair["problems_fixed"]), pair
     assert not any("large_mean" in t for t in data["headline"]["shared"])
-    assert stdout.splitlines()[2].startswith("OK   numerics: fixes: ")
+    assert _glance_row(stdout, "numerics")[1][:3] == ["OK", "numerics", "fixes"]
 
 
 @pytest.mark.parametrize("name, module, old, new", [
@@ -98,8 +103,9 @@ def test_planted_bugs_are_less_accurate_first_and_fail_the_gate(tmp_path, name, 
     code, stdout, data = compare(tmp_path, "explicit_offset", bug, "--inputs", "normal", "--fail-on-numerics")
     line = _numerics_line(data)
     assert line.startswith("numerics: LESS ACCURATE than explicit_offset in forward float32 normal"), line
-    # first in the report: the line right under the title and the pair's name
-    assert stdout.splitlines()[2].startswith("FAIL numerics: LESS ACCURATE"), stdout[:500]
+    # first in the report: the glance's first row, under the title, the pair's name and the table's header
+    at, words = _glance_row(stdout, "numerics")
+    assert words[:4] == ["FAIL", "numerics", "less", "accurate"] and at == 4, stdout[:500]
     assert code == 1 and data["headline"]["pairs"][0]["introduced"]
 
 

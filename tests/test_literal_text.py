@@ -13,7 +13,7 @@ def test_every_user_string_prints_as_written(capsys):
     a, b, c = report.variants
     variants = (dataclasses.replace(a, origin=ODD[0], why=ODD[1]), b,
                 dataclasses.replace(c, status="failed", error=ODD[2]))
-    terminal.render(dataclasses.replace(report, variants=variants, skipped=(f"ir: {ODD[1]}",)))
+    terminal.render(dataclasses.replace(report, variants=variants, skipped=(f"ir: {ODD[1]}",)), verbose=True)
     out = capsys.readouterr().out
     unfolded = "".join(out.split())   # table cells may wrap; compare without whitespace
     for text in ODD:

@@ -116,10 +116,17 @@ def test_a_timing_process_is_handed_the_planned_passes_and_plans_the_same(monkey
     the_plan = plan.build(plan.Request(variants=("pointer_mutation", "explicit_offset"), checks=("timing",),
                                        dtype="float32,float16"), reg)
     handed = {}
+
+    class Processes:
+        def __init__(self, request, dtypes):
+            handed.update(request=request, dtypes=dtypes)
+
+        def run(self, step):
+            return None, []
     monkeypatch.setattr(timing_run, "in_fresh_processes", lambda gpu: True)
-    monkeypatch.setattr(timing_run, "run_isolated", lambda request, dtypes, step: (handed.update(
-        request=request, dtypes=dtypes), (None, []))[1])
-    _, skipped = pipeline._timing(the_plan, Backend("cuda", False, "test"), Step())
+    monkeypatch.setattr(timing_run, "TimingProcesses", Processes)
+    backend = Backend("cuda", False, "test")
+    _, skipped = pipeline._timing(the_plan, backend, Step(), pipeline._timing_processes(the_plan, backend))
     assert handed["dtypes"] == ("float32", "float16") and skipped == the_plan.timing_left_out
     sent = timing_run.request_from_json(timing_run.request_json(handed["request"]), plan.Request, TimingConfig)
     again = plan.build(sent, reg)   # what the worker plans in its own process

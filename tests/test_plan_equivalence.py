@@ -3,7 +3,7 @@ seed preset's compiled-code comparison give the report.json recorded before the 
 
 What may differ between two runs and is left out of the comparison: the environment's host, software
 and provenance fields (every `environment` key but `device`: git commit and dirtiness, command line,
-date, platform, versions, GPU, driver, clocks), measured durations (`compile_seconds`) and fields added
+date, platform, versions, GPU, driver, clocks), measured durations (`compile_seconds`, `audit_seconds`) and fields added
 since the recording where they hold their default (`ADDED`). The goldens are those normalized reports,
 gzipped (tests/golden/plan_equivalence/). Fields added later with content (the IR's pointer names and pass
 notes) and the derived headline's words were taken into them from a run equal to them in every other key.
@@ -20,9 +20,9 @@ import main
 
 GOLDEN = Path(__file__).parent / "golden" / "plan_equivalence"
 KEPT_ENVIRONMENT = ("device",)   # the backend the run chose: behaviour, not host
-DURATIONS = ("compile_seconds",)
+DURATIONS = ("compile_seconds", "audit_seconds")
 # fields the model gained after the recording, and the value saying nothing happened (a failure's kind)
-ADDED = {"failure": "", "failed_at": ""}
+ADDED = {"failure": "", "failed_at": "", "fouls": []}
 # the recorded runs (at commit 80aadd0, the CPU interpreter, offline IR for sm_90)
 RUNS = {
     "default": ["compare"],

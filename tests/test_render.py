@@ -37,8 +37,14 @@ def test_markdown_opens_with_the_headline_of_each_pair():
     lines = text.splitlines()
     assert lines[0].startswith("## kernel-ab")
     assert lines[2] == "**`B`** against **`A`** (baseline)"
-    assert lines[4] == "- ✅ numerics: forward: bits differ in 1 case; as accurate as A where bits differ"
-    assert lines[5] == "- ⚠️ timing: forward: slower in 1 of 1 shape (+3.0%)"
+    # the glance first: a row per check, then the headline's lines
+    assert [c.strip() for c in lines[4].strip("|").split("|")] == ["check", "verdict", "how much", "where"]
+    assert [c.strip() for c in lines[6].strip("|").split("|")] == ["✅ numerics", "bits differ", "1 of 1 case",
+                                                                   "float32 normal"]
+    assert [c.strip() for c in lines[7].strip("|").split("|")] == ["⚠️ timing forward", "slower", "+3.0%",
+                                                                   "1 of 1 shape"]
+    at = lines.index("- ✅ numerics: forward: bits differ in 1 case; as accurate as A where bits differ")
+    assert lines[at + 1] == "- ⚠️ timing: forward: slower in 1 of 1 shape (+3.0%)" and at == 10
     assert "<details><summary>Environment</summary>" in text
 
 
@@ -71,11 +77,14 @@ def test_markdown_is_cut_under_the_comment_limit_with_a_note():
 
 def test_terminal_report_has_summary_first_and_legends():
     buf = io.StringIO()
-    terminal.render(fixed_report(failing=True), Console(file=buf, width=200))
+    terminal.render(fixed_report(failing=True), Console(file=buf, width=200), verbose=True)
     text = buf.getvalue()
     assert text.index("FAIL") < text.index("Numerics: forward, N2")
-    assert text.splitlines()[1] == "B against A (baseline):"
-    assert text.splitlines()[2].startswith("FAIL numerics: ") and "new problems (not in A)" in text.splitlines()[2]
+    lines = text.splitlines()
+    assert lines[1] == "B against A (baseline):" and lines[2].split() == ["check", "verdict", "how", "much", "where"]
+    assert lines[4].split()[:4] == ["FAIL", "numerics", "new", "problems"]
+    said = next(line for line in lines if line.startswith("FAIL numerics: "))   # the headline's line, after the glance
+    assert "new problems (not in A)" in said and lines.index(said) > 4
     assert "     New in B (not in A):\n       - normal inputs, float32: never written in forward y" in text
     assert "FAIL numerics: B introduced (not in A): normal inputs, float32: never written in forward y" in text
     assert "verdict: faster/slower only when p < 0.05" in text

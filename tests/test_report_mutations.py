@@ -72,7 +72,7 @@ def _set(data, path, value):
 def _report(data, tmp_path, capsys):
     file = tmp_path / "report.json"
     file.write_text(json.dumps(data))
-    rc = main.main(["report", str(file)], prog="main.py")
+    rc = main.main(["report", str(file), "--verbose"], prog="main.py")   # every section: every renderer reads it
     return rc, *capsys.readouterr()
 
 

@@ -144,9 +144,11 @@ def _kernel_repo(folder: Path) -> Path:
 
 
 IR = ["ir", "--shape", "2,8,2,16", "--quiet"]
-SAY = {signal.SIGTERM: (143, "kernel-ab: terminated (SIGTERM); no report"),
-       signal.SIGINT: (130, "kernel-ab: interrupted (Ctrl-C); no report"),
-       signal.SIGHUP: (129, "kernel-ab: hung up (SIGHUP); no report")}
+SAY = {signal.SIGTERM: (143, "kernel-ab: terminated (SIGTERM)"),
+       signal.SIGINT: (130, "kernel-ab: interrupted (Ctrl-C)"),
+       signal.SIGHUP: (129, "kernel-ab: hung up (SIGHUP)")}
+# a stop before the checks leaves no report; one during them, the report of what was finished (test_interrupt.py)
+ENDS = ("; no report", "; the report holds what was finished before it")
 
 
 @pytest.mark.parametrize("signum, to_group, args, prefix", [
@@ -176,7 +178,7 @@ def test_an_interrupted_run_is_one_line_and_leaves_nothing_behind(signum, to_gro
     _, err = proc.communicate(timeout=120)
     code, line = SAY[signum]
     assert proc.returncode == code, err
-    assert err.strip().splitlines() == [line]
+    assert err.strip().splitlines() in ([line + ENDS[0]], [line + ENDS[1]])
     assert list(tmp.iterdir()) == []
     assert not _group_alive(proc.pid)
 

@@ -48,3 +48,74 @@ def test_timing_runs_in_fresh_processes_on_a_gpu_unless_told(monkeypatch, gpu, e
     else:
         monkeypatch.setenv(timing_run.IN_PROCESS_ENV, env)
     assert timing_run.in_fresh_processes(gpu) is fresh
+
+
+# A stand-in for compare/running/timing_worker.py, speaking its protocol: it loads (sleeps), says "ready" on the
+# fd it is given, waits for its go line, notes the status file it was given and writes a timing section.
+_FAKE_WORKER = '''
+import json, os, sys, time
+sys.path.insert(0, {root!r})
+from compare.model.results import TimingSection, to_dict
+ask, answer, fd = sys.argv[1:4]
+dtype = json.loads(open(ask).read())["dtype"]
+behaviour = os.environ["FAKE_WORKER"]
+open(answer + ".started", "w").write(repr(time.time()))
+if behaviour == "crash":
+    sys.exit("cannot load: " + dtype)
+if behaviour == "never ready":
+    time.sleep(60)
+time.sleep(0.2)
+os.write(int(fd), b"ready")
+go = json.loads(sys.stdin.readline())
+open(answer + ".when", "w").write(repr(time.time()))
+bandwidth = go["copy_gbs"] or 4200.0 + len(dtype)   # measured by the first process only
+open(answer, "w").write(json.dumps(to_dict(TimingSection(go["status"] + "|" + dtype, bandwidth, 0.01, 0.95, "m", ()))))
+'''
+
+
+def _processes(tmp_path, monkeypatch, behaviour: str, dtypes=("float32", "bfloat16")):
+    from pathlib import Path
+    from compare.running import plan, supervisor
+    from compare.running.progress import Step
+    worker = tmp_path / "worker.py"
+    worker.write_text(_FAKE_WORKER.format(root=str(Path(timing_run.__file__).resolve().parents[2])))
+    monkeypatch.setenv("FAKE_WORKER", behaviour)
+    monkeypatch.setenv(supervisor.STATUS_ENV, str(tmp_path / "status"))
+    monkeypatch.setenv("KERNEL_AB_VARIANT_TIMEOUT", "3")
+    processes = timing_run.TimingProcesses(plan.Request(), dtypes, worker)
+    try:
+        return processes.run(Step()), processes
+    finally:
+        processes.close()
+
+
+def test_timing_processes_start_at_once_and_time_one_after_another_with_the_status_file(tmp_path, monkeypatch):
+    seen = {}
+    real_time = timing_run.TimingProcesses._time
+
+    def noting(self, w, copy_gbs):   # when told to go: had the first finished timing, when had this one started?
+        first = self.workers[0]["answer"]
+        if w is not self.workers[0]:
+            seen["first timed at"] = float(open(f"{first}.when").read())
+            seen["second started at"] = float(open(f"{w['answer']}.started").read())
+        seen[w["dtype"]] = copy_gbs
+        return real_time(self, w, copy_gbs)
+    monkeypatch.setattr(timing_run.TimingProcesses, "_time", noting)
+    (section, failed), processes = _processes(tmp_path, monkeypatch, "ok")
+    assert failed == []
+    # the second process had started before the first timed: it loaded alongside, not after
+    assert seen["second started at"] < seen["first timed at"]
+    # the first measured the copy bandwidth; the second was handed it
+    assert seen["float32"] == 0.0 and seen["bfloat16"] == 4207.0
+    # the status file reaches a process only with its go, and the sections of both are merged
+    assert section.gpu == f"{tmp_path / 'status'}|float32"
+
+
+def test_a_timing_process_that_fails_to_load_or_never_gets_ready_is_one_line(tmp_path, monkeypatch):
+    (section, failed), _ = _processes(tmp_path, monkeypatch, "crash", ("float32",))
+    assert section is None and len(failed) == 1
+    assert failed[0].startswith("timing float32: its process ended with exit code 1 (cannot load: float32)")
+    (section, failed), processes = _processes(tmp_path, monkeypatch, "never ready", ("float16",))
+    assert section is None and failed == ["timing float16: its process had not loaded the variants after 3 s "
+                                          "(--variant-timeout)"]
+    assert all(w["proc"].poll() is not None for w in processes.workers)

@@ -15,6 +15,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from variants import Family, Registry, _collect, family_packages
+from variants import waiting
 from variants.isolation import isolated
 
 GROUP = "kernel_ab.families"
@@ -167,8 +168,7 @@ def _from_folder(origin: str, folder: Path) -> list[Found]:
     for package in sorted(m.name for m in pkgutil.iter_modules([str(folder)]) if m.ispkg):
         where = f"family package {package} ({origin})"
         with _loading(where), isolated((folder,), package, share_own=True):
-            family = _family_of(importlib.import_module(package), where)
-            variants = _collect(family) if family is not None else {}
+            family, variants = _imported(package, where)
         if family is not None:
             # its kernels are compiled again elsewhere (compare/checks/ir/worker.py) from the same folder
             roots = (str(folder),)
@@ -177,16 +177,30 @@ def _from_folder(origin: str, folder: Path) -> list[Found]:
     return found
 
 
+def _imported(package: str, where: str, load_module=None) -> tuple:
+    """(the family, its variants) of a package (`load_module`: an entry point's load), imported under a time
+    limit (variants/waiting.py): an import that blocks is one FamilyError line, never a hang."""
+    def load():
+        family = _family_of(load_module() if load_module else importlib.import_module(package), where)
+        return family, (_collect(family) if family is not None else {})
+    seconds = waiting.limit(waiting.IMPORT_LIMIT_S)
+    try:
+        return waiting.within(seconds, load, f"the import of {where}")
+    except waiting.TimedOut as exc:
+        raise FamilyError(f"{exc} (does its module code wait on something: a lock, input, the network?); "
+                          f"{waiting.LIMIT_ENV}=SECONDS gives it longer") from None
+
+
 def _from_entry_points() -> list[Found]:
     found = []
     for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
         dist = getattr(ep.dist, "name", None) or "an unnamed distribution"
         origin = f"entry point {ep.name} from {dist}"
         with _loading(f"family {origin} ({ep.value})"):
-            family = _family_of(ep.load(), f"{origin} ({ep.value})")
+            family, variants = _imported(ep.value, f"{origin} ({ep.value})", ep.load)
             if family is None:
                 raise FamilyError(f"{origin} ({ep.value}) names a module without FAMILY; point it at a Family")
-            found.append(Found(family, _collect(family), origin))
+            found.append(Found(family, variants, origin))
     return found
 
 

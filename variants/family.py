@@ -325,7 +325,7 @@ class Family(abc.ABC):
         forward_code = (("forward", id(fwd), getattr(fwd, "__name__", ""), id(runner)) if fwd is not None
                         else ("forward", variant.name))
         if mode == "forward":   # Triton variants sharing the family's forward kernel time the same code
-            return _timed(forward, None if variant.op is not None else forward_code)
+            return _timed(forward, None if variant.op is not None else forward_code, outputs)
         if variant.op is None:
             forward()
             grads = _shared(buffers, "grads", lambda: self.alloc_grads(shape, inputs.dtype, inputs.device))
@@ -333,12 +333,12 @@ class Family(abc.ABC):
             backward = launch(kernel, inputs, outputs, grads, shape)
             backward_code = ("backward", id(kernel), getattr(kernel, "__name__", ""), getattr(launch, "__name__", ""))
             if mode == "backward":
-                return _timed(backward, backward_code)
+                return _timed(backward, backward_code, grads)
 
             def full():
                 forward()
                 backward()
-            return _timed(full, ("full", forward_code, backward_code))
+            return _timed(full, ("full", forward_code, backward_code), grads)
         # torch and inductor through autograd, as op-level variants are: an OpPass makes its forward on the
         # stream it captures the backward on (the inputs' gradient nodes live where the forward made them:
         # made on the default stream, they broke the capture, and the case was timed eagerly)
@@ -353,7 +353,9 @@ def _shared(buffers: dict, key: str, make: Callable[[], Any]) -> Any:
     return buffers[key]
 
 
-def _timed(fn: Callable[[], None], code) -> Callable[[], None]:
-    """`fn`, labelled with the compiled code its timed pass runs (None: not known)."""
+def _timed(fn: Callable[[], None], code, outputs: dict) -> Callable[[], None]:
+    """`fn`, labelled with the compiled code its timed pass runs (None: not known) and with what its calls
+    write (`timed_outputs(graphed)`: the same buffers eager or replayed; compare/checks/audit.py reads them)."""
     fn.timed_code = code
+    fn.timed_outputs = lambda graphed=False: outputs
     return fn

@@ -47,15 +47,9 @@ def _top_names(folder: Path) -> set[str]:
 
 @functools.cache
 def _own_names() -> frozenset[str]:
-    """kernel-ab's top-level names: what its checkout provides (an editable install maps its names
-    there, and the checkout is usually on sys.path), else those of the distribution installed."""
-    folder = Path(__file__).resolve().parents[1]
-    if (folder / "pyproject.toml").is_file():
-        return frozenset(_top_names(folder))
-    from importlib.metadata import distribution, packages_distributions
-    top = __name__.split(".")[0]
-    return frozenset({top}.union(*((distribution(d).read_text("top_level.txt") or "").split()
-                                   for d in packages_distributions().get(top, ()))))
+    """kernel-ab's top-level names: what the folder holding variants/ provides (a checkout's root, or the
+    installed package kernel_ab, which holds nothing else), and kernel_ab itself."""
+    return frozenset(_top_names(Path(__file__).resolve().parents[1]) - {"__init__", "__main__"} | {"kernel_ab"})
 
 
 class _OnlyInTree:

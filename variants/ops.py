@@ -8,7 +8,7 @@ from __future__ import annotations
 import inspect
 
 from variants.spec import BadSpec, CallMap
-from variants.variant import OpCallError, Variant  # noqa: F401 (re-exported)
+from variants.variant import NotPlainTensor, OpCallError, Variant  # noqa: F401 (re-exported)
 
 from variants.variant import MODES  # noqa: E402 (one list of passes, the protocol's)
 
@@ -60,8 +60,13 @@ def differentiable_result(returned, name: str):
 
 
 def result_of(returned):
-    """The op's result as timed passes see it (a MappedOp has already picked its output)."""
-    return returned[0] if isinstance(returned, (tuple, list)) else returned
+    """The op's result as timed passes see it (a MappedOp has already picked its output); NotPlainTensor for
+    a torch.Tensor subclass, whose work could run when it is read (it is never read)."""
+    import torch
+    result = returned[0] if isinstance(returned, (tuple, list)) else returned
+    if isinstance(result, torch.Tensor) and type(result) is not torch.Tensor:
+        raise NotPlainTensor(type(result).__name__)
+    return result
 
 
 def _signature(fn):
@@ -136,6 +141,9 @@ class OpPass:
         self.dy = family.upstream(inputs)
         self._kept: list = []        # what a captured graph reads or writes: kept alive with the graph
         self._y = self._forward() if mode == "backward" else None
+        self.first = family.outputs[0]
+        self.grad_names = tuple(g for a in leaves for g, of in family.op_grads.items() if of == a)
+        self._last = self._static = None   # the last eager call's result, and the captured graph's
 
     def _forward(self):
         return result_of(self.call())
@@ -146,11 +154,21 @@ class OpPass:
 
     def __call__(self) -> None:
         if self.mode == "forward":
-            self._forward()
+            self._last = self._forward()
         elif self.mode == "backward":
-            self._grad(self._y, retain=True)
+            self._last = self._grad(self._y, retain=True)
         else:
-            self._grad(self._forward(), retain=False)
+            self._last = self._grad(self._forward(), retain=False)
+
+    def timed_outputs(self, graphed: bool = False) -> dict:
+        """What the last call wrote, by the family's names: the op's result forward, its gradients otherwise
+        (from the captured graph's buffers when replayed)."""
+        last = self._static if graphed else self._last
+        if last is None:
+            return {}
+        if self.mode == "forward":
+            return {self.first: last}
+        return dict(zip(self.grad_names, last))
 
     def capture_graph(self):
         """A CUDA graph whose replay is this pass (warm-up first, on a side stream); raises if the op cannot be
@@ -185,6 +203,7 @@ class OpPass:
             torch.cuda.synchronize()
             with torch.cuda.graph(graph, stream=capture):
                 self._kept.append(self._grad(self._y, retain=True))
+        self._static = self._kept[-1]   # the buffers every replay writes
         torch.cuda.synchronize()
         return graph
 

@@ -10,6 +10,11 @@ KINDS = ("triton", "torch", "inductor", "op")   # op: a Python op or autograd Fu
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 
 
+class NotPlainTensor(TypeError):
+    """An op returned a torch.Tensor subclass: its values could be computed when read rather than by the
+    call (a foul; the result is never read). The message is the subclass's name."""
+
+
 class OpCallError(TypeError):
     """The op cannot be called, or its result read, the way its mapping says (a mapping's fault, not the op's)."""
 

@@ -11,14 +11,17 @@ from typing import Iterable, Optional
 
 import torch
 
+from compare.checks import referee
+from compare.checks.accuracy import VERDICT_FACTOR, _verdicts, verdict  # noqa: F401 (re-exported)
 from compare.checks.failures import classify
 from compare.running import sealing, supervisor
 from compare.running.backend import Backend, synchronize
 from compare.model.errors import summarize
 from compare.running.progress import Step
-from compare.model.results import NumericsCase, OutputError, PairBitwise, PairVerdict, RunSpread, VariantNumerics
+from compare.model.results import Failure, NumericsCase, OutputError, PairBitwise, RunSpread, VariantNumerics
 from compare.model.vocabulary import MANTISSA_BITS, MIN_NORMAL_EXPONENT
 from variants.family import NotForThisShape
+from variants.variant import NotPlainTensor
 
 # assert_close's default tolerances (torch.testing), by dtype
 TOLERANCES = {
@@ -27,8 +30,6 @@ TOLERANCES = {
     torch.bfloat16: (1.6e-2, 1e-5),
     torch.float64: (1e-7, 1e-7),
 }
-# B is "at least as accurate as A" if its errors are within this factor of A's (PairVerdict)
-VERDICT_FACTOR = 2.0
 
 # Dtypes Triton's CPU interpreter does not compute faithfully (found with triton 3.9, pinned by
 # tests/test_interpreter_dtypes.py): dtype name -> reason shown instead of numbers.
@@ -169,8 +170,6 @@ def bitwise(a: torch.Tensor, b: torch.Tensor) -> tuple[int, Optional[tuple[int, 
     return n, tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), a.shape)), max_abs
 
 
-
-
 def interpreter_untrusted(backend: Backend, dtype: torch.dtype) -> str | None:
     """Why Triton kernels in `dtype` cannot be trusted on this backend, or None."""
     if not backend.interpreted:
@@ -193,11 +192,12 @@ def _runner(family, v, direction: str, shape, dtype, backend):
 
 def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seeds: Iterable[int],
              input_kind: str = "normal", progress: Step = Step(),
-             direction: str = "forward", reference: str = "") -> NumericsCase:
+             direction: str = "forward", reference: str = "", draw=None) -> NumericsCase:
     """Run every variant on fresh inputs for each seed; compare with the reference and pairwise.
 
     direction "forward" checks the family's outputs; "backward" its gradients (family.run_backward).
-    `reference`, if one of the variants, is the one every other variant also gets a verdict against."""
+    `reference`, if one of the variants, is the one every other variant also gets a verdict against.
+    `draw(shape, dtype, seed, kind)` gives a trial's inputs (compare.checks.draws); default: drawn here."""
     if direction not in ("forward", "backward"):
         raise ValueError(f"unknown direction {direction!r}; known: forward, backward")
     seeds = tuple(seeds)
@@ -224,26 +224,37 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
     if direction == "backward":   # a backward pass runs its forward first: the forward's documented writes too
         expected |= set(family.overwrites("forward").values())
     written: dict[str, list] = {v.name: [] for v in variants}
+    fouls: list = []
     for seed in seeds:
         if all(v.name in status for v in variants):
             break
         # every run reads a copy of these (compare.running.sealing): no variant's writes reach another
-        pristine = family.make_inputs(shape, dtype, backend.device, seed, input_kind)
-        ref = ref_fn(sealing.sealed_copy(pristine))
-        produced: dict[str, dict[str, torch.Tensor]] = {}
+        pristine = draw(shape, dtype, seed, input_kind) if draw else \
+            family.make_inputs(shape, dtype, backend.device, seed, input_kind)
+        kept: dict[str, dict[str, referee.Stowed]] = {}   # outputs as bare storage until the reference exists
         for v in variants:
             if v.name in status:
                 continue
             progress(f"numerics {direction} {shape.label} {dtype} {input_kind} seed {seed}: {v.name}")
             _, alloc, run, _ = runners[v.name]
-            outputs = {k: poison_(t) for k, t in alloc().items()}
+            allocated = {k: poison_(t) for k, t in alloc().items()}   # measured, whatever `outputs` is made to hold
+            outputs = dict(allocated)
             inputs = sealing.sealed_copy(pristine)
             what = f"numerics {direction} {shape.label} {str(dtype).removeprefix('torch.')} {input_kind} seed {seed}"
+            referee.scrub_freed(allocated, poison_)
             try:
                 with supervisor.running((v.name,), what), warnings.catch_warnings():
                     warnings.simplefilter("ignore", RuntimeWarning)  # numpy's overflow/invalid warnings from the
                     run(inputs, outputs)                             # interpreter: the measured NaN/Inf say it better
                     synchronize(backend)
+                    odd = referee.not_plain(outputs)
+                    if odd:
+                        raise NotPlainTensor(odd)
+            except NotPlainTensor as exc:   # a foul: the subclass is never read
+                fouls.append(referee.subclass_finding(v.name, str(exc)))
+                status[v.name] = VariantNumerics(v.name, "error", (f"returned a Tensor subclass ({exc})",),
+                                                 failure=Failure.FOUL)
+                continue
             except NotForThisShape as exc:   # a limit the variant documents, not a fault
                 status[v.name] = VariantNumerics(v.name, "not_run", (f"not for this shape: {exc}",))
                 continue
@@ -258,15 +269,14 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
                                                  failure=kind.kind, failed_at=kind.at)
                 continue
             written[v.name].append(sealing.writes(pristine, inputs, expected))
-            produced[v.name] = outputs
-            for name, t in outputs.items():
-                stale = sealing.tensors(pristine)[overwrites[name]] if name in overwrites else None
-                errors[v.name].append(measure(t, ref[name], name, dtype, stale))
             if v.name not in spreads and backend.interpreted and v.kind in ("triton", "op"):
                 spreads[v.name] = {}   # the interpreter runs programs one after another: no spread to find
             if v.name not in spreads:
-                spreads[v.name] = _run_twice(run, alloc, sealing.sealed_copy(pristine), outputs, backend,
+                spreads[v.name] = _run_twice(run, alloc, sealing.sealed_copy(pristine), allocated, backend,
                                              (v.name, f"{what}, run again"))
+            kept[v.name] = referee.stow(allocated)
+            del allocated, outputs, inputs
+        produced = _measured(kept, ref_fn, pristine, overwrites, dtype, errors)
         progress.advance()
         for a, b in itertools.combinations(produced, 2):
             for name in [n for n in produced[a] if n in produced[b]]:   # an op gives only its result
@@ -294,7 +304,19 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
                                  max(m for _, _, m in trials), own.n_diff if own else 0, own.max_abs if own else 0.0))
     verdicts = _verdicts(results, pairs, reference, dtype)
     return NumericsCase(shape.label, str(dtype).removeprefix("torch."), input_kind, seeds, tuple(results),
-                        tuple(pairs), direction, verdicts, reference if reference in errors else "")
+                        tuple(pairs), direction, verdicts, reference if reference in errors else "", tuple(fouls))
+
+
+def _measured(kept: dict, ref_fn, pristine, overwrites: dict, dtype, errors: dict) -> dict[str, dict[str, torch.Tensor]]:
+    """Every variant's outputs of one trial, measured against the float64 reference, computed only now that
+    each has run (compare/checks/referee.py): the outputs by variant, for the pairwise comparison."""
+    ref = ref_fn(sealing.sealed_copy(pristine))
+    produced = {name: referee.unstow(outs) for name, outs in kept.items()}
+    for name, outputs in produced.items():
+        for out, t in outputs.items():
+            stale = sealing.tensors(pristine)[overwrites[out]] if out in overwrites else None
+            errors[name].append(measure(t, ref[out], out, dtype, stale))
+    return produced
 
 
 def _run_twice(run, alloc, inputs, first: dict[str, torch.Tensor], backend: Backend,
@@ -316,69 +338,6 @@ def _run_twice(run, alloc, inputs, first: dict[str, torch.Tensor], backend: Back
         n, _, max_abs = bitwise(t, again[name])
         out[name] = RunSpread(name, t.numel(), n, max_abs)
     return out
-
-
-def _verdicts(results: list[VariantNumerics], pairs: list[PairBitwise], reference: str,
-              dtype: torch.dtype) -> tuple[PairVerdict, ...]:
-    """A verdict for every pair (A, B) with A before B in the variant order, and (reference, B) for
-    every other B, among variants that produced numbers."""
-    ran = [r for r in results if r.status in ("pass", "fail")]
-    by_name = {r.variant: r for r in ran}
-    ordered = [(a, b) for a, b in itertools.combinations([r.variant for r in ran], 2) if b != reference]
-    if reference in by_name:
-        ordered += [(reference, r.variant) for r in ran if r.variant != reference and (reference, r.variant) not in ordered]
-    out = []
-    for a, b in ordered:
-        equal = [p.equal for p in pairs if {p.a, p.b} == {a, b}]
-        out.append(verdict(by_name[a], by_name[b], bool(equal) and all(equal), dtype))
-    return tuple(out)
-
-
-def _losses(a: VariantNumerics, b: VariantNumerics, u: float, factor: float) -> list[tuple[str, str, float, float]]:
-    """(output, measure, B's figure, A's figure) for every output and measure on which B is worse than
-    A by the PairVerdict rule."""
-    a_out = {e.output: e for e in a.outputs}
-    worse = []
-    for eb in b.outputs:
-        ea = a_out.get(eb.output)
-        if ea is None:
-            continue
-        bad_a, bad_b = ea.nonfinite_mismatch + ea.unwritten, eb.nonfinite_mismatch + eb.unwritten
-        if bad_a != bad_b:   # the errors below are measured over different elements: the count decides
-            if bad_b > bad_a:
-                worse.append((eb.output, "bad", bad_b, bad_a))
-            continue
-        if eb.rel_l2 > factor * ea.rel_l2 + u:
-            worse.append((eb.output, "rel L2", eb.rel_l2, ea.rel_l2))
-        floor = u / 2 * max(ea.ref_max, eb.ref_max)    # half an ULP of the largest |reference|
-        if eb.max_abs > factor * ea.max_abs + floor and eb.max_ulp > 1.0:   # within 1 ULP everywhere: no loss
-            worse.append((eb.output, "max abs", eb.max_abs, ea.max_abs))
-    return worse
-
-
-def _say(output: str, measure: str, b_fig: float, a_fig: float) -> str:
-    if measure == "bad":
-        return f"{output}: {b_fig:.0f} non-finite-mismatched or unwritten elements against {a_fig:.0f}"
-    return f"{output}: {measure} {b_fig:.2e} against {a_fig:.2e}"
-
-
-def verdict(a: VariantNumerics, b: VariantNumerics, bitwise_equal: bool, dtype: torch.dtype,
-            factor: float = VERDICT_FACTOR) -> PairVerdict:
-    """Is B more, as or less accurate than A (see PairVerdict)? `dtype` is the case's dtype;
-    differences below its machine epsilon u (rel L2) or u/2 x max|ref| (max abs: the rounding of the
-    output alone) do not count, nor does a max abs error within 1 ULP at every element."""
-    if bitwise_equal:
-        return PairVerdict(a.variant, b.variant, "as accurate", "bitwise equal")
-    u = float(torch.finfo(dtype).eps)
-    lost = _losses(a, b, u, factor)
-    gained = [(o, m, fig_b, fig_a) for o, m, fig_a, fig_b in _losses(b, a, u, factor)]
-    detail = tuple(_say(*x) for x in lost + gained)
-    outs = (tuple(dict.fromkeys(x[0] for x in lost)), tuple(dict.fromkeys(x[0] for x in gained)))
-    if lost:
-        return PairVerdict(a.variant, b.variant, "less accurate", "mixed" if gained else "B worse", detail, *outs)
-    if gained:
-        return PairVerdict(a.variant, b.variant, "more accurate", "B better", detail, *outs)
-    return PairVerdict(a.variant, b.variant, "as accurate", "error within factor")
 
 
 def _total_numel(errors: list[OutputError], name: str) -> int:

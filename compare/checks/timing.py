@@ -13,10 +13,12 @@ from typing import Callable, Sequence
 import torch
 
 from compare.running import sealing, supervisor
-from compare.checks import stats
+from compare.checks import audit, referee, stats
 from compare.model.errors import summarize
+from compare.model.fouls import withheld
 from compare.model.results import TimingCase, TimingComparison, TimingVariant
 from variants.family import NotForThisShape
+from variants.variant import NotPlainTensor
 
 from compare.checks.timing_config import (CONTROL, GRAPH_AUTO_BELOW_MS, LAUNCH_BOUND_FRACTION,  # noqa: F401 (re-exported)
                                    TimingConfig, method_text)
@@ -172,13 +174,15 @@ def _same_code(a, b) -> bool:
 def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]], bytes_moved: int, copy_gbs: float,
               shape_label: str, mode: str, config: TimingConfig, step: Callable[[str], None] = lambda _: None,
               dtype: str = "", control: Callable[[], None] | Sequence[Callable[[], None]] | None = None,
-              inputs=None) -> TimingCase:
+              inputs=None, checked: audit.Checked | None = None) -> TimingCase:
     """Time every entry (first = baseline) in interleaved rounds and compare each with the baseline.
 
     An entry is one callable, or one per placement (all entries the same number); round r runs
     placement r mod n of every entry. `control` is the baseline's call(s) again: the hidden A/A entry.
     `inputs`: the inputs as drawn; an entry whose `sealed_inputs` its first call changed gets them
     restored before each timed call, outside the interval, and its TimingVariant says what it wrote."""
+    # then each entry is audited (compare/checks/audit.py, `checked`: the family's side); a foul withholds
+    # the entry's verdict, and the case's `fouls` say why
     placements = len(calls[next(iter(calls))]) if isinstance(calls[next(iter(calls))], (tuple, list)) else 1
     entries = {name: _as_placements(fn, placements) for name, fn in calls.items()}
     if control is not None:
@@ -189,6 +193,7 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
     not_run: set[str] = set()   # of the failed: those whose run said the shape is not theirs
     written: dict[str, tuple] = {}   # entry -> the inputs its calls wrote into (sealing.writes)
     memory: dict[str, int] = {}
+    fouls: dict[str, list] = {}   # entry -> what its calls did to win rather than compute (audit)
     label = lambda name: "A/A control" if name == CONTROL else name  # noqa: E731
     for name, fns in entries.items():
         step(f"timing {shape_label} {mode}: warm-up {label(name)}")
@@ -213,6 +218,8 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
                 culprit = next(iter(calls)) if name == CONTROL else name
                 supervisor.poisoned(culprit, f"{supervisor.CRASHES[1]} ({summarize(exc)})")
             failed[name] = summarize(exc)
+            if isinstance(exc, NotPlainTensor):
+                fouls[name] = [referee.subclass_finding(name, str(exc))]
             torch.cuda.synchronize()
         culprit = next(iter(calls)) if name == CONTROL else name
         supervisor.check(before, (culprit,), f"timing {shape_label} {mode} warm-up")
@@ -228,6 +235,10 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
         note = _capture(timed, failed, config.graph == "on", flush)
         use_graph = any(t.graph is not None for ts in timed.values() for t in ts)
     samples, seconds = _rounds(timed, placements, config, step, flush, shape_label, mode)
+    audit_start = time.perf_counter()
+    fouls.update(audit.audit_case(timed, samples, checked, flush, bytes_moved, copy_gbs,
+                                  audit.Tools(torch, _one_call_ms, flush_l2), skip=(CONTROL,)))
+    audit_seconds = time.perf_counter() - audit_start
     variants = []
     for name in calls:
         if name in failed:
@@ -235,7 +246,7 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
             continue
         flat = [s for r in samples[name] for s in r]
         p20, p50, p80 = stats.quantiles(flat)
-        gbs = bytes_moved / (p50 * 1e-3) / 1e9
+        gbs = bytes_moved / (p50 * 1e-3) / 1e9 if p50 > 0 else float("inf")   # (no time: no bandwidth holds it)
         variants.append(TimingVariant(name, "ok", "", tuple(flat), len(samples[name]), config.calls_per_round,
                                       p20, p50, p80, memory[name], bytes_moved, gbs,
                                       gbs / copy_gbs if copy_gbs else 0.0, round(launch[name][0], 4),
@@ -261,12 +272,15 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
         est = stats.ratio_with_interval(samples[baseline], samples[name], seed=config.seed)
         same = _same_code(entries[baseline][0], entries[name][0])
         comparisons.append(_comparison(baseline, name, est, stats.decide(est, config.noise, control_est, same)))
+    comparisons = [withheld(c, fouls.get(c.variant) or fouls[baseline])
+                   if c.variant in fouls or baseline in fouls else c for c in comparisons]
     writers = [n for n in calls if written.get(n)]
     if writers:
         note = "; ".join(filter(None, (note, f"{', '.join(writers)} wrote into its inputs: they were restored "
                                               "before every timed call, outside the timed interval")))
     return TimingCase(shape_label, mode, bool(use_graph), round(seconds, 3), tuple(variants), tuple(comparisons),
-                      note, dtype, control_cmp, placements, launch_bound)
+                      note, dtype, control_cmp, placements, launch_bound,
+                      fouls=tuple(f for n in calls for f in fouls.get(n, ())), audit_seconds=round(audit_seconds, 3))
 
 
 def _seal(t: _Timed, inputs, written: dict, name: str) -> None:

@@ -6,6 +6,7 @@ so every pull request that leaves it alone would "fail" on) does not trip them. 
 is missing (no GPU, so nothing was timed) ends "not judged", and fails unless --accept-unjudged."""
 from __future__ import annotations
 
+from compare.model.fouls import foul_lines
 from compare.model.headline import headline
 from compare.model.problems import describe, judged, problems, ran, variant_of
 from compare.model.results import Failure, Gate, Report
@@ -40,12 +41,14 @@ def reasons(gate: Gate) -> list[str]:
 
 
 def _numerics(report: Report) -> Gate:
-    """Fails on a variant that could not be loaded, one with a problem the baseline has not in the same case
-    (crash, unwritten or non-finite-mismatched elements, errors beyond tolerance, less accurate than the
-    reference point), or one judged less accurate than the baseline (compare/model/headline.py). The reference
-    point never trips it; with one variant only, its own problems count."""
+    """Fails on a variant that could not be loaded, one with a foul (compare/model/fouls.py), one with a problem
+    the baseline has not in the same case (crash, unwritten or non-finite-mismatched elements, errors beyond
+    tolerance, less accurate than the reference point), or one judged less accurate than the baseline
+    (compare/model/headline.py). The reference point never trips it; with one variant only, its own
+    problems count."""
     name = "--fail-on-numerics"
     broken = [_unloaded(v) for v in report.variants if v.status != "ok"]
+    broken += foul_lines(report)   # a foul fails every gate, whichever check saw it
     section = report.numerics
     if section is None:   # a gate never passes without the evidence it judges
         return Gate(name, None, "failed", tuple(broken)) if broken else \
@@ -94,11 +97,12 @@ def _why_not(report: Report, name: str) -> str:
 
 
 def _slower(report: Report, pct: float) -> Gate:
-    """Fails on a variant whose timing verdict against the baseline is "slower" (significant, outside the
-    noise band) by more than `pct` percent; a non-significant difference never does."""
+    """Fails on a foul (compare/model/fouls.py), and on a variant whose timing verdict against the baseline
+    is "slower" (significant, outside the noise band) by more than `pct` percent; a non-significant
+    difference never does."""
     name = "--fail-if-slower"
-    if tampered(report):
-        return Gate(name, pct, "failed", tuple(tampered(report)))
+    if tampered(report) or foul_lines(report):   # a foul or a tampered process fails every gate
+        return Gate(name, pct, "failed", tuple(tampered(report) + foul_lines(report)))
     if report.timing is None:
         why = next((s.removeprefix("timing: ") for s in report.skipped if s.startswith("timing:")), "not asked for")
         return Gate(name, pct, "not judged", (f"timing was not measured ({why.split(' (')[0]})",))

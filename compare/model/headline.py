@@ -10,6 +10,7 @@ import dataclasses
 from typing import Optional
 
 from compare.checks.ir.loopclaims import loop_claims
+from compare.model.fouls import fouled, said
 from compare.model.problems import (BITS, Lists, Problem, SaidOnce, bits, brief, describe, input_kinds, judged, lists,
                                     ran, variant_of)
 from compare.model.results import (Failure, IRSection, IRVariant, NumericsCase, NumericsSection, PassStatus, Report,
@@ -346,9 +347,16 @@ def headline(report: Report) -> Headline:
     found = lists(report)   # compare/model/problems.py decides what is shared, introduced or fixed
     kinds = input_kinds(section) if section else ()
     pairs = []
+    fouls = fouled(report)   # a fouled side earns the pair no accuracy and no timing verdict
     for b in [n for n in judged(report) if n != base]:
         lines, gate = [], []
         introduced, fixed = found.introduced.get(b, frozenset()), found.fixed.get(b, frozenset())
+        who = b if b in fouls else base if base in fouls else ""
+        if who:
+            lines = [Line("foul", "fail", f"foul: {who}: {said(fouls[who])}; no accuracy and no timing verdict"),
+                     _ir_lines(report, base, b)]
+            pairs.append(PairHeadline(base, b, tuple(lines), (), tuple(describe(introduced, kinds))))
+            continue
         if section is not None:
             line, gate = _numerics_line(section, base, b, introduced, fixed, found.once)
             once, once_gate = _once_lines(found, base, b)

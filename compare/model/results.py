@@ -11,6 +11,7 @@ import enum
 import math
 from typing import Any, Optional
 
+from compare.model.fouls import Finding, Foul  # noqa: F401  re-exported: one result model
 from compare.model.jsonform import ReportFormatError, _decode, _encode, _kind  # noqa: F401 (re-exported)
 from compare.model.migrations import MIGRATIONS
 from compare.model.results_gates import Gate  # noqa: F401  re-exported: one result model
@@ -39,6 +40,7 @@ class Failure(str, enum.Enum):
     LOAD = "load"               # could not be loaded or compiled (VariantInfo only)
     TAMPER = "tamper"           # changed what the process shares (a patched function, a flag, the environment,
                                 # signals, atexit, kernel-ab's status): excluded, and the run made again without it
+    FOUL = "foul"               # stopped for a foul (its case's `fouls` say which): no numbers to judge
 
 
 @dataclasses.dataclass(frozen=True)
@@ -173,6 +175,7 @@ class NumericsCase:
     direction: str = "forward"        # "forward" (the family's outputs) or "backward" (its gradients)
     verdicts: tuple[PairVerdict, ...] = ()
     reference: str = ""               # the variant every other one is also judged against (e.g. torch), if run
+    fouls: tuple[Finding, ...] = ()   # what variants did to win rather than compute (compare/model/fouls.py)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -248,6 +251,8 @@ class TimingCase:
     placements: int = 1               # output-buffer sets rotated round by round (shared by all variants)
     launch_bound: tuple[str, ...] = ()   # variants whose host time per eager call rivals their GPU time
     ran_on: str = ""                  # the GPU (name, UUID, copy bandwidth) when cases ran on several (--jobs, --scheduler)
+    fouls: tuple[Finding, ...] = ()   # what variants did to win rather than compute (compare/model/fouls.py)
+    audit_seconds: float = 0.0        # what auditing the timed calls cost (compare/checks/audit.py)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,13 +1,12 @@
-"""Every file a comparison writes (--json, --markdown, --out DIR: report.md, the comment, report-full.md,
-nothing cut, report.json, benchmark_rows.json when timed, plots), each written atomically: a temporary file in the same folder,
-then os.replace, so a failed write (a full disk) leaves the file that was there as it was.
-
-`ours` tells the files kernel-ab writes from others: compare.running.usage refuses, before any work, to replace
-a file that is not one of them unless --force is given.
-"""
+"""Every file a comparison writes (--json, --markdown, --out DIR: report.md, report-full.md, report.json,
+benchmark_rows.json when timed, plots), each written atomically (a temporary file renamed into place: a failed
+write leaves the old file) and never over a file that appeared, or changed, at its path after the start checked
+it (`note_start`; the report is kept beside it). `ours` tells kernel-ab's files from others: compare.running.usage
+refuses, before any work, to replace another's unless --force is given."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import stat
@@ -77,6 +76,71 @@ def _mode(target: Path) -> int:
         return 0o666 & ~umask
 
 
+_NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV, errno.EMLINK, errno.ENOSYS}
+_AT_START: dict[str, tuple | None] = {}   # an output's real path -> the file there when the run was checked
+
+
+def _state(path) -> tuple | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def note_start(path: Path) -> None:
+    """Remember what is at an output path before any work (compare.running.usage checks it then)."""
+    _AT_START[os.path.realpath(path)] = _state(path)
+
+
+class Appeared(OSError):
+    """A file appeared at an output path, or the one there changed, during the run; `kept`: where the report went."""
+
+    def __init__(self, path, kept: str):
+        super().__init__(f"{path} appeared or changed during the run; kernel-ab does not write over it; this "
+                         f"file is {kept} instead")
+        self.kept = kept
+
+
+def _keep_beside(tmp: str, target: Path) -> str:
+    """The temporary file under a name of its own next to `target` (never over another file)."""
+    for n in range(1, 100):
+        kept = f"{target}.kernel-ab-{n}"
+        try:
+            os.link(tmp, kept)
+        except FileExistsError:
+            continue
+        os.unlink(tmp)
+        return kept
+    return tmp
+
+
+def _put(tmp: str, target: Path) -> None:
+    """`tmp` into `target`'s place: replacing the file seen at the start, or none where none was."""
+    key = str(target)
+    if key not in _AT_START:   # a path not checked at the start: replaced as it is
+        os.replace(tmp, target)
+        return
+    if _AT_START[key] is None:
+        try:
+            os.link(tmp, target)   # fails where a file is there by now: never replaced
+        except FileExistsError:
+            raise Appeared(target, _keep_beside(tmp, target)) from None
+        except OSError as exc:   # a file system without hard links: the check, then the rename
+            if exc.errno not in _NO_LINKS:
+                raise
+            if os.path.lexists(target):
+                raise Appeared(target, _keep_beside(tmp, target)) from None
+            os.replace(tmp, target)
+        else:
+            os.unlink(tmp)
+    elif _state(target) != _AT_START[key]:
+        raise Appeared(target, _keep_beside(tmp, target))
+    else:
+        os.replace(tmp, target)
+    _AT_START[key] = _state(target)   # this run's own file: its next write replaces it
+
+
 def write_atomic(path: Path, data: bytes) -> None:
     """Write `data` to `path` (through a link: to the file it names) via a temporary file in the same
     folder and os.replace; on any failure the temporary file is removed and the old file stays."""
@@ -88,7 +152,7 @@ def write_atomic(path: Path, data: bytes) -> None:
             f.flush()
             os.fsync(f.fileno())   # a full disk may only say so here
         os.chmod(tmp, _mode(target))
-        os.replace(tmp, target)
+        _put(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -103,7 +167,8 @@ def _rendered(report, json_path, markdown_path, out) -> tuple[list, list, list[s
 
     def text(kind: str) -> bytes:
         if kind not in cache:
-            render = {"json": json_report.render, "md": markdown.render, "full": markdown.full}[kind]
+            render = {"json": json_report.render, "md": lambda r: markdown.render(r, full_written=bool(out)),
+                      "full": markdown.full}[kind]
             cache[kind] = render(report).encode()
         return cache[kind]
     single = [(Path(p), text(kind), "") for kind, p in (("json", json_path), ("md", markdown_path)) if p]
@@ -124,6 +189,14 @@ def _rendered(report, json_path, markdown_path, out) -> tuple[list, list, list[s
     return single, inside, notes
 
 
+def comment(report, json_path: Path) -> str:
+    """The comment (report.md) of the report at `json_path`, as --out wrote it: where report-full.md is beside
+    it, that file holds what the comment cuts (`main.py report FILE --format markdown`)."""
+    from compare.render import markdown
+    beside = json_path.name == REPORT_JSON and (json_path.parent / FULL_MD).is_file()
+    return markdown.render(report, full_written=beside)
+
+
 def write(report, json_path: str | Path | None = None, markdown_path: str | Path | None = None,
           out: str | Path | None = None) -> tuple[list[str], int]:
     """Write every output asked for; returns one line per file (or per thing not written, with why) and
@@ -140,6 +213,9 @@ def write(report, json_path: str | Path | None = None, markdown_path: str | Path
     for path, data, note in single + inside:
         try:
             write_atomic(path, data)
+        except Appeared as exc:
+            failed += 1
+            lines.append(f"kernel-ab: error: {exc}")
         except OSError as exc:
             failed += 1
             lines.append(f"kernel-ab: error: could not write {path} ({exc.strerror or exc}); "

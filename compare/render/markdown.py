@@ -1,10 +1,15 @@
-"""The Markdown report, for a pull-request comment: the headline first (each variant against the baseline,
-then what they all share, folded), GitHub tables, long parts folded, each legend once per section. The
-comment is kept short (COMMENT_LIMIT) by cutting detail only; `full` is the same report with nothing cut."""
+"""The Markdown report, for a pull-request comment: the glance first (a table per variant: check, verdict, how
+much, where), then the headline's lines, the shared problems folded, GitHub tables no wider than the comment
+column (ROW_ROOM; a wider one split by its columns), long parts folded, each legend once per section. The
+comment is kept short (COMMENT_LIMIT) by cutting detail only, saying so where the cut parts are written nowhere
+else; `full` is the same report with nothing cut."""
 from __future__ import annotations
+
+import dataclasses
 
 from tabulate import tabulate
 
+from compare.model import glance
 from compare.model.headline import Headline, headline
 from compare.render.ir_tables import diff_blocks
 from compare.render.tables import IR_TITLE, Table, build, environment_lines, gate_lines, section_legend, variants_table
@@ -15,6 +20,10 @@ GITHUB_LIMIT = 65536    # the most characters GitHub takes in one comment
 # tables; past this, tables and diffs are cut (report-full.md and report.json keep them)
 COMMENT_LIMIT = 15000
 CUT_WHERE = "`--out` writes them all to report-full.md; report.json holds every number"
+FULL_WRITTEN = "report-full.md, written with this comment, holds them"
+# GitHub's comment column shows about 100 characters of 14px text: a table's columns, each counted at its
+# longest cell (up to WRAP: longer text wraps at its spaces) plus 3 for the cell's padding, sum to at most this
+ROW_ROOM, WRAP = 100, 25
 # how every Markdown report begins: compare/render/files.py tells kernel-ab's own reports (those it may
 # replace without --force) by it, so a change here must keep reports written before it recognized
 TITLE = "## kernel-ab: "
@@ -27,7 +36,52 @@ def _cell(value) -> str:
     return str(value).replace("|", "\\|")
 
 
+def _room(column) -> int:
+    """What a column takes of ROW_ROOM: its longest cell, text past WRAP wrapping at spaces, and padding."""
+    return 3 + max((max(WRAP, *(len(w) for w in c.split())) if len(c) > WRAP and " " in c else len(c))
+                   for c in column)
+
+
+def _key_columns(table: Table) -> int:
+    """How many leading columns name a row: the first, and the next ones until the rows are told apart (at
+    most three: the bitwise table's A, B and output)."""
+    for n in range(1, min(3, len(table.headers)) + 1):
+        if len({tuple(row[:n]) for row in table.rows}) == len(table.rows):
+            return n
+    return min(3, len(table.headers))
+
+
+def narrow(table: Table) -> list[Table]:
+    """`table` as tables of at most ROW_ROOM each: its columns in order, the key columns in every part."""
+    columns = [[str(h), *(str(r[i]) for r in table.rows)] for i, h in enumerate(table.headers)]
+    if sum(_room(c) for c in columns) <= ROW_ROOM:
+        return [table]
+    keys = _key_columns(table)
+    base = sum(_room(c) for c in columns[:keys])
+    parts, used = [[]], base
+    for i in range(keys, len(columns)):
+        if parts[-1] and used + _room(columns[i]) > ROW_ROOM:
+            parts.append([])
+            used = base
+        parts[-1].append(i)
+        used += _room(columns[i])
+    if len(parts) == 1:
+        return [table]
+    tables = []
+    for n, part in enumerate(parts, 1):
+        chosen = [*range(keys), *part]
+        tables.append(dataclasses.replace(
+            table, title=f"{table.title} ({n} of {len(parts)})", headers=tuple(table.headers[i] for i in chosen),
+            rows=tuple(tuple(row[i] for i in chosen) for row in table.rows),
+            notes=table.notes if n == len(parts) else (), aside=table.aside if n == len(parts) else ()))
+    return tables
+
+
 def _table(table: Table, heading: str = "####") -> str:
+    return "\n".join(_one_table(t, heading) for t in narrow(table))
+
+
+def _one_table(table: Table, heading: str) -> str:
     rows = [[_cell(c) for c in row] for row in table.rows]
     parts = [f"{heading} {table.title}", "", tabulate(rows, headers=[_cell(h) for h in table.headers],
                                                        tablefmt="github", disable_numparse=True), ""]
@@ -52,15 +106,17 @@ def _legend(tables) -> str:
 FOLD_OVER = 2   # a section with more tables than this is folded into a <details> block
 
 
-def _section(section, diffs: tuple[str, ...] = (), budget: int | None = None) -> str:
+def _section(section, diffs: tuple[str, ...] = (), budget: int | None = None, full_written: bool = False) -> str:
     """A section's Markdown. `diffs` (the IR diffs) come right after the section's first table, the
     legend of the tables shown after them. With a `budget`, only the parts that fit in it are kept, in
-    order, and a line says how many were left out."""
+    order, and a line says how many were left out, and where they are (`full_written`: report-full.md,
+    written with this comment; else how to get them: the Cut note)."""
+    where = FULL_WRITTEN if full_written else CUT_WHERE
     head = [f"### {section.title}", ""]
     for i, (level, text) in enumerate(section.lines):
         line = f"- {_MARK[level]} {text}"
         if budget is not None and len("\n".join(head)) + len(line) > budget // 2:
-            head.append(f"- … {len(section.lines) - i} more verdict lines of this section: {CUT_WHERE}")
+            head.append(f"- … {len(section.lines) - i} more verdict lines of this section: {where}")
             break
         head.append(line)
     if section.lines:
@@ -87,9 +143,12 @@ def _section(section, diffs: tuple[str, ...] = (), budget: int | None = None) ->
         block.append(legend)
     if fold:
         block.append("</details>\n")
-    if len(kept) < len(parts):
+    if len(kept) < len(parts) and full_written:
+        block.append(f"<sub>{len(parts) - len(kept)} of this section's {len(parts)} parts (tables, diffs) are left "
+                     f"out of this comment: {where}.</sub>\n")
+    elif len(kept) < len(parts):
         block.append(f"> **Cut:** {len(parts) - len(kept)} of this section's {len(parts)} parts (tables, diffs) "
-                     f"were left out to keep this comment short: {CUT_WHERE}.\n")
+                     f"were left out to keep this comment short: {where}.\n")
     return "\n".join(block) + "\n"
 
 
@@ -108,11 +167,19 @@ def _folded(title: str, items: tuple[str, ...]) -> list[str]:
             "</details>", ""]
 
 
-def _headline(head: Headline, gates: list[tuple[str, str]]) -> list[str]:
+def _glance(rows, variant: str) -> list[str]:
+    """The variant's glance table (compare/model/glance.py): a row per check."""
+    mine = [r for r in rows if r.variant == variant]
+    table = tabulate([[f"{_MARK[r.level]} {_cell(r.check)}", *(_cell(c) for c in (r.verdict, r.amount, r.where))]
+                      for r in mine], headers=glance.HEADERS, tablefmt="github", disable_numparse=True)
+    return [table, ""] if mine else []
+
+
+def _headline(head: Headline, gates: list[tuple[str, str]], rows=()) -> list[str]:
     out = []
     for pair in head.pairs:
         a, b = pair.baseline, pair.variant
-        out += [f"**`{b}`** against **`{a}`** (baseline)", ""]
+        out += [f"**`{b}`** against **`{a}`** (baseline)", "", *_glance(rows, b)]
         out += [f"- {_MARK[line.level]} {line.text}" for line in pair.lines]
         out.append("")
         if pair.problems_introduced:   # what the change broke is never folded away
@@ -124,14 +191,15 @@ def _headline(head: Headline, gates: list[tuple[str, str]]) -> list[str]:
     return out
 
 
-def render(report: Report, limit: int | None = COMMENT_LIMIT) -> str:
-    """The report as one GitHub comment of about `limit` characters (None: everything). The headline and
-    the shared list always stay; when everything does not fit, each section gets an even share of the
-    room left and keeps the verdict lines and tables that fit in it, with a note saying what was left out."""
+def render(report: Report, limit: int | None = COMMENT_LIMIT, full_written: bool = False) -> str:
+    """The report as one GitHub comment of about `limit` characters (None: everything). The glance, the
+    headline and the shared list always stay; when everything does not fit, each section gets an even share
+    of the room left and keeps the verdict lines and tables that fit in it, with a note saying what was left
+    out and where it is (`full_written`: report-full.md is written with this comment)."""
     the_headline = headline(report)
     summary, sections = build(report, the_headline)
     head = [f"{TITLE}{report.family}, preset `{report.preset}`, {report.dtype}, baseline `{report.baseline}`",
-            "", *_headline(the_headline, gate_lines(report))]
+            "", *_headline(the_headline, gate_lines(report), glance.rows(report))]
     head.extend(f"- {_MARK[level]} {text}" for level, text in summary.lines)
     variants = variants_table(report)
     head += ["", _table(variants), _legend([variants]), ""]
@@ -149,7 +217,7 @@ def render(report: Report, limit: int | None = COMMENT_LIMIT) -> str:
     body = ""
     for i, (section, extra) in enumerate(zip(sections, extras)):
         share = (room - len(body)) // (len(sections) - i)
-        body += _section(section, extra, budget=share)
+        body += _section(section, extra, budget=share, full_written=full_written)
     return head_text + body + tail
 
 

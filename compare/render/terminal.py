@@ -1,16 +1,20 @@
-"""The terminal report (rich): the headline first (each variant against the baseline, then what they all
-share), then each section's verdict lines, tables and, once, their legend. Text wraps by words at the
-terminal's width; a table whose words cannot all fit side by side is printed a row to a line instead."""
+"""The terminal report (rich). By default the glance: the title, a table per variant of a row per check
+(compare/model/glance.py), what a change broke, the gates and notices; with --verbose, then the headline's
+lines, the problem lists and each section's verdict lines, tables and, once, their legend. Text wraps by words
+at the terminal's width (a table whose words cannot fit side by side is printed a row to a line); piped, no
+line ends in spaces."""
 from __future__ import annotations
 
 import os
 
+from rich import box
 from rich.cells import cell_len
 from rich.console import Console
 from rich.padding import Padding
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from compare.model import glance
 from compare.model.headline import Headline, headline
 from compare.render.ir_tables import diff_blocks, side_by_side
 from compare.render.tables import Table, build, environment_lines, gate_lines, section_legend, variants_table
@@ -21,15 +25,41 @@ _MARK = {"ok": "OK  ", "fail": "FAIL", "warn": "WARN", "skip": "SKIP", "info": "
 
 
 PIPE_WIDTH = 100   # a log or a pipe, without COLUMNS: a width most viewers show without wrapping again
+VERBOSE_NOTE = "each check's verdict lines, tables and diffs: --verbose, or the files (--out, --json, --markdown)"
+
+
+class _Stripped:
+    """A pipe's stream whose lines lose their trailing spaces (rich pads a wrapped cell to its width)."""
+
+    def __init__(self, stream):
+        self.stream, self.pending = stream, ""
+
+    def write(self, text: str) -> int:
+        *lines, self.pending = (self.pending + text).split("\n")
+        for line in lines:
+            self.stream.write(line.rstrip(" ") + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        if self.pending:
+            self.stream.write(self.pending.rstrip(" "))
+            self.pending = ""
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return False
 
 
 # Every text of a report is printed literally: names, paths, revisions and error messages come from
 # users, and rich would read `[...]` as markup and `:new:` as an emoji. Styles go on Text objects.
-def _console() -> Console:
-    console = Console(emoji=False, highlight=False)   # a terminal's own width, or COLUMNS
-    if not console.is_terminal and not os.environ.get("COLUMNS", "").strip().isdigit():
-        console = Console(width=PIPE_WIDTH, emoji=False, highlight=False)
-    return console
+def make_console() -> Console:
+    """The terminal's own width (or COLUMNS); a pipe's lines at PIPE_WIDTH unless COLUMNS says, unpadded."""
+    import sys
+    if sys.stdout.isatty():
+        return Console(emoji=False, highlight=False)
+    width = os.environ.get("COLUMNS", "").strip()
+    return Console(file=_Stripped(sys.stdout), width=int(width) if width.isdigit() and int(width) > 0 else PIPE_WIDTH,
+                   emoji=False, highlight=False)
 
 
 def _style(c: str) -> str:
@@ -125,6 +155,11 @@ def _ir_diffs(console: Console, report: Report) -> None:
         console.print()
 
 
+def verdict_line(console: Console, level: str, text: str) -> None:
+    """A line of a level (ok, fail, warn, skip, info) as the report's own verdict lines are printed."""
+    _line(console, level, text)
+
+
 def _line(console: Console, level: str, text: str) -> None:
     """A verdict line: its mark, then the text, wrapped by words and hanging under its first word."""
     grid = RichTable.grid(padding=(0, 1))
@@ -137,8 +172,8 @@ def _line(console: Console, level: str, text: str) -> None:
 def _list(console: Console, title: str, items: tuple[str, ...], indent: str = "") -> None:
     if items:
         console.print(Text(f"{indent}{title[:1].upper() + title[1:]}:", style="bold"))
-        for item in items:
-            console.print(Text(f"{indent}  - {item}"))
+        for item in items:   # wrapped under the item, not at the margin
+            _indented(console, Text(f"- {item}"), len(indent) + 2)
 
 
 def _headline(console: Console, head: Headline, gates: list[tuple[str, str]]) -> None:
@@ -155,14 +190,48 @@ def _headline(console: Console, head: Headline, gates: list[tuple[str, str]]) ->
         _line(console, level, text)
 
 
-def render(report: Report, console: Console | None = None) -> None:
-    console = console or _console()
-    the_headline = headline(report)
-    summary, sections = build(report, the_headline)
-    console.rule(Text(f"kernel-ab: {report.family}, preset {report.preset}, {report.dtype}, baseline {report.baseline}"))
-    _headline(console, the_headline, gate_lines(report))
-    for level, text in summary.lines:
+def _glance(console: Console, report: Report, the_headline: Headline, gates: list[tuple[str, str]]) -> None:
+    """A glance table per variant (columns as wide in each), then what each change broke and the gates: the
+    answer on the first screen."""
+    rows = glance.rows(report)
+    cells = [(_MARK[r.level].strip(), r.check, r.verdict, r.amount, r.where) for r in rows]
+    shape = Table("", ("", *glance.HEADERS), tuple(cells))
+    # one space either side of a column, no border: 2 a column where _widths counts 3
+    widths = _widths(shape, console.width + len(shape.headers) - 1) or [None] * len(shape.headers)
+    for pair in the_headline.pairs:
+        console.print(Text.assemble((pair.variant, "bold"), " against ", (pair.baseline, "bold"), " (baseline):"))
+        rt = RichTable(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
+        for header, width in zip(shape.headers, widths):
+            rt.add_column(Text(header), overflow="fold", width=width)
+        for r, c in zip(rows, cells):
+            if r.variant == pair.variant:
+                rt.add_row(Text(c[0], style=_STYLE[r.level]), *(Text(x) for x in c[1:]))
+        console.print(rt)
+        _list(console, f"new in {pair.variant} (not in {pair.baseline})", pair.problems_introduced)
+    for title, items in ((the_headline.shared_title, the_headline.shared), (the_headline.kept_title, the_headline.kept)):
+        if items and not the_headline.pairs:   # one variant: its problems are the answer
+            _list(console, title, items)
+        elif items:
+            console.print(Text(f"{title[:1].upper() + title[1:]}: {len(items)} problem group"
+                               f"{'s' if len(items) > 1 else ''} (--verbose lists them)"))
+    for level, text in gates:
         _line(console, level, text)
+
+
+def render(report: Report, console: Console | None = None, verbose: bool = False) -> None:
+    """The glance (the default), or, `verbose`, the headline's lines and every section after it."""
+    console = console or make_console()
+    the_headline = headline(report)
+    console.rule(Text(f"kernel-ab: {report.family}, preset {report.preset}, {report.dtype}, baseline {report.baseline}"))
+    _glance(console, report, the_headline, gate_lines(report))
+    summary, sections = build(report, the_headline)
+    for level, text in summary.lines:   # variants not loaded, checks skipped: never only in the detail
+        _line(console, level, text)
+    if not verbose:
+        console.print(Text(VERBOSE_NOTE, style="dim"))
+        return
+    console.print()
+    _headline(console, the_headline, [])
     console.print()
     variants = variants_table(report)
     _table(console, variants)

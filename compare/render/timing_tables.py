@@ -107,7 +107,11 @@ def timing_summary(section: TimingSection) -> list[tuple[str, str]]:
             statuses = {v.status for case in section.cases if (case.mode, case.dtype) == (mode, dtype)
                         for v in case.variants if v.variant in (baseline, variant) and v.status != "ok"}
             label = f"{mode} {dtype}" if several else mode
-            if statuses == {"not_run"}:   # the variant's run said these shapes are not its own
+            fouled = sorted({f.foul.value for case in section.cases if (case.mode, case.dtype) == (mode, dtype)
+                             for f in case.fouls if f.variant in (baseline, variant)})
+            if fouled:   # compare/model/fouls.py: no verdict for a side that fouled
+                lines.append(("fail", f"timing {label}: {variant} vs {baseline}: no verdict (foul: {'; '.join(fouled)})"))
+            elif statuses == {"not_run"}:   # the variant's run said these shapes are not its own
                 lines.append(("warn", f"timing {label}: {variant} vs {baseline}: not compared (not run: not for "
                                       "these shapes)"))
             else:

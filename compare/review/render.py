@@ -17,7 +17,6 @@ from compare.review.kernels import Change, Changes, What
 from compare.review.mapping import TABLE, Unmapped
 from compare.running.usage import UsageError
 
-LEVELS = {"ok": "OK  ", "fail": "FAIL", "warn": "WARN", "info": "    "}
 _MARKS = {"ok": "✅ ", "fail": "❌ ", "warn": "⚠️ ", "info": ""}
 
 
@@ -90,14 +89,15 @@ def unjudged(review: Review) -> list[str]:
             if c.report is None]
 
 
-def markdown(review: Review) -> str:
+def markdown(review: Review, full_written: bool = False) -> str:
+    """The review's comment; `full_written`: each op's report-full.md is written with it (--out)."""
     from compare.render import markdown as md
     text = [f"{md.TITLE}review of {review.base_rev}..{review.head_rev}", ""]
     text += [f"- {_MARKS[level]}{line}" for level, line in lines(review)]
     ran = [c for c in review.compared if c.report is not None]
     room = max(md.COMMENT_LIMIT - len("\n".join(text)), 2000) // max(len(ran), 1)
     for c in ran:
-        body = md.render(c.report, limit=room).replace(md.TITLE, "#### ", 1)
+        body = md.render(c.report, limit=room, full_written=full_written).replace(md.TITLE, "#### ", 1)
         text += ["", f"### `{c.label}`: {title(c)}", "", body]
     return "\n".join(text) + "\n"
 
@@ -114,21 +114,18 @@ def _json(review: Review) -> str:
     return json.dumps(data, indent=2, allow_nan=False) + "\n"
 
 
-def _terminal(review: Review) -> None:
-    from rich.console import Console
+def _terminal(review: Review, verbose: bool = False) -> None:
     from rich.text import Text
     from compare.render import terminal
-    console = Console(emoji=False, highlight=False)
-    if not console.is_terminal and not os.environ.get("COLUMNS", "").strip().isdigit():
-        console = Console(width=terminal.PIPE_WIDTH, emoji=False, highlight=False)
+    console = terminal.make_console()
     console.rule(Text(f"kernel-ab review of {review.base_rev}..{review.head_rev}"))
     for level, line in lines(review):   # the review's own answer first, then each op's report
-        console.print(Text(f"{LEVELS[level]} {line}"))
+        terminal.verdict_line(console, level, line)
     for c in review.compared:
         if c.report is not None:
             console.rule(Text(f"review: {c.label}"))
             console.print(Text(title(c)))   # whole, wrapped: a rule's title is cut to one line
-            terminal.render(c.report, console)
+            terminal.render(c.report, console, verbose=verbose)
 
 
 def check_outputs(args, labels=(), timed: bool = False) -> None:
@@ -167,11 +164,11 @@ def finish(review: Review, args) -> int:
     no comparison judged is a gate that could not be judged)."""
     from compare.model import gates
     from compare.render import files
-    _terminal(review)
+    _terminal(review, args.verbose)
     written, unwritten = [], 0
-    outputs = [(args.markdown, lambda: markdown(review)), (args.json, lambda: _json(review))]
+    outputs = [(args.markdown, lambda: markdown(review, bool(args.out))), (args.json, lambda: _json(review))]
     if args.out:
-        outputs.append((str(Path(args.out) / files.REPORT_MD), lambda: markdown(review)))
+        outputs.append((str(Path(args.out) / files.REPORT_MD), lambda: markdown(review, True)))
         for c in review.compared:
             if c.report is not None:
                 said, failed = files.write(c.report, out=Path(args.out) / c.label)

@@ -37,6 +37,14 @@ def run_task(task_json: str, sources: dict | None, *after) -> dict:
     return answer
 
 
+def _entry():
+    """What a worker is sent to call: run_task, by a name it imports. Installed, kernel-ab's `compare` is
+    importable only through kernel_ab (kernel_ab/__init__.py), so the call goes through kernel_ab's own."""
+    import sys
+    package = sys.modules.get("kernel_ab")
+    return package.dask_task if package is not None else run_task
+
+
 def _close() -> None:
     """At the Dask worker's exit: its task worker processes end, their files and the shipped trees go."""
     from compare.running import shipping
@@ -77,7 +85,7 @@ class DaskExecutor:
 
     def submit(self, task):
         after = list(self._cases) if task.gpu else []
-        future = self.client.submit(run_task, task.as_json(), self._shipped(task.request), *after,
+        future = self.client.submit(_entry(), task.as_json(), self._shipped(task.request), *after,
                                     key=f"kernel-ab-{self._run}-{task.key.replace(' ', '-')}-{len(self._futures)}",
                                     pure=False, resources={"GPU": 1} if task.gpu else None)
         if not task.gpu:

@@ -22,6 +22,9 @@ def git_state(path: Path = PROJECT_ROOT) -> tuple[str, bool]:
     commit = os.environ.get("KERNEL_AB_GIT_COMMIT", "")
     if commit:
         return commit, os.environ.get("KERNEL_AB_GIT_DIRTY") == "1"
+    if (path / "COMMIT").is_file():   # an installed wheel: the commit it was built from (setup.py), never the
+        from compare.running.version import commit as built   # commit of a repository the venv lies in
+        return built(path, full=True), False
     try:
         head = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True,
                               text=True, timeout=10)

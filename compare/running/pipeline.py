@@ -8,6 +8,7 @@ import json
 from typing import Iterator, Optional
 
 from compare.checks import numerics
+from compare.checks.draws import Draws
 from compare.running import supervisor, timing_run
 from compare.running.backend import Backend
 from compare.running.environment import collect
@@ -16,6 +17,21 @@ from compare.model.results import Failure, NumericsSection, Report, VariantInfo
 from compare.running.plan import Plan, Request, build
 from compare.running.usage import UsageError
 from variants import Registry, UnknownName
+
+class Interrupted(BaseException):
+    """A stop signal (Ctrl-C, SIGTERM, SIGHUP) during the checks, with the report of what was done before it:
+    the numerics cases finished, every section that was complete; `stop` is the supervisor's Stopped."""
+
+    def __init__(self, report: Report, stop: supervisor.Stopped):
+        super().__init__(str(stop))
+        self.report, self.stop = report, stop
+
+
+class _StoppedInNumerics(BaseException):
+    def __init__(self, cases: list, stop: supervisor.Stopped):
+        super().__init__(str(stop))
+        self.cases, self.stop = cases, stop
+
 
 class NothingToCompare(RuntimeError):
     """Every variant asked for failed to load; the message says which and why, one line each."""
@@ -159,26 +175,58 @@ def execute(plan: Plan, backend: Backend, step: Step = Step(), failed: tuple[Var
     if spread is not None:   # every task is started now; each section below waits for its own
         spread = spread.start(plan, backend, step)
     ir_later = _ir_alongside(plan, backend, step, ir_cache) if plan.directions and spread is None else None
+    timing_later = _timing_processes(plan, backend) if spread is None else None
     try:
-        return _checks(plan, backend, step, infos, ir_later, ir_cache, spread)
+        return _checks(plan, backend, step, infos, ir_later, ir_cache, spread, timing_later)
     except BaseException:   # a stop, or an error: the compile alongside ends with the run (its files removed)
         if ir_later:
             ir_later.cancel()
         raise
+    finally:
+        if timing_later:
+            timing_later.close()
 
 
-def _checks(plan: Plan, backend, step, infos, ir_later, ir_cache, spread=None) -> Report:
-    family, preset = plan.family, plan.preset
-    numerics_section = None
-    if plan.directions:
-        numerics_section = run_numerics(plan, backend, step, spread.numerics if spread else None)
+def _timing_processes(plan: Plan, backend: Backend):
+    """The timing processes (one a dtype), started now to load while the numerics run; None if timed here."""
+    if "timing" not in plan.checks or not timing_run.in_fresh_processes(backend.gpu):
+        return None
+    return timing_run.TimingProcesses(timing_run.worker_request(plan),
+                                      tuple(str(d).removeprefix("torch.") for d in plan.dtypes))
+
+
+def _checks(plan: Plan, backend, step, infos, ir_later, ir_cache, spread=None, timing_later=None) -> Report:
+    """The report; on a stop signal, Interrupted with the report of what was finished before it."""
     skipped = list(plan.left_out)
     if "backward" in plan.checks and "backward" not in plan.directions:
-        skipped.append(f"backward: family {family.name} has no backward pass")
+        skipped.append(f"backward: family {plan.family.name} has no backward pass")
+    numerics_section = None
+    try:
+        if plan.directions:
+            numerics_section = run_numerics(plan, backend, step, spread.numerics if spread else None,
+                                            spread.numerics_finished if spread else None)
+        return _other_checks(plan, backend, step, infos, (ir_later, ir_cache, timing_later), spread, numerics_section,
+                             skipped)
+    except (_StoppedInNumerics, supervisor.Stopped) as exc:
+        stop = exc.stop if isinstance(exc, _StoppedInNumerics) else exc
+        if isinstance(exc, _StoppedInNumerics):
+            numerics_section = exc.cases
+        planned = len(numerics_plan(plan)) if plan.directions else 0
+        done = len(numerics_section.cases) if numerics_section is not None else 0
+        left = [c for c in ("timing", "ir") if c in plan.checks]
+        skipped.append(f"numerics: {stop} after {done} of {planned} cases; this report holds the {done} finished"
+                       + (f" ({' and '.join(left)} not run)" if left else ""))
+        raise Interrupted(_report(plan, backend, infos, numerics_section, None, (), skipped, spread), stop) from None
+
+
+def _other_checks(plan: Plan, backend, step, infos, later, spread, numerics_section, skipped) -> Report:
+    """The timing and IR sections after the numerics; `later`: the IR compile alongside, its cache, the timing
+    processes started with the run."""
+    ir_later, ir_cache, timing_later = later
     timing_section = None
     if "timing" in plan.checks:
         if backend.gpu:
-            timing_section, timing_skipped = spread.timing() if spread else _timing(plan, backend, step)
+            timing_section, timing_skipped = spread.timing() if spread else _timing(plan, backend, step, timing_later)
             skipped.extend(timing_skipped)
         else:
             skipped.append("timing: needs a CUDA GPU and this run has none (Triton ran through its CPU "
@@ -189,6 +237,11 @@ def _checks(plan: Plan, backend, step, infos, ir_later, ir_cache, spread=None) -
             _ir(plan, backend, step, ir_cache)
         step.advance()
         skipped.extend(ir_skipped)
+    return _report(plan, backend, infos, numerics_section, timing_section, ir_sections, skipped, spread)
+
+
+def _report(plan: Plan, backend, infos, numerics_section, timing_section, ir_sections, skipped, spread) -> Report:
+    family, preset = plan.family, plan.preset
     dtype_names = ",".join(str(d).removeprefix("torch.") for d in plan.dtypes)
     return Report(family=family.name, preset=preset.name, dtype=dtype_names, baseline=plan.variants[0].name,
                   incidents=supervisor.left_behind() + (spread.incidents() if spread else ()), variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
@@ -238,14 +291,13 @@ def _shape_params(shape, twice: Optional[bool]) -> dict:
     return params
 
 
-def _timing(plan: Plan, backend: Backend, step) -> tuple:
+def _timing(plan: Plan, backend: Backend, step, processes=None) -> tuple:
     """(the timing section or None, lines for passes and dtypes not timed): the plan's passes, each dtype
-    in a fresh process (compare.running.timing_run)."""
+    in a fresh process (`processes`: compare.running.timing_run.TimingProcesses) or, without, here."""
     skipped = plan.timing_left_out
-    if not timing_run.in_fresh_processes(backend.gpu):
+    if processes is None:
         return timing_run.run_timing(plan, step), skipped
-    section, failed = timing_run.run_isolated(timing_run.worker_request(plan),
-                                              tuple(str(d).removeprefix("torch.") for d in plan.dtypes), step)
+    section, failed = processes.run(step)
     return section, skipped + tuple(failed)
 
 
@@ -271,7 +323,7 @@ def numerics_variants(plan: Plan) -> tuple[list, str, str]:
     return variants, added, plan.family.accuracy_reference if wanted is not None else ""
 
 
-def run_numerics(plan: Plan, backend: Backend, step: Step = Step(), cases=None) -> NumericsSection:
+def run_numerics(plan: Plan, backend: Backend, step: Step = Step(), cases=None, finished=None) -> NumericsSection:
     """Every (direction, dtype, input kind, shape) case. The torch variant joins as an accuracy
     reference point when not named. Without --inputs (the quick plan, so the default run stays
     quick on the CPU interpreter) only the forward pass on normal inputs runs on every shape with
@@ -297,10 +349,25 @@ def run_numerics(plan: Plan, backend: Backend, step: Step = Step(), cases=None) 
     if ops:
         plan_lines.append(f"op-level variants ({', '.join(ops)}) are called as their users call them: forward, the "
                           f"op's result ({family.outputs[0]}) alone; backward, every gradient through autograd")
-    # `cases`: the cases run elsewhere (compare.running.spread), in the plan's order
-    cases = cases() if cases else [numerics.run_case(family, variants, shape, dtype, backend, seeds, kind, step,
-                                                     direction, reference)
-                                   for direction, dtype, kind, shape, seeds in numerics_plan(plan)]
-    return NumericsSection(backend.device, backend.note, tuple(cases), numerics.VERDICT_FACTOR, added,
-                           tuple(plan_lines),
-                           family.forward_legend, family.backward_legend, family.backward_pairs_legend)
+    def section(done) -> NumericsSection:
+        return NumericsSection(backend.device, backend.note, tuple(done), numerics.VERDICT_FACTOR, added,
+                               tuple(plan_lines), family.forward_legend, family.backward_legend,
+                               family.backward_pairs_legend)
+    # `cases`: the cases run elsewhere (compare.running.spread), in the plan's order; `finished`: those done
+    done = []
+    try:
+        done = cases() if cases else _run_cases(plan, variants, backend, step, reference, done)
+    except supervisor.Stopped as stop:   # the report of the cases finished comes out all the same
+        raise _StoppedInNumerics(section(finished() if finished else done), stop) from None
+    return section(done)
+
+
+def _run_cases(plan: Plan, variants, backend: Backend, step: Step, reference: str, done: list) -> list:
+    """Every numerics case of the plan here, in order, into `done` (what a stop leaves is the cases finished),
+    the coming trials' inputs drawn ahead (compare.checks.draws)."""
+    order = numerics_plan(plan)
+    with Draws(plan.family, backend.device, order) as draws:
+        for direction, dtype, kind, shape, seeds in order:
+            done.append(numerics.run_case(plan.family, variants, shape, dtype, backend, seeds, kind, step, direction,
+                                          reference, draws.get))
+    return done

@@ -63,6 +63,7 @@ class Options:
     out: str | None = None
     force: bool = False
     quiet: bool = False
+    verbose: bool = False            # the terminal shows every section, not only the glance (ir: always)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,7 +132,7 @@ def from_args(args) -> tuple[Request, Options]:
                       variant_timeout=_filled(args, "variant_timeout", o.variant_timeout),
                       fail_on_numerics=args.fail_on_numerics, fail_if_slower=args.fail_if_slower,
                       accept_unjudged=args.accept_unjudged, json=args.json, markdown=args.markdown, out=args.out,
-                      force=args.force, quiet=args.quiet)
+                      force=args.force, quiet=args.quiet, verbose=args.verbose or command == "ir")
     repo, dtype, target = _filled(args, "repo", d.repo), _filled(args, "dtype", d.dtype), _filled(args, "target", d.target)
     if args.eps is not None and not args.shape:
         raise UsageError("--eps applies to --shape only (a preset's shapes carry their own eps)")

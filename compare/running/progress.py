@@ -20,14 +20,24 @@ class Step:
 
 
 class _Lines(Step):
+    """'[  12.3s 4/12, ~25 s left] TEXT': the time so far, the units done, and the time left at the pace so far.
+    Called from worker threads too (compare.running.spread), hence the lock."""
+
     def __init__(self, total: int):
+        import threading
         self.total, self.done, self.start = total, 0, time.monotonic()
+        self._lock = threading.Lock()
 
     def __call__(self, text: str) -> None:
-        print(f"[{time.monotonic() - self.start:7.1f}s {self.done}/{self.total}] {text}", file=sys.stderr, flush=True)
+        with self._lock:
+            elapsed = time.monotonic() - self.start
+            left = f", ~{elapsed / self.done * (self.total - self.done):.0f} s left" \
+                if 0 < self.done < self.total else ""
+            print(f"[{elapsed:7.1f}s {self.done}/{self.total}{left}] {text}", file=sys.stderr, flush=True)
 
     def advance(self) -> None:
-        self.done += 1
+        with self._lock:
+            self.done += 1
 
 
 class _Bar(Step):
@@ -48,10 +58,11 @@ def reporter(total: int, enabled: bool = True):
         return
     if sys.stderr.isatty():
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                   TimeRemainingColumn)
         # markup=False: descriptions hold variant names, printed literally (`git:new:...` is no emoji)
         columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn())
+                   TimeElapsedColumn(), TimeRemainingColumn())
         with Progress(*columns, console=Console(stderr=True, emoji=False), transient=True) as progress:
             yield _Bar(progress, progress.add_task("starting", total=total))
         return

@@ -42,7 +42,10 @@ class Started:
     def __init__(self, executor, planned, plan, backend, step):
         self.executor, self.tasks, self.plan, self.backend, self.step = executor, planned, plan, backend, step
         self.timing_skipped = tuple(plan.timing_left_out)
+        self.progress = TaskProgress(len(planned), step)
         self.futures = {t.key: executor.submit(t) for t in planned}
+        for task in planned:   # said as each ends, wherever it ran (a worker thread, Dask's callback thread)
+            self.futures[task.key].add_done_callback(lambda future, task=task: self.progress.ended(task, future))
         self.left_behind: dict[str, None] = {}
 
     def _answer(self, task) -> dict:
@@ -57,13 +60,23 @@ class Started:
         if "ok" not in answer:
             raise TaskFailed(answer.get("error") or f"{task.key}: {answer.get('lost', 'no answer')}")
         self.left_behind.update(dict.fromkeys(answer.get("left_behind", ())))   # a variant's threads in a worker
-        if task.kind == "numerics":
-            for _ in task.case[4]:
-                self.step.advance()
         return answer["ok"]
 
     def numerics(self) -> list[NumericsCase]:
         return [decode(NumericsCase, self._answer(t)["case"]) for t in self.tasks if t.kind == "numerics"]
+
+    def numerics_finished(self) -> list[NumericsCase]:
+        """The numerics cases whose tasks answered, in the plan's order (the run was stopped: the rest are not,
+        and none starts now)."""
+        self.executor.cancel()
+        done = []
+        for t in self.tasks:
+            future = self.futures[t.key]
+            if t.kind == "numerics" and future.done() and not future.cancelled() and future.exception() is None:
+                answer = future.result()
+                if "ok" in answer:
+                    done.append(decode(NumericsCase, answer["ok"]["case"]))
+        return done
 
     def ir(self) -> tuple:
         """The IR sections: the one IR task's, or made here from what each variant's task compiled."""
@@ -99,6 +112,29 @@ class Started:
 
     def incidents(self) -> tuple[str, ...]:
         return tuple(self.left_behind) + tuple(self.executor.incidents())
+
+
+class TaskProgress:
+    """Each task's end advances the progress by one (its total: count_steps) and is said; the progress line
+    gives the time so far and the time left at the pace so far (compare/running/progress.py)."""
+
+    def __init__(self, total: int, step):
+        import threading
+        self.total, self.step, self.done = total, step, 0
+        self._lock = threading.Lock()
+
+    def ended(self, task, future) -> None:
+        if future.cancelled():
+            return
+        with self._lock:
+            self.done += 1
+            self.step.advance()
+            self.step(f"done: {task.key} ({self.done} of {self.total} tasks)")
+
+
+def count_steps(plan, backend) -> int:
+    """The progress units of a spread run: one per task, and the IR's summary made where the run started."""
+    return len(tasks_mod.plan_tasks(plan, backend)) + ("ir" in plan.checks)
 
 
 def compare(plan, backend, step, failed, spread: Spread):

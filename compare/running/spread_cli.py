@@ -7,14 +7,38 @@ import dataclasses
 from compare.running.usage import UsageError, at_least, not_blank
 
 JOBS_MAX = 1024
+AUTO = "auto"
+
+
+def cores() -> int:
+    """The cores this process may run on (its affinity: a container's or taskset's share, not the machine's)."""
+    import os
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def _jobs(text) -> tuple[int | None, bool]:
+    """(--jobs's worker count, whether it was worked out from the cores); UsageError for what is no count."""
+    if text is None:
+        return None, False
+    if str(text).strip().lower() == AUTO:
+        return cores(), True
+    try:
+        return int(text), False
+    except ValueError:
+        raise UsageError(f"--jobs {text}: give a worker count or auto (--jobs alone takes the next word: put it "
+                         "after the variants' names)") from None
 _NO_DASK = ("--scheduler needs Dask's distributed package, which is not installed here; install it with "
             "`pip install 'kernel-ab[dask]'` (or `pip install 'dask[distributed]'`), or use --jobs N")
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("spread the cases (docs/sweeps.md)")
-    g.add_argument("--jobs", type=int, help="run the cases as tasks in N worker processes on this machine "
-                                            "(timing: one case at a time per visible GPU)")
+    g.add_argument("--jobs", nargs="?", const=AUTO, metavar="N", help="run the cases as tasks in N worker processes "
+                   "on this machine (timing: one case at a time per visible GPU); --jobs alone or --jobs auto: one "
+                   "per core here")
     g.add_argument("--scheduler", metavar="ADDRESS", help="run the cases as tasks on the Dask cluster whose "
                    "scheduler is at ADDRESS (tcp://HOST:8786); timing tasks ask for resources GPU=1")
     g.add_argument("--dry-run", action="store_true", help="print the tasks and where each would run; run nothing")
@@ -28,6 +52,7 @@ class SpreadOptions:
     scheduler: str | None = None
     dry_run: bool = False
     plan_gpus: int | None = None
+    auto: bool = False   # --jobs's count is the cores'
 
     @property
     def wanted(self) -> bool:
@@ -36,8 +61,9 @@ class SpreadOptions:
 
 def from_args(args) -> SpreadOptions:
     """The spread options of a command line (UsageError for bad values, a missing Dask too), before any work."""
-    o = SpreadOptions(getattr(args, "jobs", None), getattr(args, "scheduler", None), getattr(args, "dry_run", False),
-                      getattr(args, "plan_gpus", None))
+    jobs, auto = _jobs(getattr(args, "jobs", None))
+    o = SpreadOptions(jobs, getattr(args, "scheduler", None), getattr(args, "dry_run", False),
+                      getattr(args, "plan_gpus", None), auto)
     at_least("--jobs", o.jobs, 1, JOBS_MAX)
     at_least("--plan-gpus", o.plan_gpus, 1, JOBS_MAX)
     not_blank("--scheduler", o.scheduler, "the Dask scheduler's address, such as tcp://10.0.0.1:8786")
@@ -73,12 +99,36 @@ def _gpus(o: SpreadOptions, backend) -> int:
 
 def run(o: SpreadOptions, plan, backend, step, failed):
     """The report of a spread comparison (compare.running.spread.compare); the workers end with it."""
+    import sys
     from compare.running import spread
+    if o.jobs:
+        print(f"kernel-ab: {workers_line(o)}", file=sys.stderr)
     ex = executor(o, backend)
     try:
         return spread.compare(plan, backend, step, failed, spread.Spread(ex))
     finally:
         ex.close()
+
+
+def steps(o: SpreadOptions | None, plan, backend) -> int:
+    """The progress units of the run: a spread run's tasks, or the pipeline's own."""
+    if o is not None and o.wanted:
+        from compare.running.spread import count_steps
+        return count_steps(plan, backend)
+    from compare.running.pipeline import count_steps
+    return count_steps(plan, backend)
+
+
+def workers_line(o: SpreadOptions) -> str:
+    """What --jobs starts, and why that many: one per core, or more than the cores (slower than fewer)."""
+    n, here = o.jobs, cores()
+    text = f"--jobs: {n} worker process{'es' if n > 1 else ''}"
+    if o.auto:
+        return f"{text}, one per core here"
+    if n > here:
+        return (f"{text}, more than the {here} core{'s' if here > 1 else ''} here: they share them, which is "
+                f"slower than --jobs {here} (--jobs alone takes one per core)")
+    return text
 
 
 def dry_run(o: SpreadOptions, plan, backend) -> int:

@@ -148,6 +148,11 @@ def _channel() -> dict[str, str | None]:
     return _CHANNEL
 
 
+def set_channel(status: str | None, token: str | None) -> None:
+    """Where this process writes its records from now on (a timing process, told once it has loaded)."""
+    _CHANNEL.update(status=status or None, token=token or None)
+
+
 def supervised() -> bool:
     """Whether a supervisor (or a task runner) reads this process's records."""
     return bool(_channel()["status"])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import select
 import subprocess
 import sys
 import tempfile
@@ -19,6 +20,7 @@ from compare.model.results import TimingSection, decode, to_dict
 
 IN_PROCESS_ENV = "KERNEL_AB_TIMING_IN_PROCESS"
 _ROOT = Path(__file__).resolve().parents[2]
+WORKER = _ROOT / "compare" / "running" / "timing_worker.py"
 
 
 def _code(family, variant, mode: str):
@@ -75,32 +77,85 @@ def request_from_json(text: str, request_type, config_type):
     return request_type(**{**tuples, "timing": config_type(**timing)})
 
 
-def run_isolated(request, dtypes: tuple[str, ...], step) -> tuple[TimingSection | None, list[str]]:
-    """Each dtype's cases timed by a worker process of its own; (the merged section, lines for dtypes
-    whose worker failed). `request` names the variants to time and the specs that load them."""
-    sections, failed = [], []
-    with tempfile.TemporaryDirectory(prefix="kernel-ab-timing-") as tmp:
-        for dtype in dtypes:
-            step(f"timing {dtype}: in a fresh process")
-            one = dataclasses.replace(request, dtype=dtype, checks=("timing",))
-            ask, answer = Path(tmp, f"{dtype}.request.json"), Path(tmp, f"{dtype}.timing.json")
-            ask.write_text(request_json(one))
-            # in the user's folder, so relative --variant paths and --repo mean what they meant here
-            proc = subprocess.run([sys.executable, str(_ROOT / "compare" / "running" / "timing_worker.py"), str(ask), str(answer)],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                  env={**os.environ, **supervisor.channel_env()})   # its launches: the same status file
-            if proc.returncode or not answer.exists():
-                tail = (proc.stderr.strip().splitlines() or ["no output"])[-1][:300]
-                failed.append(f"timing {dtype}: its process ended with exit code {proc.returncode} ({tail})")
+class TimingProcesses:
+    """Each dtype's timing process, started before the numerics run so that its start (Python, torch, the
+    variants' libraries imported again: 10-20 s on an H200 host where those have no cached bytecode) overlaps
+    them. A process loads, says it is ready, and times nothing until `run` tells it to: one dtype at a time,
+    after the numerics, so no two processes use the GPU at once. Until then it writes no status (a supervisor
+    sees only the run's own launches); its start is allowed the launch limit (--variant-timeout)."""
+
+    def __init__(self, request, dtypes: tuple[str, ...], worker: Path = WORKER):
+        self.tmp, self.worker = tempfile.TemporaryDirectory(prefix="kernel-ab-timing-"), worker
+        env = {k: v for k, v in os.environ.items() if k not in (supervisor.STATUS_ENV, supervisor.TOKEN_ENV)}
+        self.workers = [self._start(request, dtype, env) for dtype in dtypes]
+
+    def _start(self, request, dtype: str, env: dict) -> dict:
+        one = dataclasses.replace(request, dtype=dtype, checks=("timing",))
+        ask, answer = Path(self.tmp.name, f"{dtype}.request.json"), Path(self.tmp.name, f"{dtype}.timing.json")
+        ask.write_text(request_json(one))
+        err = open(Path(self.tmp.name, f"{dtype}.stderr"), "w+", encoding="utf-8", errors="replace")
+        ready_r, ready_w = os.pipe()
+        # in the user's folder, so relative --variant paths and --repo mean what they meant here
+        proc = subprocess.Popen([sys.executable, str(self.worker), str(ask), str(answer), str(ready_w)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stderr=err, env=env, pass_fds=(ready_w,))
+        os.close(ready_w)
+        return {"dtype": dtype, "proc": proc, "answer": answer, "err": err, "ready": ready_r}
+
+    def run(self, step) -> tuple[TimingSection | None, list[str]]:
+        """Each dtype timed in turn; (the merged section, lines for dtypes whose process failed)."""
+        sections, failed = [], []
+        for w in self.workers:
+            step(f"timing {w['dtype']}: in a fresh process")
+            why = self._time(w, sections[0].copy_gbs if sections else 0.0)
+            if why:
+                failed.append(f"timing {w['dtype']}: {why}")
                 continue
-            sections.append(decode(TimingSection, json.loads(answer.read_text())))
+            sections.append(decode(TimingSection, json.loads(w["answer"].read_text())))
             step.advance()
+        return merged(sections), failed
+
+    def _time(self, w: dict, copy_gbs: float) -> str:
+        """'' when `w` timed its cases, else why not. `copy_gbs`: the copy bandwidth an earlier process
+        measured on this GPU (0: measure it)."""
+        proc = w["proc"]
+        ready, _, _ = select.select([w["ready"]], [], [], supervisor.limit_s())
+        said = os.read(w["ready"], 16) if ready else b""
+        if not ready:
+            proc.kill()
+            proc.wait()
+            return f"its process had not loaded the variants after {supervisor.limit_s():g} s (--variant-timeout)"
+        if said.strip() == b"ready":
+            channel = supervisor.channel_env()   # the run's status file and token (read once, out of os.environ)
+            go = json.dumps({"status": channel.get(supervisor.STATUS_ENV, ""),
+                             "token": channel.get(supervisor.TOKEN_ENV, ""), "copy_gbs": copy_gbs}) + "\n"
+            proc.stdin.write(go.encode())
+            proc.stdin.close()
+        rc = proc.wait()
+        if rc or not w["answer"].exists():
+            w["err"].seek(0)
+            tail = (w["err"].read().strip().splitlines() or ["no output"])[-1][:300]
+            return f"its process ended with exit code {rc} ({tail})"
+        return ""
+
+    def close(self) -> None:
+        """Ends the processes not yet done (the run stopped, or failed) and removes their files."""
+        for w in self.workers:
+            if w["proc"].poll() is None:
+                w["proc"].kill()
+                w["proc"].wait()
+            os.close(w["ready"])
+            w["err"].close()
+        self.tmp.cleanup()
+
+
+def merged(sections: list[TimingSection]) -> TimingSection | None:
+    """One section holding every dtype's cases (each timed by a process of its own)."""
     if not sections:
-        return None, failed
+        return None
     first = sections[0]
     method = first.method + "; each dtype timed in a fresh process of its own"
     return dataclasses.replace(first, method=method, cases=tuple(c for s in sections for c in s.cases),
-                               compile_seconds=tuple(x for s in sections for x in s.compile_seconds)), failed
+                               compile_seconds=tuple(x for s in sections for x in s.compile_seconds))
 
 
 def write_section(section: TimingSection, path: str) -> None:
@@ -111,7 +166,7 @@ def run_timing(plan, step, copy_gbs: float = 0.0) -> TimingSection:
     """Every (dtype, shape, mode) case of the plan (compare.running.plan.Plan), timed on the GPU in this process
     (`copy_gbs`: the copy bandwidth measured already, 0 to measure it here)."""
     import torch
-    from compare.checks import timing
+    from compare.checks import audit, timing
     family, chosen, preset, request, config = plan.family, plan.variants, plan.preset, plan.request, plan.timing
     if not copy_gbs:
         step("timing: measuring device-to-device copy bandwidth")
@@ -121,18 +176,22 @@ def run_timing(plan, step, copy_gbs: float = 0.0) -> TimingSection:
         dtype_name = str(dtype).removeprefix("torch.")
         for shape in preset.shapes:
             inputs = family.make_inputs(shape, dtype, "cuda", request.seed, request.input_kind)
+            unseen = audit.draw_unseen(family, shape, inputs)   # the audit's inputs (drawn once: a draw is slow)
             for mode in config.modes:
                 what = f"timing {shape.label} {mode} {dtype_name}"
+                # each variant's checked run comes before any timed call (compare/checks/audit.py)
+                checked = audit.Checked(family, {v.name: v for v in chosen}, inputs, shape, mode, unseen)
+                checked.run_checked()
                 with supervisor.running(tuple(v.name for v in chosen), what, launches=len(chosen) + 1,
                                         extra_s=config.max_seconds):
                     calls, control = timing.case_calls(family.bench_call, chosen, inputs, shape, mode,
                                                        config.placements)
                     cases.append(timing.time_case(calls, family.bytes_moved(shape, dtype, mode), copy_gbs,
                                                   shape.label, mode, config, step, dtype=dtype_name, control=control,
-                                                  inputs=inputs))
-                del calls, control
+                                                  inputs=inputs, checked=checked))
+                del calls, control, checked
                 step.advance()
-            del inputs
+            del inputs, unseen
             torch.cuda.empty_cache()
     compile_seconds = tuple((v.name, float(v.run.compile_seconds)) for v in chosen
                             if getattr(v.run, "compile_seconds", None) is not None)

@@ -1,16 +1,16 @@
-"""A process that times one dtype's cases of a comparison (compare/running/timing_run.py starts it):
-
-    python -m compare.running.timing_worker REQUEST.json SECTION.json
-
-It loads the request's variants again (the --variant specs, as the run that started it did), times them
-on the GPU and writes the TimingSection as JSON. Crash isolation holds here as in the run that started
-it: its launches write to the same status file, so a supervisor sees them."""
+"""A process that times one dtype's cases (compare/running/timing_run.py starts it): `timing_worker REQUEST.json
+SECTION.json [READY_FD]` loads the variants again, times them on the GPU, writes the TimingSection. With
+READY_FD it says "ready" there once loaded, then times only after a line on stdin ({"status": the status
+file, "copy_gbs": an earlier measure or 0}); it ends untimed if stdin ends first. Its launches write to the
+status file, so a supervisor sees them."""
 from __future__ import annotations
 
 import sys
 
 
-def main(request_path: str, section_path: str) -> int:
+def main(request_path: str, section_path: str, ready_fd: str = "") -> int:
+    import json
+    import os
     from pathlib import Path
 
     from compare.running import pipeline, plan, supervisor, timing_run
@@ -21,7 +21,17 @@ def main(request_path: str, section_path: str) -> int:
     request = timing_run.request_from_json(Path(request_path).read_text(), plan.Request, TimingConfig)
     with pipeline.loaded(request, registry(), supervisor.excluded()) as (request, reg, _):
         # a process of its own: the variants are loaded again, so the request is planned again here
-        section = timing_run.run_timing(plan.build(request, reg), pipeline.Step())
+        planned, copy_gbs = plan.build(request, reg), 0.0
+        if ready_fd:
+            with os.fdopen(int(ready_fd), "wb") as ready:
+                ready.write(b"ready")
+            go = sys.stdin.readline()
+            if not go:
+                return 1
+            told = json.loads(go)
+            supervisor.set_channel(told["status"], told.get("token"))
+            copy_gbs = told.get("copy_gbs", 0.0)
+        section = timing_run.run_timing(planned, pipeline.Step(), copy_gbs)
     timing_run.write_section(section, section_path)
     return 0 if backend.gpu else 1
 

@@ -195,5 +195,30 @@ def replaceable(files: list[tuple[str, Path, str]], force: bool) -> None:
         first = seen.setdefault(_identity(path), label)
         if first != label:
             raise UsageError(f"{first} and {label} both write {path}; give each output a file of its own")
+    from compare.render.files import note_start
     for label, path, other in files:
         _replaceable(label, path, force, other)
+        note_start(path)   # what is there now is all the write at the end may replace
+
+
+def report_text(path: Path) -> str:
+    """The text of a saved report (a report.json, or gzipped: reports/ keeps its large ones so); UsageError,
+    one line, for a file that is missing, unreadable, not gzip or not text, or that gives nothing to read
+    within a time limit (a FIFO no one writes to: variants/waiting.py)."""
+    import gzip
+    from variants import waiting
+    try:
+        raw = waiting.within(waiting.limit(waiting.READ_LIMIT_S), path.read_bytes, f"reading {path}")
+        return (gzip.decompress(raw) if path.suffix == ".gz" else raw).decode()
+    except waiting.TimedOut as exc:
+        raise UsageError(f"{exc} (a FIFO no one writes to?); give a report.json") from None
+    except (gzip.BadGzipFile, EOFError) as exc:
+        raise UsageError(f"{path} is not gzip ({exc}); give a report.json or report.json.gz") from None
+    except FileNotFoundError:
+        raise UsageError(f"report file {path} does not exist") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path} is a folder; give the report.json in it") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path} is not JSON ({exc}); give a report.json written by compare") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None

@@ -1,5 +1,6 @@
 """`kernel-ab --version`: the version from the package metadata (an install) or the checkout's pyproject.toml,
-and the commit of the checkout kernel-ab runs from ("commit unknown" for an installed wheel). Stdlib only."""
+and the commit: of the checkout kernel-ab runs from, or the one an installed wheel was built from (its
+kernel_ab/COMMIT, written by setup.py); "commit unknown" where neither is known. Stdlib only."""
 from __future__ import annotations
 
 import argparse
@@ -10,7 +11,8 @@ from importlib import metadata
 from pathlib import Path
 
 DISTRIBUTION = "kernel-ab"
-# the top of the tree main.py sits in: a checkout's root, or site-packages for a wheel
+SHORT = 7   # a short commit's digits, as `git rev-parse --short` gives them in a small repository
+# the folder main.py sits in: a checkout's root, or the installed package kernel_ab
 TOP = Path(__file__).resolve().parents[2]
 
 
@@ -27,16 +29,20 @@ def version(top: Path = TOP) -> str:
         return "unknown"
 
 
-def commit(top: Path = TOP) -> str:
-    """The short commit of the git checkout whose root is `top` ('' when `top` is not one's root: a wheel
-    in a venv inside some repository must not report that repository's commit)."""
+def commit(top: Path = TOP, full: bool = False) -> str:
+    """The short (`full`: whole) commit of the git checkout whose root is `top`, else the one recorded at build
+    time ('' when neither: a wheel in a venv inside some repository must not report that repository's commit)."""
+    built = top / "COMMIT"
+    if built.is_file():
+        sha = built.read_text().strip()
+        return sha if full else sha[:SHORT]
     try:
         root = subprocess.run(["git", "-C", str(top), "rev-parse", "--show-toplevel"], capture_output=True,
                               text=True, timeout=10)
         if root.returncode != 0 or Path(root.stdout.strip()).resolve() != top.resolve():
             return ""
-        head = subprocess.run(["git", "-C", str(top), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, timeout=10)
+        head = subprocess.run(["git", "-C", str(top), "rev-parse", *([] if full else [f"--short={SHORT}"]), "HEAD"],
+                              capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return ""
     return head.stdout.strip() if head.returncode == 0 else ""

@@ -15,6 +15,7 @@ from variants.family import Preset, check_elements
 
 IGNORE_INDEX = -100
 IGNORED_SHARE = 0.1   # about this share of the rows is set to ignore_index (seeded)
+CONFIDENT_MARGIN = 20.0   # the confident kind's target logit above the others' standard normal
 SHAPE_FORM = ("ROWS,V[,REDUCTION[,SMOOTHING]] with REDUCTION mean, sum or none and SMOOTHING in [0, 1) "
               "(for example 4096,128256,mean)")
 
@@ -119,6 +120,28 @@ def nonfinite(shape: CEShape, gen: torch.Generator, dtype: torch.dtype) -> torch
     return x
 
 
+def _confident_classes(shape: CEShape) -> torch.Tensor:
+    """Each row's confident class: spread over the vocabulary, fixed by the row (no draw), so that the logits'
+    generator and the targets' agree on it."""
+    return (torch.arange(shape.rows) * 7919 + 13) % shape.vocab
+
+
+def confident(shape: CEShape, gen: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
+    """A confident model's logits: standard normal, the target class CONFIDENT_MARGIN above. At V 128256
+    softmax at the target lies between 0.99 and 1 - 1e-4, so its gradient (p - 1) / N cancels: rounded to a 16-bit
+    dtype before the -1 is added, it keeps almost no significant bits (Liger-Kernel #1329 fixes this)."""
+    x = normal(shape, gen, dtype)
+    x[torch.arange(shape.rows), _confident_classes(shape)] += CONFIDENT_MARGIN
+    return x
+
+
+def targets_confident(shape: CEShape, gen: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
+    """Each row's confident class, about 10% of the rows set to ignore_index."""
+    ignored = torch.rand(shape.rows, generator=gen) < IGNORED_SHARE
+    target = _confident_classes(shape)
+    return torch.where(ignored, torch.full_like(target, shape.ignore_index), target)
+
+
 def targets(shape: CEShape, gen: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
     """Uniform classes, about 10% of the rows set to ignore_index."""
     target = torch.randint(shape.vocab, (shape.rows,), generator=gen)
@@ -138,5 +161,7 @@ def targets_nonfinite(shape: CEShape, gen: torch.Generator, dtype: torch.dtype) 
     return target
 
 
-LOGITS = {"normal": normal, "large": large, "all_equal": all_equal, "all_ignored": normal, "nonfinite": nonfinite}
-TARGETS = {kind: targets for kind in LOGITS} | {"all_ignored": targets_all_ignored, "nonfinite": targets_nonfinite}
+LOGITS = {"normal": normal, "large": large, "all_equal": all_equal, "all_ignored": normal, "nonfinite": nonfinite,
+          "confident": confident}
+TARGETS = {kind: targets for kind in LOGITS} | {"all_ignored": targets_all_ignored, "nonfinite": targets_nonfinite,
+                                                "confident": targets_confident}

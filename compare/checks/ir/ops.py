@@ -7,6 +7,7 @@ agrees, else "changed"; "only in" one op; "failed" when it did not compile."""
 from __future__ import annotations
 
 import dataclasses
+import os
 
 from compare.running import supervisor
 from compare.checks.ir.compile import Compiled, kernel_spec, run_worker
@@ -119,6 +120,7 @@ def compile_ops(ops, family, shape, dtype: str, capability: int, gpu: bool) -> O
     problems: dict[str, str] = {}
     notes: list[IRPassNote] = []
     offline: list[tuple[str, str, dict]] = []
+    launched: list[tuple] = []
     drawn = family.make_inputs(shape, family.dtypes[dtype], "cuda" if gpu else "cpu", 0) if ops else None
     for v in ops:
         found, why = _launches(v, family, shape, dtype, gpu, drawn)
@@ -131,19 +133,33 @@ def compile_ops(ops, family, shape, dtype: str, capability: int, gpu: bool) -> O
         for launch in found.launches:
             name = label(v.name, launch.name)
             if gpu:
-                kernels[v.name].append((launch.name, _in_process(name, launch)))
+                kernels[v.name].append((launch.name, None))
+                launched.append((v.name, launch.name, name, launch))
             elif launch.problem:
                 kernels[v.name].append((launch.name, Compiled(name, False, launch.problem, "", {}, {}, {})))
             else:
                 kernels[v.name].append((launch.name, None))
                 request = {**kernel_spec(name, launch.function, v.import_roots), "specialization": launch.specialization}
                 offline.append((v.name, launch.name, request))
+    done = _described(launched)
     if offline:
         results = run_worker({"mode": "offline", "capability": capability, "dtype": dtype, "shape": {},
                               "kernels": [request for *_, request in offline]})
-        done = {(op, kernel): _from_worker(r, label(op, kernel)) for (op, kernel, _), r in zip(offline, results)}
-        kernels = {op: [(k, c if c is not None else done[(op, k)]) for k, c in items] for op, items in kernels.items()}
+        done.update({(op, kernel): _from_worker(r, label(op, kernel)) for (op, kernel, _), r in zip(offline, results)})
+    kernels = {op: [(k, c if c is not None else done[(op, k)]) for k, c in items] for op, items in kernels.items()}
     return OpKernels(kernels, problems, tuple(notes))
+
+
+def _described(launched: list[tuple]) -> dict:
+    """{(op, kernel): Compiled} of kernels launched on this GPU, read in a few threads: most of the time goes
+    to cuobjdump's processes (SASS and resource usage, about 0.5 s a kernel), which run side by side."""
+    if not launched:
+        return {}
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max(1, min(8, len(launched), (os.cpu_count() or 1))),
+                            thread_name_prefix="kernel-ab IR read") as pool:
+        compiled = list(pool.map(lambda item: _in_process(item[2], item[3]), launched))
+    return {(op, kernel): c for (op, kernel, _, _), c in zip(launched, compiled)}
 
 
 def match(found: OpKernels, baseline: str, other: str, pair) -> tuple[tuple[IRKernelMatch, ...], tuple]:

@@ -1,0 +1,121 @@
+"""The timed calls audited after a case's rounds, with calls made exactly as the timed ones: on fresh inputs
+written into the tensors it was timed on (their outputs against its checked run; their times against its
+rounds'), with threads watched, with a device-wide synchronisation, and against the roofline. What each
+catches: docs/reports-and-gates.md ("What a variant cannot fake in a call")."""
+from __future__ import annotations
+
+import dataclasses
+import threading
+from typing import Any, Callable, Optional
+
+from compare.model.fouls import Finding, Foul
+
+FRESH_CALLS = 5           # calls on fresh inputs per entry
+SLOWER_FACTOR = 1.5       # their median beyond this times the rounds' median, and
+SLOWER_FLOOR_MS = 0.005   # ... beyond it by at least this much: FRESH_SLOWER
+STREAM_PROBES = 5
+OFF_STREAM_FLOOR_MS = 0.02   # past the timed stream, beyond an empty call's, at least this much, and
+OFF_STREAM_FRACTION = 0.25   # ... at least this fraction of the call's own time: OFF_STREAM
+
+
+@dataclasses.dataclass(frozen=True)
+class Tools:
+    """What the audit times with, handed over by compare/checks/timing.py (so a simulated device is the
+    audit's too): torch, `call_ms(fn, flush)` (one call bracketed like a timed one) and `flush_l2(buffer)`."""
+
+    torch: Any
+    call_ms: Callable[[Callable[[], None], Any], float]
+    flush_l2: Callable[[Any], None]
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2] if ordered else 0.0
+
+
+def _fresh_calls(name: str, t, checked, flush, tools: Tools) -> tuple[list[float], list[Finding]]:
+    """FRESH_CALLS calls of `t` on fresh inputs: their times, and the fouls their threads and outputs show."""
+    own = getattr(t.fn, "sealed_inputs", None)
+    outputs_of = getattr(t.fn, "timed_outputs", None)
+    times, found = [], []
+    for k in range(FRESH_CALLS):
+        judged = checked is not None and own is not None and outputs_of is not None
+        if judged:
+            checked.poison(outputs_of(t.graph is not None))
+        t.prepare()
+        fresh = checked.fresh(name, own, k) if judged else None
+        before = set(threading.enumerate())
+        times.append(tools.call_ms(lambda: t(), flush))   # no restore: the inputs as set above
+        left = [th for th in threading.enumerate() if th not in before and th.is_alive()]
+        if left and not any(f.foul == Foul.THREAD for f in found):
+            found.append(Finding(name, Foul.THREAD, f"thread {left[0].name!r}, after a call of {times[-1]:.3g} ms"))
+        tools.torch.cuda.synchronize()
+        if judged and not any(f.foul in (Foul.TIMED_MISMATCH, Foul.SUBCLASS) for f in found):
+            found += checked.judge(name, fresh, outputs_of(t.graph is not None))
+    return times, found
+
+
+def _off_stream(name: str, t, flush, tools: Tools) -> list[Finding]:
+    """Calls timed to the end of the timed stream and again to a device-wide synchronisation: the median
+    time past the stream's end, less an empty call's, says how much work ran elsewhere."""
+    torch = tools.torch
+
+    def probe(fn) -> tuple[float, float]:
+        if hasattr(fn, "prepare"):
+            fn.prepare()
+        tools.flush_l2(flush)
+        torch.cuda.synchronize()
+        start, end, after = (torch.cuda.Event(enable_timing=True) for _ in range(3))
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        after.record()
+        after.synchronize()
+        return start.elapsed_time(end), start.elapsed_time(after)
+    own = [probe(t) for _ in range(STREAM_PROBES)]
+    empty = [probe(lambda: None) for _ in range(STREAM_PROBES)]
+    timed = _median([e for e, _ in own])
+    past = _median([d - e for e, d in own]) - _median([d - e for e, d in empty])
+    if past > max(OFF_STREAM_FLOOR_MS, OFF_STREAM_FRACTION * timed):
+        return [Finding(name, Foul.OFF_STREAM, f"{past:.3g} ms past the timed stream's end against a timed "
+                                               f"{timed:.3g} ms")]
+    return []
+
+
+def beyond_copy(name: str, median_ms: float, bytes_moved: int, copy_gbs: float) -> list[Finding]:
+    """BEYOND_COPY when `median_ms` is under `bytes_moved` at `copy_gbs` (nothing is judged without either)."""
+    if not (bytes_moved > 0 and copy_gbs > 0 and median_ms >= 0):
+        return []
+    floor_ms = bytes_moved / (copy_gbs * 1e9) * 1e3
+    if median_ms >= floor_ms:
+        return []
+    return [Finding(name, Foul.BEYOND_COPY, f"{median_ms:.3g} ms for {_size(bytes_moved)} at "
+                                            f"{copy_gbs / 1e3:.2g} TB/s (at least {floor_ms:.3g} ms)")]
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e9:.3g} GB" if n >= 1e8 else f"{n / 1e6:.3g} MB" if n >= 1e5 else f"{n} bytes"
+
+
+def audit_case(timed: dict, samples: dict, checked: Optional["Checked"], flush, bytes_moved: int, copy_gbs: float,
+               tools: Tools, skip: tuple[str, ...] = ()) -> dict[str, list[Finding]]:
+    """Every timed entry but `skip` (the A/A control) audited: name -> its fouls (see the module docstring)."""
+    found: dict[str, list[Finding]] = {}
+    for name, ts in timed.items():
+        if name in skip:
+            continue
+        rounds = _median([s for r in samples.get(name, ()) for s in r])
+        times, fouls = _fresh_calls(name, ts[0], checked, flush, tools)
+        fresh = _median(times)
+        if fresh > SLOWER_FACTOR * rounds and fresh - rounds > SLOWER_FLOOR_MS:
+            fouls.append(Finding(name, Foul.FRESH_SLOWER, f"{fresh:.3g} ms on fresh inputs against {rounds:.3g} ms "
+                                                          "in its rounds"))
+        fouls += _off_stream(name, ts[0], flush, tools)
+        fouls += beyond_copy(name, rounds, bytes_moved, copy_gbs)
+        if fouls:
+            found[name] = fouls
+    return found
+
+
+from compare.checks.audit_checked import Checked, draw_unseen  # noqa: E402,F401 (the family's side, re-exported)

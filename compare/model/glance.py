@@ -1,0 +1,179 @@
+"""The report at a glance: each variant against the baseline, a row per check (numerics of each pass, timing
+of each mode, the compiled code of each kernel) saying the verdict in a word or two, how much and where.
+The rows are read off the same values the headline reads, and each row's level is the headline's own
+line's for that check (compare/model/headline.py), so the glance never judges anew; the headline's
+lines say the rest."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+from compare.model import headline as hl
+from compare.model.problems import BITS, bits, lists, variant_of
+from compare.model.ratios import ratio_span
+from compare.model.results import IRSection, NumericsSection, Report, TimingSection
+from compare.model.results_ir import NOT_RUN
+from compare.model.same_code import same_code
+from compare.model.vocabulary import STAGE_TITLES
+
+HEADERS = ("check", "verdict", "how much", "where")
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    variant: str
+    check: str      # "numerics" (forward), "backward", "timing full", "compiled code", ...
+    verdict: str
+    amount: str     # how much: cases, a ratio's span, counts before -> after
+    where: str
+    level: str      # "ok", "fail", "warn", "info" or "skip", as the headline's line for the check
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _first(reason: str) -> str:
+    """A reason's first clause: the glance names it, the headline's line says it whole."""
+    for stop in (" (", "; ", ": "):
+        reason = reason.split(stop, 1)[0]
+    return reason
+
+
+def _places(cases, order=None) -> str:
+    """'float32 large_mean, 2 more': where a verdict holds, by dtype and input kind (problems, a set, in the
+    `order` of the section's cases)."""
+    keys = list(dict.fromkeys(f"{c.dtype} {c.input_kind}" for c in cases))
+    if order is not None:
+        keys.sort(key=order.index)
+    return keys[0] + (f", {len(keys) - 1} more" if len(keys) > 1 else "")
+
+
+def _numerics(section: NumericsSection, a: str, b: str, found, direction: str) -> Row:
+    cases = [c for c in section.cases if c.direction == direction]
+    own = dataclasses.replace(section, cases=tuple(cases))
+    introduced = frozenset(p for p in found.introduced.get(b, ()) if p.direction == direction)
+    fixed = frozenset(p for p in found.fixed.get(b, ()) if p.direction == direction)
+    level = hl._numerics_line(own, a, b, introduced, fixed, found.once)[0].level
+    check = "numerics" if direction == "forward" else direction   # as --check names them
+    both = [c for c in cases if hl._produced(c, a) and hl._produced(c, b)]
+    if not both:
+        why = next((v.reasons[0] for c in cases for v in [variant_of(c, b) or variant_of(c, a)] if v and v.reasons),
+                   "no case where both ran")
+        return Row(b, check, "not compared", f"0 of {_n(len(cases), 'case')}", _first(why), level)
+    differ = [c for c in both if bits(c, a, b) in ("differ", "")]
+    judged = [(c, v) for c in differ for v in c.verdicts if (v.a, v.b) == (a, b)]
+    less = [c for c, v in judged if v.accuracy == "less accurate" and hl._where(c, v, v.lost)]
+    more = [c for c, v in judged if v.accuracy == "more accurate" and hl._where(c, v, v.gained)]
+    of = f"of {_n(len(both), 'case')}"
+    order = list(dict.fromkeys(f"{c.dtype} {c.input_kind}" for c in cases))
+    if less:
+        return Row(b, check, "less accurate", f"{len(less)} {of}", _places(less), level)
+    if introduced:
+        kinds = {(p.dtype, p.input_kind) for p in introduced}
+        return Row(b, check, "new problems", f"{len(kinds)} {of}", _places(introduced, order), level)
+    if fixed:
+        kinds = {(p.dtype, p.input_kind) for p in fixed}
+        return Row(b, check, "fixes problems", f"{len(kinds)} {of}", _places(fixed, order), level)
+    if more:
+        return Row(b, check, "more accurate", f"{len(more)} {of}", _places(more), level)
+    if differ:
+        return Row(b, check, "bits differ", f"{len(differ)} {of}", _places(differ), level)
+    spread = [c for c in both if bits(c, a, b) == BITS[1]]
+    if spread:
+        return Row(b, check, "within spread", f"{len(spread)} {of}", "run-to-run spread", level)
+    return Row(b, check, "identical bits", f"{len(both)} {of}", "every case", level)
+
+
+def _timing(section: Optional[TimingSection], report: Report, a: str, b: str) -> list[Row]:
+    line = hl._timing_line(section, a, b, report.skipped, same_code(report, a, b))
+    if section is None:
+        return [Row(b, "timing", "not measured", "", _first(line.text.removeprefix("timing: not measured: ")), "skip")]
+    if line.level == "skip":   # timed, but not this variant against the baseline
+        return [Row(b, "timing", "not compared", "", "", "skip")]
+    if same_code(report, a, b) is not None:
+        return [Row(b, "timing", "no verdict", "", "same compiled code", line.level)]
+    several = len({c.dtype for c in section.cases}) > 1
+    groups: dict[str, list] = {}
+    for case in section.cases:
+        for c in case.comparisons:
+            if (c.baseline, c.variant) == (a, b):
+                groups.setdefault(f"{case.mode} {case.dtype}" if several else case.mode, []).append(c)
+    rows = []
+    for mode, comps in groups.items():
+        judged = [c for c in comps if c.verdict != "n/a"]
+        if not judged:
+            rows.append(Row(b, f"timing {mode}", "not compared", "", _first(comps[0].reason or "a variant failed"),
+                            "warn"))
+            continue
+        verdicts = [c.verdict for c in judged]
+        verdict = "slower" if "slower" in verdicts else max(dict.fromkeys(verdicts), key=verdicts.count)   # ties: the first
+        hits = [c for c in judged if c.verdict == verdict]
+        span = ratio_span(min(c.ratio for c in hits), max(c.ratio for c in hits))
+        rows.append(Row(b, f"timing {mode}", verdict.removesuffix(" beyond noise"), span,
+                        f"{len(hits)} of {_n(len(comps), 'shape')}", "warn" if verdict == "slower" else "info"))
+    return rows
+
+
+def _pointers(v) -> int:
+    stage = next((s for s in v.stages if s.stage == "ttir"), v.stages[0] if v.stages else None)
+    return sum(l.carried_pointers for l in stage.loops) if stage else 0
+
+
+def _ir(section: IRSection, report: Report, a: str, b: str, check: str) -> Row:
+    level = hl._ir_line(section, a, b, report.skipped).level
+    va = next((v for v in section.variants if v.variant == a), None)
+    vb = next((v for v in section.variants if v.variant == b), None)
+    matches = [m for m in section.kernels if (m.a, m.b) == (a, b)]
+    if matches:
+        changed = [m.kernel for m in matches if m.status == "changed"]
+        failed = [m.kernel for m in matches if m.status == "failed"]
+        verdict = "failed" if failed else "changed" if changed else "identical"
+        return Row(b, check, verdict, f"{len(failed or changed)} of {_n(len(matches), 'kernel')}",
+                   ", ".join(failed or changed) or "every launched kernel", level)
+    if va is None or vb is None:
+        return Row(b, check, "not compared", "", f"no Triton kernel of {b if vb is None else a} here", level)
+    broken = next((v for v in (vb, va) if v.status != "ok"), None)
+    if broken is not None:
+        why = _first(broken.error.splitlines()[0]) if broken.error else ""
+        return Row(b, check, "not found" if broken.status == NOT_RUN else "did not compile", "",
+                   f"{broken.variant}: {why}" if why else broken.variant, level)
+    pair = next((p for p in section.pairs if (p.a, p.b) == (a, b)), None)
+    changed = [d for d in pair.stages if not d.identical] if pair else []
+    amounts = [f"{what} {x} -> {y}" for what, x, y in (("carried pointers", _pointers(va), _pointers(vb)),
+                                                       ("registers", va.registers, vb.registers),
+                                                       ("spill bytes", va.spill_bytes, vb.spill_bytes))
+               if x != y and x >= 0 and y >= 0]
+    if not changed:
+        return Row(b, check, "identical", "; ".join(amounts), "every stage", level)
+    lines = sum(d.changed_lines for d in changed)
+    where = "every stage" if len(changed) == len(pair.stages) > 1 else \
+        ", ".join(STAGE_TITLES.get(d.stage, d.stage) for d in changed)
+    return Row(b, check, "changed", "; ".join(amounts) or f"{lines} changed lines", where, level)
+
+
+def _compiled(report: Report, a: str, b: str) -> list[Row]:
+    same = same_code(report, a, b)
+    if same is not None:
+        return [Row(b, "compiled code", "same code", ", ".join(same.kernels), same.where, "ok")]
+    sections = report.ir_sections
+    if not sections:
+        line = hl._ir_lines(report, a, b)
+        return [Row(b, "compiled code", "not compared", "", _first(line.text.removeprefix(
+            "compiled code: not compared (").rstrip(")")), line.level)]
+    several = len(sections) > 1
+    return [_ir(s, report, a, b, f"compiled {s.kernel}" if several else "compiled code") for s in sections]
+
+
+def rows(report: Report) -> list[Row]:
+    """Every pair's rows, in the headline's order of pairs."""
+    found = lists(report)
+    out = []
+    for pair in hl.headline(report).pairs:
+        a, b = pair.baseline, pair.variant
+        if report.numerics is not None:
+            for direction in dict.fromkeys(c.direction for c in report.numerics.cases):
+                out.append(_numerics(report.numerics, a, b, found, direction))
+        out += _timing(report.timing, report, a, b)
+        out += _compiled(report, a, b)
+    return out

@@ -1,0 +1,70 @@
+"""Ctrl-C during a comparison keeps what was finished: the run, sent SIGINT as a terminal sends it (to the
+command the user started: the supervisor, which passes it on), writes its report of the cases done, says
+so in one line and in the report, and exits 130; in one process and with --jobs, whose progress says each
+task's end."""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+# 12 cases (6 input kinds, forward and backward) of about half a second each on the interpreter
+RUN = ["compare", "--shape", "2,32,4,256", "--trials", "2", "--check", "numerics", "--check", "backward",
+       "--inputs", "all"]
+
+
+def _interrupted(tmp_path, *more: str, after: int) -> tuple[int, dict, str, list[str]]:
+    """Run RUN, SIGINT once `after` units are done by the progress lines; (exit code, the JSON, stderr,
+    the progress lines seen before the signal)."""
+    out = tmp_path / "r.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, str(ROOT / "main.py"), *RUN, *more, "--json", str(out)], cwd=tmp_path,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        done = re.match(r"\[\s*[\d.]+s (\d+)/(\d+)", line)
+        if done and int(done.group(1)) >= after:
+            proc.send_signal(signal.SIGINT)
+            break
+    rest = proc.stderr.read()
+    proc.wait(timeout=60)
+    proc.stdout.close()
+    proc.stderr.close()
+    assert out.exists(), rest
+    return proc.returncode, json.loads(out.read_text()), rest, seen
+
+
+def _cases(data) -> list[str]:
+    return [f"{c['direction']} {c['input_kind']}" for c in data["numerics"]["cases"]]
+
+
+def test_ctrl_c_writes_the_report_of_the_cases_done_and_exits_130(tmp_path):
+    started = time.monotonic()
+    code, data, err, seen = _interrupted(tmp_path, after=6)   # 3 variants a case: 2 cases done
+    assert code == 130, err
+    cases = _cases(data)
+    assert 2 <= len(cases) < 12 and cases[:2] == ["forward normal", "forward large_mean"]
+    assert all(len(c["variants"]) == 3 for c in data["numerics"]["cases"])   # whole cases only
+    said = [s for s in data["skipped"] if s.startswith("numerics: interrupted (Ctrl-C) after ")]
+    assert said == [f"numerics: interrupted (Ctrl-C) after {len(cases)} of 12 cases; this report holds the "
+                    f"{len(cases)} finished"]
+    assert "kernel-ab: interrupted (Ctrl-C); the report holds what was finished before it" in err
+    assert time.monotonic() - started < 60
+
+
+@pytest.mark.slow   # two worker processes start (about 4 s each here)
+def test_ctrl_c_with_jobs_keeps_every_task_that_answered(tmp_path):
+    code, data, err, seen = _interrupted(tmp_path, "--jobs", "2", after=3)
+    assert code == 130, err
+    assert seen[0].startswith("kernel-ab: --jobs: 2 worker processes")
+    answered = [re.search(r"done: numerics (\w+) float32 (\w+) ", line).groups() for line in seen if "done: " in line]
+    assert len(answered) >= 3 and all(re.search(r"\(\d+ of 12 tasks\)$", line.strip()) for line in seen[1:])
+    cases = _cases(data)
+    assert {" ".join(a) for a in answered} <= set(cases) and len(cases) < 12, (answered, cases)

@@ -1,0 +1,103 @@
+"""What kernel-ab waits on outside itself has a time limit (variants/waiting.py): a --family-path package
+whose import blocks, `report` on a FIFO no one writes to: one line and exit 2, soon. And an output written
+at the end never replaces a file that appeared at its path, or changed, during the run (compare/render/files.py):
+the report is kept beside it, the line says where, exit 74."""
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import main
+from compare.render import files, json_report
+from tests.fixed_report import fixed_report
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _run(*argv: str, cwd: Path, limit: str = "1") -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KERNEL_AB_WAIT_LIMIT": limit}
+    return subprocess.run([sys.executable, str(ROOT / "main.py"), *argv], capture_output=True, text=True, env=env,
+                          cwd=cwd, timeout=120)
+
+
+def test_a_family_package_whose_import_blocks_is_one_line_within_the_limit(tmp_path):
+    (tmp_path / "fams" / "blocky").mkdir(parents=True)
+    (tmp_path / "fams" / "blocky" / "__init__.py").write_text("import time\ntime.sleep(600)\n")
+    started = time.monotonic()
+    r = _run("list", "--family-path", str(tmp_path / "fams"), cwd=tmp_path)
+    assert r.returncode == 2 and r.stdout == "", r.stderr
+    assert r.stderr.splitlines() == [
+        f"kernel-ab: error: the import of family package blocky (--family-path {tmp_path / 'fams'}) did not finish "
+        "within 1 s (does its module code wait on something: a lock, input, the network?); KERNEL_AB_WAIT_LIMIT=SECONDS"
+        " gives it longer"]
+    assert time.monotonic() - started < 60
+
+
+def test_report_on_a_fifo_no_one_writes_to_is_one_line_within_the_limit(tmp_path):
+    fifo = tmp_path / "report.json"
+    os.mkfifo(fifo)
+    r = _run("report", str(fifo), cwd=tmp_path)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.splitlines() == [f"kernel-ab: error: reading {fifo} did not finish within 1 s (a FIFO no one "
+                                     "writes to?); give a report.json"]
+
+
+def test_report_still_reads_what_a_fifo_gives(tmp_path):
+    fifo = tmp_path / "report.json"
+    os.mkfifo(fifo)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KERNEL_AB_WAIT_LIMIT": "60"}
+    proc = subprocess.Popen([sys.executable, str(ROOT / "main.py"), "report", str(fifo), "--format", "markdown"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    with open(fifo, "w") as f:
+        f.write(json_report.render(fixed_report()))
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert out.startswith("## kernel-ab: group_norm")
+
+
+def test_a_file_that_appears_at_an_output_path_during_the_run_is_left_as_it_is(tmp_path):
+    report = fixed_report()
+    appeared, changed = tmp_path / "r.json", tmp_path / "out" / "report.md"
+    changed.parent.mkdir()
+    changed.write_text(files.comment(report, tmp_path / "x.json"))   # kernel-ab's, from an earlier run
+    files.note_start(appeared)
+    files.note_start(changed)
+    appeared.write_text("mine\n")   # the user's, made while the run goes
+    changed.write_text("edited\n")
+    lines, failed = files.write(report, json_path=appeared, markdown_path=changed)
+    assert failed == 2 and appeared.read_text() == "mine\n" and changed.read_text() == "edited\n"
+    assert lines == [f"kernel-ab: error: {appeared} appeared or changed during the run; kernel-ab does not write "
+                     f"over it; this file is {appeared}.kernel-ab-1 instead",
+                     f"kernel-ab: error: {changed} appeared or changed during the run; kernel-ab does not write "
+                     f"over it; this file is {changed}.kernel-ab-1 instead"]
+    assert json_report.load(Path(f"{appeared}.kernel-ab-1").read_text()) == report
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []   # no temporary file left
+
+
+def test_compare_keeps_its_report_beside_a_file_made_at_its_json_path_while_it_ran(tmp_path, monkeypatch, capsys):
+    from compare.running import pipeline
+    target = tmp_path / "r.json"
+    original = pipeline.execute
+
+    def execute(*args, **kwargs):
+        report = original(*args, **kwargs)
+        target.write_text("someone else's\n")
+        return report
+    monkeypatch.setattr(pipeline, "execute", execute)
+    code = main.main(["compare", "--shape", "2,8,2,4", "--trials", "1", "--inputs", "normal", "--check", "numerics",
+                      "--quiet", "--json", str(target)])
+    err = capsys.readouterr().err
+    assert code == files.WRITE_FAILED and target.read_text() == "someone else's\n"
+    assert json.loads(Path(f"{target}.kernel-ab-1").read_text())["baseline"] == "pointer_mutation"
+    assert f"this file is {target}.kernel-ab-1 instead" in err
+    # a run whose path holds its own earlier report replaces it
+    monkeypatch.setattr(pipeline, "execute", original)
+    target.unlink()
+    assert main.main(["compare", "--shape", "2,8,2,4", "--trials", "1", "--inputs", "normal", "--check",
+                      "numerics", "--quiet", "--json", str(target)]) == 0
+    first = target.stat().st_ino
+    assert main.main(["compare", "--shape", "2,8,2,4", "--trials", "1", "--inputs", "normal", "--check",
+                      "numerics", "--quiet", "--json", str(target)]) == 0
+    assert target.stat().st_ino != first and json.loads(target.read_text())["baseline"] == "pointer_mutation"
