@@ -80,8 +80,9 @@ def _processes(tmp_path, monkeypatch, behaviour: str, dtypes=("float32", "bfloat
     worker = tmp_path / "worker.py"
     worker.write_text(_FAKE_WORKER.format(root=str(Path(timing_run.__file__).resolve().parents[2])))
     monkeypatch.setenv("FAKE_WORKER", behaviour)
-    monkeypatch.setenv(supervisor.STATUS_ENV, str(tmp_path / "status"))
-    monkeypatch.setenv("KERNEL_AB_VARIANT_TIMEOUT", "3")
+    # the run's status file and launch limit, as the supervisor and --variant-timeout gave them (read once)
+    monkeypatch.setattr(supervisor, "_CHANNEL", {"status": str(tmp_path / "status"), "token": None})
+    monkeypatch.setattr(supervisor, "_LIMIT", [3.0])
     processes = timing_run.TimingProcesses(plan.Request(), dtypes, worker)
     try:
         return processes.run(Step()), processes
