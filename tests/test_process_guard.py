@@ -235,6 +235,11 @@ def test_the_guard_names_each_change_and_puts_it_back(said):
     assert compare.running.sealing.merge([]) == () and compare.running.sealing.merge.__code__.co_name == "merge"
 
 
+class _LibraryFinder:
+    def find_spec(self, *args, **kwargs):
+        return None
+
+
 def test_what_the_platform_changes_by_itself_is_not_a_variants_doing():
     guard = process_guard.enable()
     before = guard.take()
@@ -243,11 +248,22 @@ def test_what_the_platform_changes_by_itself_is_not_a_variants_doing():
     del os.environ["KERNEL_AB_TEST_NEVER_SET"]
     os.environ["SOME_LIBRARYS_CACHE_DIR"] = "/tmp"   # a library adding its own variable (torch.compile does)
     sys.setrecursionlimit(limit + 1000)               # torch.compile raises the limit
+    finder = _LibraryFinder()
+    sys.meta_path.append(finder)                      # a library's own finder (transformers adds one on import)
     try:
         assert guard.undo(before) == []
+        sys.meta_path.remove(finder)
+        taken = sys.meta_path.pop(0)                  # ... but a finder that was there taken away is a change
+        try:
+            found = guard.undo(before)
+        finally:
+            sys.meta_path.insert(0, taken)
+        assert [f for f in found if "import machinery" in f], found
     finally:
         del os.environ["SOME_LIBRARYS_CACHE_DIR"]
         sys.setrecursionlimit(limit)
+        if finder in sys.meta_path:
+            sys.meta_path.remove(finder)
     assert Failure(supervisor.TAMPER) is Failure.TAMPER
 
 

@@ -241,8 +241,11 @@ def process_flags() -> list[Watch]:
               lambda o, n: "changed the garbage collector (gc.disable, set_threshold, callbacks)", _put_gc),
         value(lambda: tuple(warnings.filters), lambda o, n: "made warnings errors (warnings.simplefilter('error'))",
               _put_filters, lambda o, n: any(f[0] == "error" for f in n if f not in o)),
-        value(lambda: _identities(sys.meta_path) + (-1,) + _identities(sys.path_hooks),
-              lambda o, n: "changed the import machinery (sys.meta_path, sys.path_hooks)", lambda o: None),
+        # libraries add finders of their own when imported (transformers, torch's lazy modules on a GPU host):
+        # only a finder or hook taken away, or replaced, is a change of the variant's
+        value(lambda: (_identities(sys.meta_path), _identities(sys.path_hooks)),
+              lambda o, n: "took away or replaced import machinery (sys.meta_path, sys.path_hooks)", lambda o: None,
+              lambda o, n: not (set(o[0]) <= set(n[0]) and set(o[1]) <= set(n[1]))),
         value(sys.getswitchinterval, lambda o, n: "changed the thread switch interval", sys.setswitchinterval),
     ]
 
