@@ -74,7 +74,7 @@ ACTS = [
     ("own_function", 'sys.modules["compare.checks.numerics"].measure = lambda *a, **k: None', "call",
      "patched compare.checks.numerics.measure"),
     ("own_code", 'f = sys.modules["compare.checks.numerics"].verdict; f.__code__ = (lambda *a, **k: None).__code__',
-     "call", "patched compare.checks.numerics.verdict"),
+     "call", "patched compare.checks.accuracy.verdict"),   # re-exported by numerics, named where it lives
     ("flush_denormal", "torch.set_flush_denormal(True)", "import", "turned on flush-denormal"),
     ("no_grad", "torch.set_grad_enabled(False)", "call", "disabled grad"),
     ("meta_device", 'torch.set_default_device("meta")', "import", "set the default device to meta"),
