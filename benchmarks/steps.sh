@@ -2,14 +2,25 @@
 # seconds from T0; SECONDS at most), logged to $W/NAME.log and recorded (rc, wall time) in $W/steps.txt; a
 # step with under 20 s left is recorded as not run. `pack NAME` prints each log's tail and packs $W into
 # $OUT/NAME.tgz, with steps.txt beside it as NAME_steps.txt. The caller sets W, OUT, T0 and BUDGET_S.
+# STEP_STAMP=1: each log line starts with the seconds since its step started (where a step's time goes).
 step() {
     local name=$1 limit=$2 start=$(date +%s); shift 2
     local left=$(( BUDGET_S - (start - T0) ))
     if [ "$left" -lt "$limit" ]; then limit=$left; fi
     if [ "$limit" -lt 20 ]; then echo "$name: not run (out of time): $*" | tee -a "$W/steps.txt"; return; fi
+    local rc
     echo "\$ $*" > "$W/$name.log"
-    timeout "$limit" "$@" >> "$W/$name.log" 2>&1
-    echo "$name: rc=$?, $(( $(date +%s) - start )) s: $*" | tee -a "$W/steps.txt"
+    if [ "${STEP_STAMP:-}" = 1 ]; then
+        timeout "$limit" "$@" 2>&1 | python3 -u -c 'import sys, time
+t = time.monotonic()
+for line in sys.stdin:
+    sys.stdout.write(f"{time.monotonic() - t:8.2f} {line}")' >> "$W/$name.log"
+        rc=${PIPESTATUS[0]}
+    else
+        timeout "$limit" "$@" >> "$W/$name.log" 2>&1
+        rc=$?
+    fi
+    echo "$name: rc=$rc, $(( $(date +%s) - start )) s: $*" | tee -a "$W/steps.txt"
 }
 pack() {
     local f
