@@ -6,8 +6,8 @@ import os
 import pytest
 
 import main
-from compare.running import spread_cli
-from compare.running.usage import UsageError
+from compare.command_line import distributed_options as spread_cli
+from compare.model.errors import UsageError
 
 
 def _options(*argv: str) -> spread_cli.SpreadOptions:

@@ -1,4 +1,4 @@
-"""A process that times one dtype's cases (compare/running/timing_run.py starts it): `timing_worker REQUEST.json
+"""A process that times one dtype's cases (compare/comparison/timing_run.py starts it): `timing_worker REQUEST.json
 SECTION.json [READY_FD]` loads the variants again, times them on the GPU, writes the TimingSection. With
 READY_FD it says "ready" there once loaded, then times only after a line on stdin ({"status": the status
 file, "copy_gbs": an earlier measure or 0}); it ends untimed if stdin ends first. Its launches write to the
@@ -13,8 +13,10 @@ def main(request_path: str, section_path: str, ready_fd: str = "") -> int:
     import os
     from pathlib import Path
 
-    from compare.running import pipeline, plan, supervisor, timing_run
-    from compare.running.backend import configure
+    from compare.comparison import pipeline, plan, timing_run
+
+    from compare.runtime import supervisor
+    from compare.runtime.backend import configure
     from compare.checks.timing import TimingConfig
     from variants import registry
     backend = configure("cuda")

@@ -1,14 +1,14 @@
 """A comparison spread over worker processes (`--jobs N`) or a Dask cluster (`--scheduler ADDRESS`):
-its cases run as tasks (compare/running/tasks.py) and merge into the one report a single process makes (the
+its cases run as tasks (compare/processes/tasks.py) and merge into the one report a single process makes (the
 same report whatever ran where, timings aside; each timing case says on which GPU it ran). A variant
 that ends or hangs a worker is reported as failed and the comparison runs again without it, as the
-supervisor does in one process (compare/running/supervision.py)."""
+supervisor does in one process (compare/processes/supervision.py)."""
 from __future__ import annotations
 
 import dataclasses
 import sys
 
-from compare.running import tasks as tasks_mod
+from compare.processes import tasks as tasks_mod
 from compare.model.results import IRSection, NumericsCase, TimingCase, TimingSection, decode
 
 _MAX_RERUNS = 8
@@ -27,7 +27,7 @@ class TaskFailed(RuntimeError):
 
 
 class Spread:
-    """Starts a comparison's tasks on an executor (compare.running.executors, compare.running.dask_executor)."""
+    """Starts a comparison's tasks on an executor (compare.processes.executors, compare.processes.dask_executor)."""
 
     def __init__(self, executor):
         self.executor = executor
@@ -80,7 +80,7 @@ class Started:
 
     def ir(self) -> tuple:
         """The IR sections: the one IR task's, or made here from what each variant's task compiled."""
-        from compare.running import pipeline
+        from compare.comparison import pipeline
         ir_tasks = [t for t in self.tasks if t.kind == "ir"]
         if ir_tasks and not ir_tasks[0].case:
             found = self._answer(ir_tasks[0])
@@ -116,7 +116,7 @@ class Started:
 
 class TaskProgress:
     """Each task's end advances the progress by one (its total: count_steps) and is said; the progress line
-    gives the time so far and the time left at the pace so far (compare/running/progress.py)."""
+    gives the time so far and the time left at the pace so far (compare/runtime/progress.py)."""
 
     def __init__(self, total: int, step):
         import threading
@@ -139,7 +139,7 @@ def count_steps(plan, backend) -> int:
 
 def compare(plan, backend, step, failed, spread: Spread):
     """pipeline.execute through `spread`, again without each variant that ended or hung a worker."""
-    from compare.running import pipeline
+    from compare.comparison import pipeline
     crashed: list[tuple[str, str]] = []
     kinds: dict[str, str] = {}
     no_timing = ""

@@ -1,4 +1,4 @@
-"""From a comparison plan (compare/running/plan.py: the request resolved once) to a Report: run the asked-for
+"""From a comparison plan (compare/comparison/plan.py: the request resolved once) to a Report: run the asked-for
 checks, collect provenance; and the --variant kernels loaded for the length of a run."""
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ from typing import Iterator, Optional
 
 from compare.checks import numerics
 from compare.checks.draws import Draws
-from compare.running import supervisor, timing_run
-from compare.running.backend import Backend
-from compare.running.environment import collect
-from compare.running.progress import Step
+from compare.runtime import supervisor
+from compare.comparison import timing_run
+from compare.runtime.backend import Backend
+from compare.comparison.environment import collect
+from compare.runtime.progress import Step
 from compare.model.results import Failure, NumericsSection, Report, VariantInfo
-from compare.running.plan import Plan, Request, build
-from compare.running.usage import UsageError
+from compare.comparison.plan import Plan, Request, build
+from compare.model.errors import UsageError
 from variants import Registry, UnknownName
 
 class Interrupted(BaseException):
@@ -72,7 +73,7 @@ def loaded(request: Request, registry: Registry,
     also on error. Bad input is a UsageError; NothingToCompare when every variant asked for failed."""
     if request.family is not None and request.family not in registry.families:
         raise UsageError(f"--family: unknown family {request.family!r}; known families: {', '.join(registry.families)}")
-    from compare.running import process_guard
+    from compare.runtime import process_guard
     process_guard.enable(registry)   # before any variant's code runs: what each launch changes is put back
     if not request.external:
         yield request, registry, ()
@@ -112,7 +113,7 @@ def _joined_family(request: Request, registry: Registry) -> str:
 def without_crashed(plan: Plan, failed: tuple[VariantInfo, ...], crashed: list[tuple[str, str]],
                     no_timing: str = "", kinds: dict | None = None) -> tuple[Plan, tuple[VariantInfo, ...]]:
     """The plan less the variants that crashed an earlier run (each reported as failed with its
-    reason), and less timing when it crashed (compare.running.supervisor). `kinds`: name -> the failure
+    reason), and less timing when it crashed (compare.runtime.supervisor). `kinds`: name -> the failure
     kind its end was given (default: the supervisor's, `excluded_failure`)."""
     if no_timing:
         plan = plan.without_timing(no_timing)
@@ -129,8 +130,8 @@ def without_crashed(plan: Plan, failed: tuple[VariantInfo, ...], crashed: list[t
 
 def excluded_failure(name: str, kinds: dict | None = None) -> Failure:
     """The failure kind of a variant an earlier run of this one excluded: TAMPER where it changed the
-    process's shared state or the run's outcome (compare.running.process_guard), else CRASH. `kinds`:
-    name -> kind, where not the supervisor's (a worker's task: compare.running.spread)."""
+    process's shared state or the run's outcome (compare.runtime.process_guard), else CRASH. `kinds`:
+    name -> kind, where not the supervisor's (a worker's task: compare.processes.distributed)."""
     kind = kinds[name] if kinds and name in kinds else supervisor.excluded_kind(name)
     return Failure.TAMPER if kind == supervisor.TAMPER else Failure.CRASH
 
@@ -157,7 +158,7 @@ def _compiled(family, chosen: list, shape, dtype, backend: Backend, failed: tupl
 
 def run(request: Request, registry: Registry, backend: Backend,
         step: Step = Step(), failed: tuple[VariantInfo, ...] = (), ir_cache=None) -> Report:
-    """The report for `request` (planned here: compare.running.plan.build); see `execute`."""
+    """The report for `request` (planned here: compare.comparison.plan.build); see `execute`."""
     return execute(build(request, registry), backend, step, failed, ir_cache)
 
 
@@ -165,7 +166,7 @@ def execute(plan: Plan, backend: Backend, step: Step = Step(), failed: tuple[Var
             ir_cache=None, spread=None) -> Report:
     """The report for `plan`; `failed` (from `loaded`) lists variants that could not be loaded.
     `ir_cache` (a compare.checks.ir.CompileCache) keeps compiled kernels for later runs of a caller comparing many pairs.
-    `spread` (compare.running.spread.Spread) runs the checks as tasks in worker processes or on a cluster."""
+    `spread` (compare.processes.distributed.Spread) runs the checks as tasks in worker processes or on a cluster."""
     chosen, failed = _compiled(plan.family, list(plan.variants), plan.preset.shapes[0], plan.dtypes[0], backend,
                                tuple(failed), step)
     if len(chosen) != len(plan.variants):
@@ -293,7 +294,7 @@ def _shape_params(shape, twice: Optional[bool]) -> dict:
 
 def _timing(plan: Plan, backend: Backend, step, processes=None) -> tuple:
     """(the timing section or None, lines for passes and dtypes not timed): the plan's passes, each dtype
-    in a fresh process (`processes`: compare.running.timing_run.TimingProcesses) or, without, here."""
+    in a fresh process (`processes`: compare.comparison.timing_run.TimingProcesses) or, without, here."""
     skipped = plan.timing_left_out
     if processes is None:
         return timing_run.run_timing(plan, step), skipped
@@ -353,7 +354,7 @@ def run_numerics(plan: Plan, backend: Backend, step: Step = Step(), cases=None, 
         return NumericsSection(backend.device, backend.note, tuple(done), numerics.VERDICT_FACTOR, added,
                                tuple(plan_lines), family.forward_legend, family.backward_legend,
                                family.backward_pairs_legend)
-    # `cases`: the cases run elsewhere (compare.running.spread), in the plan's order; `finished`: those done
+    # `cases`: the cases run elsewhere (compare.processes.distributed), in the plan's order; `finished`: those done
     done = []
     try:
         done = cases() if cases else _run_cases(plan, variants, backend, step, reference, done)

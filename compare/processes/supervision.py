@@ -1,4 +1,4 @@
-"""The supervisor's side of variant isolation (the child's: compare/running/supervisor.py, whose docstring says
+"""The supervisor's side of variant isolation (the child's: compare/runtime/supervisor.py, whose docstring says
 the protocol). Standard library only: it starts before anything heavy is imported."""
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import sys
 import tempfile
 import time
 
-from compare.running.exit_codes import ExitCode
-from compare.running.supervisor import _child_pids, _comm, _live_children
-from compare.running.supervisor import (_STOP_CODES, _STOP_WORDS, CRASHES, EXCLUDED_ENV, GRACE_S, NO_TIMING_ENV,
+from compare.runtime.exit_codes import ExitCode
+from compare.runtime.supervisor import _child_pids, _comm, _live_children
+from compare.runtime.supervisor import (_STOP_CODES, _STOP_WORDS, CRASHES, EXCLUDED_ENV, GRACE_S, NO_TIMING_ENV,
                                 POISONED_EXIT, STATUS_ENV, TAMPER, TOKEN_ENV)
 
 _MAX_RERUNS = 8
@@ -66,7 +66,7 @@ def _start_child() -> None:
     signal.pthread_sigmask(signal.SIG_BLOCK, set(_STOP_CODES))
     _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     # a process a variant double-forks out of the group becomes the child's own (not init's) when its
-    # parent ends: the child sees it (compare.running.supervisor._escaped), and at the end the supervisor does
+    # parent ends: the child sees it (compare.runtime.supervisor._escaped), and at the end the supervisor does
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
 
 

@@ -1,10 +1,10 @@
-"""The command line of spread comparisons: --jobs N, --scheduler ADDRESS, --dry-run (compare/running/spread.py)."""
+"""The command line of spread comparisons: --jobs N, --scheduler ADDRESS, --dry-run (compare/processes/distributed.py)."""
 from __future__ import annotations
 
 import argparse
 import dataclasses
 
-from compare.running.usage import UsageError, at_least, not_blank
+from compare.command_line.usage import UsageError, at_least, not_blank
 
 JOBS_MAX = 1024
 AUTO = "auto"
@@ -82,9 +82,9 @@ def from_args(args) -> SpreadOptions:
 def executor(o: SpreadOptions, backend):
     """The executor the options ask for (LocalExecutor or DaskExecutor); close it after use."""
     if o.scheduler:
-        from compare.running.dask_executor import DaskExecutor
+        from compare.processes.dask_executor import DaskExecutor
         return DaskExecutor(o.scheduler, connect=not o.dry_run)
-    from compare.running.executors import LocalExecutor
+    from compare.processes.executors import LocalExecutor
     return LocalExecutor(o.jobs or 1, _gpus(o, backend))
 
 
@@ -98,9 +98,9 @@ def _gpus(o: SpreadOptions, backend) -> int:
 
 
 def run(o: SpreadOptions, plan, backend, step, failed):
-    """The report of a spread comparison (compare.running.spread.compare); the workers end with it."""
+    """The report of a spread comparison (compare.processes.distributed.compare); the workers end with it."""
     import sys
-    from compare.running import spread
+    from compare.processes import distributed as spread
     if o.jobs:
         print(f"kernel-ab: {workers_line(o)}", file=sys.stderr)
     ex = executor(o, backend)
@@ -113,9 +113,9 @@ def run(o: SpreadOptions, plan, backend, step, failed):
 def steps(o: SpreadOptions | None, plan, backend) -> int:
     """The progress units of the run: a spread run's tasks, or the pipeline's own."""
     if o is not None and o.wanted:
-        from compare.running.spread import count_steps
+        from compare.processes.distributed import count_steps
         return count_steps(plan, backend)
-    from compare.running.pipeline import count_steps
+    from compare.comparison.pipeline import count_steps
     return count_steps(plan, backend)
 
 
@@ -132,7 +132,7 @@ def workers_line(o: SpreadOptions) -> str:
 
 
 def dry_run(o: SpreadOptions, plan, backend) -> int:
-    from compare.running import spread
+    from compare.processes import distributed as spread
     ex = executor(o, backend)
     try:
         print("\n".join(spread.dry_run(plan, backend, ex, _gpus(o, backend))))
