@@ -189,15 +189,12 @@ def _fail(message: str) -> int:
 def cmd_compare(request, options, registry, backend, spread=None) -> int:
     import dataclasses
     from compare.model import gates
-    from compare.comparison import memory, pipeline, plan
+    from compare.comparison import pipeline
     from compare.runtime.progress import reporter
     from compare.render import files, terminal
     from compare.runtime import supervisor
-    with pipeline.loaded(request, registry, supervisor.excluded()) as (request, registry, failed):  # removed at exit
-        the_plan = plan.build(request, registry, options)  # bad input fails before any work
-        memory.refuse_what_cannot_fit(the_plan, backend)
-        the_plan, failed = pipeline.without_crashed(the_plan, failed, supervisor.excluded(),
-                                                    supervisor.timing_left_out())
+    with pipeline.planned(request, registry, options, excluded=supervisor.excluded(), backend=backend,
+                          no_timing=supervisor.timing_left_out()) as (the_plan, failed):   # unloaded at exit
         from compare.command_line import distributed_options as spread_cli   # --jobs, --scheduler: the checks as tasks (docs/sweeps.md)
         if spread is not None and spread.dry_run:
             return spread_cli.dry_run(spread, the_plan, backend)

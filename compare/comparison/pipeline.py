@@ -99,6 +99,22 @@ def loaded(request: Request, registry: Registry,
                                    loaded_specs=request.external), registry, infos)
 
 
+@contextlib.contextmanager
+def planned(request: Request, registry: Registry, options=None, *, excluded=(),
+            backend: Backend | None = None, no_timing: str = "") -> Iterator[tuple[Plan, tuple[VariantInfo, ...]]]:
+    """The one way from a request to a plan: its --variant kernels loaded for the block (`loaded`), the plan
+    built once (bad input fails before any work), and (given the `backend`: in the process that runs the
+    comparison, not a worker) refused when it cannot fit, less the variants and timing an earlier run
+    excluded (`without_crashed`). Yields the plan and the variants that failed to load or were excluded."""
+    with loaded(request, registry, excluded) as (request, registry, failed):
+        plan = build(request, registry) if options is None else build(request, registry, options)
+        if backend is not None:
+            from compare.comparison import memory
+            memory.refuse_what_cannot_fit(plan, backend)
+            plan, failed = without_crashed(plan, failed, excluded, no_timing)
+        yield plan, failed
+
+
 def _joined_family(request: Request, registry: Registry) -> str:
     """The family --variant kernels join: --family, else that of the variants named, else the default."""
     if request.family:

@@ -19,7 +19,7 @@ from compare.model.results import TimingSection, decode, to_dict
 
 IN_PROCESS_ENV = "KERNEL_AB_TIMING_IN_PROCESS"
 _ROOT = Path(__file__).resolve().parents[2]
-WORKER = _ROOT / "compare" / "running" / "timing_worker.py"
+WORKER = _ROOT / "compare" / "processes" / "timing_worker.py"
 
 
 def _code(family, variant, mode: str):

@@ -37,7 +37,7 @@ class Runner:
                 env[name] = value
         env.update(self.env)
         env[STATUS_ENV] = self.status
-        self.proc = subprocess.Popen([sys.executable, str(_ROOT / "compare" / "running" / "task_worker.py")], env=env,
+        self.proc = subprocess.Popen([sys.executable, str(_ROOT / "compare" / "processes" / "task_worker.py")], env=env,
                                      cwd=self.cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
     def run(self, task) -> dict:

@@ -95,8 +95,7 @@ def _context(text: str):
         from compare.checks.timing import TimingConfig
         from variants import registry
         request = timing_run.request_from_json(text, plan.Request, TimingConfig)
-        request, reg, _ = _STACK.enter_context(pipeline.loaded(request, registry(), supervisor.excluded()))
-        _LOADED[text] = plan.build(request, reg)
+        _LOADED[text], _ = _STACK.enter_context(pipeline.planned(request, registry(), excluded=supervisor.excluded()))
     return _LOADED[text]
 
 

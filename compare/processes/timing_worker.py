@@ -21,9 +21,9 @@ def main(request_path: str, section_path: str, ready_fd: str = "") -> int:
     from variants import registry
     backend = configure("cuda")
     request = timing_run.request_from_json(Path(request_path).read_text(), plan.Request, TimingConfig)
-    with pipeline.loaded(request, registry(), supervisor.excluded()) as (request, reg, _):
-        # a process of its own: the variants are loaded again, so the request is planned again here
-        planned, copy_gbs = plan.build(request, reg), 0.0
+    # a process of its own: the variants are loaded again, so the request is planned again here
+    with pipeline.planned(request, registry(), excluded=supervisor.excluded()) as (planned, _):
+        copy_gbs = 0.0
         if ready_fd:
             with os.fdopen(int(ready_fd), "wb") as ready:
                 ready.write(b"ready")
