@@ -161,8 +161,8 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     _timing_options(c)
     _ir_options(c)
     _output_options(c)
-    from compare.command_line.distributed_options import add_options as spread_options
-    spread_options(c)
+    from compare.command_line.distributed_options import add_options as add_distributed_options
+    add_distributed_options(c)
     i = sub.add_parser("ir", help="compare the compiled code of Triton variants, stage by stage "
                                   "(the preset's first shape fixes the specialization)")
     _shape_options(i)
@@ -186,7 +186,7 @@ def _fail(message: str) -> int:
     return 2
 
 
-def cmd_compare(request, options, registry, backend, spread=None) -> int:
+def cmd_compare(request, options, registry, backend, distributed=None) -> int:
     import dataclasses
     from compare.model import gates
     from compare.comparison import pipeline
@@ -195,14 +195,16 @@ def cmd_compare(request, options, registry, backend, spread=None) -> int:
     from compare.runtime import supervisor
     with pipeline.planned(request, registry, options, excluded=supervisor.excluded(), backend=backend,
                           no_timing=supervisor.timing_left_out()) as (the_plan, failed):   # unloaded at exit
-        from compare.command_line import distributed_options as spread_cli   # --jobs, --scheduler: the checks as tasks (docs/sweeps.md)
-        if spread is not None and spread.dry_run:
-            return spread_cli.dry_run(spread, the_plan, backend)
+        from compare.command_line import distributed_options   # --jobs, --scheduler: the checks as tasks (docs/sweeps.md)
+        if distributed is not None and distributed.dry_run:
+            return distributed_options.dry_run(distributed, the_plan, backend)
         stopped = None
         try:
-            with reporter(spread_cli.steps(spread, the_plan, backend), not options.quiet) as step:
-                report = spread_cli.run(spread, the_plan, backend, step, failed) if spread and spread.wanted \
-                    else pipeline.execute(the_plan, backend, step, failed=failed)
+            with reporter(distributed_options.steps(distributed, the_plan, backend), not options.quiet) as step:
+                if distributed and distributed.wanted:
+                    report = distributed_options.run(distributed, the_plan, backend, step, failed)
+                else:
+                    report = pipeline.execute(the_plan, backend, step, failed=failed)
         except pipeline.Interrupted as exc:   # a stop signal: the report of the cases finished, and its exit code
             report, stopped = exc.report, exc.stop
             print(f"kernel-ab: {stopped}; the report holds what was finished before it", file=sys.stderr)
@@ -324,8 +326,8 @@ def _main(argv: list[str], prog: str) -> int:
             options = None
         else:
             request, options = from_args(args)   # every value checked, before any work
-        from compare.command_line import distributed_options as spread_cli
-        spread = spread_cli.from_args(args)
+        from compare.command_line import distributed_options
+        distributed = distributed_options.from_args(args)
         # read by every launch's status record (compare.runtime.supervisor)
         supervisor.set_limit(args.variant_timeout if options is None else options.variant_timeout)
         backend = configure("auto" if options is None else options.device)
@@ -334,7 +336,7 @@ def _main(argv: list[str], prog: str) -> int:
             if args.command == "review":
                 from compare.review.command import run as cmd_review
                 return cmd_review(args, reg, backend)
-            return cmd_compare(request, options, reg, backend, spread)
+            return cmd_compare(request, options, reg, backend, distributed)
     except (UsageError, BackendError, FamilyError) as exc:
         return _fail(str(exc))
     except NothingToCompare as exc:

@@ -179,22 +179,22 @@ def run(request: Request, registry: Registry, backend: Backend,
 
 
 def execute(plan: Plan, backend: Backend, step: Step = Step(), failed: tuple[VariantInfo, ...] = (),
-            ir_cache=None, spread=None) -> Report:
+            ir_cache=None, distributed=None) -> Report:
     """The report for `plan`; `failed` (from `loaded`) lists variants that could not be loaded.
     `ir_cache` (a compare.checks.ir.CompileCache) keeps compiled kernels for later runs of a caller comparing many pairs.
-    `spread` (compare.processes.distributed.Spread) runs the checks as tasks in worker processes or on a cluster."""
+    `distributed` (compare.processes.distributed.Distribution) runs the checks as tasks in worker processes or on a cluster."""
     chosen, failed = _compiled(plan.family, list(plan.variants), plan.preset.shapes[0], plan.dtypes[0], backend,
                                tuple(failed), step)
     if len(chosen) != len(plan.variants):
         plan = plan.keeping(chosen)
     infos = tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, kernels=v.own_kernels)
                   for v in chosen) + tuple(failed)
-    if spread is not None:   # every task is started now; each section below waits for its own
-        spread = spread.start(plan, backend, step)
-    ir_later = _ir_alongside(plan, backend, step, ir_cache) if plan.directions and spread is None else None
-    timing_later = _timing_processes(plan, backend) if spread is None else None
+    if distributed is not None:   # every task is started now; each section below waits for its own
+        distributed = distributed.start(plan, backend, step)
+    ir_later = _ir_alongside(plan, backend, step, ir_cache) if plan.directions and distributed is None else None
+    timing_later = _timing_processes(plan, backend) if distributed is None else None
     try:
-        return _checks(plan, backend, step, infos, ir_later, ir_cache, spread, timing_later)
+        return _checks(plan, backend, step, infos, ir_later, ir_cache, distributed, timing_later)
     except BaseException:   # a stop, or an error: the compile alongside ends with the run (its files removed)
         if ir_later:
             ir_later.cancel()
@@ -212,7 +212,7 @@ def _timing_processes(plan: Plan, backend: Backend):
                                       tuple(str(d).removeprefix("torch.") for d in plan.dtypes))
 
 
-def _checks(plan: Plan, backend, step, infos, ir_later, ir_cache, spread=None, timing_later=None) -> Report:
+def _checks(plan: Plan, backend, step, infos, ir_later, ir_cache, distributed=None, timing_later=None) -> Report:
     """The report; on a stop signal, Interrupted with the report of what was finished before it."""
     skipped = list(plan.left_out)
     if "backward" in plan.checks and "backward" not in plan.directions:
@@ -220,9 +220,9 @@ def _checks(plan: Plan, backend, step, infos, ir_later, ir_cache, spread=None, t
     numerics_section = None
     try:
         if plan.directions:
-            numerics_section = run_numerics(plan, backend, step, spread.numerics if spread else None,
-                                            spread.numerics_finished if spread else None)
-        return _other_checks(plan, backend, step, infos, (ir_later, ir_cache, timing_later), spread, numerics_section,
+            numerics_section = run_numerics(plan, backend, step, distributed.numerics if distributed else None,
+                                            distributed.numerics_finished if distributed else None)
+        return _other_checks(plan, backend, step, infos, (ir_later, ir_cache, timing_later), distributed, numerics_section,
                              skipped)
     except (_StoppedInNumerics, supervisor.Stopped) as exc:
         stop = exc.stop if isinstance(exc, _StoppedInNumerics) else exc
@@ -233,35 +233,35 @@ def _checks(plan: Plan, backend, step, infos, ir_later, ir_cache, spread=None, t
         left = [c for c in ("timing", "ir") if c in plan.checks]
         skipped.append(f"numerics: {stop} after {done} of {planned} cases; this report holds the {done} finished"
                        + (f" ({' and '.join(left)} not run)" if left else ""))
-        raise Interrupted(_report(plan, backend, infos, numerics_section, None, (), skipped, spread), stop) from None
+        raise Interrupted(_report(plan, backend, infos, numerics_section, None, (), skipped, distributed), stop) from None
 
 
-def _other_checks(plan: Plan, backend, step, infos, later, spread, numerics_section, skipped) -> Report:
+def _other_checks(plan: Plan, backend, step, infos, later, distributed, numerics_section, skipped) -> Report:
     """The timing and IR sections after the numerics; `later`: the IR compile alongside, its cache, the timing
     processes started with the run."""
     ir_later, ir_cache, timing_later = later
     timing_section = None
     if "timing" in plan.checks:
         if backend.gpu:
-            timing_section, timing_skipped = spread.timing() if spread else _timing(plan, backend, step, timing_later)
+            timing_section, timing_skipped = distributed.timing() if distributed else _timing(plan, backend, step, timing_later)
             skipped.extend(timing_skipped)
         else:
             skipped.append("timing: needs a CUDA GPU and this run has none (Triton ran through its CPU "
                            "interpreter, whose speed says nothing about the GPU)")
     ir_sections = ()
     if "ir" in plan.checks:
-        ir_sections, ir_skipped = spread.ir() if spread else ir_later() if ir_later else \
+        ir_sections, ir_skipped = distributed.ir() if distributed else ir_later() if ir_later else \
             _ir(plan, backend, step, ir_cache)
         step.advance()
         skipped.extend(ir_skipped)
-    return _report(plan, backend, infos, numerics_section, timing_section, ir_sections, skipped, spread)
+    return _report(plan, backend, infos, numerics_section, timing_section, ir_sections, skipped, distributed)
 
 
-def _report(plan: Plan, backend, infos, numerics_section, timing_section, ir_sections, skipped, spread) -> Report:
+def _report(plan: Plan, backend, infos, numerics_section, timing_section, ir_sections, skipped, distributed) -> Report:
     family, preset = plan.family, plan.preset
     dtype_names = ",".join(str(d).removeprefix("torch.") for d in plan.dtypes)
     return Report(family=family.name, preset=preset.name, dtype=dtype_names, baseline=plan.variants[0].name,
-                  incidents=supervisor.left_behind() + (spread.incidents() if spread else ()), variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
+                  incidents=supervisor.left_behind() + (distributed.incidents() if distributed else ()), variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
                   x_name=preset.x_name, x_values=tuple(float(preset.x_value(s)) for s in preset.shapes),
                   shape_params=tuple(json.dumps(_shape_params(s, twice), sort_keys=True)
                                      for s, twice in zip(preset.shapes, plan.reads_x_twice)),

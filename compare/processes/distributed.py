@@ -1,4 +1,4 @@
-"""A comparison spread over worker processes (`--jobs N`) or a Dask cluster (`--scheduler ADDRESS`):
+"""A comparison distributed over worker processes (`--jobs N`) or a Dask cluster (`--scheduler ADDRESS`):
 its cases run as tasks (compare/processes/tasks.py) and merge into the one report a single process makes (the
 same report whatever ran where, timings aside; each timing case says on which GPU it ran). A variant
 that ends or hangs a worker is reported as failed and the comparison runs again without it, as the
@@ -26,7 +26,7 @@ class TaskFailed(RuntimeError):
     """A task failed outside any variant (a bug, a worker that cannot run it): the run ends, one line."""
 
 
-class Spread:
+class Distribution:
     """Starts a comparison's tasks on an executor (compare.processes.executors, compare.processes.dask_executor)."""
 
     def __init__(self, executor):
@@ -133,12 +133,12 @@ class TaskProgress:
 
 
 def count_steps(plan, backend) -> int:
-    """The progress units of a spread run: one per task, and the IR's summary made where the run started."""
+    """The progress units of a distributed run: one per task, and the IR's summary made where the run started."""
     return len(tasks_mod.plan_tasks(plan, backend)) + ("ir" in plan.checks)
 
 
-def compare(plan, backend, step, failed, spread: Spread):
-    """pipeline.execute through `spread`, again without each variant that ended or hung a worker."""
+def compare(plan, backend, step, failed, distribution: Distribution):
+    """pipeline.execute through `distribution`, again without each variant that ended or hung a worker."""
     from compare.comparison import pipeline
     crashed: list[tuple[str, str]] = []
     kinds: dict[str, str] = {}
@@ -146,9 +146,9 @@ def compare(plan, backend, step, failed, spread: Spread):
     asked, asked_failed = plan, failed
     for _ in range(_MAX_RERUNS):
         try:
-            return pipeline.execute(plan, backend, step, failed=failed, spread=spread)
+            return pipeline.execute(plan, backend, step, failed=failed, distributed=distribution)
         except VariantCrashed as exc:
-            spread.executor.cancel()
+            distribution.executor.cancel()
             if len(exc.names) == 1:
                 reason = f"{exc.why} while running {exc.what}"
                 print(f"kernel-ab: variant {exc.names[0]} {reason}; running again without it", file=sys.stderr)

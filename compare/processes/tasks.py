@@ -2,7 +2,7 @@
 (direction, dtype, input kind, shape) case with every variant; a timing task one (dtype, shape, pass) case
 with every variant and the A/A control, on one GPU; an IR task one variant's own kernels (with ops: the
 whole IR). Each carries the request as JSON and answers with its result's JSON form, merged into the one
-report a single process makes (spread.py)."""
+report a single process makes (distributed.py)."""
 from __future__ import annotations
 
 import contextlib
