@@ -6,7 +6,6 @@ supervisor does in one process (compare/processes/supervision.py)."""
 from __future__ import annotations
 
 import dataclasses
-import sys
 
 from compare.processes import tasks as tasks_mod
 from compare.model.results import IRSection, NumericsCase, TimingCase, TimingSection, decode
@@ -140,6 +139,7 @@ def count_steps(plan, backend) -> int:
 def compare(plan, backend, step, failed, distribution: Distribution):
     """pipeline.execute through `distribution`, again without each variant that ended or hung a worker."""
     from compare.comparison import pipeline
+    from compare.processes.supervision import without_culprit
     crashed: list[tuple[str, str]] = []
     kinds: dict[str, str] = {}
     no_timing = ""
@@ -149,14 +149,12 @@ def compare(plan, backend, step, failed, distribution: Distribution):
             return pipeline.execute(plan, backend, step, failed=failed, distributed=distribution)
         except VariantCrashed as exc:
             distribution.executor.cancel()
-            if len(exc.names) == 1:
-                reason = f"{exc.why} while running {exc.what}"
-                print(f"kernel-ab: variant {exc.names[0]} {reason}; running again without it", file=sys.stderr)
-                crashed.append((exc.names[0], reason))
-                kinds[exc.names[0]] = exc.kind
+            culprit, left_out = without_culprit(exc.names, exc.why, exc.what)
+            if culprit:
+                crashed.append(culprit)
+                kinds[culprit[0]] = exc.kind
             else:
-                no_timing = f"the process {exc.why} while timing {exc.what} ({', '.join(exc.names)}); left out"
-                print(f"kernel-ab: {no_timing}; running again without timing", file=sys.stderr)
+                no_timing = left_out
             plan, failed = pipeline.without_crashed(asked, asked_failed, crashed, no_timing, kinds)
     raise TaskFailed("too many variants ended their worker processes")
 
