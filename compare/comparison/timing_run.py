@@ -96,7 +96,8 @@ class TimingProcesses:
         err = open(Path(self.tmp.name, f"{dtype}.stderr"), "w+", encoding="utf-8", errors="replace")
         ready_r, ready_w = os.pipe()
         # in the user's folder, so relative --variant paths and --repo mean what they meant here
-        proc = subprocess.Popen([sys.executable, str(self.worker), str(ask), str(answer), str(ready_w)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+        proc = subprocess.Popen([sys.executable, str(self.worker), str(ask), str(answer), str(ready_w),
+                                 repr(supervisor.limit_s())], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                 stderr=err, env=env, pass_fds=(ready_w,))
         os.close(ready_w)
         return {"dtype": dtype, "proc": proc, "answer": answer, "err": err, "ready": ready_r}

@@ -1,14 +1,15 @@
-"""A process that times one dtype's cases (compare/comparison/timing_run.py starts it): `timing_worker REQUEST.json
-SECTION.json [READY_FD]` loads the variants again, times them on the GPU, writes the TimingSection. With
-READY_FD it says "ready" there once loaded, then times only after a line on stdin ({"status": the status
-file, "copy_gbs": an earlier measure or 0}); it ends untimed if stdin ends first. Its launches write to the
-status file, so a supervisor sees them."""
+"""A process that times one dtype's cases (compare/comparison/timing_run.py starts it): `timing_worker
+REQUEST.json SECTION.json [READY_FD [LIMIT_S]]` (LIMIT_S: the run's --variant-timeout, handed on as an
+argument) loads the variants again, times them on the GPU, writes the TimingSection. With READY_FD it
+says "ready" there once loaded, then times only after a line on stdin ({"status": the status file,
+"copy_gbs": an earlier measure or 0}); it ends untimed if stdin ends first. Its launches write to the status
+file, so a supervisor sees them."""
 from __future__ import annotations
 
 import sys
 
 
-def main(request_path: str, section_path: str, ready_fd: str = "") -> int:
+def main(request_path: str, section_path: str, ready_fd: str = "", limit_s: str = "") -> int:
     import json
     import os
     from pathlib import Path
@@ -19,6 +20,8 @@ def main(request_path: str, section_path: str, ready_fd: str = "") -> int:
     from compare.runtime.backend import configure
     from compare.checks.timing import TimingConfig
     from variants import registry
+    if limit_s:
+        supervisor.set_limit(float(limit_s))
     backend = configure("cuda")
     request = timing_run.request_from_json(Path(request_path).read_text(), plan.Request, TimingConfig)
     # a process of its own: the variants are loaded again, so the request is planned again here

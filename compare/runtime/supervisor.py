@@ -174,17 +174,14 @@ def _write(record: dict) -> None:
 
 
 def set_limit(seconds: float) -> None:
-    """--variant-timeout for this run (and, through the environment, for the processes it starts)."""
+    """--variant-timeout for this process; a process it starts is handed the limit as an argument (a timing
+    worker's command line, a task's field), never through the environment."""
     _LIMIT[:] = [float(seconds)]
-    os.environ["KERNEL_AB_VARIANT_TIMEOUT"] = repr(seconds)
 
 
 def limit_s() -> float:
-    """The time limit of one launch in this run (--variant-timeout: `set_limit`, else as the environment
-    said when first asked)."""
-    if not _LIMIT:
-        _LIMIT.append(float(os.environ.get("KERNEL_AB_VARIANT_TIMEOUT") or DEFAULT_LIMIT_S))
-    return _LIMIT[0]
+    """The time limit of one launch in this process (--variant-timeout: `set_limit`, else the default)."""
+    return _LIMIT[0] if _LIMIT else DEFAULT_LIMIT_S
 
 
 def _child_pids() -> set[int]:
