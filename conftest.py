@@ -1,7 +1,7 @@
 """Choose the backend before any test imports Triton: compiled on a GPU, else Triton's interpreter."""
 import pytest
 
-from compare.running.backend import configure
+from compare.runtime.backend import configure
 
 BACKEND = configure("auto")
 

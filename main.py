@@ -1,8 +1,8 @@
 """kernel-ab's command line: list, compare, ir, review, report, pairwise (`python3 main.py COMMAND --help`).
 
-Exit codes (compare.running.exit_codes; the table: docs/reports-and-gates.md): 0 every gate holds; 1 a gate
+Exit codes (compare.runtime.exit_codes; the table: docs/reports-and-gates.md): 0 every gate holds; 1 a gate
 failed or could not be judged; 2 bad input; 3 kernel-ab's own error or a missing dependency; 74 a report file
-could not be written; 129/130/143 SIGHUP/SIGINT/SIGTERM. Every default and value check: compare/running/plan.py."""
+could not be written; 129/130/143 SIGHUP/SIGINT/SIGTERM. Every default and value check: compare/comparison/plan.py."""
 from __future__ import annotations
 
 import argparse
@@ -46,9 +46,9 @@ def _join_values(argv: list[str]) -> list[str]:
     return out
 
 
-# the defaults live in compare.running.plan (Request, Options) and TimingConfig: the help only says them
+# the defaults live in compare.comparison.plan (Request, Options) and TimingConfig: the help only says them
 def _defaults():
-    from compare.running.plan import Options, Request
+    from compare.comparison.plan import Options, Request
     from compare.checks.timing_config import TimingConfig
     return Request(), TimingConfig(), Options()
 
@@ -140,7 +140,7 @@ def _output_options(p: argparse.ArgumentParser) -> None:
 
 def _parser(prog: str) -> argparse.ArgumentParser:
     p = _Parser(prog=prog, description=__doc__.splitlines()[0])
-    from compare.running.version import VersionAction
+    from compare.runtime.version import VersionAction
     p.add_argument("--version", action=VersionAction, help="print kernel-ab's version and commit, and exit")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     ls = sub.add_parser("list", help="list the families, where each came from, their variants, presets, input "
@@ -161,8 +161,8 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     _timing_options(c)
     _ir_options(c)
     _output_options(c)
-    from compare.running.spread_cli import add_options as spread_options
-    spread_options(c)
+    from compare.command_line.distributed_options import add_options as add_distributed_options
+    add_distributed_options(c)
     i = sub.add_parser("ir", help="compare the compiled code of Triton variants, stage by stage "
                                   "(the preset's first shape fixes the specialization)")
     _shape_options(i)
@@ -186,26 +186,25 @@ def _fail(message: str) -> int:
     return 2
 
 
-def cmd_compare(request, options, registry, backend, spread=None) -> int:
+def cmd_compare(request, options, registry, backend, distributed=None) -> int:
     import dataclasses
     from compare.model import gates
-    from compare.running import memory, pipeline, plan
-    from compare.running.progress import reporter
+    from compare.comparison import pipeline
+    from compare.runtime.progress import reporter
     from compare.render import files, terminal
-    from compare.running import supervisor
-    with pipeline.loaded(request, registry, supervisor.excluded()) as (request, registry, failed):  # removed at exit
-        the_plan = plan.build(request, registry, options)  # bad input fails before any work
-        memory.refuse_what_cannot_fit(the_plan, backend)
-        the_plan, failed = pipeline.without_crashed(the_plan, failed, supervisor.excluded(),
-                                                    supervisor.timing_left_out())
-        from compare.running import spread_cli   # --jobs, --scheduler: the checks as tasks (docs/sweeps.md)
-        if spread is not None and spread.dry_run:
-            return spread_cli.dry_run(spread, the_plan, backend)
+    from compare.runtime import supervisor
+    with pipeline.planned(request, registry, options, excluded=supervisor.excluded(), backend=backend,
+                          no_timing=supervisor.timing_left_out()) as (the_plan, failed):   # unloaded at exit
+        from compare.command_line import distributed_options   # --jobs, --scheduler: the checks as tasks (docs/sweeps.md)
+        if distributed is not None and distributed.dry_run:
+            return distributed_options.dry_run(distributed, the_plan, backend)
         stopped = None
         try:
-            with reporter(spread_cli.steps(spread, the_plan, backend), not options.quiet) as step:
-                report = spread_cli.run(spread, the_plan, backend, step, failed) if spread and spread.wanted \
-                    else pipeline.execute(the_plan, backend, step, failed=failed)
+            with reporter(distributed_options.steps(distributed, the_plan, backend), not options.quiet) as step:
+                if distributed and distributed.wanted:
+                    report = distributed_options.run(distributed, the_plan, backend, step, failed)
+                else:
+                    report = pipeline.execute(the_plan, backend, step, failed=failed)
         except pipeline.Interrupted as exc:   # a stop signal: the report of the cases finished, and its exit code
             report, stopped = exc.report, exc.stop
             print(f"kernel-ab: {stopped}; the report holds what was finished before it", file=sys.stderr)
@@ -226,7 +225,7 @@ def cmd_compare(request, options, registry, backend, spread=None) -> int:
 
 def cmd_report(args) -> int:
     import json
-    from compare.running.usage import UsageError, report_text
+    from compare.command_line.usage import UsageError, report_text
     from compare.render import files, json_report, markdown, terminal
     text = report_text(args.file)
     try:
@@ -256,7 +255,7 @@ def _prog() -> str:
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """The command line (`python main.py ...`, `kernel-ab ...`): its exit code."""
-    from compare.running import supervisor
+    from compare.runtime import supervisor
     previous = {}
     try:
         early, EARLY_SIGNALS[:] = list(EARLY_SIGNALS), []   # consumed: a later call in this process starts clean
@@ -281,7 +280,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             print(f"kernel-ab: {stop}; no report", file=sys.stderr)
             code = stop.exit_code
         else:                           # kernel-ab's own error: exit 3, never 1 (a gate's code)
-            from compare.running.exit_codes import internal_error
+            from compare.runtime.exit_codes import internal_error
             code = internal_error(exc)
     finally:
         supervisor.restore_handlers(previous)
@@ -302,12 +301,12 @@ def _main(argv: list[str], prog: str) -> int:
         return _fail(str(exc))
     except SystemExit as exc:   # --help and --version: argparse printed them and exits; a deliberate end
         return exc.code if isinstance(exc.code, int) else 0
-    from compare.running.backend import BackendError, configure
-    from compare.running import supervisor
-    from compare.running.supervisor import POISONED_EXIT, ContextPoisoned
-    from compare.running.pipeline import NothingToCompare, UsageError
+    from compare.runtime.backend import BackendError, configure
+    from compare.runtime import supervisor
+    from compare.runtime.supervisor import POISONED_EXIT, ContextPoisoned
+    from compare.comparison.pipeline import NothingToCompare, UsageError
     from variants.discovery import FamilyError
-    from compare.running.spread import TaskFailed
+    from compare.processes.distributed import TaskFailed
     try:
         if args.command == "report":
             return cmd_report(args)
@@ -320,16 +319,16 @@ def _main(argv: list[str], prog: str) -> int:
             with discovery.configured(args.family_paths or (), args.repo or "."):
                 from variants.listing import show
                 return show(registry())
-        from compare.running.plan import from_args
+        from compare.command_line.arguments import from_args
         if args.command == "review":
             from_args(argparse.Namespace(**{**vars(args), "command": "compare", "json": None, "markdown": None,
                                             "out": None}))   # every value checked, before any work
             options = None
         else:
             request, options = from_args(args)   # every value checked, before any work
-        from compare.running import spread_cli
-        spread = spread_cli.from_args(args)
-        # read by every launch's status record (compare.running.supervisor)
+        from compare.command_line import distributed_options
+        distributed = distributed_options.from_args(args)
+        # read by every launch's status record (compare.runtime.supervisor)
         supervisor.set_limit(args.variant_timeout if options is None else options.variant_timeout)
         backend = configure("auto" if options is None else options.device)
         with discovery.configured(args.family_paths or (), args.repo or "."):   # the processes a run starts see them too
@@ -337,7 +336,7 @@ def _main(argv: list[str], prog: str) -> int:
             if args.command == "review":
                 from compare.review.command import run as cmd_review
                 return cmd_review(args, reg, backend)
-            return cmd_compare(request, options, reg, backend, spread)
+            return cmd_compare(request, options, reg, backend, distributed)
     except (UsageError, BackendError, FamilyError) as exc:
         return _fail(str(exc))
     except NothingToCompare as exc:
@@ -355,23 +354,23 @@ def _main(argv: list[str], prog: str) -> int:
 def cli() -> None:
     """The `kernel-ab` console command (and `python main.py`): `compare` runs in a child process under a
     supervisor, so that a variant that crashes its process is reported and the others still come out
-    (compare.running.supervisor); KERNEL_AB_ISOLATE=0 runs it in this process."""
+    (compare.runtime.supervisor); KERNEL_AB_ISOLATE=0 runs it in this process."""
     try:
         _cli()
     except Exception as exc:   # noqa: BLE001 - the supervisor's own error (or a missing module): exit 3
-        from compare.running.exit_codes import internal_error
+        from compare.runtime.exit_codes import internal_error
         sys.exit(internal_error(exc))
 
 
 def _cli() -> None:
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, lambda s, _frame: EARLY_SIGNALS.append(s))
-    from compare.running import supervisor
+    from compare.runtime import supervisor
     argv = sys.argv[1:]
     words = [a for a in argv if not a.startswith("-")]
     if (words[:1] in (["compare"], ["ir"], ["review"]) and os.environ.get(supervisor.ISOLATE_ENV) != "0"
             and not supervisor.supervised()):
-        from compare.running.supervision import supervise
+        from compare.processes.supervision import supervise
         child = [sys.executable, sys.argv[0], *argv]   # the same command line, so the report records it
         os.environ["KERNEL_AB_PROG"] = _prog()   # the child names the command the user typed
         sys.exit(supervise(child, EARLY_SIGNALS))

@@ -16,7 +16,7 @@ MAPPED = ("compare", "variants")
 def _commit() -> str:
     """The commit of the checkout built from ('' outside a git checkout, as in an sdist): --version's own
     function, loaded from its file (the package is not importable while it is being built)."""
-    spec = importlib.util.spec_from_file_location("_kernel_ab_version", ROOT / "compare" / "running" / "version.py")
+    spec = importlib.util.spec_from_file_location("_kernel_ab_version", ROOT / "compare" / "runtime" / "version.py")
     version = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(version)
     return version.commit(ROOT, full=True)

@@ -1,4 +1,4 @@
-"""What the process guard (compare/running/process_guard.py) costs: one comparison run in this process, the
+"""What the process guard (compare/runtime/process_guard.py) costs: one comparison run in this process, the
 time its snapshots took in all and per launch, and a snapshot and comparison of an unchanged process timed
 alone (the fastest of 50).
 
@@ -20,9 +20,10 @@ def main() -> int:
     p.add_argument("--preset", help="a preset of the group_norm family (default: --shape)")
     p.add_argument("--shape", default="2,8,2,16")
     args = p.parse_args()
-    from compare.running.backend import configure
+    from compare.runtime.backend import configure
     backend = configure("auto")
-    from compare.running import pipeline, process_guard
+    from compare.comparison import pipeline
+    from compare.runtime import process_guard
     from variants import registry
     shape = {"preset": args.preset} if args.preset else {"shape": args.shape, "inputs": "all", "trials": 3}
     request = pipeline.Request(variants=("pointer_mutation", "explicit_offset", "torch"),

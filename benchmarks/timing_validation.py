@@ -69,7 +69,7 @@ def flagged(rows: list[dict], key: str = "verdict") -> int:
 def sweep(variants: tuple[str, ...], external: tuple[str, ...], modes: tuple[str, ...], backend, registry,
           preset: str = "seed", dtype: str = "float32"):
     """The timing cases of `preset` through the pipeline, as `main.py compare` runs them."""
-    from compare.running import pipeline
+    from compare.comparison import pipeline
     from compare.checks.timing import TimingConfig
     request = pipeline.Request(variants, preset=preset, dtype=dtype, checks=("timing",),
                                timing=TimingConfig(modes=modes), external=external)
@@ -164,8 +164,8 @@ def main() -> int:
         args.out.write_text("\n".join(between(*(json.loads(f.read_text()) for f in args.between))) + "\n")
         print(args.out.read_text())
         return 0
-    from compare.running.backend import configure
-    from compare.running.environment import collect
+    from compare.runtime.backend import configure
+    from compare.comparison.environment import collect
     from compare.render.tables import environment_lines
     from compare.model.results import Report
     from variants import registry

@@ -39,7 +39,7 @@ def cli() -> None:
 
 
 def dask_task(*args):
-    """A --scheduler task (compare/running/dask_executor.py), sent by this name: a Dask worker unpickling it
+    """A --scheduler task (compare/processes/dask_executor.py), sent by this name: a Dask worker unpickling it
     imports kernel_ab first, and with it the finder that resolves kernel-ab's own names."""
-    from compare.running.dask_executor import run_task
+    from compare.processes.dask_executor import run_task
     return run_task(*args)

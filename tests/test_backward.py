@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from compare.checks import numerics
-from compare.running.backend import configure
+from compare.runtime.backend import configure
 from tests.planted import mutant_backward
 from variants import registry
 from variants.group_norm import FAMILY, Shape

@@ -5,7 +5,7 @@ import dataclasses
 import torch
 
 from compare.checks import timing
-from compare.running.backend import configure
+from compare.runtime.backend import configure
 from variants import registry
 from variants.group_norm import FAMILY, Shape
 

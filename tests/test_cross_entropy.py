@@ -4,7 +4,7 @@ rows, every row ignored, logits whose exp overflows, and a row holding NaN and +
 import pytest
 import torch
 
-from compare.running.backend import configure
+from compare.runtime.backend import configure
 
 configure("auto")
 

@@ -6,7 +6,7 @@ import torch
 
 import main
 from compare.checks import numerics
-from compare.running.backend import configure
+from compare.runtime.backend import configure
 from tests.planted import load_mutated
 from variants import registry
 
@@ -99,7 +99,7 @@ def test_bad_input_is_one_line_and_exit_2(args, said, capsys):
 
 
 def test_the_in_place_op_passes_and_its_documented_write_over_x_is_not_reported_in_either_pass():
-    from compare.running import pipeline
+    from compare.comparison import pipeline
     from variants.cross_entropy.inplace_op import online_cross_entropy
     inputs = CE.make_inputs(shape("6,300,none"), torch.float32, "cpu", SEED)
     x = inputs.X.clone()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import main
-from compare.running.backend import configure
+from compare.runtime.backend import configure
 from variants import discovery, registry
 
 configure("auto")

@@ -1,5 +1,5 @@
 """Provenance: which commit a report names."""
-from compare.running.environment import PROJECT_ROOT, git_state
+from compare.comparison.environment import PROJECT_ROOT, git_state
 
 
 def test_an_explicit_commit_wins_over_the_checkouts_own_git(monkeypatch):

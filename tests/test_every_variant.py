@@ -7,8 +7,8 @@ import re
 import pytest
 
 from compare.checks import ir
-from compare.running import pipeline
-from compare.running.backend import configure
+from compare.comparison import pipeline
+from compare.runtime.backend import configure
 from compare.render import markdown
 from variants import registry
 

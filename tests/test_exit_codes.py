@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from compare.running.exit_codes import ExitCode
+from compare.runtime.exit_codes import ExitCode
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ["compare", "pointer_mutation", "explicit_offset", "--shape", "2,8,2,16", "--trials", "1",
@@ -135,7 +135,7 @@ def test_version_prints_the_version_and_the_checkouts_commit_without_a_command(t
 
 
 def test_version_outside_a_checkout_says_the_commit_is_unknown(tmp_path):
-    from compare.running import version
+    from compare.runtime import version
     (tmp_path / "site").mkdir()
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)   # a venv inside some other repository
     assert version.commit(tmp_path / "site") == ""

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from compare.running import pipeline, plan
-from compare.running.backend import configure
+from compare.comparison import pipeline, plan
+from compare.runtime.backend import configure
 from compare.render import json_report, markdown
 from compare.model.results import from_dict, to_dict
 from tests.fake_family import FAKE

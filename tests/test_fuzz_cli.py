@@ -127,7 +127,7 @@ def test_every_malformed_invocation_is_one_line_exit_2_no_traceback(tmp_path, ca
 
 
 def test_a_case_that_cannot_fit_is_refused_with_its_estimate_before_anything_is_allocated(monkeypatch, capsys):
-    from compare.running import memory
+    from compare.comparison import memory
     monkeypatch.setattr(memory, "host_available", lambda: 8 * 10**9)   # the same on any machine
     for argv, label in ((["--family", "layer_norm", "--shape", "1,2147450880"], "R1 H2147450880 float32"),
                         (["--shape", "1,65535,1,32768"], "N1 C65535 G1 S32768 float32")):
@@ -141,8 +141,8 @@ def test_a_case_that_cannot_fit_is_refused_with_its_estimate_before_anything_is_
 
 def test_the_estimate_grows_with_the_variants_and_names_the_gpu_there(monkeypatch):
     import torch
-    from compare.running import memory, pipeline, plan
-    from compare.running.backend import Backend
+    from compare.comparison import memory, pipeline, plan
+    from compare.runtime.backend import Backend
     from variants import registry
     family = registry().family("layer_norm")
     shape = family.parse_shape("4096,4096").shapes[0]

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from compare.checks import numerics, timing
-from compare.running.backend import configure
+from compare.runtime.backend import configure
 from variants import registry
 from variants.group_norm import FAMILY, Shape
 
@@ -68,7 +68,7 @@ def test_a_variant_not_for_the_shape_is_not_run_and_says_why_and_the_rest_are_ti
 
 
 def test_timing_every_dtype_and_mode_through_the_pipeline():
-    from compare.running import pipeline
+    from compare.comparison import pipeline
     request = pipeline.Request(("pointer_mutation", "explicit_offset", "torch"), shape="4,64,16,256",
                                dtype="float32,float16", checks=("timing",),
                                timing=timing.TimingConfig(modes=("forward", "backward", "full"), rounds=10,
@@ -240,7 +240,7 @@ def test_an_op_writing_into_dy_is_timed_on_restored_inputs_and_leaves_the_others
     """An op whose backward writes dx over dy, timed through the pipeline (graph replay) beside the same
     op that does not: the writer is named and restored before each call; the other's inputs are never
     touched, and the numerics of both agree bit for bit."""
-    from compare.running import pipeline
+    from compare.comparison import pipeline
     from tests import op_package
     op_package.write(tmp_path, "grouped")
     norm = tmp_path / "normlib" / "norm.py"

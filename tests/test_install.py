@@ -110,11 +110,11 @@ def test_python_m_kernel_ab_runs_a_command_and_names_itself_in_its_errors(venv):
 def test_a_dask_worker_of_an_install_resolves_the_task_it_is_sent(venv):
     """--scheduler sends its task by reference (pickle): sent from an installed kernel-ab, it names kernel_ab's
     entry, which a worker process that never imported kernel-ab can load, with kernel-ab's names after it."""
-    sent = _in(venv, venv["python"], "-c", "import kernel_ab, pickle, sys; from compare.running import dask_executor; "
+    sent = _in(venv, venv["python"], "-c", "import kernel_ab, pickle, sys; from compare.processes import dask_executor; "
                                            "sys.stdout.write(pickle.dumps(dask_executor._entry()).hex())")
     assert sent.returncode == 0, sent.stderr
     got = _in(venv, venv["python"], "-c", f"import pickle, sys; f = pickle.loads(bytes.fromhex('{sent.stdout}')); "
-                                          "import compare.running.dask_executor as d; print(f.__module__, d.__file__)")
+                                          "import compare.processes.dask_executor as d; print(f.__module__, d.__file__)")
     assert got.returncode == 0, got.stderr
     module, file = got.stdout.split()
     assert module == "kernel_ab" and Path(file).is_relative_to(venv["site"] / "kernel_ab")

@@ -9,7 +9,7 @@ import torch
 
 import main
 from compare.checks import numerics
-from compare.running.backend import configure
+from compare.runtime.backend import configure
 from variants import registry
 from variants.external import BadSpec, ExternalKernels
 from variants.spec import parse

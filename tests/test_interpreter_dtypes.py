@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from compare.checks import numerics
-from compare.running.backend import configure
+from compare.runtime.backend import configure
 from variants import registry
 from variants.group_norm import FAMILY, Inputs, Shape, alloc_outputs
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from compare.checks import ir
-from compare.running.backend import configure
+from compare.runtime.backend import configure
 from compare.checks.ir.compile import CompileCache
 from compare.model.headline import headline
 from compare.model.results import VariantInfo, from_dict, to_dict

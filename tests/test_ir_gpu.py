@@ -3,7 +3,7 @@ their cubins agree with what the launched kernels report (n_regs, n_spills)."""
 import pytest
 
 from compare.checks import ir
-from compare.running.backend import configure
+from compare.runtime.backend import configure
 from variants import registry
 from variants.group_norm import PRESETS
 

@@ -1,12 +1,12 @@
-"""Loops of two variants matched by what they are (compare.checks.ir.loopmatch) and what is said about them
-(compare.checks.ir.loopclaims, the loop tables), on hand-made loop records shaped like the group-norm kernel's."""
+"""Loops of two variants matched by what they are (compare.model.loopmatch) and what is said about them
+(compare.model.loopclaims, the loop tables), on hand-made loop records shaped like the group-norm kernel's."""
 import dataclasses
 import re
 
 import pytest
 
-from compare.checks.ir.loopclaims import loop_claims
-from compare.checks.ir.loopmatch import match, stage_matches
+from compare.model.loopclaims import loop_claims
+from compare.model.loopmatch import match, stage_matches
 from compare.checks.ir.summarize import summarize
 from compare.render.ir_tables import loop_rows
 from compare.model.results import (IRCarried, IRLoop, IRLoopMatch, IRMemOp, IRPair, IRSection, IRStage, IRVariant,

@@ -6,14 +6,14 @@ import os
 import pytest
 
 import main
-from compare.running import spread_cli
-from compare.running.usage import UsageError
+from compare.command_line import distributed_options
+from compare.model.errors import UsageError
 
 
-def _options(*argv: str) -> spread_cli.SpreadOptions:
+def _options(*argv: str) -> distributed_options.DistributedOptions:
     parser = argparse.ArgumentParser()
-    spread_cli.add_options(parser)
-    return spread_cli.from_args(parser.parse_args(list(argv)))
+    distributed_options.add_options(parser)
+    return distributed_options.from_args(parser.parse_args(list(argv)))
 
 
 def test_jobs_alone_or_auto_is_one_worker_per_core_of_this_process():
@@ -21,16 +21,16 @@ def test_jobs_alone_or_auto_is_one_worker_per_core_of_this_process():
     for argv in (["--jobs"], ["--jobs", "auto"], ["--jobs", "AUTO"]):
         o = _options(*argv)
         assert (o.jobs, o.auto) == (cores, True)
-        assert spread_cli.workers_line(o) == f"--jobs: {cores} worker process{'es' if cores > 1 else ''}, one per core here"
+        assert distributed_options.workers_line(o) == f"--jobs: {cores} worker process{'es' if cores > 1 else ''}, one per core here"
     assert (_options("--jobs", "3").jobs, _options().jobs) == (3, None)
 
 
 def test_more_jobs_than_cores_is_said_to_share_them(monkeypatch):
-    monkeypatch.setattr(spread_cli, "cores", lambda: 2)
-    assert spread_cli.workers_line(_options("--jobs", "4")) == (
+    monkeypatch.setattr(distributed_options, "cores", lambda: 2)
+    assert distributed_options.workers_line(_options("--jobs", "4")) == (
         "--jobs: 4 worker processes, more than the 2 cores here: they share them, which is slower than --jobs 2 "
         "(--jobs alone takes one per core)")
-    assert spread_cli.workers_line(_options("--jobs", "2")) == "--jobs: 2 worker processes"
+    assert distributed_options.workers_line(_options("--jobs", "2")) == "--jobs: 2 worker processes"
 
 
 @pytest.mark.parametrize("argv, says", [

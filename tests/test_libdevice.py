@@ -1,4 +1,4 @@
-"""Kernels calling libdevice math run on Triton's CPU interpreter (compare/running/libdevice_bridge.py), with
+"""Kernels calling libdevice math run on Triton's CPU interpreter (compare/runtime/libdevice_bridge.py), with
 the same bits as the same kernel written with tl.* math; on a GPU they compile as they always did."""
 import json
 

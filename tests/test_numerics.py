@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from compare.checks import numerics
-from compare.running.backend import configure
+from compare.runtime.backend import configure
 from tests.planted import mutant
 from variants import registry
 from variants.group_norm import FAMILY, Shape

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from compare.checks import numerics
-from compare.running.backend import configure
+from compare.runtime.backend import configure
 from compare.model.results import OutputError, VariantNumerics
 from variants import registry
 from variants.group_norm import FAMILY, INPUT_KINDS, Shape, make_inputs

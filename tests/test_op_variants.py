@@ -13,7 +13,7 @@ import triton
 import triton.language as tl
 
 import main
-from compare.running.backend import configure
+from compare.runtime.backend import configure
 from compare.checks.ir.launches import LaunchRecorder
 from tests.op_package import make_repo
 from variants import registry

@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from compare.checks import numerics
-from compare.running import sealing
-from compare.running.backend import configure
+from compare.runtime import sealing
+from compare.runtime.backend import configure
 from variants.baselines import torch_variants
 from variants.family import Family
 from variants.inputs import Inputs

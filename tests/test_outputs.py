@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import main
-from compare.running import usage
+from compare.command_line import usage
 from compare.render import files, json_report, markdown
 from compare.model.results import MARKER_KEY
 from tests.extras import need
@@ -31,7 +31,7 @@ def _refused(argv, capsys, monkeypatch) -> str:
     """The one error line of a command that must stop before any work."""
     def no_work(*_a, **_k):
         raise AssertionError("work started")
-    monkeypatch.setattr("compare.running.pipeline.run", no_work)
+    monkeypatch.setattr("compare.comparison.pipeline.run", no_work)
     assert main.main(argv, prog="main.py") == 2
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err

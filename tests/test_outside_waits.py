@@ -77,7 +77,7 @@ def test_a_file_that_appears_at_an_output_path_during_the_run_is_left_as_it_is(t
 
 
 def test_compare_keeps_its_report_beside_a_file_made_at_its_json_path_while_it_ran(tmp_path, monkeypatch, capsys):
-    from compare.running import pipeline
+    from compare.comparison import pipeline
     target = tmp_path / "r.json"
     original = pipeline.execute
 

@@ -1,4 +1,4 @@
-"""compare/running/pipeline.py: a request to a report. A failing IR step costs its section, not the report; the IR
+"""compare/comparison/pipeline.py: a request to a report. A failing IR step costs its section, not the report; the IR
 gets one dtype; a kernel that does not compile on a compiled backend is a failed variant, the rest compared."""
 import ast
 import dataclasses as dc
@@ -8,8 +8,8 @@ from triton.compiler.errors import CompilationError
 
 from compare.checks import ir
 from compare.model.results import IRSection
-from compare.running import pipeline
-from compare.running.backend import Backend, configure
+from compare.comparison import pipeline
+from compare.runtime.backend import Backend, configure
 from variants import registry
 
 BACKEND = configure("auto")

@@ -1,4 +1,4 @@
-"""compare/running/plan.py: the command line's defaults and checks in one place, and a request resolved once
+"""compare/comparison/plan.py: the command line's defaults and checks in one place, and a request resolved once
 into a Plan that the stages read (no stage asks the registry again)."""
 import dataclasses
 import json
@@ -6,11 +6,12 @@ import json
 import pytest
 
 import main
-from compare.running import pipeline, plan
-from compare.running.backend import configure
+from compare.comparison import pipeline, plan
+from compare.command_line import arguments
+from compare.runtime.backend import configure
 from compare.model.results import Report
 from compare.checks.timing_config import TimingConfig
-from compare.running.usage import UsageError
+from compare.model.errors import UsageError
 from variants import registry
 
 BACKEND = configure("auto")
@@ -30,13 +31,13 @@ def test_the_command_line_has_no_defaults_of_its_own():
 
 
 def test_a_plain_compare_gets_the_request_and_timing_defaults():
-    request, options = plan.from_args(_args("compare"))
+    request, options = arguments.from_args(_args("compare"))
     assert request == plan.Request(timing=TimingConfig(min_rounds=10))
     assert options == plan.Options()
 
 
 def test_the_ir_command_runs_the_ir_alone_on_one_trial():
-    request, _ = plan.from_args(_args("ir", "--stage", "ptx"))
+    request, _ = arguments.from_args(_args("ir", "--stage", "ptx"))
     assert (request.checks, request.trials, request.stages) == (("ir",), 1, ("ptx",))
 
 
@@ -47,7 +48,7 @@ def test_the_ir_command_runs_the_ir_alone_on_one_trial():
 ])
 def test_a_bad_value_is_refused_before_the_registry_is_asked(argv, line):
     with pytest.raises(UsageError, match=line.replace("(", r"\(").replace(")", r"\)")):
-        plan.from_args(_args(*argv))
+        arguments.from_args(_args(*argv))
 
 
 def test_a_blank_shape_names_the_form_of_the_family_compared():
@@ -109,9 +110,9 @@ def test_the_family_says_where_x_is_read_twice_and_the_report_carries_it():
 
 
 def test_a_timing_process_is_handed_the_planned_passes_and_plans_the_same(monkeypatch):
-    from compare.running import timing_run
-    from compare.running.backend import Backend
-    from compare.running.progress import Step
+    from compare.comparison import timing_run
+    from compare.runtime.backend import Backend
+    from compare.runtime.progress import Step
     reg = registry()
     the_plan = plan.build(plan.Request(variants=("pointer_mutation", "explicit_offset"), checks=("timing",),
                                        dtype="float32,float16"), reg)

@@ -1,5 +1,6 @@
-"""Resolving a request once into a plan (compare/running/plan.py) changed no report: the default compare and the
-seed preset's compiled-code comparison give the report.json recorded before the change, key for key.
+"""Resolving a request once into a plan, and moving compare/ into one-way layers, changed no report: the
+default compare, the seed preset's compiled-code comparison and one review of the Liger-Kernel corpus
+(../shared/corpus, or $KERNEL_AB_CORPUS) give the report recorded before the change, key for key.
 
 What may differ between two runs and is left out of the comparison: the environment's host, software
 and provenance fields (every `environment` key but `device`: git commit and dirtiness, command line,
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,11 +22,13 @@ import pytest
 import main
 
 GOLDEN = Path(__file__).parent / "golden" / "plan_equivalence"
+CORPUS = Path(os.environ.get("KERNEL_AB_CORPUS") or Path(__file__).resolve().parents[1].parent / "shared" / "corpus")
+BUNDLE = CORPUS / "liger-kernel-prs.bundle"
 KEPT_ENVIRONMENT = ("device",)   # the backend the run chose: behaviour, not host
 DURATIONS = ("compile_seconds", "audit_seconds")
 # fields the model gained after the recording, and the value saying nothing happened (a failure's kind)
 ADDED = {"failure": "", "failed_at": "", "fouls": []}
-# the recorded runs (at commit 80aadd0, the CPU interpreter, offline IR for sm_90)
+# the recorded runs (at commit 80aadd0, the CPU interpreter, offline IR for sm_90; the review at c89c9c1)
 RUNS = {
     "default": ["compare"],
     "seed_ir": ["compare", "--preset", "seed", "--check", "ir", "--check", "timing", "--dtype", "float32,bfloat16",
@@ -43,6 +48,12 @@ def normalized(report: dict) -> dict:
     out = strip(report)
     out["environment"] = {k: v for k, v in report["environment"].items() if k in KEPT_ENVIRONMENT}
     return out
+
+
+def normalized_review(review: dict) -> dict:
+    """A `review --json` document less what differs between runs: each compared op's report normalized."""
+    compared = [{**c, "report": normalized(c["report"]) if c["report"] else None} for c in review["compared"]]
+    return {**review, "compared": compared}
 
 
 def first_difference(a, b, path: str = "") -> str:
@@ -85,4 +96,18 @@ def _same_report(name: str, tmp_path: Path, monkeypatch) -> None:
     assert main.main([*RUNS[name], "--out", str(tmp_path), "--quiet"], prog="main.py") == 0
     run = normalized(json.loads((tmp_path / "report.json").read_text()))
     golden = json.loads(gzip.decompress((GOLDEN / f"{name}.report.json.gz").read_bytes()))
+    assert run == golden, first_difference(golden, run)
+
+
+@pytest.mark.slow   # about 15 s on the 2-core machine: an op's numerics, backward and IR in two git trees
+@pytest.mark.skipif(not BUNDLE.is_file(), reason=f"the Liger-Kernel corpus is absent ({BUNDLE})")
+def test_a_review_of_the_corpus_gives_the_recorded_review(tmp_path, monkeypatch):
+    liger = tmp_path / "liger"
+    subprocess.run(["git", "clone", "-q", str(BUNDLE), str(liger)], check=True, capture_output=True)
+    monkeypatch.chdir(Path(__file__).resolve().parent.parent)
+    out = tmp_path / "review.json"
+    argv = ["review", "gn999_base", "gn999_head", "--repo", str(liger), "--json", str(out), "--quiet"]
+    assert main.main(argv, prog="main.py") == 0
+    run = normalized_review(json.loads(out.read_text()))
+    golden = json.loads(gzip.decompress((GOLDEN / "review_gn999.json.gz").read_bytes()))
     assert run == golden, first_difference(golden, run)

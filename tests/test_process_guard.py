@@ -1,4 +1,4 @@
-"""Process-wide state (compare/running/process_guard.py, process_flags.py, supervisor.py, supervision.py): what a
+"""Process-wide state (compare/runtime/process_guard.py, process_flags.py, supervisor.py, supervision.py): what a
 variant's import or call does to the process it shares with kernel-ab and the other variants (a patched
 torch, triton or kernel-ab function, a flag, the environment, the working directory, signals, atexit, a
 forged status, a stop it sends itself, a process that leaves the session) is named as what it did with
@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from compare.running import process_guard, supervision, supervisor
+from compare.runtime import process_guard, supervisor
+
+from compare.processes import supervision
 from compare.model.results import Failure
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,7 +50,7 @@ def op(X, W, B, num_channels, num_groups, eps):
 '''
 
 FORGE_DONE = '''\
-    with open(sys.modules["compare.running.supervisor"]._CHANNEL["status"], "a") as f:
+    with open(sys.modules["compare.runtime.supervisor"]._CHANNEL["status"], "a") as f:
         f.write(json.dumps({"done": 0}) + "\\n")
     os._exit(0)'''
 DOUBLE_FORK = '''\
@@ -204,8 +206,8 @@ PATCHES = {
     "patched torch.native_group_norm": lambda: setattr(torch, "native_group_norm", len),
     "patched torch.Tensor.__ne__": lambda: setattr(torch.Tensor, "__ne__", lambda a, b: True),
     "patched torch.cuda.Event.elapsed_time": lambda: setattr(torch.cuda.Event, "elapsed_time", len),
-    "patched compare.running.sealing.writes": lambda: setattr(sys.modules["compare.running.sealing"], "writes", len),
-    "patched compare.running.sealing.merge": lambda: setattr(sys.modules["compare.running.sealing"].merge, "__code__",
+    "patched compare.runtime.sealing.writes": lambda: setattr(sys.modules["compare.runtime.sealing"], "writes", len),
+    "patched compare.runtime.sealing.merge": lambda: setattr(sys.modules["compare.runtime.sealing"].merge, "__code__",
                                                              (lambda found: ()).__code__),   # the code swapped
     "turned on flush-denormal (torch.set_flush_denormal)": lambda: torch.set_flush_denormal(True),
     "disabled grad (torch.set_grad_enabled)": lambda: torch.set_grad_enabled(False),
@@ -220,7 +222,7 @@ PATCHES = {
 
 @pytest.mark.parametrize("said", list(PATCHES))
 def test_the_guard_names_each_change_and_puts_it_back(said):
-    import compare.running.sealing  # noqa: F401 (a kernel-ab module the guard watches)
+    import compare.runtime.sealing  # noqa: F401 (a kernel-ab module the guard watches)
     guard = process_guard.enable()
     before = guard.take()
     PATCHES[said]()
@@ -233,7 +235,7 @@ def test_the_guard_names_each_change_and_puts_it_back(said):
     if "atexit" not in said:   # an atexit handler cannot be taken back: the process ends as poisoned
         assert guard.undo(before) == []   # everything as it was
     assert torch.is_grad_enabled() and str(torch.get_default_device()) == "cpu" and sys.getrecursionlimit() > 50
-    assert compare.running.sealing.merge([]) == () and compare.running.sealing.merge.__code__.co_name == "merge"
+    assert compare.runtime.sealing.merge([]) == () and compare.runtime.sealing.merge.__code__.co_name == "merge"
 
 
 class _LibraryFinder:
@@ -272,8 +274,8 @@ def test_what_the_platform_changes_by_itself_is_not_a_variants_doing():
 FAKE = '''\
 import os, signal, sys, json, time
 sys.path.insert(0, {root!r})
-from compare.running import supervisor
-WORKER = ("import sys; sys.path.insert(0, {root!r}); from compare.running import supervisor\\n"
+from compare.runtime import supervisor
+WORKER = ("import sys; sys.path.insert(0, {root!r}); from compare.runtime import supervisor\\n"
           "try: supervisor.tampered(['a'], 'patched torch.cuda.Event.elapsed_time', 'timing S forward')\\n"
           "except supervisor.ContextPoisoned: sys.exit(75)")
 

@@ -227,7 +227,7 @@ def test_on_a_gpu_review_takes_each_familys_gpu_preset_unless_told():
     """No toy launch-bound shapes timed on a GPU unless asked for; the CPU keeps the small default."""
     import argparse
     from compare.review.command import _preset
-    from compare.running.backend import Backend
+    from compare.runtime.backend import Backend
     from variants import registry
     gpu, cpu = Backend("cuda", False, ""), Backend("cpu", True, "")
     for family in registry().families.values():
@@ -275,7 +275,7 @@ def test_review_refuses_two_outputs_writing_one_file(tmp_path, capsys, monkeypat
 def test_review_with_force_may_replace_a_foreign_file_and_op_folders_are_checked_too(tmp_path):
     import argparse
     from compare.review import render
-    from compare.running.usage import UsageError
+    from compare.model.errors import UsageError
     (tmp_path / "op").mkdir()
     (tmp_path / "op" / "report.json").write_text("[1]\n")
     args = argparse.Namespace(json=None, markdown=None, out=str(tmp_path), force=False)

@@ -13,7 +13,7 @@ import main
 from compare.review import calls, mapping
 from compare.review.kernels import Change, ChangedOp, Op, What
 from compare.review.kernels import Changes
-from compare.running.usage import UsageError
+from compare.model.errors import UsageError
 
 DATA = Path(__file__).resolve().parent / "data"
 CE_CALL = "(X, target, None, ignore_index, 0.0, label_smoothing, reduction)[0]"

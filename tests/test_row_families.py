@@ -12,8 +12,8 @@ import torch
 
 import main
 from compare.checks import numerics
-from compare.running import pipeline
-from compare.running.backend import configure
+from compare.comparison import pipeline
+from compare.runtime.backend import configure
 from compare.model.results import from_dict
 from tests.planted import load_mutated
 from variants import registry

@@ -1,4 +1,4 @@
-"""Sealed variants (compare/running/sealing.py, compare/running/supervisor.py, compare/running/supervision.py): what one variant
+"""Sealed variants (compare/runtime/sealing.py, compare/runtime/supervisor.py, compare/processes/supervision.py): what one variant
 does to its inputs or its process never changes another's result, and is reported as its own."""
 import json
 import subprocess
@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from compare.running import pipeline, sealing
+from compare.comparison import pipeline
+
+from compare.runtime import sealing
 from compare.checks import timing
-from compare.running.backend import configure
+from compare.runtime.backend import configure
 from compare.model.headline import headline
 from tests import op_package
 from tests.simulated_device import CONFIG

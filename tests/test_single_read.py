@@ -3,7 +3,7 @@ path (resident, streamed, split), under the interpreter; and a planted fault tha
 import pytest
 import torch
 
-from compare.running import backend
+from compare.runtime import backend
 
 backend.configure("cpu")
 

@@ -6,7 +6,7 @@ catches; the tile rules. Split groups waiting for each other need a GPU: tests/t
 import pytest
 import torch
 
-from compare.running import backend
+from compare.runtime import backend
 
 backend.configure("cpu")
 

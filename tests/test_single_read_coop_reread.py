@@ -5,7 +5,7 @@ configuration on every input kind."""
 import pytest
 import torch
 
-from compare.running import backend
+from compare.runtime import backend
 from compare.checks import numerics
 
 BACKEND = backend.configure("cpu")

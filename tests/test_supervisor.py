@@ -1,4 +1,4 @@
-"""Variant isolation and interrupted runs (compare/running/supervisor.py, main.py): a variant that crashes its
+"""Variant isolation and interrupted runs (compare/runtime/supervisor.py, main.py): a variant that crashes its
 process is reported as failed and the others still come out; Ctrl-C and SIGTERM end a run with one
 line, exit 130 / 143, and leave no temporary trees or IR worker files behind."""
 import json
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from compare.running import supervisor
-from compare.running.supervision import supervise
+from compare.runtime import supervisor
+from compare.processes.supervision import supervise
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -56,7 +56,7 @@ def test_a_variant_that_segfaults_is_reported_and_the_others_come_out(tmp_path):
 FAKE_CHILD = '''\
 import os, signal, sys, json
 sys.path.insert(0, {root!r})
-from compare.running import supervisor
+from compare.runtime import supervisor
 
 done = []
 for name in ("a", "b", "c"):

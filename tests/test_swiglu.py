@@ -9,7 +9,7 @@ import torch
 
 import main
 from compare.checks import numerics
-from compare.running.backend import configure
+from compare.runtime.backend import configure
 from compare.checks.ir.compile import launcher_ref, recorded_launch
 from tests.planted import load_mutated
 from variants import registry
@@ -138,7 +138,7 @@ def test_an_input_kind_swiglu_does_not_draw_is_refused_in_one_line(capsys):
 
 
 def test_variants_named_without_a_family_come_from_the_one_family_that_has_them_all():
-    from compare.running import plan
+    from compare.comparison import plan
     p = plan.build(plan.Request(variants=("rowwise", "flat")), REG)
     assert p.family is SW and p.variants[1] is REG.get("flat", "swiglu")
     p = plan.build(plan.Request(variants=("flat", "torch")), REG)   # the default's

@@ -61,7 +61,7 @@ def test_entries_must_have_one_call_per_placement(clock):
 
 def test_a_fatal_device_error_while_timing_is_handed_to_the_supervisor(clock):
     # an illegal address poisons the CUDA context: timing the others after it would only fail too
-    from compare.running import supervisor
+    from compare.runtime import supervisor
 
     def illegal():
         raise RuntimeError("CUDA error: an illegal memory access was encountered")

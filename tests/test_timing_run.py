@@ -1,8 +1,8 @@
-"""The timing plan (compare/running/timing_run.py): with no --modes, every pass whose compiled code differs is
+"""The timing plan (compare/comparison/timing_run.py): with no --modes, every pass whose compiled code differs is
 timed and the others are said; the request travels to a timing process and back unchanged."""
 import pytest
 
-from compare.running import pipeline, timing_run
+from compare.comparison import pipeline, timing_run
 from compare.checks.timing import TimingConfig
 from variants import registry
 
@@ -50,7 +50,7 @@ def test_timing_runs_in_fresh_processes_on_a_gpu_unless_told(monkeypatch, gpu, e
     assert timing_run.in_fresh_processes(gpu) is fresh
 
 
-# A stand-in for compare/running/timing_worker.py, speaking its protocol: it loads (sleeps), says "ready" on the
+# A stand-in for compare/processes/timing_worker.py, speaking its protocol: it loads (sleeps), says "ready" on the
 # fd it is given, waits for its go line, notes the status file it was given and writes a timing section.
 _FAKE_WORKER = '''
 import json, os, sys, time
@@ -75,8 +75,9 @@ open(answer, "w").write(json.dumps(to_dict(TimingSection(go["status"] + "|" + dt
 
 def _processes(tmp_path, monkeypatch, behaviour: str, dtypes=("float32", "bfloat16")):
     from pathlib import Path
-    from compare.running import plan, supervisor
-    from compare.running.progress import Step
+    from compare.comparison import plan
+    from compare.runtime import supervisor
+    from compare.runtime.progress import Step
     worker = tmp_path / "worker.py"
     worker.write_text(_FAKE_WORKER.format(root=str(Path(timing_run.__file__).resolve().parents[2])))
     monkeypatch.setenv("FAKE_WORKER", behaviour)

@@ -2,7 +2,7 @@
 
 A family is a package whose `__init__.py` sets `FAMILY` (variants/discovery.py says where they are found);
 variant names are unique within a family. Nothing here imports Triton: `registry()` imports the families on
-first use, after `compare.running.backend.configure()` has chosen compiled or interpreted Triton.
+first use, after `compare.runtime.backend.configure()` has chosen compiled or interpreted Triton.
 """
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ def family_packages() -> list[str]:
 
 def registry(extra: Iterable[Family] = ()) -> Registry:
     """Every family found (variants/discovery.py: built-in, --family-path, the reviewed repository's
-    pyproject, entry points) plus `extra`, and their variants. Call after `compare.running.backend.configure()`:
+    pyproject, entry points) plus `extra`, and their variants. Call after `compare.runtime.backend.configure()`:
     families import their Triton kernels here."""
     from variants import discovery
     reg = discovery.registry()

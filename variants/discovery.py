@@ -141,7 +141,7 @@ def _family_of(obj, where: str) -> Family | None:
 @contextlib.contextmanager
 def _loading(what: str):
     """Any error the family's code raises (a KeyboardInterrupt too: the user's own signals are no
-    KeyboardInterrupt, compare.running.supervisor.Stopped) as one FamilyError line naming `what`."""
+    KeyboardInterrupt, compare.runtime.supervisor.Stopped) as one FamilyError line naming `what`."""
     try:
         yield
     except FamilyError:

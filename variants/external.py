@@ -189,7 +189,7 @@ class ExternalKernels:
             with self.guard(spec.name, f"import of {spec.path}"):
                 module = import_isolated(module_name, roots)
         # a kernel file that does not import is reported, the others still run (a KeyboardInterrupt its
-        # code raises too; the user's own signals are no KeyboardInterrupt: compare.running.supervisor.Stopped)
+        # code raises too; the user's own signals are no KeyboardInterrupt: compare.runtime.supervisor.Stopped)
         except (Exception, SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
             return FailedLoad(spec.name, family.name, spec.where, origin,
                               f"import of {spec.path} failed: {_error_lines(exc, roots, labels)}")

@@ -137,7 +137,7 @@ class Family(abc.ABC):
 
     def make_inputs(self, shape, dtype: torch.dtype, device: str, seed: int, kind: str = "normal") -> Operands:
         """Fresh inputs drawn on the CPU from `seed` (CPU and GPU runs see the same values), moved to `device`.
-        On "meta" nothing may be drawn or allocated (IR compiles and compare/running/memory.py size huge shapes there).
+        On "meta" nothing may be drawn or allocated (IR compiles and compare/comparison/memory.py size huge shapes there).
         Default: the declared `operands`, then the upstream gradients (variants.operands.draw_declared)."""
         return draw_declared(self, shape, dtype, device, seed, kind)
 

@@ -151,7 +151,7 @@ class Operands:
         return f"Operands({said}, seed={self.seed}, kind={self.kind!r})"
 
     def named_tensors(self) -> dict[str, torch.Tensor]:
-        """Every tensor by name, operands and upstream gradients (the ones compare.running.sealing copies and checks)."""
+        """Every tensor by name, operands and upstream gradients (the ones compare.runtime.sealing copies and checks)."""
         return {k: t for k, t in self.values.items() if isinstance(t, torch.Tensor)}
 
     def replace(self, **values) -> "Operands":

@@ -9,7 +9,7 @@ import torch
 from compare.checks import numerics, referee
 from compare.model.errors import summarize
 from compare.model.fouls import Finding, Foul
-from compare.running import sealing, supervisor
+from compare.runtime import sealing, supervisor
 
 MISMATCH_FACTOR = 10.0    # a fresh output's rel L2 beyond this times the checked run's, plus
 MISMATCH_FLOOR_U = 10.0   # ... this many units of the dtype's epsilon: TIMED_MISMATCH

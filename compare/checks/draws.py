@@ -2,7 +2,7 @@
 runs check the same values) costs about 0.4 s at a realistic GPU shape, more than the kernels; draws are
 independent (a generator each), so threads draw the coming trials, and a trial read again (the backward's
 seed 0) is drawn once while memory allows. Same bits as `family.make_inputs` on the spot; each variant run
-still reads a sealed copy (compare.running.sealing), so sharing a draw shares no writes."""
+still reads a sealed copy (compare.runtime.sealing), so sharing a draw shares no writes."""
 from __future__ import annotations
 
 import concurrent.futures
@@ -19,7 +19,7 @@ def workers() -> int:
 
 class Draws:
     """`get(shape, dtype, seed, kind)` gives `family.make_inputs(shape, dtype, device, seed, kind)`. The trials
-    of `cases` ((direction, dtype, kind, shape, seeds), compare.running.pipeline.numerics_plan) are drawn ahead,
+    of `cases` ((direction, dtype, kind, shape, seeds), compare.comparison.pipeline.numerics_plan) are drawn ahead,
     in that order; any other is drawn when asked for. Use it as a with-block: what is left is dropped at its end."""
 
     def __init__(self, family, device, cases):

@@ -14,10 +14,10 @@ import torch
 from compare.checks import referee
 from compare.checks.accuracy import VERDICT_FACTOR, _verdicts, verdict  # noqa: F401 (re-exported)
 from compare.checks.failures import classify
-from compare.running import sealing, supervisor
-from compare.running.backend import Backend, synchronize
+from compare.runtime import sealing, supervisor
+from compare.runtime.backend import Backend, synchronize
 from compare.model.errors import summarize
-from compare.running.progress import Step
+from compare.runtime.progress import Step
 from compare.model.results import Failure, NumericsCase, OutputError, PairBitwise, RunSpread, VariantNumerics
 from compare.model.vocabulary import MANTISSA_BITS, MIN_NORMAL_EXPONENT
 from variants.family import NotForThisShape
@@ -228,7 +228,7 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
     for seed in seeds:
         if all(v.name in status for v in variants):
             break
-        # every run reads a copy of these (compare.running.sealing): no variant's writes reach another
+        # every run reads a copy of these (compare.runtime.sealing): no variant's writes reach another
         pristine = draw(shape, dtype, seed, input_kind) if draw else \
             family.make_inputs(shape, dtype, backend.device, seed, input_kind)
         kept: dict[str, dict[str, referee.Stowed]] = {}   # outputs as bare storage until the reference exists

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from compare.checks.stats import RatioEstimate, decide, ratio_with_interval
-from compare.running.usage import UsageError
+from compare.model.errors import UsageError
 
 
 def add_parser(sub) -> None:

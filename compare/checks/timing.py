@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from compare.running import sealing, supervisor
+from compare.runtime import sealing, supervisor
 from compare.checks import audit, referee, stats
 from compare.model.errors import summarize
 from compare.model.fouls import withheld

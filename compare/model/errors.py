@@ -24,3 +24,8 @@ def summarize(exc: BaseException, limit: int = 300) -> str:
         where = f" {first.rstrip(':')}" if first.startswith("at ") else ""
         return f"{_one(cause)} ({type(exc).__name__}{where})"[:limit]
     return _one(exc)[:limit]
+
+
+class UsageError(ValueError):
+    """Bad input from the user: the message is one line saying what was wrong and what would be right (exit 2).
+    Defined here, beneath every layer that refuses a value; compare.command_line.usage checks the values."""

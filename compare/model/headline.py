@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from compare.checks.ir.loopclaims import loop_claims
+from compare.model.loopclaims import loop_claims
 from compare.model.fouls import fouled, said
 from compare.model.problems import (BITS, Lists, Problem, SaidOnce, bits, brief, describe, input_kinds, judged, lists,
                                     ran, variant_of)

@@ -105,7 +105,7 @@ class IRStageDiff:
 @dataclasses.dataclass(frozen=True)
 class IRLoopMatch:
     """Which of B's loops is which of A's in one stage, told by what the loops are (nesting, trip count,
-    global loads and stores, op mix), not by their position (compare.checks.ir.loopmatch)."""
+    global loads and stores, op mix), not by their position (compare.model.loopmatch)."""
 
     stage: str
     a: tuple[str, ...]      # A's loop paths

@@ -1,8 +1,9 @@
 """The words every stage shares, stated once: the checks a comparison runs, the passes it times, the
 compiled code's stages and their titles, and the facts of each floating-point dtype kernel-ab reads.
 
-Free of torch and of the families, so that the result model and the renderers can read it; the passes
-(`MODES`) are the family protocol's own list (variants.variant), reached here without importing it first."""
+Free of torch and of the families, so that the result model and the renderers can read it; the passes a
+family times (`MODES`) are the family protocol's own list (variants.variant), imported from there by the
+layers above variants."""
 from __future__ import annotations
 
 CHECKS = ("numerics", "backward", "timing", "ir")   # what `--check` names; numerics is the forward pass
@@ -13,10 +14,3 @@ TEXT_STAGES = STAGES[:4]   # the ones Triton's compiler keeps as text; SASS is d
 MANTISSA_BITS = {"float32": 23, "float16": 10, "bfloat16": 7, "float64": 52}
 MIN_NORMAL_EXPONENT = {"float32": -126, "float16": -14, "bfloat16": -126, "float64": -1022}
 DEFAULT_NOISE = 0.01   # the timing verdict's noise band, a fraction (--noise)
-
-
-def __getattr__(name: str):
-    if name == "MODES":   # the passes a family times: forward, backward, both (the protocol's one list)
-        from variants.variant import MODES
-        return MODES
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

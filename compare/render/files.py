@@ -1,7 +1,7 @@
 """Every file a comparison writes (--json, --markdown, --out DIR: report.md, report-full.md, report.json,
 benchmark_rows.json when timed, plots), each written atomically (a temporary file renamed into place: a failed
 write leaves the old file) and never over a file that appeared, or changed, at its path after the start checked
-it (`note_start`; the report is kept beside it). `ours` tells kernel-ab's files from others: compare.running.usage
+it (`note_start`; the report is kept beside it). `ours` tells kernel-ab's files from others: compare.command_line.usage
 refuses, before any work, to replace another's unless --force is given."""
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def _state(path) -> tuple | None:
 
 
 def note_start(path: Path) -> None:
-    """Remember what is at an output path before any work (compare.running.usage checks it then)."""
+    """Remember what is at an output path before any work (compare.command_line.usage checks it then)."""
     _AT_START[os.path.realpath(path)] = _state(path)
 
 

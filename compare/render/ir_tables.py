@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from compare.checks.ir.loopclaims import match_lines, op_deltas
-from compare.checks.ir.loopmatch import stage_matches
+from compare.model.loopclaims import match_lines, op_deltas
+from compare.model.loopmatch import stage_matches
 from compare.model.headline import not_found
 from compare.model.results import IRLoop, IRSection, IRStage, IRVariant
 from compare.model.results_ir import NOT_RUN

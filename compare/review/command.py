@@ -3,7 +3,7 @@
 Each op (or kernel) becomes two --variant specs, `OP.base=git:BASE:PATH::OP` and `OP.head=git:HEAD:...`,
 run through compare's pipeline in its family with the family's default plan (--preset, --shape, --check
 and the rest pass through). Names are unique across ops, so a supervisor that reruns the review without
-a variant that crashed its process (compare.running.supervisor) leaves out that one alone.
+a variant that crashed its process (compare.runtime.supervisor) leaves out that one alone.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from compare.review import mapping
 from compare.review.kernels import changes
 from compare.review.revisions import Repository
-from compare.running.usage import UsageError
+from compare.model.errors import UsageError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,9 +87,9 @@ def _preset(args, family, backend) -> str | None:
 
 def run(args, registry, backend) -> int:
     """The review's exit code."""
-    from compare.running.plan import from_args
+    from compare.command_line.arguments import from_args
     from compare.model import gates
-    from compare.running import supervisor
+    from compare.runtime import supervisor
     from compare.review import render
     render.check_outputs(args)
     repo = Repository(args.repo)
@@ -119,8 +119,9 @@ def run(args, registry, backend) -> int:
 def _compare(request, registry, backend, quiet: bool, excluded) -> tuple[object, str]:
     """(report, "") of one op's comparison, or (None, why) when neither revision's code could be loaded.
     A bad --preset or --shape for its family is the user's: UsageError."""
-    from compare.running import memory, pipeline, plan, supervisor
-    from compare.running.progress import reporter
+    from compare.comparison import memory, pipeline, plan
+    from compare.runtime import supervisor
+    from compare.runtime.progress import reporter
     with contextlib.ExitStack() as stack:
         try:
             request, registry, failed = stack.enter_context(pipeline.loaded(request, registry, excluded))

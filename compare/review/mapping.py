@@ -13,7 +13,7 @@ import json
 from compare.review import calls
 from compare.review.calls import Call, Fit, Miss
 from compare.review.kernels import Change, ChangedOp, What
-from compare.running.usage import UsageError
+from compare.model.errors import UsageError
 
 TABLE = "[tool.kernel-ab.kernels]"
 _FORM = 'a family\'s name or { family = "NAME", call = "(ARG, ...)" }'

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from compare.review.kernels import Change, Changes, What
 from compare.review.mapping import TABLE, Unmapped
-from compare.running.usage import UsageError
+from compare.model.errors import UsageError
 
 _MARKS = {"ok": "✅ ", "fail": "❌ ", "warn": "⚠️ ", "info": ""}
 
@@ -132,7 +132,7 @@ def check_outputs(args, labels=(), timed: bool = False) -> None:
     """UsageError (before any comparison, as compare's) unless --json, --markdown and --out can take the files
     `finish` writes: --out's report.md and, for each op's `labels`, that op's folder of compare's files
     (its timing files too when `timed`); a file there that kernel-ab did not write is refused unless --force."""
-    from compare.running import usage
+    from compare.command_line import usage
     usage.outputs(args.json, args.markdown, None, force=args.force)
     with usage.usable_paths():
         _check_out(args, labels, timed)
@@ -140,7 +140,7 @@ def check_outputs(args, labels=(), timed: bool = False) -> None:
 
 def _check_out(args, labels, timed: bool) -> None:
     from compare.render.files import REPORT_MD, folder_files
-    from compare.running import usage
+    from compare.command_line import usage
     if args.out is None:
         return
     usage.not_blank("--out", args.out, "a folder")

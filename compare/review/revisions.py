@@ -4,7 +4,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from compare.running.usage import UsageError
+from compare.model.errors import UsageError
 
 
 def _git(top: Path, *args: str) -> subprocess.CompletedProcess:

@@ -6,7 +6,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import torch  # noqa: E402
 
-from compare.running.backend import configure  # noqa: E402
+from compare.runtime.backend import configure  # noqa: E402
 
 configure("cuda")
 from compare.checks import timing  # noqa: E402

@@ -14,7 +14,7 @@ from compare.model import errors
 from compare.checks.ir.compile import (STAGES, CompileCache, Compiled, TargetError, capability, describe, launcher_ref,
                                 recorded_launch, specialization)
 from compare.checks.ir import ops as op_ir
-from compare.checks.ir.loopmatch import pair_matches
+from compare.model.loopmatch import pair_matches
 from compare.checks.ir.diff import raw_changed_lines, raw_diff_length, unified
 from compare.checks.ir.normalize import clean, rename
 from compare.checks.ir.summarize import summarize

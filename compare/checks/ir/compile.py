@@ -290,7 +290,7 @@ class CompileCache:
 
     def add(self, family, entry: tuple, shape, dtype: str, target: str, launched: bool, role: str, compiled: Compiled):
         """Remember `compiled` as the result of compiling `entry` ((name, kernel, import roots, launcher ref)),
-        compiled elsewhere (compare/running/tasks.py: one task per variant); a later `compile` of it compiles nothing."""
+        compiled elsewhere (compare/processes/tasks.py: one task per variant); a later `compile` of it compiles nothing."""
         name, kernel, roots, launcher = entry
         key = self._keyed(family, name, kernel, roots, launcher, shape, dtype, capability(target),
                           "launched" if launched else "offline", role)[2]

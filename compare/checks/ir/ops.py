@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from compare.running import supervisor
+from compare.runtime import supervisor
 from compare.checks.ir.compile import Compiled, kernel_spec, run_worker
 from compare.checks.ir.launches import Launch, LaunchRecorder
 from compare.model.results import IRKernelMatch, IRPassNote, PassStatus

@@ -1,4 +1,4 @@
-"""The supervisor's side of variant isolation (the child's: compare/running/supervisor.py, whose docstring says
+"""The supervisor's side of variant isolation (the child's: compare/runtime/supervisor.py, whose docstring says
 the protocol). Standard library only: it starts before anything heavy is imported."""
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import sys
 import tempfile
 import time
 
-from compare.running.exit_codes import ExitCode
-from compare.running.supervisor import _child_pids, _comm, _live_children
-from compare.running.supervisor import (_STOP_CODES, _STOP_WORDS, CRASHES, EXCLUDED_ENV, GRACE_S, NO_TIMING_ENV,
+from compare.runtime.exit_codes import ExitCode
+from compare.runtime.supervisor import _child_pids, _comm, _live_children
+from compare.runtime.supervisor import (_STOP_CODES, _STOP_WORDS, CRASHES, EXCLUDED_ENV, GRACE_S, NO_TIMING_ENV,
                                 POISONED_EXIT, STATUS_ENV, TAMPER, TOKEN_ENV)
 
 _MAX_RERUNS = 8
@@ -66,7 +66,7 @@ def _start_child() -> None:
     signal.pthread_sigmask(signal.SIG_BLOCK, set(_STOP_CODES))
     _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     # a process a variant double-forks out of the group becomes the child's own (not init's) when its
-    # parent ends: the child sees it (compare.running.supervisor._escaped), and at the end the supervisor does
+    # parent ends: the child sees it (compare.runtime.supervisor._escaped), and at the end the supervisor does
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
 
 
@@ -216,6 +216,19 @@ def _failed(records: list[dict], rc: int, hung: dict, ended: int | None) -> tupl
     return last.get("variants") or [], _why(rc, last, hung), last.get("what", ""), str(last.get("failure", ""))
 
 
+def without_culprit(names, why: str, where: str) -> tuple[tuple[str, str] | None, str]:
+    """The one policy for a run a variant ended (here, and for a worker: compare.processes.distributed):
+    ((name, reason), "") to run again without the one variant that was running; (None, why timing is left
+    out) when several were (a timing process's), to run again without timing. Says which, on stderr."""
+    if len(names) == 1:
+        reason = f"{why} while running {where}"
+        print(f"kernel-ab: variant {names[0]} {reason}; running again without it", file=sys.stderr)
+        return (names[0], reason), ""
+    no_timing = f"the process {why} while timing {where} ({', '.join(names)}); left out"
+    print(f"kernel-ab: {no_timing}; running again without timing", file=sys.stderr)
+    return None, no_timing
+
+
 def supervise(command: list[str], stop: list[int] | None = None) -> int:
     """Run `command` (a kernel-ab child) until it ends deliberately; rerun without each variant that ended,
     hung or tampered with its process (or with the run's outcome: a forged status, a stop it sent itself).
@@ -261,13 +274,11 @@ def supervise(command: list[str], stop: list[int] | None = None) -> int:
                 print(f"kernel-ab: error: the comparison {why} outside any variant's launch; no report",
                       file=sys.stderr)
                 return ExitCode.INTERNAL   # not a gate's failure: kernel-ab (or what it runs on) ended
-            if len(names) == 1:
-                reason = f"{why} while running {where}"
-                print(f"kernel-ab: variant {names[0]} {reason}; running again without it", file=sys.stderr)
-                excluded_now.append([names[0], reason, kind] if kind else [names[0], reason])
+            culprit, left_out = without_culprit(names, why, where)
+            if culprit:
+                excluded_now.append([*culprit, kind] if kind else list(culprit))
             else:
-                no_timing = f"the process {why} while timing {where} ({', '.join(names)}); left out"
-                print(f"kernel-ab: {no_timing}; running again without timing", file=sys.stderr)
+                no_timing = left_out
         if stop:
             print(f"kernel-ab: {_STOP_WORDS[stop[0]]}; no report", file=sys.stderr)
             return _STOP_CODES[stop[0]]

@@ -21,7 +21,7 @@ class Step:
 
 class _Lines(Step):
     """'[  12.3s 4/12, ~25 s left] TEXT': the time so far, the units done, and the time left at the pace so far.
-    Called from worker threads too (compare.running.spread), hence the lock."""
+    Called from worker threads too (compare.processes.distributed), hence the lock."""
 
     def __init__(self, total: int):
         import threading

@@ -1,5 +1,5 @@
-"""One persistent task worker process (compare/running/task_worker.py), watched as the supervisor watches a
-run (compare/running/supervision.py): a task whose variant ends, crashes or hangs the worker is answered with
+"""One persistent task worker process (compare/processes/task_worker.py), watched as the supervisor watches a
+run (compare/processes/supervision.py): a task whose variant ends, crashes or hangs the worker is answered with
 that variant and why, and the next task starts a fresh worker. Used by every executor, on this machine
 and inside each Dask worker, so crash isolation and hang limits hold wherever a task runs."""
 from __future__ import annotations
@@ -13,8 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from compare.running import supervision
-from compare.running.supervisor import EXCLUDED_ENV, NO_TIMING_ENV, POISONED_EXIT, STATUS_ENV
+from compare.processes import supervision
+from compare.runtime.supervisor import EXCLUDED_ENV, NO_TIMING_ENV, POISONED_EXIT, STATUS_ENV
 
 _ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,7 +37,7 @@ class Runner:
                 env[name] = value
         env.update(self.env)
         env[STATUS_ENV] = self.status
-        self.proc = subprocess.Popen([sys.executable, str(_ROOT / "compare" / "running" / "task_worker.py")], env=env,
+        self.proc = subprocess.Popen([sys.executable, str(_ROOT / "compare" / "processes" / "task_worker.py")], env=env,
                                      cwd=self.cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
     def run(self, task) -> dict:

@@ -1,4 +1,4 @@
-"""The process-wide flags and values compare.running.process_guard watches, each read, said and put back:
+"""The process-wide flags and values compare.runtime.process_guard watches, each read, said and put back:
 torch's modes and flags, the interpreter's (recursion limit, hooks, warning filters), the operating
 system's (working directory, environment, signal handlers and mask, a pending alarm, resource limits,
 umask) and atexit handlers registered from outside the platform. A flag a build cannot read is not watched."""

@@ -11,14 +11,12 @@ import stat
 import tempfile
 from pathlib import Path
 
+from compare.model.errors import UsageError
+
 SEED_MAX = 2**32 - 1   # numpy's and every generator's seeds fit 32 bits
 # counts bounded so that a mistyped one is a line, not a MemoryError or a run of days: trials run every
 # variant on fresh inputs; a round's calls are not cut short by --max-seconds; rounds are, but bounded too
 TRIALS_MAX, ROUNDS_MAX, CALLS_MAX = 10_000, 100_000, 1_000
-
-
-class UsageError(ValueError):
-    """Bad input from the user: the message is one line saying what was wrong and what would be right."""
 
 
 def finite(flag: str, value: float | None, low: float = 0.0, *, strict: bool = False,

@@ -1,4 +1,4 @@
-"""From a comparison plan (compare/running/plan.py: the request resolved once) to a Report: run the asked-for
+"""From a comparison plan (compare/comparison/plan.py: the request resolved once) to a Report: run the asked-for
 checks, collect provenance; and the --variant kernels loaded for the length of a run."""
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ from typing import Iterator, Optional
 
 from compare.checks import numerics
 from compare.checks.draws import Draws
-from compare.running import supervisor, timing_run
-from compare.running.backend import Backend
-from compare.running.environment import collect
-from compare.running.progress import Step
+from compare.runtime import supervisor
+from compare.comparison import timing_run
+from compare.runtime.backend import Backend
+from compare.comparison.environment import collect
+from compare.runtime.progress import Step
 from compare.model.results import Failure, NumericsSection, Report, VariantInfo
-from compare.running.plan import Plan, Request, build
-from compare.running.usage import UsageError
+from compare.comparison.plan import Plan, Request, build
+from compare.model.errors import UsageError
 from variants import Registry, UnknownName
 
 class Interrupted(BaseException):
@@ -72,7 +73,7 @@ def loaded(request: Request, registry: Registry,
     also on error. Bad input is a UsageError; NothingToCompare when every variant asked for failed."""
     if request.family is not None and request.family not in registry.families:
         raise UsageError(f"--family: unknown family {request.family!r}; known families: {', '.join(registry.families)}")
-    from compare.running import process_guard
+    from compare.runtime import process_guard
     process_guard.enable(registry)   # before any variant's code runs: what each launch changes is put back
     if not request.external:
         yield request, registry, ()
@@ -98,6 +99,22 @@ def loaded(request: Request, registry: Registry,
                                    loaded_specs=request.external), registry, infos)
 
 
+@contextlib.contextmanager
+def planned(request: Request, registry: Registry, options=None, *, excluded=(),
+            backend: Backend | None = None, no_timing: str = "") -> Iterator[tuple[Plan, tuple[VariantInfo, ...]]]:
+    """The one way from a request to a plan: its --variant kernels loaded for the block (`loaded`), the plan
+    built once (bad input fails before any work), and (given the `backend`: in the process that runs the
+    comparison, not a worker) refused when it cannot fit, less the variants and timing an earlier run
+    excluded (`without_crashed`). Yields the plan and the variants that failed to load or were excluded."""
+    with loaded(request, registry, excluded) as (request, registry, failed):
+        plan = build(request, registry) if options is None else build(request, registry, options)
+        if backend is not None:
+            from compare.comparison import memory
+            memory.refuse_what_cannot_fit(plan, backend)
+            plan, failed = without_crashed(plan, failed, excluded, no_timing)
+        yield plan, failed
+
+
 def _joined_family(request: Request, registry: Registry) -> str:
     """The family --variant kernels join: --family, else that of the variants named, else the default."""
     if request.family:
@@ -112,7 +129,7 @@ def _joined_family(request: Request, registry: Registry) -> str:
 def without_crashed(plan: Plan, failed: tuple[VariantInfo, ...], crashed: list[tuple[str, str]],
                     no_timing: str = "", kinds: dict | None = None) -> tuple[Plan, tuple[VariantInfo, ...]]:
     """The plan less the variants that crashed an earlier run (each reported as failed with its
-    reason), and less timing when it crashed (compare.running.supervisor). `kinds`: name -> the failure
+    reason), and less timing when it crashed (compare.runtime.supervisor). `kinds`: name -> the failure
     kind its end was given (default: the supervisor's, `excluded_failure`)."""
     if no_timing:
         plan = plan.without_timing(no_timing)
@@ -129,8 +146,8 @@ def without_crashed(plan: Plan, failed: tuple[VariantInfo, ...], crashed: list[t
 
 def excluded_failure(name: str, kinds: dict | None = None) -> Failure:
     """The failure kind of a variant an earlier run of this one excluded: TAMPER where it changed the
-    process's shared state or the run's outcome (compare.running.process_guard), else CRASH. `kinds`:
-    name -> kind, where not the supervisor's (a worker's task: compare.running.spread)."""
+    process's shared state or the run's outcome (compare.runtime.process_guard), else CRASH. `kinds`:
+    name -> kind, where not the supervisor's (a worker's task: compare.processes.distributed)."""
     kind = kinds[name] if kinds and name in kinds else supervisor.excluded_kind(name)
     return Failure.TAMPER if kind == supervisor.TAMPER else Failure.CRASH
 
@@ -157,27 +174,27 @@ def _compiled(family, chosen: list, shape, dtype, backend: Backend, failed: tupl
 
 def run(request: Request, registry: Registry, backend: Backend,
         step: Step = Step(), failed: tuple[VariantInfo, ...] = (), ir_cache=None) -> Report:
-    """The report for `request` (planned here: compare.running.plan.build); see `execute`."""
+    """The report for `request` (planned here: compare.comparison.plan.build); see `execute`."""
     return execute(build(request, registry), backend, step, failed, ir_cache)
 
 
 def execute(plan: Plan, backend: Backend, step: Step = Step(), failed: tuple[VariantInfo, ...] = (),
-            ir_cache=None, spread=None) -> Report:
+            ir_cache=None, distributed=None) -> Report:
     """The report for `plan`; `failed` (from `loaded`) lists variants that could not be loaded.
     `ir_cache` (a compare.checks.ir.CompileCache) keeps compiled kernels for later runs of a caller comparing many pairs.
-    `spread` (compare.running.spread.Spread) runs the checks as tasks in worker processes or on a cluster."""
+    `distributed` (compare.processes.distributed.Distribution) runs the checks as tasks in worker processes or on a cluster."""
     chosen, failed = _compiled(plan.family, list(plan.variants), plan.preset.shapes[0], plan.dtypes[0], backend,
                                tuple(failed), step)
     if len(chosen) != len(plan.variants):
         plan = plan.keeping(chosen)
     infos = tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, kernels=v.own_kernels)
                   for v in chosen) + tuple(failed)
-    if spread is not None:   # every task is started now; each section below waits for its own
-        spread = spread.start(plan, backend, step)
-    ir_later = _ir_alongside(plan, backend, step, ir_cache) if plan.directions and spread is None else None
-    timing_later = _timing_processes(plan, backend) if spread is None else None
+    if distributed is not None:   # every task is started now; each section below waits for its own
+        distributed = distributed.start(plan, backend, step)
+    ir_later = _ir_alongside(plan, backend, step, ir_cache) if plan.directions and distributed is None else None
+    timing_later = _timing_processes(plan, backend) if distributed is None else None
     try:
-        return _checks(plan, backend, step, infos, ir_later, ir_cache, spread, timing_later)
+        return _checks(plan, backend, step, infos, ir_later, ir_cache, distributed, timing_later)
     except BaseException:   # a stop, or an error: the compile alongside ends with the run (its files removed)
         if ir_later:
             ir_later.cancel()
@@ -195,7 +212,7 @@ def _timing_processes(plan: Plan, backend: Backend):
                                       tuple(str(d).removeprefix("torch.") for d in plan.dtypes))
 
 
-def _checks(plan: Plan, backend, step, infos, ir_later, ir_cache, spread=None, timing_later=None) -> Report:
+def _checks(plan: Plan, backend, step, infos, ir_later, ir_cache, distributed=None, timing_later=None) -> Report:
     """The report; on a stop signal, Interrupted with the report of what was finished before it."""
     skipped = list(plan.left_out)
     if "backward" in plan.checks and "backward" not in plan.directions:
@@ -203,9 +220,9 @@ def _checks(plan: Plan, backend, step, infos, ir_later, ir_cache, spread=None, t
     numerics_section = None
     try:
         if plan.directions:
-            numerics_section = run_numerics(plan, backend, step, spread.numerics if spread else None,
-                                            spread.numerics_finished if spread else None)
-        return _other_checks(plan, backend, step, infos, (ir_later, ir_cache, timing_later), spread, numerics_section,
+            numerics_section = run_numerics(plan, backend, step, distributed.numerics if distributed else None,
+                                            distributed.numerics_finished if distributed else None)
+        return _other_checks(plan, backend, step, infos, (ir_later, ir_cache, timing_later), distributed, numerics_section,
                              skipped)
     except (_StoppedInNumerics, supervisor.Stopped) as exc:
         stop = exc.stop if isinstance(exc, _StoppedInNumerics) else exc
@@ -216,35 +233,35 @@ def _checks(plan: Plan, backend, step, infos, ir_later, ir_cache, spread=None, t
         left = [c for c in ("timing", "ir") if c in plan.checks]
         skipped.append(f"numerics: {stop} after {done} of {planned} cases; this report holds the {done} finished"
                        + (f" ({' and '.join(left)} not run)" if left else ""))
-        raise Interrupted(_report(plan, backend, infos, numerics_section, None, (), skipped, spread), stop) from None
+        raise Interrupted(_report(plan, backend, infos, numerics_section, None, (), skipped, distributed), stop) from None
 
 
-def _other_checks(plan: Plan, backend, step, infos, later, spread, numerics_section, skipped) -> Report:
+def _other_checks(plan: Plan, backend, step, infos, later, distributed, numerics_section, skipped) -> Report:
     """The timing and IR sections after the numerics; `later`: the IR compile alongside, its cache, the timing
     processes started with the run."""
     ir_later, ir_cache, timing_later = later
     timing_section = None
     if "timing" in plan.checks:
         if backend.gpu:
-            timing_section, timing_skipped = spread.timing() if spread else _timing(plan, backend, step, timing_later)
+            timing_section, timing_skipped = distributed.timing() if distributed else _timing(plan, backend, step, timing_later)
             skipped.extend(timing_skipped)
         else:
             skipped.append("timing: needs a CUDA GPU and this run has none (Triton ran through its CPU "
                            "interpreter, whose speed says nothing about the GPU)")
     ir_sections = ()
     if "ir" in plan.checks:
-        ir_sections, ir_skipped = spread.ir() if spread else ir_later() if ir_later else \
+        ir_sections, ir_skipped = distributed.ir() if distributed else ir_later() if ir_later else \
             _ir(plan, backend, step, ir_cache)
         step.advance()
         skipped.extend(ir_skipped)
-    return _report(plan, backend, infos, numerics_section, timing_section, ir_sections, skipped, spread)
+    return _report(plan, backend, infos, numerics_section, timing_section, ir_sections, skipped, distributed)
 
 
-def _report(plan: Plan, backend, infos, numerics_section, timing_section, ir_sections, skipped, spread) -> Report:
+def _report(plan: Plan, backend, infos, numerics_section, timing_section, ir_sections, skipped, distributed) -> Report:
     family, preset = plan.family, plan.preset
     dtype_names = ",".join(str(d).removeprefix("torch.") for d in plan.dtypes)
     return Report(family=family.name, preset=preset.name, dtype=dtype_names, baseline=plan.variants[0].name,
-                  incidents=supervisor.left_behind() + (spread.incidents() if spread else ()), variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
+                  incidents=supervisor.left_behind() + (distributed.incidents() if distributed else ()), variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
                   x_name=preset.x_name, x_values=tuple(float(preset.x_value(s)) for s in preset.shapes),
                   shape_params=tuple(json.dumps(_shape_params(s, twice), sort_keys=True)
                                      for s, twice in zip(preset.shapes, plan.reads_x_twice)),
@@ -293,7 +310,7 @@ def _shape_params(shape, twice: Optional[bool]) -> dict:
 
 def _timing(plan: Plan, backend: Backend, step, processes=None) -> tuple:
     """(the timing section or None, lines for passes and dtypes not timed): the plan's passes, each dtype
-    in a fresh process (`processes`: compare.running.timing_run.TimingProcesses) or, without, here."""
+    in a fresh process (`processes`: compare.comparison.timing_run.TimingProcesses) or, without, here."""
     skipped = plan.timing_left_out
     if processes is None:
         return timing_run.run_timing(plan, step), skipped
@@ -353,7 +370,7 @@ def run_numerics(plan: Plan, backend: Backend, step: Step = Step(), cases=None, 
         return NumericsSection(backend.device, backend.note, tuple(done), numerics.VERDICT_FACTOR, added,
                                tuple(plan_lines), family.forward_legend, family.backward_legend,
                                family.backward_pairs_legend)
-    # `cases`: the cases run elsewhere (compare.running.spread), in the plan's order; `finished`: those done
+    # `cases`: the cases run elsewhere (compare.processes.distributed), in the plan's order; `finished`: those done
     done = []
     try:
         done = cases() if cases else _run_cases(plan, variants, backend, step, reference, done)

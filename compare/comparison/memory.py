@@ -10,8 +10,8 @@ import dataclasses
 
 import torch
 
-from compare.running import sealing
-from compare.running.usage import UsageError
+from compare.runtime import sealing
+from compare.model.errors import UsageError
 
 FLOAT64 = 8                 # bytes per element of the float64 reference
 PLACEMENTS = 3              # timing: output-buffer sets rotated round by round (TimingConfig.placements)
@@ -71,7 +71,7 @@ def _gb(n: int) -> str:
 
 
 def refuse_what_cannot_fit(plan, backend) -> None:
-    """UsageError (one line, with the estimate) for the first case of the plan (compare.running.plan.Plan) whose
+    """UsageError (one line, with the estimate) for the first case of the plan (compare.comparison.plan.Plan) whose
     buffers exceed the free memory of the device or the host."""
     family, chosen, preset, dtypes = plan.family, plan.variants, plan.preset, plan.dtypes
     asked = plan.request.timing.modes

@@ -1,6 +1,6 @@
 """A persistent worker process running comparison tasks (tasks.py) one at a time: a task's JSON per line on
 stdin, its answer per line on the answer fd. Variants stay loaded between tasks; what they print goes to
-stderr. Every launch writes to the worker's status file (compare.running.supervisor), so task_runner.py
+stderr. Every launch writes to the worker's status file (compare.runtime.supervisor), so task_runner.py
 names the variant that ended or hung it; a fatal device error is answered, then the worker exits."""
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import sys
 
 
 def serve(answers, lines) -> int:
-    from compare.running import supervisor
+    from compare.runtime import supervisor
     from compare.model.errors import summarize
-    from compare.running.tasks import Task, execute
+    from compare.processes.tasks import Task, execute
     for line in lines:
         if not line.strip():
             continue
@@ -28,7 +28,7 @@ def serve(answers, lines) -> int:
             answer = {"error": f"{task.key}: {summarize(exc)}"}
         answers.write(json.dumps(answer) + "\n")
         answers.flush()
-    from compare.running.tasks import close
+    from compare.processes.tasks import close
     close()   # the --variant trees it materialized go with it
     return 0
 

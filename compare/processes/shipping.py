@@ -12,7 +12,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from compare.running.usage import UsageError
+from compare.model.errors import UsageError
 
 MAX_BYTES = 64 << 20
 _UNPACKED: dict[str, str] = {}   # on the worker: bundle id -> the spec texts and repo, rewritten

@@ -1,5 +1,5 @@
 """What a variant's code may not change in the process it shares with kernel-ab and the other variants: around
-every launch (its import, each call: compare.running.supervisor.running) a snapshot of torch's, triton's and
+every launch (its import, each call: compare.runtime.supervisor.running) a snapshot of torch's, triton's and
 kernel-ab's functions by identity, of the registry's objects and of flags (process_flags.py); what differs is
 put back and named ("patched torch.Tensor.__ne__"), and the process ends as tampered with.
 docs/reports-and-gates.md ("The shared process") tables what is checked, what is not, and the cost."""
@@ -12,7 +12,7 @@ import types
 from pathlib import Path
 from typing import Any, Callable
 
-from compare.running.process_flags import MISSING, Watch, in_platform, process_flags, torch_flags, watch_atexit
+from compare.runtime.process_flags import MISSING, Watch, in_platform, process_flags, torch_flags, watch_atexit
 
 # namespaces whose attributes are compared by identity: (label, module name, attribute path or "")
 _MODULES = (("torch", "torch", ""), ("torch.nn", "torch", "nn"), ("torch.nn.functional", "torch", "nn.functional"),
@@ -214,7 +214,7 @@ _GUARD: list[Guard] = []
 
 
 def enable(registry=None) -> Guard:
-    """Guard every launch from now on (compare.running.supervisor.running), once per process; `registry`'s
+    """Guard every launch from now on (compare.runtime.supervisor.running), once per process; `registry`'s
     families (their objects and classes) and variants are watched too."""
     if not _GUARD:
         _GUARD.append(Guard())

@@ -1,10 +1,10 @@
-"""The command line of spread comparisons: --jobs N, --scheduler ADDRESS, --dry-run (compare/running/spread.py)."""
+"""The command line of distributed comparisons: --jobs N, --scheduler ADDRESS, --dry-run (compare/processes/distributed.py)."""
 from __future__ import annotations
 
 import argparse
 import dataclasses
 
-from compare.running.usage import UsageError, at_least, not_blank
+from compare.command_line.usage import UsageError, at_least, not_blank
 
 JOBS_MAX = 1024
 AUTO = "auto"
@@ -47,7 +47,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
 
 
 @dataclasses.dataclass(frozen=True)
-class SpreadOptions:
+class DistributedOptions:
     jobs: int | None = None
     scheduler: str | None = None
     dry_run: bool = False
@@ -59,10 +59,10 @@ class SpreadOptions:
         return bool(self.jobs or self.scheduler or self.dry_run)
 
 
-def from_args(args) -> SpreadOptions:
-    """The spread options of a command line (UsageError for bad values, a missing Dask too), before any work."""
+def from_args(args) -> DistributedOptions:
+    """The --jobs/--scheduler options of a command line (UsageError for bad values, a missing Dask too), before any work."""
     jobs, auto = _jobs(getattr(args, "jobs", None))
-    o = SpreadOptions(jobs, getattr(args, "scheduler", None), getattr(args, "dry_run", False),
+    o = DistributedOptions(jobs, getattr(args, "scheduler", None), getattr(args, "dry_run", False),
                       getattr(args, "plan_gpus", None), auto)
     at_least("--jobs", o.jobs, 1, JOBS_MAX)
     at_least("--plan-gpus", o.plan_gpus, 1, JOBS_MAX)
@@ -79,16 +79,16 @@ def from_args(args) -> SpreadOptions:
     return o
 
 
-def executor(o: SpreadOptions, backend):
+def executor(o: DistributedOptions, backend):
     """The executor the options ask for (LocalExecutor or DaskExecutor); close it after use."""
     if o.scheduler:
-        from compare.running.dask_executor import DaskExecutor
+        from compare.processes.dask_executor import DaskExecutor
         return DaskExecutor(o.scheduler, connect=not o.dry_run)
-    from compare.running.executors import LocalExecutor
+    from compare.processes.executors import LocalExecutor
     return LocalExecutor(o.jobs or 1, _gpus(o, backend))
 
 
-def _gpus(o: SpreadOptions, backend) -> int:
+def _gpus(o: DistributedOptions, backend) -> int:
     if o.dry_run and o.plan_gpus is not None:
         return o.plan_gpus
     if not backend.gpu:
@@ -97,29 +97,29 @@ def _gpus(o: SpreadOptions, backend) -> int:
     return torch.cuda.device_count()
 
 
-def run(o: SpreadOptions, plan, backend, step, failed):
-    """The report of a spread comparison (compare.running.spread.compare); the workers end with it."""
+def run(o: DistributedOptions, plan, backend, step, failed):
+    """The report of a distributed comparison (compare.processes.distributed.compare); the workers end with it."""
     import sys
-    from compare.running import spread
+    from compare.processes import distributed
     if o.jobs:
         print(f"kernel-ab: {workers_line(o)}", file=sys.stderr)
     ex = executor(o, backend)
     try:
-        return spread.compare(plan, backend, step, failed, spread.Spread(ex))
+        return distributed.compare(plan, backend, step, failed, distributed.Distribution(ex))
     finally:
         ex.close()
 
 
-def steps(o: SpreadOptions | None, plan, backend) -> int:
-    """The progress units of the run: a spread run's tasks, or the pipeline's own."""
+def steps(o: DistributedOptions | None, plan, backend) -> int:
+    """The progress units of the run: a distributed run's tasks, or the pipeline's own."""
     if o is not None and o.wanted:
-        from compare.running.spread import count_steps
+        from compare.processes.distributed import count_steps
         return count_steps(plan, backend)
-    from compare.running.pipeline import count_steps
+    from compare.comparison.pipeline import count_steps
     return count_steps(plan, backend)
 
 
-def workers_line(o: SpreadOptions) -> str:
+def workers_line(o: DistributedOptions) -> str:
     """What --jobs starts, and why that many: one per core, or more than the cores (slower than fewer)."""
     n, here = o.jobs, cores()
     text = f"--jobs: {n} worker process{'es' if n > 1 else ''}"
@@ -131,11 +131,11 @@ def workers_line(o: SpreadOptions) -> str:
     return text
 
 
-def dry_run(o: SpreadOptions, plan, backend) -> int:
-    from compare.running import spread
+def dry_run(o: DistributedOptions, plan, backend) -> int:
+    from compare.processes import distributed
     ex = executor(o, backend)
     try:
-        print("\n".join(spread.dry_run(plan, backend, ex, _gpus(o, backend))))
+        print("\n".join(distributed.dry_run(plan, backend, ex, _gpus(o, backend))))
     finally:
         ex.close()
     return 0

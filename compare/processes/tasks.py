@@ -2,7 +2,7 @@
 (direction, dtype, input kind, shape) case with every variant; a timing task one (dtype, shape, pass) case
 with every variant and the A/A control, on one GPU; an IR task one variant's own kernels (with ops: the
 whole IR). Each carries the request as JSON and answers with its result's JSON form, merged into the one
-report a single process makes (spread.py)."""
+report a single process makes (distributed.py)."""
 from __future__ import annotations
 
 import contextlib
@@ -10,7 +10,7 @@ import dataclasses
 import json
 import os
 
-from compare.running import timing_run
+from compare.comparison import timing_run
 from compare.model.results import to_dict
 
 
@@ -18,7 +18,7 @@ from compare.model.results import to_dict
 class Task:
     key: str                  # unique in a run, e.g. "numerics forward float32 normal 16,64,8,4x4"
     kind: str                 # "numerics", "timing" or "ir"
-    request: str              # the worker's request as JSON (compare.running.timing_run.request_json)
+    request: str              # the worker's request as JSON (compare.comparison.timing_run.request_json)
     device: str               # "cuda" or "cpu": the coordinator's backend, which every worker must have
     case: tuple = ()          # numerics: (direction, dtype, input kind, shape index, seeds); timing: (dtype, shape index, mode)
     limit_s: float = 300.0    # one launch at most this long (--variant-timeout)
@@ -56,8 +56,8 @@ THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 def plan_tasks(plan, backend) -> list[Task]:
     """Every task of the comparison, numerics first (in the report's order), then the IR, then timing."""
     import torch
-    from compare.running import supervisor
-    from compare.running.pipeline import numerics_plan
+    from compare.runtime import supervisor
+    from compare.comparison.pipeline import numerics_plan
     text = timing_run.request_json(timing_run.worker_request(plan))
     limit, threads = supervisor.limit_s(), torch.get_num_threads()
     env = tuple((k, os.environ.get(k, "")) for k in THREAD_ENV)
@@ -90,12 +90,12 @@ _PLACE: dict = {}           # this worker's GPU: name, UUID, copy bandwidth (mea
 def _context(text: str):
     """The plan of a task's request, its variants loaded (once per worker)."""
     if text not in _LOADED:
-        from compare.running import pipeline, plan, supervisor
+        from compare.comparison import pipeline, plan
+        from compare.runtime import supervisor
         from compare.checks.timing import TimingConfig
         from variants import registry
         request = timing_run.request_from_json(text, plan.Request, TimingConfig)
-        request, reg, _ = _STACK.enter_context(pipeline.loaded(request, registry(), supervisor.excluded()))
-        _LOADED[text] = plan.build(request, reg)
+        _LOADED[text], _ = _STACK.enter_context(pipeline.planned(request, registry(), excluded=supervisor.excluded()))
     return _LOADED[text]
 
 
@@ -119,9 +119,9 @@ def place() -> dict:
 def execute(task: Task) -> dict:
     """The task's result in JSON form: {"case": ...} (numerics, timing), {"ir": [...], "skipped": [...]}."""
     from compare.checks import numerics
-    from compare.running import pipeline
-    from compare.running.backend import configure
-    from compare.running import supervisor
+    from compare.comparison import pipeline
+    from compare.runtime.backend import configure
+    from compare.runtime import supervisor
     supervisor.set_limit(task.limit_s)
     if task.threads:
         import torch
@@ -172,7 +172,7 @@ def compile_variant(plan, name: str, backend) -> list:
 
 
 def compiled_cache(plan, answers: list[list], backend):
-    """Where the run started: a CompileCache holding what the workers compiled (compare.running.pipeline._ir reads it)."""
+    """Where the run started: a CompileCache holding what the workers compiled (compare.comparison.pipeline._ir reads it)."""
     from compare.checks.ir.compile import CompileCache, Compiled
     cache = CompileCache()
     for name, compiled in answers:

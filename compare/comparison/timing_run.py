@@ -1,6 +1,6 @@
 """Which passes a comparison times (with no `--modes`: each pass whose compiled code differs, every pass
 for ops; the others said, with why), and where: on a GPU each dtype in a fresh worker process
-(compare/running/timing_worker.py), since a process that ran other cases first can slow kernels leaning on L2
+(compare/processes/timing_worker.py), since a process that ran other cases first can slow kernels leaning on L2
 (up to 2.3x after torch's and inductor's float32 cases). KERNEL_AB_TIMING_IN_PROCESS=1 times here instead.
 """
 from __future__ import annotations
@@ -14,13 +14,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from compare.running import supervisor
-from compare.model.vocabulary import MODES
+from compare.runtime import supervisor
 from compare.model.results import TimingSection, decode, to_dict
 
 IN_PROCESS_ENV = "KERNEL_AB_TIMING_IN_PROCESS"
 _ROOT = Path(__file__).resolve().parents[2]
-WORKER = _ROOT / "compare" / "running" / "timing_worker.py"
+WORKER = _ROOT / "compare" / "processes" / "timing_worker.py"
 
 
 def _code(family, variant, mode: str):
@@ -39,6 +38,7 @@ def plan_modes(family, chosen, asked: tuple[str, ...]) -> tuple[tuple[str, ...],
         return ("forward",), (f"timing backward, full: family {family.name} has no backward pass",)
     unknown = [v.name for v in chosen if v.kind != "triton"]
     if unknown or len(chosen) < 2:
+        from variants.variant import MODES   # the family protocol's passes
         return MODES, ()
     differs = {m: len({_code(family, v, m) for v in chosen}) > 1 for m in ("forward", "backward")}
     modes = tuple(m for m in ("forward", "backward") if differs[m])
@@ -58,7 +58,7 @@ def in_fresh_processes(gpu: bool) -> bool:
 
 def worker_request(plan):
     """The request a worker process loads (a timing process, a task worker): the variants still compared, the --variant specs that load them, the
-    planned timing (a worker plans the request again: compare.running.plan.build)."""
+    planned timing (a worker plans the request again: compare.comparison.plan.build)."""
     names = tuple(v.name for v in plan.variants)
     specs = tuple(s for s in plan.request.loaded_specs if s.split("=", 1)[0] in names)
     return dataclasses.replace(plan.request, variants=names, external=specs, loaded_specs=(), timing=plan.timing,
@@ -96,7 +96,8 @@ class TimingProcesses:
         err = open(Path(self.tmp.name, f"{dtype}.stderr"), "w+", encoding="utf-8", errors="replace")
         ready_r, ready_w = os.pipe()
         # in the user's folder, so relative --variant paths and --repo mean what they meant here
-        proc = subprocess.Popen([sys.executable, str(self.worker), str(ask), str(answer), str(ready_w)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+        proc = subprocess.Popen([sys.executable, str(self.worker), str(ask), str(answer), str(ready_w),
+                                 repr(supervisor.limit_s())], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                 stderr=err, env=env, pass_fds=(ready_w,))
         os.close(ready_w)
         return {"dtype": dtype, "proc": proc, "answer": answer, "err": err, "ready": ready_r}
@@ -163,7 +164,7 @@ def write_section(section: TimingSection, path: str) -> None:
 
 
 def run_timing(plan, step, copy_gbs: float = 0.0) -> TimingSection:
-    """Every (dtype, shape, mode) case of the plan (compare.running.plan.Plan), timed on the GPU in this process
+    """Every (dtype, shape, mode) case of the plan (compare.comparison.plan.Plan), timed on the GPU in this process
     (`copy_gbs`: the copy bandwidth measured already, 0 to measure it here)."""
     import torch
     from compare.checks import audit, timing

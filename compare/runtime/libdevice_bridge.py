@@ -88,7 +88,7 @@ def _numpy(name: str, op, arity: int):
 def _missing(name: str):
     def bridge(*args, **kwargs):
         raise NoBridge(f"libdevice.{name} has no bridge to Triton's CPU interpreter in kernel-ab (it bridges "
-                       f"{len(BRIDGED)} common functions: compare/running/libdevice_bridge.py); run this kernel on a GPU, "
+                       f"{len(BRIDGED)} common functions: compare/runtime/libdevice_bridge.py); run this kernel on a GPU, "
                        "or write it with tl.* math")
     return bridge
 

@@ -1,14 +1,13 @@
-"""A comparison spread over worker processes (`--jobs N`) or a Dask cluster (`--scheduler ADDRESS`):
-its cases run as tasks (compare/running/tasks.py) and merge into the one report a single process makes (the
+"""A comparison distributed over worker processes (`--jobs N`) or a Dask cluster (`--scheduler ADDRESS`):
+its cases run as tasks (compare/processes/tasks.py) and merge into the one report a single process makes (the
 same report whatever ran where, timings aside; each timing case says on which GPU it ran). A variant
 that ends or hangs a worker is reported as failed and the comparison runs again without it, as the
-supervisor does in one process (compare/running/supervision.py)."""
+supervisor does in one process (compare/processes/supervision.py)."""
 from __future__ import annotations
 
 import dataclasses
-import sys
 
-from compare.running import tasks as tasks_mod
+from compare.processes import tasks as tasks_mod
 from compare.model.results import IRSection, NumericsCase, TimingCase, TimingSection, decode
 
 _MAX_RERUNS = 8
@@ -26,8 +25,8 @@ class TaskFailed(RuntimeError):
     """A task failed outside any variant (a bug, a worker that cannot run it): the run ends, one line."""
 
 
-class Spread:
-    """Starts a comparison's tasks on an executor (compare.running.executors, compare.running.dask_executor)."""
+class Distribution:
+    """Starts a comparison's tasks on an executor (compare.processes.executors, compare.processes.dask_executor)."""
 
     def __init__(self, executor):
         self.executor = executor
@@ -80,7 +79,7 @@ class Started:
 
     def ir(self) -> tuple:
         """The IR sections: the one IR task's, or made here from what each variant's task compiled."""
-        from compare.running import pipeline
+        from compare.comparison import pipeline
         ir_tasks = [t for t in self.tasks if t.kind == "ir"]
         if ir_tasks and not ir_tasks[0].case:
             found = self._answer(ir_tasks[0])
@@ -116,7 +115,7 @@ class Started:
 
 class TaskProgress:
     """Each task's end advances the progress by one (its total: count_steps) and is said; the progress line
-    gives the time so far and the time left at the pace so far (compare/running/progress.py)."""
+    gives the time so far and the time left at the pace so far (compare/runtime/progress.py)."""
 
     def __init__(self, total: int, step):
         import threading
@@ -133,30 +132,29 @@ class TaskProgress:
 
 
 def count_steps(plan, backend) -> int:
-    """The progress units of a spread run: one per task, and the IR's summary made where the run started."""
+    """The progress units of a distributed run: one per task, and the IR's summary made where the run started."""
     return len(tasks_mod.plan_tasks(plan, backend)) + ("ir" in plan.checks)
 
 
-def compare(plan, backend, step, failed, spread: Spread):
-    """pipeline.execute through `spread`, again without each variant that ended or hung a worker."""
-    from compare.running import pipeline
+def compare(plan, backend, step, failed, distribution: Distribution):
+    """pipeline.execute through `distribution`, again without each variant that ended or hung a worker."""
+    from compare.comparison import pipeline
+    from compare.processes.supervision import without_culprit
     crashed: list[tuple[str, str]] = []
     kinds: dict[str, str] = {}
     no_timing = ""
     asked, asked_failed = plan, failed
     for _ in range(_MAX_RERUNS):
         try:
-            return pipeline.execute(plan, backend, step, failed=failed, spread=spread)
+            return pipeline.execute(plan, backend, step, failed=failed, distributed=distribution)
         except VariantCrashed as exc:
-            spread.executor.cancel()
-            if len(exc.names) == 1:
-                reason = f"{exc.why} while running {exc.what}"
-                print(f"kernel-ab: variant {exc.names[0]} {reason}; running again without it", file=sys.stderr)
-                crashed.append((exc.names[0], reason))
-                kinds[exc.names[0]] = exc.kind
+            distribution.executor.cancel()
+            culprit, left_out = without_culprit(exc.names, exc.why, exc.what)
+            if culprit:
+                crashed.append(culprit)
+                kinds[culprit[0]] = exc.kind
             else:
-                no_timing = f"the process {exc.why} while timing {exc.what} ({', '.join(exc.names)}); left out"
-                print(f"kernel-ab: {no_timing}; running again without timing", file=sys.stderr)
+                no_timing = left_out
             plan, failed = pipeline.without_crashed(asked, asked_failed, crashed, no_timing, kinds)
     raise TaskFailed("too many variants ended their worker processes")
 

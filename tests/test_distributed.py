@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import main
-from compare.running.executors import LocalExecutor
-from compare.running.tasks import Task
+from compare.processes.executors import LocalExecutor
+from compare.processes.tasks import Task
 from tests.extras import need
 from tests.test_supervisor import SEGFAULTING
 
@@ -137,7 +137,7 @@ def test_timing_cases_merge_in_plan_order_each_saying_its_gpu():
     from types import SimpleNamespace
 
     from compare.model.results import TimingCase, to_dict
-    from compare.running.spread import Started
+    from compare.processes.distributed import Started
 
     def answer(dtype, gpu):
         case = TimingCase("S", "forward", False, 1.0, (), (), dtype=dtype, ran_on=f"H200 GPU-{gpu}, copy 4000 GB/s")
@@ -188,7 +188,7 @@ def test_every_way_out_of_a_variant_in_a_worker_is_its_result(tmp_path, capfd):
 def test_variant_sources_are_shipped_and_load_from_where_they_are_unpacked(tmp_path):
     import subprocess
 
-    from compare.running import shipping
+    from compare.processes import shipping
     from variants.spec import parse
     repo = tmp_path / "repo"
     (repo / "pkg").mkdir(parents=True)

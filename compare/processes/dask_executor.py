@@ -17,14 +17,14 @@ def run_task(task_json: str, sources: dict | None, *after) -> dict:
     """In a Dask worker: run one task; `after` are the tasks it waits for (their results are unused)."""
     from distributed import get_worker
 
-    from compare.running.task_runner import Runner
-    from compare.running.tasks import Task
+    from compare.processes.task_runner import Runner
+    from compare.processes.tasks import Task
     worker = get_worker()
     task = Task.from_json(task_json)
     worker.log_event(TOPIC, {"key": str(worker.get_current_task()), "task": task.key, "worker": worker.address})
     if sources is not None:
         import dataclasses
-        from compare.running import shipping
+        from compare.processes import shipping
         task = dataclasses.replace(task, request=shipping.unpacked(sources, sources["request"]))
     if threading.get_ident() not in _RUNNERS:
         if not _RUNNERS:
@@ -47,7 +47,7 @@ def _entry():
 
 def _close() -> None:
     """At the Dask worker's exit: its task worker processes end, their files and the shipped trees go."""
-    from compare.running import shipping
+    from compare.processes import shipping
     for runner in _RUNNERS.values():
         runner.close()
     shipping.remove()
@@ -62,7 +62,7 @@ class DaskExecutor:
         self._cases: list = []
         self._futures: list = []
         from distributed import Client
-        from compare.running.usage import UsageError
+        from compare.model.errors import UsageError
         try:
             self.client = Client(address, timeout=30 if connect else 5)
         except (OSError, TimeoutError, ValueError) as exc:
@@ -76,7 +76,7 @@ class DaskExecutor:
     def _shipped(self, request_text: str):
         if request_text not in self._sources:
             import json
-            from compare.running import shipping
+            from compare.processes import shipping
             if not json.loads(request_text)["external"]:
                 self._sources[request_text] = None
             else:

@@ -45,10 +45,10 @@ def configure(requested: str = "auto") -> Backend:
         import triton
         if bool(triton.knobs.runtime.interpret) != interpret:
             raise BackendError("triton was imported before the backend was chosen, in the other mode; "
-                               "call compare.running.backend.configure() first")
+                               "call compare.runtime.backend.configure() first")
     if interpret:
         os.environ["TRITON_INTERPRET"] = "1"
-        from compare.running import libdevice_bridge
+        from compare.runtime import libdevice_bridge
         libdevice_bridge.install()   # kernels calling libdevice math run on the interpreter too
         note = ("no GPU: Triton kernels ran through Triton's CPU interpreter (numpy), not compiled code; "
                 "numerics there are the interpreter's, timing is skipped")

@@ -1,5 +1,5 @@
 """What the headline and the IR section say about two variants' loops, from their matches
-(compare.checks.ir.loopmatch), each claim followed by the stages it holds in. Pairs are claimed only of
+(compare.model.loopmatch), each claim followed by the stages it holds in. Pairs are claimed only of
 matched loops (carried pointers that changed; the op deltas of the innermost ones, where the time
 goes); a loop added, removed or without a confident match is listed with the pointers it carries.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import collections
 
-from compare.checks.ir.loopmatch import stage_matches, stage_of
+from compare.model.loopmatch import stage_matches, stage_of
 from compare.model.results import IRLoop, IRSection, IRStage, IRVariant
 
 STAGE = {"ttir": "TTIR", "ttgir": "TTGIR", "llir": "LLIR", "ptx": "PTX", "sass": "SASS"}

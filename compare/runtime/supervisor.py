@@ -1,4 +1,4 @@
-"""Variant isolation, the child's side (the supervisor's: compare/running/supervision.py): whatever a variant does
+"""Variant isolation, the child's side (the supervisor's: compare/processes/supervision.py): whatever a variant does
 to its process is that variant's result, and the rest of the report still comes out. Around every launch
 the child writes which variants run, since when and for how long at most (`running`); a deliberate end
 writes `done`. A death, hang or `POISONED_EXIT` makes the supervisor name the variant and run again
@@ -18,7 +18,7 @@ EXCLUDED_ENV = "KERNEL_AB_EXCLUDED"      # set in the child: [[variant, reason],
 NO_TIMING_ENV = "KERNEL_AB_NO_TIMING"    # set in the child: why timing is left out
 ISOLATE_ENV = "KERNEL_AB_ISOLATE"        # "0": run in one process (no supervisor)
 POISONED_EXIT = 75                       # the child's exit code after a fatal device error (or a tampered process)
-TAMPER = "tamper"   # a record's failure kind: the variant changed process-wide state (compare.running.process_guard)
+TAMPER = "tamper"   # a record's failure kind: the variant changed process-wide state (compare.runtime.process_guard)
 DEFAULT_LIMIT_S = 300.0                  # --variant-timeout: one launch (a variant's case) at most this long
 GRACE_S = 10.0                           # after passing a signal on, the child's time to unwind
 _FATAL_DEVICE_ERRORS = ("illegal memory access", "illegal address", "unspecified launch failure",
@@ -174,17 +174,14 @@ def _write(record: dict) -> None:
 
 
 def set_limit(seconds: float) -> None:
-    """--variant-timeout for this run (and, through the environment, for the processes it starts)."""
+    """--variant-timeout for this process; a process it starts is handed the limit as an argument (a timing
+    worker's command line, a task's field), never through the environment."""
     _LIMIT[:] = [float(seconds)]
-    os.environ["KERNEL_AB_VARIANT_TIMEOUT"] = repr(seconds)
 
 
 def limit_s() -> float:
-    """The time limit of one launch in this run (--variant-timeout: `set_limit`, else as the environment
-    said when first asked)."""
-    if not _LIMIT:
-        _LIMIT.append(float(os.environ.get("KERNEL_AB_VARIANT_TIMEOUT") or DEFAULT_LIMIT_S))
-    return _LIMIT[0]
+    """The time limit of one launch in this process (--variant-timeout: `set_limit`, else the default)."""
+    return _LIMIT[0] if _LIMIT else DEFAULT_LIMIT_S
 
 
 def _child_pids() -> set[int]:
@@ -238,9 +235,9 @@ def _escaped(pids: set[int]) -> list[str]:
 
 
 def snapshot():
-    """The process-wide state before a launch of variant code (compare.running.process_guard; None while
+    """The process-wide state before a launch of variant code (compare.runtime.process_guard; None while
     no guard is on), for `check` after it."""
-    from compare.running import process_guard
+    from compare.runtime import process_guard
     _channel()   # taken out of os.environ before the snapshot: that is kernel-ab's own change
     guard = process_guard.active()
     return (guard, guard.take()) if guard is not None else None
@@ -258,7 +255,7 @@ def check(before, names, what: str, more: list[str] = ()) -> None:
 def running(names: tuple[str, ...] | list[str], what: str, launches: int = 1, extra_s: float = 0.0):
     """Say, for a supervisor, that `names` (usually one variant) run `what` for the length of the block,
     allowed `launches` times the launch limit and `extra_s` more; note threads and processes it leaves.
-    What the block changed in the process's shared state (compare.running.process_guard) is put back and
+    What the block changed in the process's shared state (compare.runtime.process_guard) is put back and
     ends the process as poisoned (`tampered`): the supervisor runs again without the variant."""
     before = snapshot()
     _NOW.update(what=what, names=tuple(names))

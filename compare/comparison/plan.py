@@ -1,7 +1,7 @@
 """A comparison asked for, resolved once into an immutable Plan that every stage reads.
 
-`from_args` turns the command line into a Request and its Options: every default lives in these records
-(and TimingConfig), every value is checked there, before any work. `build` resolves a Request against
+compare.command_line.arguments turns the command line into a Request and its Options: every default lives
+in these records (and TimingConfig). `build` resolves a Request against
 the registry once (family, variants, preset, dtypes, input kinds, passes, the timed modes); numerics,
 timing, IR, rendering and gates read the Plan and resolve nothing again."""
 from __future__ import annotations
@@ -9,20 +9,14 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Optional
 
-from compare.running import usage
-from compare.model import vocabulary
 from compare.checks.timing_config import TimingConfig
-from compare.running.usage import UsageError
+from compare.model.errors import UsageError
 from compare.model.vocabulary import CHECKS, STAGES
 
-if TYPE_CHECKING:   # the families import torch: imported once the backend is chosen (compare.running.backend)
+if TYPE_CHECKING:   # the families import torch: imported once the backend is chosen (compare.runtime.backend)
     import torch
 
     from variants import Family, Preset, Registry, Variant
-
-COMMAND_CHECKS = {"ir": ("ir",)}     # a subcommand that runs one check; `compare` runs the --check ones
-COMMAND_TRIALS = {"ir": 1}           # the IR compiles one shape: more trials would change nothing
-
 
 @dataclasses.dataclass(frozen=True)
 class Request:
@@ -45,7 +39,7 @@ class Request:
     external: tuple[str, ...] = ()   # --variant specs: NAME=PATH::FUNCTION or NAME=git:REV:PATH::FUNCTION
     repo: str = "."                  # the git repository of git: specs
     family: str | None = None        # the family compared (None: the named variants', else the default one)
-    left_out: tuple[str, ...] = ()   # checks left out by a supervisor, each with its reason (compare.running.supervisor)
+    left_out: tuple[str, ...] = ()   # checks left out by a supervisor, each with its reason (compare.runtime.supervisor)
     loaded_specs: tuple[str, ...] = ()   # the --variant specs `loaded` loaded (a timing process loads them again)
 
 
@@ -114,64 +108,6 @@ class Plan:
                                    left_out=self.left_out + (f"timing: {why}",))
 
 
-def _filled(args, name: str, default):
-    value = getattr(args, name, None)
-    return default if value is None else value
-
-
-def from_args(args) -> tuple[Request, Options]:
-    """The Request and Options of a `compare` or `ir` command line; UsageError (one line) for a bad value."""
-    d, t, o = Request(), TimingConfig(), Options()
-    command = args.command
-    checks = tuple(_filled(args, "checks", COMMAND_CHECKS.get(command, d.checks)))
-    trials = _filled(args, "trials", COMMAND_TRIALS.get(command, d.trials))
-    seed, rounds, calls = _filled(args, "seed", d.seed), _filled(args, "rounds", t.rounds), _filled(args, "calls", t.calls_per_round)
-    max_seconds, noise = _filled(args, "max_seconds", t.max_seconds), _filled(args, "noise", t.noise)
-    modes_text = getattr(args, "modes", None)
-    options = Options(device=_filled(args, "device", o.device),
-                      variant_timeout=_filled(args, "variant_timeout", o.variant_timeout),
-                      fail_on_numerics=args.fail_on_numerics, fail_if_slower=args.fail_if_slower,
-                      accept_unjudged=args.accept_unjudged, json=args.json, markdown=args.markdown, out=args.out,
-                      force=args.force, quiet=args.quiet, verbose=args.verbose or command == "ir")
-    repo, dtype, target = _filled(args, "repo", d.repo), _filled(args, "dtype", d.dtype), _filled(args, "target", d.target)
-    if args.eps is not None and not args.shape:
-        raise UsageError("--eps applies to --shape only (a preset's shapes carry their own eps)")
-    usage.not_blank("--preset", args.preset, "a preset's name (`list` shows them)")
-    usage.not_blank("--repo", repo, "a git repository's folder")
-    usage.finite("--eps", args.eps, strict=True)
-    usage.comma_list("--dtype", dtype)
-    usage.comma_list("--inputs", getattr(args, "inputs", None))
-    usage.comma_list("--modes", modes_text)
-    usage.at_least("--trials", trials, 1, usage.TRIALS_MAX)
-    usage.at_least("--seed", seed, 0, usage.SEED_MAX)
-    usage.at_least("--rounds", rounds, 2, usage.ROUNDS_MAX)
-    usage.at_least("--calls", calls, 1, usage.CALLS_MAX)
-    usage.finite("--max-seconds", max_seconds, strict=True)
-    usage.finite("--variant-timeout", options.variant_timeout, strict=True)
-    usage.finite("--noise", noise)
-    usage.finite("--fail-if-slower", options.fail_if_slower, what="a percentage")
-    from compare.checks import ir   # the IR's flags are checked even when the IR is not among the checks
-    try:
-        ir.capability(target)
-        ir.check_stages(args.stages or ())
-    except ValueError as exc:
-        raise UsageError(f"--target/--stage: {exc}") from None
-    modes = tuple(m.strip() for m in (modes_text or "").split(",") if m.strip())
-    usage.outputs(options.json, options.markdown, options.out, force=options.force,
-                  modes=(modes or vocabulary.MODES) if "timing" in checks else ())
-    try:
-        timing = TimingConfig(modes=modes, rounds=rounds, min_rounds=min(t.min_rounds, rounds), calls_per_round=calls,
-                              max_seconds=max_seconds, noise=noise, graph=_filled(args, "graph", t.graph), seed=seed)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    request = Request(variants=tuple(args.variants), preset=args.preset, shape=args.shape,
-                      eps=d.eps if args.eps is None else args.eps, dtype=dtype, checks=checks, trials=trials,
-                      seed=seed, timing=timing, target=target, stages=tuple(args.stages or ()), full=args.full,
-                      external=tuple(args.external or ()), repo=repo, family=args.family,
-                      inputs=getattr(args, "inputs", None))
-    return request, options
-
-
 def build(request: Request, registry: Registry, options: Options = Options()) -> Plan:
     """The plan of `request`, or UsageError naming what is known (variants, presets, dtypes, kinds, checks)."""
     from variants import UnknownName   # the families (torch) are imported once the backend is chosen
@@ -230,10 +166,10 @@ def _optional_bool(value) -> Optional[bool]:
 
 
 def _modes(family, chosen, asked: tuple[str, ...], checks) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The passes to time and the lines of those left out (compare.running.timing_run.plan_modes), when timed."""
+    """The passes to time and the lines of those left out (compare.comparison.timing_run.plan_modes), when timed."""
     if "timing" not in checks:
         return asked, ()
-    from compare.running.timing_run import plan_modes
+    from compare.comparison.timing_run import plan_modes
     return plan_modes(family, chosen, asked)
 
 

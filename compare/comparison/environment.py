@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from compare.running.backend import Backend
+from compare.runtime.backend import Backend
 from compare.model.results import Environment
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -23,7 +23,7 @@ def git_state(path: Path = PROJECT_ROOT) -> tuple[str, bool]:
     if commit:
         return commit, os.environ.get("KERNEL_AB_GIT_DIRTY") == "1"
     if (path / "COMMIT").is_file():   # an installed wheel: the commit it was built from (setup.py), never the
-        from compare.running.version import commit as built   # commit of a repository the venv lies in
+        from compare.runtime.version import commit as built   # commit of a repository the venv lies in
         return built(path, full=True), False
     try:
         head = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True,

@@ -9,7 +9,7 @@ import concurrent.futures
 import os
 import threading
 
-from compare.running.task_runner import Runner
+from compare.processes.task_runner import Runner
 
 _RETRIES = 2
 

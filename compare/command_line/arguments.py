@@ -1,0 +1,70 @@
+"""The command line of `compare` and `ir` read into a Request and its Options (compare.comparison.plan):
+every value is checked here, before any work; a bad one is a UsageError of one line."""
+from __future__ import annotations
+
+from compare.checks.timing_config import TimingConfig
+from compare.command_line import usage
+from compare.comparison.plan import Options, Request
+from compare.model.errors import UsageError
+
+COMMAND_CHECKS = {"ir": ("ir",)}     # a subcommand that runs one check; `compare` runs the --check ones
+COMMAND_TRIALS = {"ir": 1}           # the IR compiles one shape: more trials would change nothing
+
+
+def _filled(args, name: str, default):
+    value = getattr(args, name, None)
+    return default if value is None else value
+
+
+def from_args(args) -> tuple[Request, Options]:
+    """The Request and Options of a `compare` or `ir` command line; UsageError (one line) for a bad value."""
+    d, t, o = Request(), TimingConfig(), Options()
+    command = args.command
+    checks = tuple(_filled(args, "checks", COMMAND_CHECKS.get(command, d.checks)))
+    trials = _filled(args, "trials", COMMAND_TRIALS.get(command, d.trials))
+    seed, rounds, calls = _filled(args, "seed", d.seed), _filled(args, "rounds", t.rounds), _filled(args, "calls", t.calls_per_round)
+    max_seconds, noise = _filled(args, "max_seconds", t.max_seconds), _filled(args, "noise", t.noise)
+    modes_text = getattr(args, "modes", None)
+    options = Options(device=_filled(args, "device", o.device),
+                      variant_timeout=_filled(args, "variant_timeout", o.variant_timeout),
+                      fail_on_numerics=args.fail_on_numerics, fail_if_slower=args.fail_if_slower,
+                      accept_unjudged=args.accept_unjudged, json=args.json, markdown=args.markdown, out=args.out,
+                      force=args.force, quiet=args.quiet, verbose=args.verbose or command == "ir")
+    repo, dtype, target = _filled(args, "repo", d.repo), _filled(args, "dtype", d.dtype), _filled(args, "target", d.target)
+    if args.eps is not None and not args.shape:
+        raise UsageError("--eps applies to --shape only (a preset's shapes carry their own eps)")
+    usage.not_blank("--preset", args.preset, "a preset's name (`list` shows them)")
+    usage.not_blank("--repo", repo, "a git repository's folder")
+    usage.finite("--eps", args.eps, strict=True)
+    usage.comma_list("--dtype", dtype)
+    usage.comma_list("--inputs", getattr(args, "inputs", None))
+    usage.comma_list("--modes", modes_text)
+    usage.at_least("--trials", trials, 1, usage.TRIALS_MAX)
+    usage.at_least("--seed", seed, 0, usage.SEED_MAX)
+    usage.at_least("--rounds", rounds, 2, usage.ROUNDS_MAX)
+    usage.at_least("--calls", calls, 1, usage.CALLS_MAX)
+    usage.finite("--max-seconds", max_seconds, strict=True)
+    usage.finite("--variant-timeout", options.variant_timeout, strict=True)
+    usage.finite("--noise", noise)
+    usage.finite("--fail-if-slower", options.fail_if_slower, what="a percentage")
+    from compare.checks import ir   # the IR's flags are checked even when the IR is not among the checks
+    try:
+        ir.capability(target)
+        ir.check_stages(args.stages or ())
+    except ValueError as exc:
+        raise UsageError(f"--target/--stage: {exc}") from None
+    modes = tuple(m.strip() for m in (modes_text or "").split(",") if m.strip())
+    from variants.variant import MODES   # the family protocol's passes (the families import torch)
+    usage.outputs(options.json, options.markdown, options.out, force=options.force,
+                  modes=(modes or MODES) if "timing" in checks else ())
+    try:
+        timing = TimingConfig(modes=modes, rounds=rounds, min_rounds=min(t.min_rounds, rounds), calls_per_round=calls,
+                              max_seconds=max_seconds, noise=noise, graph=_filled(args, "graph", t.graph), seed=seed)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    request = Request(variants=tuple(args.variants), preset=args.preset, shape=args.shape,
+                      eps=d.eps if args.eps is None else args.eps, dtype=dtype, checks=checks, trials=trials,
+                      seed=seed, timing=timing, target=target, stages=tuple(args.stages or ()), full=args.full,
+                      external=tuple(args.external or ()), repo=repo, family=args.family,
+                      inputs=getattr(args, "inputs", None))
+    return request, options

@@ -1,1 +1,0 @@
-"""Running a comparison: the plan, the supervised child, sealing, workers."""
