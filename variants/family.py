@@ -78,6 +78,9 @@ class Family(abc.ABC):
     default_pair: tuple[str, str] = ("", "")
     outputs: tuple[str | Output, ...] = ()   # names after __init__; the declarations in `output_decls`
     operands: tuple[Operand, ...] = ()
+    # what the backward reads besides the upstream gradients, by name: operands and saved forward outputs
+    # (bytes_moved counts them; (): every operand)
+    backward_reads: tuple[str, ...] = ()
     shape_help: str = ""          # the --shape form, e.g. "ROWS,COLS (e.g. 4096,1024)"
 
     # ---------------------------------------------------------------- defaults
