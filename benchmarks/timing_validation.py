@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import os
 import json
 import sys
@@ -124,7 +125,7 @@ def aa_only(args, backend, reg) -> int:
 def planted(repeats: int, fraction: float, registry) -> tuple[list[dict], str]:
     """explicit_offset against itself plus one copy of `fraction` of x, on the 512-channel shape."""
     import torch
-    from compare.checks import timing
+    from compare.checks import harness, timing
     from variants.group_norm import FAMILY, PRESETS
     base = registry.get("explicit_offset")
     shape = PRESETS["seed512"].shapes[0]
@@ -141,7 +142,8 @@ def planted(repeats: int, fraction: float, registry) -> tuple[list[dict], str]:
     copy_gbs = timing.copy_bandwidth_gbs()
     cases = []
     for i in range(repeats):
-        calls, control = timing.case_calls(FAMILY.bench_call, [base, slow], inputs, shape, "forward", config.placements)
+        calls, control = timing.case_calls(functools.partial(harness.bench_call, FAMILY), [base, slow], inputs, shape,
+                                           "forward", config.placements)
         cases.append(timing.time_case(calls, FAMILY.bytes_moved(shape, torch.float32, "forward"), copy_gbs,
                                       shape.label, "forward", dataclasses.replace(config, seed=i), control=control))
     return rows_of(cases, config.noise), shape.label

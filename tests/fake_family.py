@@ -6,7 +6,7 @@ import triton.language as tl
 
 from variants.baselines import torch_variants
 from variants.family import Family
-from variants.inputs import INPUT_KINDS, draw
+from variants.inputs import INPUT_KINDS, affine_operands
 from variants.rows import RowShape, parse_shape
 
 
@@ -42,15 +42,13 @@ class Scale(Family):
     forward_params = ("Y_ptr", "X_ptr", "W_ptr", "n_cols", "BLOCK")
     backward_params = ("DX_ptr", "DW_ptr", "DY_ptr", "X_ptr", "W_ptr", "n_cols", "BLOCK")
     input_kinds = {k: INPUT_KINDS[k] for k in ("normal", "all_equal")}   # it refuses the others
+    operands = affine_operands(lambda s: (s.cols,), 0.5, None)   # x, W = 1 + 0.5 randn per column; dy drawn after
 
     def parse_shape(self, text, eps=1e-6):
         return parse_shape(text, eps)
 
     def shape_from_dict(self, d):
         return RowShape(**d)
-
-    def make_inputs(self, shape, dtype, device, seed, kind="normal"):
-        return draw(self, shape, dtype, device, seed, kind, shape.cols, 0.5, None)
 
     def op_arguments(self, inputs, shape):
         return {"X": inputs.x, "W": inputs.weight}

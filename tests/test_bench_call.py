@@ -1,10 +1,11 @@
 """The family's bench calls for timing: one shared placement of buffers per case, and the `timed_code`
 key that tells the comparison when two variants time the same compiled code (CPU interpreter)."""
 import dataclasses
+import functools
 
 import torch
 
-from compare.checks import timing
+from compare.checks import harness, timing
 from compare.runtime.backend import configure
 from variants import registry
 from variants.group_norm import FAMILY, Shape
@@ -16,16 +17,17 @@ SHAPE = Shape(2, 8, 2, (16,))
 def _calls(mode, names=("pointer_mutation", "explicit_offset"), placements=2):
     reg = registry()
     inputs = FAMILY.make_inputs(SHAPE, torch.float32, BACKEND.device, 0)
-    return timing.case_calls(FAMILY.bench_call, [reg.get(n) for n in names], inputs, SHAPE, mode, placements)
+    return timing.case_calls(functools.partial(harness.bench_call, FAMILY), [reg.get(n) for n in names], inputs, SHAPE,
+                             mode, placements)
 
 
 def test_variants_of_a_case_write_into_one_shared_placement():
     reg = registry()
     inputs = FAMILY.make_inputs(SHAPE, torch.float32, BACKEND.device, 0)
     buffers = {}
-    first = FAMILY.bench_call(reg.get("pointer_mutation"), inputs, SHAPE, "backward", buffers=buffers)
+    first = harness.bench_call(FAMILY, reg.get("pointer_mutation"), inputs, SHAPE, "backward", buffers=buffers)
     y, dx = buffers["outputs"]["y"], buffers["grads"]["dx"]
-    second = FAMILY.bench_call(reg.get("explicit_offset"), inputs, SHAPE, "backward", buffers=buffers)
+    second = harness.bench_call(FAMILY, reg.get("explicit_offset"), inputs, SHAPE, "backward", buffers=buffers)
     assert buffers["outputs"]["y"] is y and buffers["grads"]["dx"] is dx
     dx.fill_(float("nan"))
     second()
@@ -61,9 +63,9 @@ def test_a_run_wrapping_the_same_kernel_in_more_work_is_not_identical_code():
     planted = dataclasses.replace(base, name="planted", run=slower)
     inputs = FAMILY.make_inputs(SHAPE, torch.float32, BACKEND.device, 0)
     for mode in ("forward", "full"):
-        a, b = (FAMILY.bench_call(v, inputs, SHAPE, mode) for v in (base, planted))
+        a, b = (harness.bench_call(FAMILY, v, inputs, SHAPE, mode) for v in (base, planted))
         assert a.timed_code != b.timed_code, mode
-    a, b = (FAMILY.bench_call(v, inputs, SHAPE, "backward") for v in (base, planted))
+    a, b = (harness.bench_call(FAMILY, v, inputs, SHAPE, "backward") for v in (base, planted))
     assert a.timed_code == b.timed_code   # the backward pass runs the one shared backward kernel alone
 
 
@@ -93,7 +95,7 @@ def test_variants_sharing_the_familys_forward_time_identical_code_and_their_own_
     shape = family.parse_shape("8,40").shapes[0]
     inputs = family.make_inputs(shape, torch.float32, BACKEND.device, 0)
     names = ("bwd_pointer_mutation", "bwd_explicit_offset", "bwd_atomic")
-    codes = {mode: [family.bench_call(reg.get(n, "layer_norm"), inputs, shape, mode).timed_code for n in names]
+    codes = {mode: [harness.bench_call(family, reg.get(n, "layer_norm"), inputs, shape, mode).timed_code for n in names]
              for mode in ("forward", "backward", "full")}
     assert len(set(codes["forward"])) == 1
     assert len(set(codes["backward"])) == 3 and len(set(codes["full"])) == 3
@@ -108,7 +110,8 @@ def test_a_variant_under_other_names_resolves_by_each_name_and_times_the_same_co
     assert renamed.get("a1").run is reg.get("single_read_coop").run
     assert not reg.has("a1")   # the registry it was given is left as it was
     inputs = FAMILY.make_inputs(SHAPE, torch.float32, BACKEND.device, 0)
-    calls, _ = timing.case_calls(FAMILY.bench_call, [renamed.get(n) for n in ("a1", "a2", "pointer_mutation")],
+    calls, _ = timing.case_calls(functools.partial(harness.bench_call, FAMILY),
+                                 [renamed.get(n) for n in ("a1", "a2", "pointer_mutation")],
                                  inputs, SHAPE, "forward")
     assert timing._same_code(calls["a1"][0], calls["a2"][0])
     assert not timing._same_code(calls["a1"][0], calls["pointer_mutation"][0])

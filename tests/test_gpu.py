@@ -4,7 +4,7 @@ import dataclasses
 import pytest
 import torch
 
-from compare.checks import numerics, timing
+from compare.checks import harness, numerics, timing
 from compare.runtime.backend import configure
 from variants import registry
 from variants.group_norm import FAMILY, Shape
@@ -27,7 +27,8 @@ def test_timing_keeps_every_sample_and_compares_with_the_baseline():
     reg = registry()
     shape = Shape(8, 64, 16, (512,))
     inputs = FAMILY.make_inputs(shape, torch.float32, "cuda", 0)
-    calls = {n: FAMILY.bench_call(reg.get(n), inputs, shape, "forward") for n in ("pointer_mutation", "explicit_offset")}
+    calls = {n: harness.bench_call(FAMILY, reg.get(n), inputs, shape, "forward")
+             for n in ("pointer_mutation", "explicit_offset")}
     config = timing.TimingConfig(rounds=12, min_rounds=12, calls_per_round=3, max_seconds=2, warmup_ms=5)
     case = timing.time_case(calls, FAMILY.bytes_moved(shape, torch.float32, "forward"), 4000.0, shape.label,
                             "forward", config)
@@ -46,7 +47,8 @@ def test_a_crashing_variant_is_reported_and_the_rest_timed():
 
     def boom():
         raise RuntimeError("planted crash")
-    calls = {"explicit_offset": FAMILY.bench_call(reg.get("explicit_offset"), inputs, shape, "forward"), "boom": boom}
+    calls = {"explicit_offset": harness.bench_call(FAMILY, reg.get("explicit_offset"), inputs, shape, "forward"),
+             "boom": boom}
     case = timing.time_case(calls, 1, 1.0, shape.label, "forward",
                             timing.TimingConfig(rounds=3, min_rounds=3, calls_per_round=1, warmup_ms=1))
     assert [v.status for v in case.variants] == ["ok", "error"]
@@ -58,7 +60,7 @@ def test_a_variant_not_for_the_shape_is_not_run_and_says_why_and_the_rest_are_ti
     reg = registry()
     shape = Shape(2, 8, 2, (64,))   # 256 elements a group: one program holds it, nothing to read again
     inputs = FAMILY.make_inputs(shape, torch.float32, "cuda", 0)
-    calls = {n: FAMILY.bench_call(reg.get(n), inputs, shape, "forward")
+    calls = {n: harness.bench_call(FAMILY, reg.get(n), inputs, shape, "forward")
              for n in ("explicit_offset", "single_read_coop_reread")}
     case = timing.time_case(calls, 1, 1.0, shape.label, "forward",
                             timing.TimingConfig(rounds=3, min_rounds=3, calls_per_round=1, warmup_ms=1))
@@ -211,7 +213,7 @@ def test_single_read_coop_split_launches_of_other_row_counts_do_not_disturb_each
 def _backward_case(names, shape, dtype=torch.bfloat16, extra=None):
     reg = registry()
     inputs = FAMILY.make_inputs(shape, dtype, "cuda", 0)
-    calls = {n: FAMILY.bench_call(reg.get(n), inputs, shape, "backward") for n in names}
+    calls = {n: harness.bench_call(FAMILY, reg.get(n), inputs, shape, "backward") for n in names}
     calls.update(extra or {})
     return timing.time_case(calls, FAMILY.bytes_moved(shape, dtype, "backward"), 4000.0, shape.label, "backward",
                             timing.TimingConfig(rounds=3, min_rounds=3, calls_per_round=1, warmup_ms=1))

@@ -11,7 +11,7 @@ import torch
 from compare.checks import numerics
 from compare.runtime.backend import configure
 from variants import registry
-from variants.group_norm import FAMILY, Inputs, Shape, alloc_outputs
+from variants.group_norm import FAMILY, Shape, alloc_outputs, norm_operands
 
 BACKEND = configure("auto")
 REG = registry()
@@ -28,7 +28,7 @@ def _y_low_and_y32(dtype):
         pytest.skip("compiled code may reduce in another order per dtype; see the cast-store tests")
     v = REG.get("pointer_mutation")
     low = FAMILY.make_inputs(SHAPE, dtype, BACKEND.device, 0)
-    up = Inputs(low.x.float(), low.weight.float(), low.bias.float(), low.seed, low.kind)
+    up = norm_operands(low.x.float(), low.weight.float(), low.bias.float(), low.seed, low.kind)
     out_low = alloc_outputs(SHAPE, dtype, BACKEND.device)
     out_32 = alloc_outputs(SHAPE, torch.float32, BACKEND.device)
     v.run(low, out_low, SHAPE)

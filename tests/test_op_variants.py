@@ -13,6 +13,7 @@ import triton
 import triton.language as tl
 
 import main
+from compare.checks import harness
 from compare.runtime.backend import configure
 from compare.checks.ir.launches import LaunchRecorder
 from tests.op_package import make_repo
@@ -168,7 +169,7 @@ def test_the_op_passes_timing_calls_run_eagerly(repo):
         inputs = family.make_inputs(shape, torch.float32, BACKEND.device, 0)
         v = reg.get("op")
         for mode in ("forward", "backward", "full"):
-            fn = family.bench_call(v, inputs, shape, mode)
+            fn = harness.bench_call(family, v, inputs, shape, mode)
             assert fn.prefers_graph and callable(fn.capture_graph)
             with LaunchRecorder() as recorder:
                 fn()
@@ -187,8 +188,8 @@ def test_recorded_launches_carry_the_jits_specialization(repo):
         inputs = family.make_inputs(shape, torch.float32, BACKEND.device, 0)
         grads = family.alloc_grads(shape, torch.float32, BACKEND.device)
         with LaunchRecorder() as recorder:
-            family.run_backward(reg.get("op"), inputs, grads, shape)
-            family.run_backward(reg.get("op"), inputs, grads, shape)   # the same launches again: recorded once
+            harness.run_backward(family, reg.get("op"), inputs, grads, shape)
+            harness.run_backward(family, reg.get("op"), inputs, grads, shape)   # the same launches again: recorded once
     assert [launch.name for launch in recorder.launches] == ["gn_forward_kernel", "gn_backward_kernel"]
     spec = recorder.launches[0].specialization
     assert spec["signature"]["X_ptr"] == "*fp32" and spec["signature"]["Mean_ptr"] == "*fp32"

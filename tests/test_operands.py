@@ -9,7 +9,7 @@ from compare.runtime import sealing
 from compare.runtime.backend import configure
 from variants.baselines import torch_variants
 from variants.family import Family
-from variants.inputs import Inputs
+from variants.inputs import norm_operands
 from variants.operands import Operand, Output
 from variants.ops import op_variant
 from variants.rows import RowShape, parse_shape
@@ -104,8 +104,8 @@ def test_buffers_and_bytes_come_from_the_declarations():
     assert PICK.op_params == ("x", "t") and PICK.op_grads == {"dx": "x"}
 
 
-def test_the_record_reads_by_name_and_the_legacy_constructor_still_builds_one():
-    legacy = Inputs(torch.ones(2, 3), torch.ones(3), None, seed=4, kind="normal", dy=torch.zeros(2, 3))
+def test_the_record_reads_by_name_and_the_norm_families_hand_made_operands_build_one():
+    legacy = norm_operands(torch.ones(2, 3), torch.ones(3), None, seed=4, kind="normal", dy=torch.zeros(2, 3))
     assert legacy.weight.shape == (3,) and legacy.bias is None and legacy.dtype == torch.float32
     assert set(sealing.tensors(legacy)) == {"x", "weight", "dy"} and legacy.upstream == ("dy",)
     with pytest.raises(AttributeError, match="no operand 'w'"):

@@ -3,7 +3,8 @@ them, the element of a tuple result it names, and a call that cannot fit refused
 import pytest
 import torch
 
-from variants.ops import MappedOp, NoGradient, OpCallError, check_call, differentiable_result
+from variants.ops import MappedOp, check_call
+from variants.variant import NoGradient, OpCallError, differentiable_result
 from variants.spec import BadSpec, parse
 
 

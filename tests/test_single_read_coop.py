@@ -50,7 +50,7 @@ def test_an_all_equal_group_gives_exactly_the_bias_and_its_value_as_mean(path, v
     the range and among subnormals alike."""
     shape = gn.Shape(1, 2, 1, (96,))
     x = torch.full((1, 2, 96), value)
-    inputs = gn.Inputs(x, torch.tensor([1.5, -0.5]), torch.tensor([0.25, 2.0]), seed=0, kind="all_equal")
+    inputs = gn.norm_operands(x, torch.tensor([1.5, -0.5]), torch.tensor([0.25, 2.0]), seed=0, kind="all_equal")
     out = _run(coop, CONFIGS[path], inputs, shape)
     assert torch.equal(out["y"], inputs.bias.view(1, 2, 1).expand(1, 2, 96))
     assert float(out["mean"]) == float(torch.tensor(value))
@@ -223,7 +223,7 @@ def test_huge_values_of_both_signs_around_a_mean_of_0_give_it_exactly(tmp_path, 
     g = torch.Generator().manual_seed(0)
     half = torch.sign(torch.randn(1, 2, 512, generator=g)) * (TOP / 16) * (1 + torch.rand(1, 2, 512, generator=g))
     half[..., :8] = torch.tensor(first_8)
-    inputs = gn.Inputs(torch.cat([half, -half], dim=-1), torch.ones(2), torch.zeros(2), seed=0, kind="huge")
+    inputs = gn.norm_operands(torch.cat([half, -half], dim=-1), torch.ones(2), torch.zeros(2), seed=0, kind="huge")
     assert float(gn.FAMILY.reference(inputs, shape)["mean"].abs().max()) == 0.0
     assert float(_run(coop, None, inputs, shape)["mean"].abs().max()) == 0.0
     planted, _ = load_mutated_coop(tmp_path, "single_read_coop_old_centre", old, new, 1)

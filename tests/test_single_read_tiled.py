@@ -36,7 +36,7 @@ def test_a_group_of_one_huge_value_repeated_gives_exactly_the_bias(path):
     """var = 0 at the top of the range: the scaled rstd would overflow float32; y must still be B."""
     shape = gn.Shape(1, 2, 1, (96,))
     x = torch.full((1, 2, 96), 3.0e37)
-    inputs = gn.Inputs(x, torch.tensor([1.5, -0.5]), torch.tensor([0.25, 2.0]), seed=0, kind="huge")
+    inputs = gn.norm_operands(x, torch.tensor([1.5, -0.5]), torch.tensor([0.25, 2.0]), seed=0, kind="huge")
     out = _run(tiled, CONFIGS[path], inputs, shape)
     assert torch.equal(out["y"], inputs.bias.view(1, 2, 1).expand(1, 2, 96))
     assert float(out["rstd"]) == pytest.approx(1000.0, rel=1e-6)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import main
-from compare.checks import numerics
+from compare.checks import harness, numerics
 from compare.runtime.backend import configure
 from compare.checks.ir.compile import launcher_ref, recorded_launch
 from tests.planted import load_mutated
@@ -105,7 +105,7 @@ def test_the_documented_in_place_write_is_no_fault_and_other_writes_are(tmp_path
 
 def test_the_timed_in_place_backward_repeats_from_the_same_a_and_b():
     inputs, buffers = SW.make_inputs(SHAPE, torch.float32, "cpu", 3), {}
-    call = SW.bench_call(REG.get("rowwise", "swiglu"), inputs, SHAPE, "backward", buffers=buffers)
+    call = harness.bench_call(SW, REG.get("rowwise", "swiglu"), inputs, SHAPE, "backward", buffers=buffers)
     ref = SW.reference_backward(inputs, SHAPE)
     for _ in range(2):   # the second call reads a and b again, not the first call's gradients
         call()

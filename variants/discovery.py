@@ -14,8 +14,9 @@ import pkgutil
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from variants import Family, Registry, _collect, family_packages
-from variants import waiting
+import variants.waiting as waiting
+from variants.catalog import Registry, collect, family_packages
+from variants.family import Family
 from variants.isolation import isolated
 
 GROUP = "kernel_ab.families"
@@ -157,7 +158,7 @@ def _built_in() -> list[Found]:
         with _loading(f"family package variants/{package} ({BUILT_IN})"):
             family = _family_of(importlib.import_module(f"variants.{package}"), f"variants/{package}")
             if family is not None:
-                found.append(Found(family, _collect(family), BUILT_IN))
+                found.append(Found(family, collect(family), BUILT_IN))
     return found
 
 
@@ -182,7 +183,7 @@ def _imported(package: str, where: str, load_module=None) -> tuple:
     limit (variants/waiting.py): an import that blocks is one FamilyError line, never a hang."""
     def load():
         family = _family_of(load_module() if load_module else importlib.import_module(package), where)
-        return family, (_collect(family) if family is not None else {})
+        return family, (collect(family) if family is not None else {})
     seconds = waiting.limit(waiting.IMPORT_LIMIT_S)
     try:
         return waiting.within(seconds, load, f"the import of {where}")

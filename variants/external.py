@@ -20,13 +20,15 @@ import traceback
 from importlib.metadata import packages_distributions, version
 from pathlib import Path
 
-from variants import Family, Registry, UnknownName, Variant
+from variants.catalog import Registry
+from variants.family import Family, UnknownName
 from variants.git_tree import Tree, TreeError, materialize, needed_paths
 from variants.isolation import _package_root, import_isolated  # noqa: F401 (import_isolated re-exported)
-from variants.kernel_checks import BadSpec, _is_triton_kernel, compile_failures, kernel_role  # noqa: F401 (re-exported)
+from variants.kernel_checks import _is_triton_kernel, compile_failures, kernel_role  # noqa: F401 (re-exported)
 from variants.ops import op_variant
-from variants.spec import Spec, parse
+from variants.spec import BadSpec, Spec, parse  # noqa: F401 (BadSpec re-exported)
 from variants.torch_modules import import_read_submodules
+from variants.variant import Variant
 
 ERROR_LINES = 3          # lines of an import error kept in the report
 

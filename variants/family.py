@@ -1,6 +1,8 @@
 """The family protocol: what a kernel family gives kernel-ab, and what it may leave to the defaults.
 
 `compare/` knows no family by name: every shape, input, buffer, launch and legend comes through `Family`.
+A family states what it is (declarations, launchers, reference, presets); how a variant is run and timed
+is the checks' (compare/checks/harness.py). This module imports no family, no loading and no comparison code.
 The abstract members (a subclass that leaves one out cannot be instantiated) and the defaults are
 tabled in variants/README.md; docs/variants-and-families.md ("The family protocol") points there.
 """
@@ -17,7 +19,6 @@ from variants.inputs import DTYPES, INPUT_KINDS
 from variants.operands import Operand, Operands, Output, allocate, declared_bytes, draw_declared, settle
 from variants.variant import Variant
 
-from variants.variant import MODES  # noqa: E402,F401 (the passes; re-exported)
 # the most elements a shape's input may hold: the kernels index with 32-bit offsets (shapes refuse more
 # up front, before anything is allocated)
 MAX_ELEMENTS = 2**31 - 1
@@ -77,6 +78,9 @@ class Family(abc.ABC):
     default_pair: tuple[str, str] = ("", "")
     outputs: tuple[str | Output, ...] = ()   # names after __init__; the declarations in `output_decls`
     operands: tuple[Operand, ...] = ()
+    # what the backward reads besides the upstream gradients, by name: operands and saved forward outputs
+    # (bytes_moved counts them; (): every operand)
+    backward_reads: tuple[str, ...] = ()
     shape_help: str = ""          # the --shape form, e.g. "ROWS,COLS (e.g. 4096,1024)"
 
     # ---------------------------------------------------------------- defaults
@@ -217,33 +221,13 @@ class Family(abc.ABC):
         """The op as torch computes it, taking `op_params` in order; returns the op's result (outputs[0])."""
         raise NotImplementedError(f"family {self.name} does not define its op in torch")
 
-    def op_call(self, op, inputs: Operands, shape, order: Optional[tuple[str, ...]] = None):
-        """(call, leaves): `call()` runs `op` on the canonical arguments in `order` (default op_params);
-        the tensors that have gradients are leaves requiring grad (made once, here), so autograd can run
-        back to them. They share the inputs' storage (each run's inputs are its own sealed copy), so an op
-        that writes into them is seen writing into its inputs."""
-        args = self.op_arguments(inputs, shape)
-        leaves = {a: args[a].detach().requires_grad_(True) for a in self.op_grads.values()}
-        args.update(leaves)
-        ordered = tuple(args[n] for n in (order or self.op_params))
-        return (lambda: op(*ordered)), leaves
-
-    def op_backward(self, op, inputs: Operands, grads: dict, shape, order: Optional[tuple[str, ...]] = None) -> None:
-        """Every gradient of `op` through autograd, upstream gradient dy, copied into `grads`."""
-        from variants.ops import differentiable_result
-        call, leaves = self.op_call(op, inputs, shape, order)
-        result = differentiable_result(call(), getattr(getattr(op, "fn", op), "__name__", "the op"))
-        found = dict(zip(leaves, torch.autograd.grad(result, tuple(leaves.values()), self.upstream(inputs))))
-        for g, a in self.op_grads.items():
-            grads[g].copy_(found[a])
-
     def _autograd(self, op, args: dict, dy) -> dict[str, torch.Tensor]:
         leaves = {a: args[a].clone().requires_grad_(True) for a in self.op_grads.values()}
         result = op(*({**args, **leaves}[n] for n in self.op_params))
         found = dict(zip(leaves, torch.autograd.grad(result, tuple(leaves.values()), dy)))
         return {g: found[a] for g, a in self.op_grads.items()}
 
-    # ---------------------------------------------------------------- variants built from the above
+    # ---------------------------------------------------------------- variants, each pass's kernel and launcher
     def triton_variant(self, name: str, why: str, origin: str, forward=None, backward=None,
                        forward_launcher=None, backward_launcher=None) -> Variant:
         """A Triton variant bringing its own forward kernel, backward kernel, or both (and, optionally, the
@@ -275,87 +259,3 @@ class Family(abc.ABC):
     def backward_launch_of(self, variant: Variant) -> Callable[..., Callable[[], None]]:
         """How a Triton variant's backward kernel is launched: its own launcher, else `backward_call`."""
         return variant.backward_launcher or self.backward_call
-
-    def backward_unsupported(self, variant: Variant) -> Optional[str]:
-        """Why `run_backward` cannot run this variant's backward, or None if it can."""
-        if not self.grads:
-            return f"family {self.name} has no backward pass"
-        if variant.op is not None:
-            return None
-        if variant.kind == "triton":
-            return None if self.backward_kernel_of(variant) is not None else \
-                f"family {self.name} has no shared backward kernel and {variant.name} brings none"
-        return f"no backward for {variant.kind} variants without an op"
-
-    def run_backward(self, variant: Variant, inputs: Operands, grads: dict, shape) -> None:
-        """The backward pass of one variant into `grads`. An op (torch, inductor, op-level variants):
-        autograd through it. A Triton variant: its forward gives the saved outputs, then its backward
-        kernel (own or shared) runs on them."""
-        reason = self.backward_unsupported(variant)
-        if reason:
-            raise ValueError(reason)
-        if variant.op is not None:
-            self.op_backward(variant.op, inputs, grads, shape, variant.op_order or None)
-            return
-        saved = self.alloc_outputs(shape, inputs.dtype, inputs.device)
-        variant.run(inputs, saved, shape)
-        self.backward_launch_of(variant)(self.backward_kernel_of(variant), inputs, saved, grads, shape)()
-
-    def bench_call(self, variant: Variant, inputs: Operands, shape, mode: str,
-                   buffers: Optional[dict] = None) -> Callable[[], None]:
-        """A zero-argument closure timing one pass (`mode`) of `variant`, its buffers allocated up front.
-
-        A Triton backward runs on the saved outputs of the variant's own forward. `buffers` is the case's one
-        shared placement (made on first use), so where a buffer lands favours no variant; the closure's
-        `timed_code` keys the compiled code it times, None when not known (docs/timing.md). Op-level passes,
-        and torch's and inductor's backward and full, are `OpPass`es (variants/ops.py), which allocate their own."""
-        if mode not in MODES:
-            raise ValueError(f"unknown mode {mode!r}; known modes: {', '.join(MODES)}")
-        if variant.kind == "op":
-            from variants.ops import OpPass
-            return OpPass(self, variant, inputs, shape, mode)
-        buffers = {} if buffers is None else buffers
-        outputs = _shared(buffers, "outputs", lambda: self.alloc_outputs(shape, inputs.dtype, inputs.device))
-
-        def forward():
-            variant.run(inputs, outputs, shape)
-        fwd = self.forward_kernel_of(variant) if variant.kind == "triton" else None
-        # the run's code is part of the key: a run that wraps the same kernel in more work is other code
-        runner = getattr(variant.run, "__code__", variant.run)
-        forward_code = (("forward", id(fwd), getattr(fwd, "__name__", ""), id(runner)) if fwd is not None
-                        else ("forward", variant.name))
-        if mode == "forward":   # Triton variants sharing the family's forward kernel time the same code
-            return _timed(forward, None if variant.op is not None else forward_code, outputs)
-        if variant.op is None:
-            forward()
-            grads = _shared(buffers, "grads", lambda: self.alloc_grads(shape, inputs.dtype, inputs.device))
-            kernel, launch = self.backward_kernel_of(variant), self.backward_launch_of(variant)
-            backward = launch(kernel, inputs, outputs, grads, shape)
-            backward_code = ("backward", id(kernel), getattr(kernel, "__name__", ""), getattr(launch, "__name__", ""))
-            if mode == "backward":
-                return _timed(backward, backward_code, grads)
-
-            def full():
-                forward()
-                backward()
-            return _timed(full, ("full", forward_code, backward_code), grads)
-        # torch and inductor through autograd, as op-level variants are: an OpPass makes its forward on the
-        # stream it captures the backward on (the inputs' gradient nodes live where the forward made them:
-        # made on the default stream, they broke the capture, and the case was timed eagerly)
-        from variants.ops import OpPass
-        return OpPass(self, variant, inputs, shape, mode)
-
-
-def _shared(buffers: dict, key: str, make: Callable[[], Any]) -> Any:
-    """The case's buffer under `key`, made on first use, so every variant of the case writes there."""
-    if key not in buffers:
-        buffers[key] = make()
-    return buffers[key]
-
-
-def _timed(fn: Callable[[], None], code, outputs: dict) -> Callable[[], None]:
-    """`fn`, labelled with the compiled code its timed pass runs (None: not known) and with what its calls
-    write (`timed_outputs(graphed)`: the same buffers eager or replayed; compare/checks/audit.py reads them)."""
-    fn.timed_code = code
-    fn.timed_outputs = lambda graphed=False: outputs
-    return fn

@@ -1,7 +1,8 @@
 """Inputs and the input kinds every normalization family draws (group norm per group, row norms per row).
 
 A generator takes (shape, torch.Generator, dtype) and returns float64 values of `shape.tensor_shape`,
-which `draw` casts to the dtype. Kinds that plant something per normalized unit use `shape.units(t)`:
+which the declared draw (variants.operands.draw_declared) casts to the dtype; `affine_operands` declares a
+normalization family's x, weight and bias. Kinds that plant something per normalized unit use `shape.units(t)`:
 a 3-D view (outer, units, members) of the input, where each unit is normalized on its own (a group
 of a sample for group norm; a row, with outer 1, for row norms).
 """
@@ -12,15 +13,15 @@ from typing import Callable, Optional
 
 import torch
 
-from variants.operands import Operands
+from variants.operands import Operand, Operands
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
-def Inputs(x: torch.Tensor, weight: Optional[torch.Tensor], bias: Optional[torch.Tensor], seed: int, kind: str,  # noqa: N802
-           dy: Optional[torch.Tensor] = None) -> Operands:
-    """The normalization families' operands (x, weight, bias or None) and upstream gradient dy (standard
-    normal, for the backward), as the generic record `variants.operands.Operands`."""
+def norm_operands(x: torch.Tensor, weight: Optional[torch.Tensor], bias: Optional[torch.Tensor], seed: int,
+                  kind: str, dy: Optional[torch.Tensor] = None) -> Operands:
+    """A normalization family's operands (x, weight, bias or None) and upstream gradient dy built from given
+    tensors (as the families' tests hand-make them), as the generic record `variants.operands.Operands`."""
     return Operands({"x": x, "weight": weight, "bias": bias, "dy": dy}, seed, kind, x.dtype, x.device, ("dy",))
 
 
@@ -94,24 +95,15 @@ INPUT_KINDS: dict[str, Callable[..., torch.Tensor]] = {
 }
 
 
-def draw(family, shape, dtype: torch.dtype, device, seed: int, kind: str, params: int,
-         weight_scale: float, bias_scale: Optional[float]) -> Operands:
-    """Inputs for one trial, drawn on the CPU from `seed` and moved to `device` in `dtype`: x from
-    the family's generator of `kind`, then W = 1 + weight_scale * randn(params), B = bias_scale *
-    randn(params) (none when bias_scale is None) and the upstream gradient dy, from the same stream.
-    On the meta device nothing is drawn or allocated: tensors of the same shapes and dtype."""
-    family.check_input_kind(kind)
-    if torch.device(device).type == "meta":   # sizes only (IR compiles, memory estimates): a huge shape stays free
-        def meta(*size):
-            return torch.empty(*size, dtype=dtype, device="meta")
-        return Inputs(meta(shape.tensor_shape), meta(params), None if bias_scale is None else meta(params),
-                      seed=seed, kind=kind, dy=meta(shape.tensor_shape))
-    gen = torch.Generator().manual_seed(seed)
-    x = family.input_kinds[kind](shape, gen, dtype)
-    weight = 1.0 + weight_scale * torch.randn(params, generator=gen, dtype=torch.float64)
-    bias = None if bias_scale is None else bias_scale * torch.randn(params, generator=gen, dtype=torch.float64)
-    dy = torch.randn(x.shape, generator=gen, dtype=torch.float64)
-    x, weight, dy = (t.to(dtype=dtype, device=device) for t in (x, weight, dy))
-    if bias is not None:
-        bias = bias.to(dtype=dtype, device=device)
-    return Inputs(x, weight, bias, seed=seed, kind=kind, dy=dy)
+def affine_operands(params: Callable[[object], tuple], weight_scale: float,
+                    bias_scale: Optional[float]) -> tuple[Operand, ...]:
+    """A normalization family's operands, drawn in this order from one stream: x (standard normal or the input
+    kind's generator), weight W = 1 + weight_scale * randn of the `params(shape)` size, and, unless
+    `bias_scale` is None, bias B = bias_scale * randn of that size (the upstream gradient dy follows them)."""
+    def weight(shape, gen: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
+        return 1.0 + weight_scale * torch.randn(params(shape), generator=gen, dtype=torch.float64)
+
+    def bias(shape, gen: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
+        return bias_scale * torch.randn(params(shape), generator=gen, dtype=torch.float64)
+    found = (Operand("x", differentiable=True), Operand("weight", params, differentiable=True, draw=weight))
+    return found if bias_scale is None else (*found, Operand("bias", params, differentiable=True, draw=bias))

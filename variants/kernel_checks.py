@@ -6,13 +6,10 @@ import inspect
 
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:   # annotations only: the protocol imports these checks, not the reverse
+from variants.spec import BadSpec
+
+if TYPE_CHECKING:   # annotations only
     from variants.family import Family
-
-
-class BadSpec(ValueError):
-    """A --variant spec that cannot be honoured (bad form, missing file, revision or function, not a
-    Triton kernel, parameters that do not match the family's launchers); the message is one line."""
 
 
 def _is_triton_kernel(obj) -> bool:

@@ -64,7 +64,8 @@ class Operand:
 
 @dataclasses.dataclass(frozen=True)
 class Output:
-    """One output of a pass (forward output or gradient). `dtype` None: the case's dtype. `of`: for a
+    """One output of a pass (forward output or gradient). `dtype` None: the case's dtype (a callable:
+    `dtype(shape, case dtype)`, for an output whose dtype a shape's mode decides). `of`: for a
     gradient, the operand it is the gradient of. `overwrites`: the input this output is written over (the
     kernel reads the input and stores the output in its place; the launcher hands it the input's values in
     the output's buffer). `upstream`: the name of this output's upstream gradient among the inputs, drawn
@@ -72,7 +73,7 @@ class Output:
 
     name: str
     size: Size = "input"
-    dtype: Optional[torch.dtype] = None
+    dtype: Union[None, torch.dtype, Callable[[Any, torch.dtype], torch.dtype]] = None
     of: Optional[str] = None
     overwrites: Optional[str] = None
     upstream: Optional[str] = None
@@ -199,6 +200,8 @@ def allocate(decls: Mapping[str, Output], shape, dtype: torch.dtype, device, lik
     """Uninitialised buffers of the declared sizes; dtype: the declaration's, else (a gradient) its operand's
     in `like` (the trial's inputs), else the case's."""
     def dtype_of(o: Output) -> torch.dtype:
+        if callable(o.dtype):
+            return o.dtype(shape, dtype)
         if o.dtype is not None:
             return o.dtype
         source = like[o.of] if like is not None and o.of is not None and o.of in like else None
@@ -212,13 +215,17 @@ def nbytes(tensors) -> int:
 
 def declared_bytes(family, shape, dtype: torch.dtype, mode: str) -> int:
     """Bytes a pass moves by the declarations: forward, the operands read and the outputs written; backward,
-    the upstream gradients and operands read and the gradients written; full, both."""
+    the upstream gradients and the operands read (or those of `family.backward_reads`, operands and saved
+    forward outputs) and the gradients written; full, both."""
     from variants.variant import MODES
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; known modes: {', '.join(MODES)}")
     inputs = family.make_inputs(shape, dtype, "meta", 0)
     operands = nbytes(inputs[o.name] for o in family.operands)
-    forward = operands + nbytes(family.alloc_outputs(shape, dtype, "meta").values())
-    backward = nbytes(inputs[n] for n in inputs.upstream) + operands + \
+    outputs = family.alloc_outputs(shape, dtype, "meta")
+    forward = operands + nbytes(outputs.values())
+    read = nbytes(inputs[n] if n in inputs else outputs[n] for n in family.backward_reads) if family.backward_reads \
+        else operands
+    backward = nbytes(inputs[n] for n in inputs.upstream) + read + \
         nbytes(family.alloc_grads(shape, dtype, "meta").values())
     return {"forward": forward, "backward": backward, "full": forward + backward}[mode]

@@ -11,13 +11,17 @@ import math
 import re
 from typing import Union
 
-from variants.kernel_checks import BadSpec
 from variants.variant import NAME as _NAME  # what a variant name may be
 
 FORMS = ("NAME=PATH::CALLABLE or NAME=git:REV:PATH::CALLABLE or NAME=package.module:CALLABLE (an op may add "
          "its arguments: CALLABLE(X, W, ...))")
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _TWO_KERNELS = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*,[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class BadSpec(ValueError):
+    """A --variant spec that cannot be honoured (bad form, missing file, revision or function, not a
+    Triton kernel, parameters that do not match the family's launchers); the message is one line."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""One kernel variant: a frozen, self-validating record of what to run and where it came from."""
+"""One kernel variant: a frozen, self-validating record of what to run and where it came from; and what an
+op variant's call must return (a plain tensor, with a gradient for its backward), or the error saying why not."""
 from __future__ import annotations
 
 import dataclasses
@@ -17,6 +18,33 @@ class NotPlainTensor(TypeError):
 
 class OpCallError(TypeError):
     """The op cannot be called, or its result read, the way its mapping says (a mapping's fault, not the op's)."""
+
+
+class NoGradient(RuntimeError):
+    """The op's result carries no gradient (a forward-only function, or a result made outside autograd):
+    its backward cannot run through autograd, however the kernels compute."""
+
+
+def differentiable_result(returned, name: str):
+    """The op's result (`result_of`) when autograd can run back through it; NoGradient saying why not."""
+    result = result_of(returned)
+    many = f"a tuple of {len(returned)}, whose first is " if isinstance(returned, (tuple, list)) else ""
+    if not hasattr(result, "requires_grad"):
+        raise NoGradient(f"{name} returned {many}{type(result).__name__}, not a tensor: autograd cannot run back through it")
+    if not result.requires_grad:
+        raise NoGradient(f"{name} returned {many}a tensor without a gradient (made outside autograd: the "
+                         "function is forward-only), so its backward cannot run through autograd")
+    return result
+
+
+def result_of(returned):
+    """The op's result as timed passes see it (a MappedOp has already picked its output); NotPlainTensor for
+    a torch.Tensor subclass, whose work could run when it is read (it is never read)."""
+    import torch   # imported when called: the protocol's records load without it
+    result = returned[0] if isinstance(returned, (tuple, list)) else returned
+    if isinstance(result, torch.Tensor) and type(result) is not torch.Tensor:
+        raise NotPlainTensor(type(result).__name__)
+    return result
 
 
 @dataclasses.dataclass(frozen=True)

@@ -6,7 +6,7 @@ import secrets
 
 import torch
 
-from compare.checks import numerics, referee
+from compare.checks import harness, numerics, referee
 from compare.model.errors import summarize
 from compare.model.fouls import Finding, Foul
 from compare.runtime import sealing, supervisor
@@ -59,7 +59,7 @@ class Checked:
                     else:
                         outs = {k: numerics.poison_(t) for k, t in self.family.alloc_grads(
                             self.shape, self.dtype, inputs.device).items()}
-                        self.family.run_backward(v, inputs, outs, self.shape)
+                        harness.run_backward(self.family, v, inputs, outs, self.shape)
             except BaseException as exc:   # its timed calls will fail (and be reported) the same way
                 if not supervisor.is_variant_fault(exc):
                     raise

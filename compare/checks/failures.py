@@ -10,7 +10,8 @@ from types import TracebackType
 from typing import Iterator, Optional
 
 from compare.model.results import Failure
-from variants.ops import MappedOp, NoGradient, OpCallError
+from variants.ops import MappedOp
+from variants.variant import NoGradient, OpCallError
 
 
 def _interpreter_error() -> Optional[type]:

@@ -11,7 +11,7 @@ from typing import Iterable, Optional
 
 import torch
 
-from compare.checks import referee
+from compare.checks import harness, referee
 from compare.checks.accuracy import VERDICT_FACTOR, _verdicts, verdict  # noqa: F401 (re-exported)
 from compare.checks.failures import classify
 from compare.runtime import sealing, supervisor
@@ -185,8 +185,8 @@ def _runner(family, v, direction: str, shape, dtype, backend):
         return (None, lambda: {k: t for k, t in family.alloc_outputs(shape, dtype, backend.device).items()
                                if v.kind != "op" or k == first},
                 lambda inputs, out: v.run(inputs, out, shape), lambda inputs: family.reference(inputs, shape))
-    return (family.backward_unsupported(v), lambda: family.alloc_grads(shape, dtype, backend.device),
-            lambda inputs, out: family.run_backward(v, inputs, out, shape),
+    return (harness.backward_unsupported(family, v), lambda: family.alloc_grads(shape, dtype, backend.device),
+            lambda inputs, out: harness.run_backward(family, v, inputs, out, shape),
             lambda inputs: family.reference_backward(inputs, shape))
 
 
@@ -195,7 +195,7 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
              direction: str = "forward", reference: str = "", draw=None) -> NumericsCase:
     """Run every variant on fresh inputs for each seed; compare with the reference and pairwise.
 
-    direction "forward" checks the family's outputs; "backward" its gradients (family.run_backward).
+    direction "forward" checks the family's outputs; "backward" its gradients (harness.run_backward).
     `reference`, if one of the variants, is the one every other variant also gets a verdict against.
     `draw(shape, dtype, seed, kind)` gives a trial's inputs (compare.checks.draws); default: drawn here."""
     if direction not in ("forward", "backward"):

@@ -6,6 +6,7 @@ for ops; the others said, with why), and where: on a GPU each dtype in a fresh w
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import select
@@ -167,7 +168,7 @@ def run_timing(plan, step, copy_gbs: float = 0.0) -> TimingSection:
     """Every (dtype, shape, mode) case of the plan (compare.comparison.plan.Plan), timed on the GPU in this process
     (`copy_gbs`: the copy bandwidth measured already, 0 to measure it here)."""
     import torch
-    from compare.checks import audit, timing
+    from compare.checks import audit, harness, timing
     family, chosen, preset, request, config = plan.family, plan.variants, plan.preset, plan.request, plan.timing
     if not copy_gbs:
         step("timing: measuring device-to-device copy bandwidth")
@@ -185,8 +186,8 @@ def run_timing(plan, step, copy_gbs: float = 0.0) -> TimingSection:
                 checked.run_checked()
                 with supervisor.running(tuple(v.name for v in chosen), what, launches=len(chosen) + 1,
                                         extra_s=config.max_seconds):
-                    calls, control = timing.case_calls(family.bench_call, chosen, inputs, shape, mode,
-                                                       config.placements)
+                    calls, control = timing.case_calls(functools.partial(harness.bench_call, family), chosen, inputs,
+                                                       shape, mode, config.placements)
                     cases.append(timing.time_case(calls, family.bytes_moved(shape, dtype, mode), copy_gbs,
                                                   shape.label, mode, config, step, dtype=dtype_name, control=control,
                                                   inputs=inputs, checked=checked))

@@ -9,7 +9,7 @@ import torch  # noqa: E402
 from compare.runtime.backend import configure  # noqa: E402
 
 configure("cuda")
-from compare.checks import timing  # noqa: E402
+from compare.checks import harness, timing  # noqa: E402
 from variants import registry  # noqa: E402
 from variants.group_norm import FAMILY, Shape  # noqa: E402
 
@@ -21,7 +21,7 @@ for k in range(8):
     inputs = FAMILY.make_inputs(shape, torch.bfloat16, "cuda", 0)
     row = [f"placement {k}: x at {inputs.x.data_ptr() >> 20} MiB"]
     for name in ("pointer_mutation", "single_read_coop"):
-        fn = FAMILY.bench_call(reg.get(name), inputs, shape, "forward")
+        fn = harness.bench_call(FAMILY, reg.get(name), inputs, shape, "forward")
         t = sorted(timing._one_call_ms(fn, flush) for _ in range(7))
         row.append(f"{name} {t[3]:.3f} ms")
     print("; ".join(row), flush=True)

@@ -16,11 +16,12 @@ import torch
 
 from variants.baselines import torch_variants
 from variants.family import Family
-from variants.inputs import DTYPES, INPUT_KINDS, Inputs, draw
+from variants.inputs import DTYPES, INPUT_KINDS, affine_operands, norm_operands
+from variants.operands import Operands, Output
 from variants.group_norm.shapes import PRESETS, SHAPE_FORM, Shape, parse_shape, triton_next_power_of_2
 from variants.variant import Variant
 
-__all__ = ["FAMILY", "GroupNorm", "Shape", "PRESETS", "DTYPES", "INPUT_KINDS", "Inputs", "parse_shape",
+__all__ = ["FAMILY", "GroupNorm", "Shape", "PRESETS", "DTYPES", "INPUT_KINDS", "norm_operands", "parse_shape",
            "triton_next_power_of_2", "make_inputs", "alloc_outputs"]
 
 # The spec's forward signature: what `launch_forward` passes, in this order (BLOCK_SIZE by name).
@@ -69,7 +70,7 @@ def group_norm_op(X, W, B, num_channels, num_groups, eps):
     return torch.native_group_norm(X, W, B, X.shape[0], num_channels, math.prod(X.shape[2:]), num_groups, eps)[0]
 
 
-def _native_args(inputs: Inputs, shape: Shape) -> tuple:
+def _native_args(inputs: Operands, shape: Shape) -> tuple:
     return (inputs.x, inputs.weight, inputs.bias, shape.batch, shape.channels, shape.spatial_size,
             shape.num_groups, shape.eps)
 
@@ -81,6 +82,10 @@ def _store(result, outputs: dict, shape: Shape) -> None:
     outputs["rstd"].copy_(rstd.view(shape.batch, shape.num_groups))
 
 
+def _per_group(shape: Shape) -> tuple[int, int]:
+    return (shape.batch, shape.num_groups)
+
+
 class GroupNorm(Family):
     """GroupNorm of (batch, channels, *spatial) over `num_groups` groups; saves mean and rstd per (sample, group)."""
 
@@ -89,7 +94,9 @@ class GroupNorm(Family):
     gpu_preset = "review"   # what `review` takes on a GPU: the sizes the op is used at
     default_pair = ("pointer_mutation", "explicit_offset")
     shape_help = SHAPE_FORM
-    outputs = ("y", "mean", "rstd")
+    # x, then W = 1 + 0.5 randn and B = 0.5 randn per channel, then dy; mean and rstd per (sample, group) in float32
+    operands = affine_operands(lambda s: (s.channels,), 0.5, 0.5)
+    outputs = ("y", Output("mean", _per_group, torch.float32), Output("rstd", _per_group, torch.float32))
     forward_legend = ("y: the output, in the input's dtype; mean, rstd: per (sample, group), in float32",)
     grads = ("dx", "dW", "dB")
     backward_legend = (
@@ -115,15 +122,11 @@ class GroupNorm(Family):
     def shape_from_dict(self, d: dict) -> Shape:
         return Shape.from_dict(d)
 
-    def make_inputs(self, shape: Shape, dtype: torch.dtype, device, seed: int, kind: str = "normal") -> Inputs:
-        """x from the generator of input `kind`, then W = 1 + 0.5 randn, B = 0.5 randn (per channel) and dy."""
-        return draw(self, shape, dtype, device, seed, kind, shape.channels, 0.5, 0.5)
-
-    def op_arguments(self, inputs: Inputs, shape: Shape) -> dict:
+    def op_arguments(self, inputs: Operands, shape: Shape) -> dict:
         return {"X": inputs.x, "W": inputs.weight, "B": inputs.bias, "num_channels": shape.channels,
                 "num_groups": shape.num_groups, "eps": shape.eps}
 
-    def reference(self, inputs: Inputs, shape: Shape) -> dict[str, torch.Tensor]:
+    def reference(self, inputs: Operands, shape: Shape) -> dict[str, torch.Tensor]:
         """y, mean and rstd in float64, on the inputs' device, from the inputs as the kernels see them."""
         x, w, b = (t.detach().to(torch.float64) for t in (inputs.x, inputs.weight, inputs.bias))
         groups = x.reshape(shape.batch, shape.num_groups, -1)
@@ -133,29 +136,16 @@ class GroupNorm(Family):
         y = group_norm_op(x, w, b, shape.channels, shape.num_groups, shape.eps)
         return {"y": y, "mean": mean, "rstd": rstd}
 
-    def alloc_outputs(self, shape: Shape, dtype: torch.dtype, device) -> dict[str, torch.Tensor]:
-        """Uninitialised output buffers: y in the input's dtype, mean and rstd in float32."""
-        return {
-            "y": torch.empty(shape.tensor_shape, dtype=dtype, device=device),
-            "mean": torch.empty(shape.batch, shape.num_groups, dtype=torch.float32, device=device),
-            "rstd": torch.empty(shape.batch, shape.num_groups, dtype=torch.float32, device=device),
-        }
-
-    def alloc_grads(self, shape: Shape, dtype: torch.dtype, device) -> dict[str, torch.Tensor]:
-        """Uninitialised gradient buffers, all in the input's dtype (as autograd returns them)."""
-        return {"dx": torch.empty(shape.tensor_shape, dtype=dtype, device=device),
-                "dW": torch.empty(shape.channels, dtype=dtype, device=device),
-                "dB": torch.empty(shape.channels, dtype=dtype, device=device)}
-
     def bytes_moved(self, shape: Shape, dtype: torch.dtype, mode: str) -> int:
-        """forward: x, W, B in; y, mean, rstd out. backward: x, dy, W, mean, rstd in; dx, dW, dB out. full: both."""
+        """forward: x, W, B in; y, mean, rstd out. backward: x, dy, W, mean, rstd in; dx out, and dW, dB as
+        the float32 sums the kernel adds into (the declarations would count them in the dtype). full: both."""
         es = torch.empty((), dtype=dtype).element_size()
         stats = 2 * shape.batch * shape.num_groups * 4
         forward = 2 * shape.numel * es + 2 * shape.channels * es + stats
         backward = 3 * shape.numel * es + shape.channels * es + stats + 2 * shape.channels * 4
         return {"forward": forward, "backward": backward, "full": forward + backward}[_mode(mode)]
 
-    def launch_forward(self, kernel, inputs: Inputs, outputs: dict, shape: Shape) -> None:
+    def launch_forward(self, kernel, inputs: Operands, outputs: dict, shape: Shape) -> None:
         """One program per (batch, group) over the (batch, groups, hidden) view."""
         n, g, h = shape.batch, shape.num_groups, shape.hidden_size
         x = inputs.x.contiguous().view(n, g, h)
@@ -181,7 +171,7 @@ class GroupNorm(Family):
         from variants.group_norm.backward import group_norm_backward
         return group_norm_backward
 
-    def backward_call(self, kernel, inputs: Inputs, saved: dict, grads: dict, shape: Shape) -> Callable[[], None]:
+    def backward_call(self, kernel, inputs: Operands, saved: dict, grads: dict, shape: Shape) -> Callable[[], None]:
         """dx into grads["dx"]; dW, dB atomically added into zeroed float32 buffers (grads' own when they are
         float32, else accumulators cast into them after the launch)."""
         from variants.group_norm.backward import launch_backward

@@ -16,7 +16,8 @@ import torch
 
 from variants.baselines import torch_variants
 from variants.family import Family
-from variants.inputs import Inputs, draw
+from variants.inputs import affine_operands
+from variants.operands import Operands, Output
 from variants.rows import SHAPE_FORM, RowShape, parse_shape, presets, programs
 from variants.variant import Variant
 
@@ -37,7 +38,7 @@ def layer_norm_op(X, W, B, eps):
     return torch.nn.functional.layer_norm(X, (X.shape[-1],), W, B, eps)
 
 
-def _native_args(inputs: Inputs, shape: RowShape) -> tuple:
+def _native_args(inputs: Operands, shape: RowShape) -> tuple:
     return inputs.x, [shape.cols], inputs.weight, inputs.bias, shape.eps
 
 
@@ -56,7 +57,10 @@ class LayerNorm(Family):
     gpu_preset = "review"   # what `review` takes on a GPU: the sizes the op is used at
     default_pair = ("bwd_pointer_mutation", "bwd_explicit_offset")
     shape_help = SHAPE_FORM
-    outputs = ("y", "mean", "rstd")
+    # x, then W = 1 + 0.1 randn and B = 0.1 randn per column, then dy; mean and rstd per row, in the input dtype
+    operands = affine_operands(lambda s: (s.cols,), 0.1, 0.1)
+    outputs = ("y", Output("mean", "rows"), Output("rstd", "rows"))
+    backward_reads = ("x", "weight", "mean", "rstd")   # and dy: the bias has no part in the gradients
     forward_legend = ("y, mean, rstd: all in the input's dtype (mean and rstd per row; the spec keeps them in the "
                       "input dtype, a known weakness in float16/bfloat16)",)
     grads = ("dx", "dW", "dB")
@@ -81,38 +85,17 @@ class LayerNorm(Family):
     def shape_from_dict(self, d: dict) -> RowShape:
         return RowShape(**d)
 
-    def make_inputs(self, shape: RowShape, dtype: torch.dtype, device, seed: int, kind: str = "normal") -> Inputs:
-        """x from the generator of input `kind`, then W = 1 + 0.1 randn, B = 0.1 randn (per column) and dy."""
-        return draw(self, shape, dtype, device, seed, kind, shape.cols, 0.1, 0.1)
-
-    def op_arguments(self, inputs: Inputs, shape: RowShape) -> dict:
+    def op_arguments(self, inputs: Operands, shape: RowShape) -> dict:
         # normalized_shape: F.layer_norm's, the last dimension
         return {"X": inputs.x, "W": inputs.weight, "B": inputs.bias, "eps": shape.eps, "normalized_shape": (shape.cols,)}
 
-    def reference(self, inputs: Inputs, shape: RowShape) -> dict[str, torch.Tensor]:
+    def reference(self, inputs: Operands, shape: RowShape) -> dict[str, torch.Tensor]:
         x, w, b = (t.detach().to(torch.float64) for t in (inputs.x, inputs.weight, inputs.bias))
         mean = x.mean(dim=-1)
         rstd = 1.0 / torch.sqrt(x.var(dim=-1, unbiased=False) + shape.eps)
         return {"y": layer_norm_op(x, w, b, shape.eps), "mean": mean, "rstd": rstd}
 
-    def alloc_outputs(self, shape: RowShape, dtype: torch.dtype, device) -> dict[str, torch.Tensor]:
-        return {"y": torch.empty(shape.tensor_shape, dtype=dtype, device=device),
-                "mean": torch.empty(shape.rows, dtype=dtype, device=device),
-                "rstd": torch.empty(shape.rows, dtype=dtype, device=device)}
-
-    def alloc_grads(self, shape: RowShape, dtype: torch.dtype, device) -> dict[str, torch.Tensor]:
-        return {"dx": torch.empty(shape.tensor_shape, dtype=dtype, device=device),
-                "dW": torch.empty(shape.cols, dtype=dtype, device=device),
-                "dB": torch.empty(shape.cols, dtype=dtype, device=device)}
-
-    def bytes_moved(self, shape: RowShape, dtype: torch.dtype, mode: str) -> int:
-        """forward: x, W, B in; y, mean, rstd out. backward: x, dy, W, mean, rstd in; dx, dW, dB out. full: both."""
-        es = torch.empty((), dtype=dtype).element_size()
-        forward = (2 * shape.numel + 2 * shape.cols + 2 * shape.rows) * es
-        backward = (3 * shape.numel + 3 * shape.cols + 2 * shape.rows) * es
-        return {"forward": forward, "backward": backward, "full": forward + backward}[mode]
-
-    def launch_forward(self, kernel, inputs: Inputs, outputs: dict, shape: RowShape) -> None:
+    def launch_forward(self, kernel, inputs: Operands, outputs: dict, shape: RowShape) -> None:
         """Grid (rows,), the whole row in one block, num_warps from the row length."""
         x = inputs.x.contiguous()
         y, mean, rstd = outputs["y"], outputs["mean"], outputs["rstd"]
@@ -130,7 +113,7 @@ class LayerNorm(Family):
         from variants.layer_norm.bwd_explicit_offset import layer_norm_backward
         return layer_norm_backward
 
-    def backward_call(self, kernel, inputs: Inputs, saved: dict, grads: dict, shape: RowShape) -> Callable[[], None]:
+    def backward_call(self, kernel, inputs: Operands, saved: dict, grads: dict, shape: RowShape) -> Callable[[], None]:
         """Persistent: grid (P,) with P the SM count (1 on the CPU), rows_per_program = ceil(rows / P); each
         program stores its float32 dW, dB partial row, summed over P and cast into grads after the launch."""
         p = programs(inputs.x.device)
@@ -139,7 +122,7 @@ class LayerNorm(Family):
         return self._backward(kernel, inputs, saved, grads, shape, (p,), math.ceil(shape.rows / p), dw, db,
                               lambda: (grads["dW"].copy_(dw.sum(0)), grads["dB"].copy_(db.sum(0))))
 
-    def atomic_backward_call(self, kernel, inputs: Inputs, saved: dict, grads: dict, shape: RowShape):
+    def atomic_backward_call(self, kernel, inputs: Operands, saved: dict, grads: dict, shape: RowShape):
         """Per row: grid (rows,), rows_per_program 1; dW, dB atomically added into zeroed float32 (cols,) buffers."""
         dw = torch.empty(1, shape.cols, dtype=torch.float32, device=inputs.x.device)
         db = torch.empty_like(dw)

@@ -13,7 +13,8 @@ import torch
 
 from variants.baselines import torch_variants
 from variants.family import Family, Preset, check_float32
-from variants.inputs import Inputs, draw
+from variants.inputs import affine_operands
+from variants.operands import Operands, Output
 from variants.rows import RowShape, presets, programs
 from variants.variant import Variant
 
@@ -97,7 +98,7 @@ def rms_norm_op(X, W, eps, offset, casting_mode):
     return rms_norm_torch(X, W, eps, offset, casting_mode)[0]
 
 
-def _native_args(inputs: Inputs, shape: RmsShape) -> tuple:
+def _native_args(inputs: Operands, shape: RmsShape) -> tuple:
     return inputs.x, inputs.weight, shape.eps, shape.offset, shape.casting
 
 
@@ -111,6 +112,11 @@ def _tl_dtype(dtype: torch.dtype):
     return {torch.float32: tl.float32, torch.float16: tl.float16, torch.bfloat16: tl.bfloat16}[dtype]
 
 
+def _rstd_dtype(shape: RmsShape, dtype: torch.dtype) -> torch.dtype:
+    """rstd is kept in the input's dtype in casting mode "none", in float32 otherwise."""
+    return dtype if shape.casting == "none" else torch.float32
+
+
 class RmsNorm(Family):
     """RMSNorm over the last dimension of (rows, cols), weight plus an offset; saves rstd per row."""
 
@@ -119,7 +125,10 @@ class RmsNorm(Family):
     gpu_preset = "review"   # what `review` takes on a GPU: the sizes the op is used at
     default_pair = ("pointer_mutation", "explicit_offset")
     shape_help = SHAPE_FORM
-    outputs = ("y", "rstd")
+    # x, then W = 1 + 0.1 randn per column, then dy (no bias); rstd per row in its casting mode's dtype
+    operands = affine_operands(lambda s: (s.cols,), 0.1, None)
+    outputs = ("y", Output("rstd", "rows", dtype=_rstd_dtype))
+    backward_reads = ("x", "weight", "rstd")   # and dy
     forward_legend = ("y: in the input's dtype; rstd per row: float32 (llama, gemma casting) or the input's dtype "
                       "(none); the float64 reference is the exact function whatever the casting mode",)
     grads = ("dx", "dW")
@@ -141,40 +150,17 @@ class RmsNorm(Family):
     def shape_from_dict(self, d: dict) -> RmsShape:
         return RmsShape(**d)
 
-    def make_inputs(self, shape: RmsShape, dtype: torch.dtype, device, seed: int, kind: str = "normal") -> Inputs:
-        """x from the generator of input `kind`, then W = 1 + 0.1 randn (per column) and dy; no bias."""
-        return draw(self, shape, dtype, device, seed, kind, shape.cols, 0.1, None)
-
-    def op_arguments(self, inputs: Inputs, shape: RmsShape) -> dict:
+    def op_arguments(self, inputs: Operands, shape: RmsShape) -> dict:
         # normalized_shape: F.rms_norm's, the last dimension
         return {"X": inputs.x, "W": inputs.weight, "eps": shape.eps, "offset": shape.offset,
                 "casting_mode": shape.casting, "normalized_shape": (shape.cols,)}
 
-    def reference(self, inputs: Inputs, shape: RmsShape) -> dict[str, torch.Tensor]:
+    def reference(self, inputs: Operands, shape: RmsShape) -> dict[str, torch.Tensor]:
         x, w = (t.detach().to(torch.float64) for t in (inputs.x, inputs.weight))
         rstd = torch.rsqrt(x.pow(2).mean(-1) + shape.eps)
         return {"y": x * rstd[:, None] * (shape.offset + w), "rstd": rstd}
 
-    def _rstd_dtype(self, shape: RmsShape, dtype: torch.dtype) -> torch.dtype:
-        return dtype if shape.casting == "none" else torch.float32
-
-    def alloc_outputs(self, shape: RmsShape, dtype: torch.dtype, device) -> dict[str, torch.Tensor]:
-        return {"y": torch.empty(shape.tensor_shape, dtype=dtype, device=device),
-                "rstd": torch.empty(shape.rows, dtype=self._rstd_dtype(shape, dtype), device=device)}
-
-    def alloc_grads(self, shape: RmsShape, dtype: torch.dtype, device) -> dict[str, torch.Tensor]:
-        return {"dx": torch.empty(shape.tensor_shape, dtype=dtype, device=device),
-                "dW": torch.empty(shape.cols, dtype=dtype, device=device)}
-
-    def bytes_moved(self, shape: RmsShape, dtype: torch.dtype, mode: str) -> int:
-        """forward: x, W in; y, rstd out. backward: x, dy, W, rstd in; dx, dW out. full: both."""
-        es = torch.empty((), dtype=dtype).element_size()
-        rstd = shape.rows * torch.empty((), dtype=self._rstd_dtype(shape, dtype)).element_size()
-        forward = (2 * shape.numel + shape.cols) * es + rstd
-        backward = (3 * shape.numel + 2 * shape.cols) * es + rstd
-        return {"forward": forward, "backward": backward, "full": forward + backward}[mode]
-
-    def launch_forward(self, kernel, inputs: Inputs, outputs: dict, shape: RmsShape) -> None:
+    def launch_forward(self, kernel, inputs: Operands, outputs: dict, shape: RmsShape) -> None:
         """Grid (rows,), the whole row in one block, num_warps from the row length; always with a weight."""
         x, w = inputs.x.contiguous(), inputs.weight
         y, rstd = outputs["y"], outputs["rstd"]
@@ -192,7 +178,7 @@ class RmsNorm(Family):
         from variants.rms_norm.explicit_offset import rms_norm_backward
         return rms_norm_backward
 
-    def backward_call(self, kernel, inputs: Inputs, saved: dict, grads: dict, shape: RmsShape) -> Callable[[], None]:
+    def backward_call(self, kernel, inputs: Operands, saved: dict, grads: dict, shape: RmsShape) -> Callable[[], None]:
         """Persistent: grid (P,) with P the SM count (1 on the CPU), rows_per_program = ceil(rows / P); each
         program stores its float32 dW partial row, summed over P and cast into grads after the launch."""
         p = programs(inputs.x.device)

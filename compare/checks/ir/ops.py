@@ -10,6 +10,7 @@ import dataclasses
 import os
 
 from compare.runtime import supervisor
+from compare.checks.harness import run_backward
 from compare.checks.ir.compile import Compiled, kernel_spec, run_worker
 from compare.checks.ir.launches import Launch, LaunchRecorder
 from compare.model.results import IRKernelMatch, IRPassNote, PassStatus
@@ -60,7 +61,7 @@ def discover(variant, family, shape, dtype: str, device: str, warm: bool, drawn=
         variant.run(fresh(), outputs, shape)
 
     def backward():
-        family.run_backward(variant, fresh(), family.alloc_grads(shape, torch_dtype, device), shape)
+        run_backward(family, variant, fresh(), family.alloc_grads(shape, torch_dtype, device), shape)
     recorder = LaunchRecorder()   # entered once per pass: one record, so a kernel of both passes is listed once
     if warm:   # JIT compiles and autotuning done before what is recorded, so their launches are not
         forward()
