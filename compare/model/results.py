@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import enum
 import math
 from typing import Any, Optional
 
@@ -15,6 +14,8 @@ from compare.model.fouls import Finding, Foul  # noqa: F401  re-exported: one re
 from compare.model.jsonform import ReportFormatError, _decode, _encode, _kind  # noqa: F401 (re-exported)
 from compare.model.migrations import MIGRATIONS
 from compare.model.results_gates import Gate  # noqa: F401  re-exported: one result model
+from compare.model.states import (Accuracy, Bits, Failure, LoadStatus, Status, TimingStatus,  # noqa: F401 (re-exported)
+                                  TimingVerdict)
 from compare.model.vocabulary import MANTISSA_BITS
 
 SCHEMA_VERSION = 2   # older versions are migrated by `from_dict` (compare/model/migrations.py says what each lacks)
@@ -25,24 +26,9 @@ MARKER_KEY, MARKER = "kernel_ab", "report"
 # a pair's bitwise difference counts as run-to-run spread when its largest |A - B| is at most this
 # many times the spread A shows when run twice on the same inputs (one repeat only samples the spread)
 SPREAD_FACTOR = 2.0
-ACCURACY = ("more accurate", "as accurate", "less accurate")
 
 
 # ---------------------------------------------------------------- numerics
-class Failure(str, enum.Enum):
-    """Why a variant's run failed (compare/checks/failures.py decides it from the exception's type and state)."""
-
-    NONE = ""                   # it did not fail
-    INTERPRETER = "interpreter"  # Triton's CPU interpreter cannot run the kernel (InterpreterError)
-    CALL = "call"               # the op cannot be called as the family calls it (arguments; no gradient)
-    LIBRARY = "library"         # raised inside the variant's own (library) code
-    CRASH = "crash"             # anything else, or the process it ran in crashed
-    LOAD = "load"               # could not be loaded or compiled (VariantInfo only)
-    TAMPER = "tamper"           # changed what the process shares (a patched function, a flag, the environment,
-                                # signals, atexit, kernel-ab's status): excluded, and the run made again without it
-    FOUL = "foul"               # stopped for a foul (its case's `fouls` say which): no numbers to judge
-
-
 @dataclasses.dataclass(frozen=True)
 class OutputError:
     """One output of one variant against the float64 reference, over all trials of a case."""
@@ -99,8 +85,7 @@ class InputWrite:
 @dataclasses.dataclass(frozen=True)
 class VariantNumerics:
     variant: str
-    status: str                     # "pass", "fail", "error" (crashed), "not_run", or "untrusted" (not run:
-                                    # the backend is known not to compute this dtype faithfully; reasons say why)
+    status: Status                  # (compare/model/states.py) reasons say why it failed or was not run
     reasons: tuple[str, ...] = ()   # why it failed, crashed or was not run, one line each
     outputs: tuple[OutputError, ...] = ()
     spread: tuple[RunSpread, ...] = ()   # run-to-run spread per output (empty in reports made before it)
@@ -111,7 +96,7 @@ class VariantNumerics:
     @property
     def produced(self) -> bool:
         """Whether it gave numbers (passed or failed the tolerance) in this case."""
-        return self.status in ("pass", "fail")
+        return Status(self.status).produced
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,14 +118,14 @@ class PairBitwise:
         return self.n_diff == 0
 
     @property
-    def verdict(self) -> str:
-        """"identical", "within run-to-run spread" (A's output is not deterministic, and B differs from A by
-        no more than SPREAD_FACTOR x what A differs from itself when run twice), or "differ"."""
+    def verdict(self) -> Bits:
+        """Identical, within run-to-run spread (A's output is not deterministic, and B differs from A by
+        no more than SPREAD_FACTOR x what A differs from itself when run twice), or differ."""
         if self.n_diff == 0:
-            return "identical"
+            return Bits.IDENTICAL
         if self.spread_n_diff > 0 and self.max_abs <= SPREAD_FACTOR * self.spread_max_abs:
-            return "within run-to-run spread"
-        return "differ"
+            return Bits.WITHIN_SPREAD
+        return Bits.DIFFER
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,7 +138,7 @@ class PairVerdict:
 
     a: str
     b: str
-    accuracy: str                     # one of ACCURACY
+    accuracy: Accuracy
     basis: str                        # "bitwise equal", "error within factor", "B worse", "B better" or "mixed"
     detail: tuple[str, ...] = ()      # each output and measure where B lost, then where it gained
     lost: tuple[str, ...] = ()        # the outputs where B lost
@@ -161,7 +146,7 @@ class PairVerdict:
 
     @property
     def as_accurate(self) -> bool:
-        return self.accuracy != "less accurate"
+        return self.accuracy != Accuracy.LESS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,7 +182,7 @@ class TimingVariant:
     """Every sample of one variant in one case (shape and mode), and what they add up to."""
 
     variant: str
-    status: str                       # "ok", "error", or "not_run" (the variant's run: not for this shape)
+    status: TimingStatus              # not_run: the variant's run said the shape is not its own
     reason: str = ""
     samples_ms: tuple[float, ...] = ()  # all timed calls, round by round
     rounds: int = 0
@@ -219,7 +204,7 @@ class TimingComparison:
 
     baseline: str
     variant: str
-    verdict: str                      # "faster", "slower", "no difference beyond noise" or "n/a"
+    verdict: TimingVerdict
     ratio: float = 0.0
     ci_low: float = 0.0
     ci_high: float = 0.0
@@ -278,7 +263,7 @@ class VariantInfo:
     kind: str
     why: str
     origin: str
-    status: str = "ok"       # "ok" or "failed" (could not be loaded)
+    status: LoadStatus = LoadStatus.OK   # failed: could not be loaded, or excluded
     error: str = ""
     failure: Failure = Failure.NONE   # status "failed": LOAD (not loaded or compiled), CRASH (a run crashed) or
                                       # TAMPER (it changed the process's shared state; `error` says what)
