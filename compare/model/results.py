@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import math
 from typing import Any, Optional
 
 from compare.model.fouls import Finding, Foul  # noqa: F401  re-exported: one result model
-from compare.model.jsonform import ReportFormatError, _decode, _encode, _kind  # noqa: F401 (re-exported)
+from compare.model.jsonform import ReportFormatError, TextForm, _decode, _encode, _kind  # noqa: F401 (re-exported)
 from compare.model.migrations import MIGRATIONS
 from compare.model.results_gates import Gate  # noqa: F401  re-exported: one result model
 from compare.model.states import (Accuracy, Bits, Failure, LoadStatus, Status, TimingStatus,  # noqa: F401 (re-exported)
@@ -257,6 +258,29 @@ from compare.model.results_ir import (IRCarried, IRKernelMatch, IRLoop, IRLoopMa
 
 # ---------------------------------------------------------------- report
 @dataclasses.dataclass(frozen=True)
+class ShapeParams(TextForm):
+    """One shape's parameters (the family's Shape.as_dict, and `reads_x_twice` where the family says),
+    written in report.json as their JSON text with sorted keys, as reports have always held them."""
+
+    values: dict[str, Any] = dataclasses.field(default_factory=dict, hash=False)
+
+    def text(self) -> str:
+        return json.dumps(self.values, sort_keys=True)
+
+    @classmethod
+    def parse(cls, text: str) -> "ShapeParams":
+        values = json.loads(text)   # a json.JSONDecodeError is a ValueError
+        if not isinstance(values, dict):
+            raise ValueError("a JSON object")
+        return cls(values)
+
+    @property
+    def reads_x_twice(self) -> bool:
+        """Whether its family said a forward must read x twice there (False where it did not say)."""
+        return bool(self.values.get("reads_x_twice"))
+
+
+@dataclasses.dataclass(frozen=True)
 class VariantInfo:
     name: str
     family: str
@@ -302,7 +326,7 @@ class Report:
     shapes: tuple[str, ...] = ()
     x_name: str = ""                 # the preset's x axis (for plots and benchmark rows), one value per shape
     x_values: tuple[float, ...] = ()
-    shape_params: tuple[str, ...] = ()   # each shape's parameters as JSON text
+    shape_params: tuple[ShapeParams, ...] = ()   # each shape's parameters
     numerics: Optional[NumericsSection] = None
     timing: Optional[TimingSection] = None
     ir: Optional[IRSection] = None
@@ -321,8 +345,7 @@ class Report:
     def reads_x_twice(self) -> tuple[bool, ...]:
         """Per shape, whether its family said a forward must read x twice there (Family.reads_x_twice;
         False where the family did not say). Stored in each shape's parameters, so saved reports keep it."""
-        import json
-        return tuple(bool(json.loads(p).get("reads_x_twice")) for p in self.shape_params)
+        return tuple(p.reads_x_twice for p in self.shape_params)
 
 
 # ---------------------------------------------------------------- JSON form

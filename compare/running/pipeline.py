@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 from typing import Iterator, Optional
 
 from compare.checks import numerics
@@ -13,7 +12,7 @@ from compare.running import supervisor, timing_run
 from compare.running.backend import Backend
 from compare.running.environment import collect
 from compare.running.progress import Step
-from compare.model.results import Failure, NumericsSection, Report, VariantInfo
+from compare.model.results import Failure, NumericsSection, Report, ShapeParams, VariantInfo
 from compare.running.plan import Plan, Request, build
 from compare.running.usage import UsageError
 from variants import Registry, UnknownName
@@ -246,7 +245,7 @@ def _report(plan: Plan, backend, infos, numerics_section, timing_section, ir_sec
     return Report(family=family.name, preset=preset.name, dtype=dtype_names, baseline=plan.variants[0].name,
                   incidents=supervisor.left_behind() + (spread.incidents() if spread else ()), variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
                   x_name=preset.x_name, x_values=tuple(float(preset.x_value(s)) for s in preset.shapes),
-                  shape_params=tuple(json.dumps(_shape_params(s, twice), sort_keys=True)
+                  shape_params=tuple(ShapeParams(_shape_params(s, twice))
                                      for s, twice in zip(preset.shapes, plan.reads_x_twice)),
                   numerics=numerics_section, timing=timing_section, ir=(ir_sections or (None,))[0],
                   ir_kernels=ir_sections[1:], skipped=tuple(skipped))
