@@ -10,7 +10,7 @@ from typing import Optional
 
 from compare.model import headline as hl
 from compare.model.problems import bits, lists, variant_of
-from compare.model.states import Accuracy, Bits, TimingVerdict
+from compare.model.states import Accuracy, Bits, IRStatus, TimingVerdict
 from compare.model.ratios import ratio_span
 from compare.model.results import IRSection, NumericsSection, Report, TimingSection
 from compare.model.results_ir import NOT_RUN
@@ -134,7 +134,7 @@ def _ir(section: IRSection, report: Report, a: str, b: str, check: str) -> Row:
                    ", ".join(failed or changed) or "every launched kernel", level)
     if va is None or vb is None:
         return Row(b, check, "not compared", "", f"no Triton kernel of {b if vb is None else a} here", level)
-    broken = next((v for v in (vb, va) if v.status != "ok"), None)
+    broken = next((v for v in (vb, va) if v.status != IRStatus.OK), None)
     if broken is not None:
         why = _first(broken.error.splitlines()[0]) if broken.error else ""
         return Row(b, check, "not found" if broken.status == NOT_RUN else "did not compile", "",

@@ -17,7 +17,7 @@ from compare.model.results import (IRSection, IRVariant, NumericsCase, NumericsS
                                    TimingSection)
 from compare.model.results_ir import NOT_RUN, op_kernel
 from compare.model.same_code import SameCode, same_code
-from compare.model.states import Accuracy, Bits, Failure, Status, TimingVerdict
+from compare.model.states import Accuracy, Bits, Failure, IRStatus, Status, TimingVerdict
 from compare.model.vocabulary import STAGE_TITLES as _STAGE
 
 
@@ -267,9 +267,9 @@ def _ir_line(section: Optional[IRSection], a: str, b: str, skipped: tuple[str, .
                     f"compiled code: the kernels of {gone[0].variant} not found: {first}")
     if vb is None or va is None:
         return Line("compiled code", "skip", f"compiled code: {b} not compared with {a}")
-    if vb.status != "ok":
+    if vb.status != IRStatus.OK:
         return Line("compiled code", "fail", f"compiled code: {b} did not compile: {vb.error.splitlines()[0] if vb.error else '?'}")
-    if va.status != "ok":
+    if va.status != IRStatus.OK:
         return Line("compiled code", "skip", f"compiled code: the baseline {a} did not compile")
     parts = loop_claims(section, va, vb) + _resources(va, vb)
     pair = next((p for p in section.pairs if (p.a, p.b) == (a, b)), None)
@@ -292,7 +292,7 @@ def _resources(va: IRVariant, vb: IRVariant) -> list[str]:
 def _op_line(section: IRSection, a: str, b: str, matches: list) -> Line:
     """The launched kernels of two ops, paired by name: each one's status, a changed one's loops (carried
     pointers at both sides, see loop_claims) and resources, then the passes whose kernels were not found."""
-    rows = {v.variant: v for v in section.variants if v.status == "ok"}
+    rows = {v.variant: v for v in section.variants if v.status == IRStatus.OK}
     said = []
     for m in matches:
         text = f"{m.kernel} {m.status}" + (f" ({', '.join(_STAGE.get(x, x) for x in m.changed_stages)})"

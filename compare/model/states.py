@@ -101,3 +101,11 @@ class Crash(Word):
     POISONED = "poisoned the CUDA context"
     ENDED = "ended the process"
     HUNG = "did not return"
+
+
+class IRStatus(Word):
+    """One variant's compiled code in an IRSection."""
+
+    OK = "ok"
+    FAILED = "failed"           # did not compile, or its compiled code could not be summarized
+    NOT_RUN = "not run"         # an op that failed when run to find its kernels: none is known

@@ -13,6 +13,7 @@ from compare.running.backend import Backend
 from compare.running.environment import collect
 from compare.running.progress import Step
 from compare.model.results import Failure, NumericsSection, Report, ShapeParams, VariantInfo
+from compare.model.states import LoadStatus
 from compare.running.plan import Plan, Request, build
 from compare.running.usage import UsageError
 from variants import Registry, UnknownName
@@ -84,7 +85,7 @@ def loaded(request: Request, registry: Registry,
         except (BadSpec, ValueError) as exc:
             raise UsageError(str(exc)) from None
         infos = tuple(VariantInfo(f.name, f.family, "triton", f"{f.where.rpartition('::')[2]}, loaded with --variant",
-                                  f.origin, status="failed", error=f.error,
+                                  f.origin, status=LoadStatus.FAILED, error=f.error,
                                   failure=excluded_failure(f.name) if f.crashed else Failure.LOAD)
                       for f in failed)
         if not set(request.variants) - {f.name for f in failed} and not names:
@@ -118,7 +119,7 @@ def without_crashed(plan: Plan, failed: tuple[VariantInfo, ...], crashed: list[t
     if not crashed:
         return plan, failed
     reasons = dict(crashed)
-    failed += tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, status="failed", error=reasons[v.name],
+    failed += tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, status=LoadStatus.FAILED, error=reasons[v.name],
                                 failure=excluded_failure(v.name, kinds)) for v in plan.variants if v.name in reasons)
     kept = [v for v in plan.variants if v.name not in reasons]
     if not kept:
@@ -145,7 +146,7 @@ def _compiled(family, chosen: list, shape, dtype, backend: Backend, failed: tupl
         return chosen, failed
     from variants.external import compile_failures
     broken = compile_failures(family, chosen, shape, dtype, backend.device, step)
-    failed += tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, status="failed", error=broken[v.name],
+    failed += tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, status=LoadStatus.FAILED, error=broken[v.name],
                                 kernels=v.own_kernels, failure=Failure.LOAD)
                     for v in chosen if v.name in broken)
     chosen = [v for v in chosen if v.name not in broken]
