@@ -80,6 +80,6 @@ def comparisons(names: list[str], entries: dict, warmed: Warmed, samples: dict, 
 
 
 def _comparison(baseline: str, name: str, est: stats.RatioEstimate, decision: stats.Decision) -> TimingComparison:
-    return TimingComparison(baseline=baseline, variant=name, verdict=TimingVerdict(decision.verdict), ratio=est.ratio,
+    return TimingComparison(baseline=baseline, variant=name, verdict=decision.verdict, ratio=est.ratio,
                             ci_low=est.ci_low, ci_high=est.ci_high, p_value=est.p_value, rounds=est.rounds,
                             margin=decision.margin, basis=decision.basis)
