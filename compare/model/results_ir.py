@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from compare.model.states import IRStatus, Word
+from compare.model.states import IRStatus, LoopMatch, Word
 
 OP_KERNEL_SEPARATOR = ":"   # an op's launched kernel is listed as OP:KERNEL
 
@@ -110,8 +110,7 @@ class IRLoopMatch:
     stage: str
     a: tuple[str, ...]      # A's loop paths
     b: tuple[str, ...]      # B's loop paths
-    status: str             # "matched" (one each), "removed" (A's only), "added" (B's only), or "unsure": no
-                            # confident pairing among these loops, so none is claimed
+    status: LoopMatch
     score: float = 0.0      # matched: the two loops' similarity, 0 to 1
 
 

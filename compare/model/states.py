@@ -109,3 +109,12 @@ class IRStatus(Word):
     OK = "ok"
     FAILED = "failed"           # did not compile, or its compiled code could not be summarized
     NOT_RUN = "not run"         # an op that failed when run to find its kernels: none is known
+
+
+class LoopMatch(Word):
+    """How a loop of B pairs with A's in one stage (compare/checks/ir/loopmatch.py)."""
+
+    MATCHED = "matched"         # one each
+    REMOVED = "removed"         # A's only
+    ADDED = "added"             # B's only
+    UNSURE = "unsure"           # no confident pairing among these loops, so none is claimed
