@@ -5,8 +5,8 @@ from rich.console import Console
 
 from compare.render import terminal
 from compare.model.results import (Environment, NumericsCase, NumericsSection, OutputError, PairBitwise, PairVerdict, Report,
-                             TimingCase, TimingComparison, TimingSection, TimingVariant, VariantInfo,
-                             VariantNumerics)
+                             ShapeParams, TimingCase, TimingComparison, TimingSection, TimingVariant,
+                             VariantInfo, VariantNumerics)
 
 
 def _err(name, max_abs, beyond=0, unwritten=0):
@@ -52,7 +52,7 @@ def fixed_report(slower_ratio: float = 1.03, failing: bool = False, baseline_fai
                                 clocks="sm, max sm, mem: 1980 MHz, 1980 MHz, 3201 MHz", git_commit="0123456789abcdef",
                                 git_dirty=False, command="python main.py compare A B", time_utc="2026-11-29 12:00:00 UTC"),
         shapes=("N2 C8 G2 S256",), x_name="channels", x_values=(8.0,),
-        shape_params=('{"batch": 2, "channels": 8, "eps": 1e-06, "num_groups": 2, "spatial": [256]}',),
+        shape_params=(ShapeParams({"batch": 2, "channels": 8, "eps": 1e-06, "num_groups": 2, "spatial": [256]}),),
         numerics=NumericsSection("cuda", "compiled Triton kernels on NVIDIA H200", (case,)),
         timing=timing,
     )

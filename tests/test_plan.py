@@ -1,7 +1,6 @@
 """compare/comparison/plan.py: the command line's defaults and checks in one place, and a request resolved once
 into a Plan that the stages read (no stage asks the registry again)."""
 import dataclasses
-import json
 
 import pytest
 
@@ -9,7 +8,7 @@ import main
 from compare.comparison import pipeline, plan
 from compare.command_line import arguments
 from compare.runtime.backend import configure
-from compare.model.results import Report
+from compare.model.results import Report, ShapeParams
 from compare.checks.timing_config import TimingConfig
 from compare.model.errors import UsageError
 from variants import registry
@@ -104,7 +103,7 @@ def test_the_family_says_where_x_is_read_twice_and_the_report_carries_it():
     edge = plan.build(plan.Request(preset="edge"), reg)
     assert edge.reads_x_twice == (False, False, True, False)   # its third shape's group does not fit on chip
     assert plan.build(plan.Request(family="layer_norm"), reg).reads_x_twice[0] is None   # the family does not say
-    params = tuple(json.dumps(pipeline._shape_params(s, t)) for s, t in zip(edge.preset.shapes, edge.reads_x_twice))
+    params = tuple(ShapeParams(pipeline._shape_params(s, t)) for s, t in zip(edge.preset.shapes, edge.reads_x_twice))
     report = Report("group_norm", "edge", "float32", "a", (), None, shape_params=params)
     assert report.reads_x_twice == (False, False, True, False)
 

@@ -1,7 +1,7 @@
 """Plots of a timed report (matplotlib is an optional extra; these skip, saying so, without it)."""
 import dataclasses
-import json
 
+from compare.model.results import ShapeParams
 from compare.render import files, plots
 from tests.extras import need
 from tests.fixed_report import fixed_report
@@ -24,9 +24,8 @@ def test_out_folder_holds_every_file(tmp_path):
 
 
 def _flagged(report, reads_twice: bool):
-    params = json.loads(report.shape_params[0])
-    params["reads_x_twice"] = reads_twice
-    return dataclasses.replace(report, shape_params=(json.dumps(params),))
+    params = dict(report.shape_params[0].values, reads_x_twice=reads_twice)
+    return dataclasses.replace(report, shape_params=(ShapeParams(params),))
 
 
 def test_roofline_panel_data_is_each_variants_share_of_copy_bandwidth():

@@ -1,10 +1,12 @@
 """The result model's JSON form loads back into the same records."""
+import dataclasses
 import json
 
 import pytest
 
-from compare.model.results import (Environment, NumericsCase, NumericsSection, OutputError, PairBitwise, PairVerdict, Report,
-                             VariantNumerics, VariantInfo, from_dict, to_dict)
+from compare.model.results import (Accuracy, Environment, NumericsCase, NumericsSection, OutputError, PairBitwise,
+                                   PairVerdict, Report, ReportFormatError, ShapeParams, Status, VariantNumerics,
+                                   VariantInfo, from_dict, to_dict)
 
 
 def sample_report() -> Report:
@@ -62,3 +64,19 @@ def test_schema_1_report_migrates_its_yes_no_verdicts():
 def test_ulps_of_max_is_measured_at_the_largest_reference_value():
     e = OutputError("y", "float32", 96, 2 ** -20, 0.0, 1e6, 0, 1.3e-6, 1e-5, 0, 0, 0, 0, ref_max=3.0)
     assert e.ulps_of_max == 4.0     # an ULP at 3.0 in float32 is 2**-22
+
+
+def test_states_and_shape_parameters_load_back_typed_and_write_the_same_text():
+    text = '{"channels": 8, "reads_x_twice": true, "spatial": [256]}'
+    report = dataclasses.replace(sample_report(), shape_params=(ShapeParams.parse(text),))
+    data = to_dict(report)
+    assert data["shape_params"] == [text]   # the JSON text reports have always held
+    back = from_dict(json.loads(json.dumps(data)))
+    assert back.shape_params[0].values == {"channels": 8, "reads_x_twice": True, "spatial": [256]}
+    assert back.reads_x_twice == (True,)
+    variant = back.numerics.cases[1].variants[0]
+    assert variant.status is Status.UNTRUSTED and f"{variant.status}" == "untrusted"
+    assert back.numerics.cases[1].verdicts[0].accuracy is Accuracy.LESS
+    data["shape_params"] = ["[1, 2]"]
+    with pytest.raises(ReportFormatError, match=r"shape_params\[0\]"):
+        from_dict(data)

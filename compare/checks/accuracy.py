@@ -7,6 +7,7 @@ import itertools
 import torch
 
 from compare.model.results import PairBitwise, PairVerdict, VariantNumerics
+from compare.model.states import Accuracy
 
 # B is "at least as accurate as A" if its errors are within this factor of A's (PairVerdict)
 VERDICT_FACTOR = 2.0
@@ -62,14 +63,14 @@ def verdict(a: VariantNumerics, b: VariantNumerics, bitwise_equal: bool, dtype: 
     differences below its machine epsilon u (rel L2) or u/2 x max|ref| (max abs: the rounding of the
     output alone) do not count, nor does a max abs error within 1 ULP at every element."""
     if bitwise_equal:
-        return PairVerdict(a.variant, b.variant, "as accurate", "bitwise equal")
+        return PairVerdict(a.variant, b.variant, Accuracy.AS, "bitwise equal")
     u = float(torch.finfo(dtype).eps)
     lost = _losses(a, b, u, factor)
     gained = [(o, m, fig_b, fig_a) for o, m, fig_a, fig_b in _losses(b, a, u, factor)]
     detail = tuple(_say(*x) for x in lost + gained)
     outs = (tuple(dict.fromkeys(x[0] for x in lost)), tuple(dict.fromkeys(x[0] for x in gained)))
     if lost:
-        return PairVerdict(a.variant, b.variant, "less accurate", "mixed" if gained else "B worse", detail, *outs)
+        return PairVerdict(a.variant, b.variant, Accuracy.LESS, "mixed" if gained else "B worse", detail, *outs)
     if gained:
-        return PairVerdict(a.variant, b.variant, "more accurate", "B better", detail, *outs)
-    return PairVerdict(a.variant, b.variant, "as accurate", "error within factor")
+        return PairVerdict(a.variant, b.variant, Accuracy.MORE, "B better", detail, *outs)
+    return PairVerdict(a.variant, b.variant, Accuracy.AS, "error within factor")

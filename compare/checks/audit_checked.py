@@ -9,6 +9,7 @@ import torch
 from compare.checks import harness, numerics, referee
 from compare.model.errors import summarize
 from compare.model.fouls import Finding, Foul
+from compare.model.states import Crash
 from compare.runtime import sealing, supervisor
 
 MISMATCH_FACTOR = 10.0    # a fresh output's rel L2 beyond this times the checked run's, plus
@@ -64,7 +65,7 @@ class Checked:
                 if not supervisor.is_variant_fault(exc):
                     raise
                 if supervisor.is_fatal(exc):   # ... unless nothing can run after it (the supervisor reruns without it)
-                    supervisor.poisoned(name, f"{supervisor.CRASHES[1]} ({summarize(exc)})")
+                    supervisor.poisoned(name, f"{Crash.POISONED} ({summarize(exc)})")
                 continue
             self.checked[name] = self._measure(outs, self.inputs)
 

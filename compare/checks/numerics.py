@@ -5,9 +5,10 @@ difference within its run-to-run spread (atomic adds) is said as such. Dtypes th
 compute faithfully (`INTERPRETER_UNTRUSTED`) are not run there for Triton variants."""
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import warnings
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 import torch
 
@@ -18,7 +19,8 @@ from compare.runtime import sealing, supervisor
 from compare.runtime.backend import Backend, synchronize
 from compare.model.errors import summarize
 from compare.runtime.progress import Step
-from compare.model.results import Failure, NumericsCase, OutputError, PairBitwise, RunSpread, VariantNumerics
+from compare.model.results import NumericsCase, OutputError, PairBitwise, RunSpread, VariantNumerics
+from compare.model.states import Crash, Failure, Status
 from compare.model.vocabulary import MANTISSA_BITS, MIN_NORMAL_EXPONENT
 from variants.family import NotForThisShape
 from variants.variant import NotPlainTensor
@@ -177,17 +179,58 @@ def interpreter_untrusted(backend: Backend, dtype: torch.dtype) -> str | None:
     return INTERPRETER_UNTRUSTED.get(str(dtype).removeprefix("torch."))
 
 
-def _runner(family, v, direction: str, shape, dtype, backend):
-    """(reason it cannot run or None, alloc(), run(inputs, outputs), reference(inputs)) for one pass.
-    An op-level variant returns the family's first output only, so its forward is measured on that."""
+@dataclasses.dataclass(frozen=True)
+class _Pass:
+    """One variant's pass as the numerics check runs it. An op-level variant returns the family's first
+    output only, so its forward is measured on that."""
+
+    unsupported: Optional[str]                      # why the variant cannot run this pass (None: it can)
+    alloc: Callable[[], dict[str, torch.Tensor]]   # its output buffers
+    run: Callable[[dict, dict], None]              # run(inputs, outputs)
+    reference: Callable[[dict], dict[str, torch.Tensor]]   # the float64 reference of the pass
+
+
+def _runner(family, v, direction: str, shape, dtype, backend) -> _Pass:
     if direction == "forward":
         first = family.outputs[0]
-        return (None, lambda: {k: t for k, t in family.alloc_outputs(shape, dtype, backend.device).items()
-                               if v.kind != "op" or k == first},
-                lambda inputs, out: v.run(inputs, out, shape), lambda inputs: family.reference(inputs, shape))
-    return (harness.backward_unsupported(family, v), lambda: family.alloc_grads(shape, dtype, backend.device),
-            lambda inputs, out: harness.run_backward(family, v, inputs, out, shape),
-            lambda inputs: family.reference_backward(inputs, shape))
+        return _Pass(None, lambda: {k: t for k, t in family.alloc_outputs(shape, dtype, backend.device).items()
+                                    if v.kind != "op" or k == first},
+                     lambda inputs, out: v.run(inputs, out, shape), lambda inputs: family.reference(inputs, shape))
+    return _Pass(harness.backward_unsupported(family, v), lambda: family.alloc_grads(shape, dtype, backend.device),
+                 lambda inputs, out: harness.run_backward(family, v, inputs, out, shape),
+                 lambda inputs: family.reference_backward(inputs, shape))
+
+
+@dataclasses.dataclass
+class _Tally:
+    """What one variant gave over the trials of a case, until it is said as a VariantNumerics."""
+
+    runner: _Pass
+    errors: list[OutputError] = dataclasses.field(default_factory=list)   # per output per trial
+    written: list = dataclasses.field(default_factory=list)   # the inputs it wrote into, per trial
+    spread: Optional[dict[str, RunSpread]] = None   # its run-to-run spread (first trial), once measured
+    ended: Optional[VariantNumerics] = None          # decided before every trial ran: not run, untrusted, failed
+
+
+@dataclasses.dataclass
+class _Case:
+    """One numerics case being run: what every trial of it shares, and the pairs' bitwise trials."""
+
+    family: object
+    shape: object
+    dtype: torch.dtype
+    backend: Backend
+    direction: str
+    input_kind: str
+    progress: Step
+    overwrites: dict[str, str]    # output -> the input it is written over by design (Family.overwrites)
+    expected: set[str]            # the inputs whose writes are no fault
+    fouls: list = dataclasses.field(default_factory=list)
+    diffs: dict[tuple[str, str, str], list] = dataclasses.field(default_factory=dict)   # (a, b, output) -> trials
+
+    def what(self, seed: int) -> str:
+        return (f"numerics {self.direction} {self.shape.label} {str(self.dtype).removeprefix('torch.')} "
+                f"{self.input_kind} seed {seed}")
 
 
 def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seeds: Iterable[int],
@@ -201,113 +244,122 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
     if direction not in ("forward", "backward"):
         raise ValueError(f"unknown direction {direction!r}; known: forward, backward")
     seeds = tuple(seeds)
-    errors: dict[str, list[OutputError]] = {v.name: [] for v in variants}
-    status: dict[str, VariantNumerics] = {}
-    diffs: dict[tuple[str, str, str], list] = {}
-    spreads: dict[str, dict[str, RunSpread]] = {}
-    runners = {}
-    untrusted = interpreter_untrusted(backend, dtype)
-    for v in variants:
-        runners[v.name] = _runner(family, v, direction, shape, dtype, backend)
-        if v.needs_gpu and not backend.gpu:
-            status[v.name] = VariantNumerics(v.name, "not_run", ("needs a GPU; this run has none",))
-        elif untrusted and v.kind in ("triton", "op"):   # an op launches Triton kernels too
-            status[v.name] = VariantNumerics(v.name, "untrusted",
-                                             (f"{str(dtype).removeprefix('torch.')}: {untrusted}",))
-        elif runners[v.name][0]:
-            status[v.name] = VariantNumerics(v.name, "not_run", (runners[v.name][0],))
-    ref_fn = next((r[3] for r in runners.values() if r[3] is not None), None)
     # outputs written over an input by design (Family.overwrites): that input's write is no fault, and the
     # output's buffer starts as the input's values, so an element still holding them (and wrong) is unwritten
     overwrites = family.overwrites(direction)
     expected = set(overwrites.values())
     if direction == "backward":   # a backward pass runs its forward first: the forward's documented writes too
         expected |= set(family.overwrites("forward").values())
-    written: dict[str, list] = {v.name: [] for v in variants}
-    fouls: list = []
+    case = _Case(family, shape, dtype, backend, direction, input_kind, progress, overwrites, expected)
+    tallies = {v.name: _tally(case, v) for v in variants}
+    ref_fn = next((t.runner.reference for t in tallies.values()), None)
     for seed in seeds:
-        if all(v.name in status for v in variants):
+        if all(t.ended is not None for t in tallies.values()):
             break
         # every run reads a copy of these (compare.runtime.sealing): no variant's writes reach another
         pristine = draw(shape, dtype, seed, input_kind) if draw else \
             family.make_inputs(shape, dtype, backend.device, seed, input_kind)
-        kept: dict[str, dict[str, referee.Stowed]] = {}   # outputs as bare storage until the reference exists
-        for v in variants:
-            if v.name in status:
-                continue
-            progress(f"numerics {direction} {shape.label} {dtype} {input_kind} seed {seed}: {v.name}")
-            _, alloc, run, _ = runners[v.name]
-            allocated = {k: poison_(t) for k, t in alloc().items()}   # measured, whatever `outputs` is made to hold
-            outputs = dict(allocated)
-            inputs = sealing.sealed_copy(pristine)
-            what = f"numerics {direction} {shape.label} {str(dtype).removeprefix('torch.')} {input_kind} seed {seed}"
-            referee.scrub_freed(allocated, poison_)
-            try:
-                with supervisor.running((v.name,), what), warnings.catch_warnings():
-                    warnings.simplefilter("ignore", RuntimeWarning)  # numpy's overflow/invalid warnings from the
-                    run(inputs, outputs)                             # interpreter: the measured NaN/Inf say it better
-                    synchronize(backend)
-                    odd = referee.not_plain(outputs)
-                    if odd:
-                        raise NotPlainTensor(odd)
-            except NotPlainTensor as exc:   # a foul: the subclass is never read
-                fouls.append(referee.subclass_finding(v.name, str(exc)))
-                status[v.name] = VariantNumerics(v.name, "error", (f"returned a Tensor subclass ({exc})",),
-                                                 failure=Failure.FOUL)
-                continue
-            except NotForThisShape as exc:   # a limit the variant documents, not a fault
-                status[v.name] = VariantNumerics(v.name, "not_run", (f"not for this shape: {exc}",))
-                continue
-            except BaseException as exc:  # a failing variant is reported (SystemExit too), the others still run
-                if not supervisor.is_variant_fault(exc):
-                    raise
-                if supervisor.is_fatal(exc):   # ... unless nothing can run after it (the supervisor reruns without it)
-                    supervisor.poisoned(v.name, f"{supervisor.CRASHES[1]} ({summarize(exc)})")
-                kind = classify(exc, v.import_roots, backend.interpreted)
-                status[v.name] = VariantNumerics(v.name, "error", (summarize(exc),),
-                                                 writes=sealing.writes(pristine, inputs, expected),
-                                                 failure=kind.kind, failed_at=kind.at)
-                continue
-            written[v.name].append(sealing.writes(pristine, inputs, expected))
-            if v.name not in spreads and backend.interpreted and v.kind in ("triton", "op"):
-                spreads[v.name] = {}   # the interpreter runs programs one after another: no spread to find
-            if v.name not in spreads:
-                spreads[v.name] = _run_twice(run, alloc, sealing.sealed_copy(pristine), allocated, backend,
-                                             (v.name, f"{what}, run again"))
-            kept[v.name] = referee.stow(allocated)
-            del allocated, outputs, inputs
-        produced = _measured(kept, ref_fn, pristine, overwrites, dtype, errors)
+        kept = {v.name: stowed for v in variants if tallies[v.name].ended is None
+                and (stowed := _trial(case, v, tallies[v.name], pristine, seed)) is not None}
+        produced = _measured(kept, ref_fn, pristine, overwrites, dtype, tallies)
         progress.advance()
         for a, b in itertools.combinations(produced, 2):
             for name in [n for n in produced[a] if n in produced[b]]:   # an op gives only its result
-                diffs.setdefault((a, b, name), []).append(bitwise(produced[a][name], produced[b][name]))
-    results = []
-    for v in variants:
-        if v.name in status:
-            results.append(status[v.name])
-            continue
-        by_output: dict[str, list[OutputError]] = {}
-        for e in errors[v.name]:
-            by_output.setdefault(e.output, []).append(e)
-        merged = tuple(merge(es) for es in by_output.values())
-        reasons = tuple(r for e in merged for r in failure_reasons(e))
-        results.append(VariantNumerics(v.name, "fail" if reasons else "pass", reasons, merged,
-                                       tuple(spreads.get(v.name, {}).values()), sealing.merge(written[v.name])))
-    pairs = []
-    for (a, b, name), trials in diffs.items():
-        if a in status or b in status:
-            continue
-        numel = _total_numel(errors[a], name)
-        first = next((idx for n, idx, _ in trials if n), None)
-        own = spreads.get(a, {}).get(name)     # A's: a B noisier than A differs from it
-        pairs.append(PairBitwise(a, b, name, numel, sum(n for n, _, _ in trials), first,
-                                 max(m for _, _, m in trials), own.n_diff if own else 0, own.max_abs if own else 0.0))
+                case.diffs.setdefault((a, b, name), []).append(bitwise(produced[a][name], produced[b][name]))
+    results = [_said(v.name, tallies[v.name]) for v in variants]
+    pairs = _pairs(case.diffs, tallies)
     verdicts = _verdicts(results, pairs, reference, dtype)
     return NumericsCase(shape.label, str(dtype).removeprefix("torch."), input_kind, seeds, tuple(results),
-                        tuple(pairs), direction, verdicts, reference if reference in errors else "", tuple(fouls))
+                        tuple(pairs), direction, verdicts, reference if reference in tallies else "", tuple(case.fouls))
 
 
-def _measured(kept: dict, ref_fn, pristine, overwrites: dict, dtype, errors: dict) -> dict[str, dict[str, torch.Tensor]]:
+def _tally(case: _Case, v) -> _Tally:
+    """A variant's tally, ended at once where it cannot run in this case (no GPU, an untrusted dtype, no pass)."""
+    runner = _runner(case.family, v, case.direction, case.shape, case.dtype, case.backend)
+    untrusted = interpreter_untrusted(case.backend, case.dtype)
+    tally = _Tally(runner)
+    if v.needs_gpu and not case.backend.gpu:
+        tally.ended = VariantNumerics(v.name, Status.NOT_RUN, ("needs a GPU; this run has none",))
+    elif untrusted and v.kind in ("triton", "op"):   # an op launches Triton kernels too
+        tally.ended = VariantNumerics(v.name, Status.UNTRUSTED, (f"{str(case.dtype).removeprefix('torch.')}: {untrusted}",))
+    elif runner.unsupported:
+        tally.ended = VariantNumerics(v.name, Status.NOT_RUN, (runner.unsupported,))
+    return tally
+
+
+def _trial(case: _Case, v, tally: _Tally, pristine, seed: int) -> Optional[dict[str, referee.Stowed]]:
+    """Run `v` once on its own sealed copy of `pristine`: its outputs as bare storage until the reference
+    exists (compare/checks/referee.py), or None where the run ended its tally (a failure, a foul, a limit)."""
+    case.progress(f"numerics {case.direction} {case.shape.label} {case.dtype} {case.input_kind} seed {seed}: {v.name}")
+    runner, what = tally.runner, case.what(seed)
+    allocated = {k: poison_(t) for k, t in runner.alloc().items()}   # measured, whatever `outputs` is made to hold
+    outputs = dict(allocated)
+    inputs = sealing.sealed_copy(pristine)
+    referee.scrub_freed(allocated, poison_)
+    try:
+        with supervisor.running((v.name,), what), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # numpy's overflow/invalid warnings from the
+            runner.run(inputs, outputs)                      # interpreter: the measured NaN/Inf say it better
+            synchronize(case.backend)
+            odd = referee.not_plain(outputs)
+            if odd:
+                raise NotPlainTensor(odd)
+    except NotPlainTensor as exc:   # a foul: the subclass is never read
+        case.fouls.append(referee.subclass_finding(v.name, str(exc)))
+        tally.ended = VariantNumerics(v.name, Status.ERROR, (f"returned a Tensor subclass ({exc})",),
+                                      failure=Failure.FOUL)
+        return None
+    except NotForThisShape as exc:   # a limit the variant documents, not a fault
+        tally.ended = VariantNumerics(v.name, Status.NOT_RUN, (f"not for this shape: {exc}",))
+        return None
+    except BaseException as exc:  # a failing variant is reported (SystemExit too), the others still run
+        if not supervisor.is_variant_fault(exc):
+            raise
+        if supervisor.is_fatal(exc):   # ... unless nothing can run after it (the supervisor reruns without it)
+            supervisor.poisoned(v.name, f"{Crash.POISONED} ({summarize(exc)})")
+        kind = classify(exc, v.import_roots, case.backend.interpreted)
+        tally.ended = VariantNumerics(v.name, Status.ERROR, (summarize(exc),),
+                                      writes=sealing.writes(pristine, inputs, case.expected),
+                                      failure=kind.kind, failed_at=kind.at)
+        return None
+    tally.written.append(sealing.writes(pristine, inputs, case.expected))
+    if tally.spread is None and case.backend.interpreted and v.kind in ("triton", "op"):
+        tally.spread = {}   # the interpreter runs programs one after another: no spread to find
+    if tally.spread is None:
+        tally.spread = _run_twice(runner.run, runner.alloc, sealing.sealed_copy(pristine), allocated,
+                                  case.backend, (v.name, f"{what}, run again"))
+    return referee.stow(allocated)
+
+
+def _said(name: str, tally: _Tally) -> VariantNumerics:
+    """The variant's numerics over every trial: the worst of each output, and why it failed."""
+    if tally.ended is not None:
+        return tally.ended
+    by_output: dict[str, list[OutputError]] = {}
+    for e in tally.errors:
+        by_output.setdefault(e.output, []).append(e)
+    merged = tuple(merge(es) for es in by_output.values())
+    reasons = tuple(r for e in merged for r in failure_reasons(e))
+    return VariantNumerics(name, Status.FAIL if reasons else Status.PASS, reasons, merged,
+                           tuple((tally.spread or {}).values()), sealing.merge(tally.written))
+
+
+def _pairs(diffs: dict[tuple[str, str, str], list], tallies: dict[str, _Tally]) -> list[PairBitwise]:
+    """Each pair's bitwise comparison per output, over the trials both gave numbers in."""
+    pairs = []
+    for (a, b, name), trials in diffs.items():
+        if tallies[a].ended is not None or tallies[b].ended is not None:
+            continue
+        numel = _total_numel(tallies[a].errors, name)
+        first = next((idx for n, idx, _ in trials if n), None)
+        own = (tallies[a].spread or {}).get(name)     # A's: a B noisier than A differs from it
+        pairs.append(PairBitwise(a, b, name, numel, sum(n for n, _, _ in trials), first,
+                                 max(m for _, _, m in trials), own.n_diff if own else 0, own.max_abs if own else 0.0))
+    return pairs
+
+
+def _measured(kept: dict, ref_fn, pristine, overwrites: dict, dtype,
+              tallies: dict[str, _Tally]) -> dict[str, dict[str, torch.Tensor]]:
     """Every variant's outputs of one trial, measured against the float64 reference, computed only now that
     each has run (compare/checks/referee.py): the outputs by variant, for the pairwise comparison."""
     ref = ref_fn(sealing.sealed_copy(pristine))
@@ -315,7 +367,7 @@ def _measured(kept: dict, ref_fn, pristine, overwrites: dict, dtype, errors: dic
     for name, outputs in produced.items():
         for out, t in outputs.items():
             stale = sealing.tensors(pristine)[overwrites[out]] if out in overwrites else None
-            errors[name].append(measure(t, ref[out], out, dtype, stale))
+            tallies[name].errors.append(measure(t, ref[out], out, dtype, stale))
     return produced
 
 

@@ -11,6 +11,7 @@ import math
 
 import torch
 
+from compare.model.states import TimingVerdict
 from compare.model.vocabulary import DEFAULT_NOISE  # noqa: F401 (re-exported: the verdict's default band)
 
 ALPHA = 0.05
@@ -63,14 +64,14 @@ def ratio_with_interval(a: list[list[float]], b: list[list[float]], confidence: 
     return RatioEstimate(ratio, lo, hi, p, rounds)
 
 
-NO_DIFFERENCE = "no difference beyond noise"
+NO_DIFFERENCE = TimingVerdict.NO_DIFFERENCE
 
 
 @dataclasses.dataclass(frozen=True)
 class Decision:
     """A verdict and what decided it: the margin the interval had to clear, and why that margin."""
 
-    verdict: str        # "faster", "slower" or NO_DIFFERENCE
+    verdict: TimingVerdict   # faster, slower or NO_DIFFERENCE
     margin: float       # the interval had to lie wholly outside 1 ± margin
     basis: str          # "noise band", "A/A control" or "identical timed code"
 
@@ -93,15 +94,15 @@ def decide(est: RatioEstimate, noise: float = DEFAULT_NOISE, control: RatioEstim
     if same_code:
         return Decision(NO_DIFFERENCE, margin, "identical timed code")
     if est.p_value < alpha and est.ci_low > 1 + margin:
-        return Decision("slower", margin, basis)
+        return Decision(TimingVerdict.SLOWER, margin, basis)
     if est.p_value < alpha and est.ci_high < 1 - margin:
-        return Decision("faster", margin, basis)
+        return Decision(TimingVerdict.FASTER, margin, basis)
     return Decision(NO_DIFFERENCE, margin, basis)
 
 
 def verdict(est: RatioEstimate, noise: float = DEFAULT_NOISE, alpha: float = ALPHA,
-            control: RatioEstimate | None = None, same_code: bool = False) -> str:
-    """The verdict string of `decide`."""
+            control: RatioEstimate | None = None, same_code: bool = False) -> TimingVerdict:
+    """The verdict of `decide`."""
     return decide(est, noise, control, same_code, alpha).verdict
 
 

@@ -14,9 +14,11 @@ import torch
 
 from compare.runtime import sealing, supervisor
 from compare.checks import audit, referee, stats
+from compare.checks import timing_verdicts as verdicts
+from compare.checks.timing_verdicts import same_code as _same_code  # noqa: F401 (re-exported)
 from compare.model.errors import summarize
-from compare.model.fouls import withheld
-from compare.model.results import TimingCase, TimingComparison, TimingVariant
+from compare.model.results import TimingCase
+from compare.model.states import Crash
 from variants.family import NotForThisShape
 from variants.variant import NotPlainTensor
 
@@ -165,12 +167,6 @@ def _as_placements(fn, placements: int) -> tuple:
     return fns
 
 
-def _same_code(a, b) -> bool:
-    """Both timed passes run the same compiled code, as their bench calls say (None: not known)."""
-    ka, kb = getattr(a, "timed_code", None), getattr(b, "timed_code", None)
-    return ka is not None and ka == kb
-
-
 def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]], bytes_moved: int, copy_gbs: float,
               shape_label: str, mode: str, config: TimingConfig, step: Callable[[str], None] = lambda _: None,
               dtype: str = "", control: Callable[[], None] | Sequence[Callable[[], None]] | None = None,
@@ -188,41 +184,8 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
     if control is not None:
         entries[CONTROL] = _as_placements(control, placements)
     flush = torch.empty(config.flush_bytes // 4, dtype=torch.int32, device="cuda")
-    timed: dict[str, list[_Timed]] = {}
-    failed: dict[str, str] = {}
-    not_run: set[str] = set()   # of the failed: those whose run said the shape is not theirs
-    written: dict[str, tuple] = {}   # entry -> the inputs its calls wrote into (sealing.writes)
-    memory: dict[str, int] = {}
-    fouls: dict[str, list] = {}   # entry -> what its calls did to win rather than compute (audit)
-    label = lambda name: "A/A control" if name == CONTROL else name  # noqa: E731
-    for name, fns in entries.items():
-        step(f"timing {shape_label} {mode}: warm-up {label(name)}")
-        before = supervisor.snapshot()   # what its warm-up changes in the process names it alone (process_guard)
-        try:
-            ts = [_Timed(fn) for fn in fns]
-            for t in ts:
-                _one_call_ms(t, flush)   # the first call compiles; not a sample
-                _seal(t, inputs, written, name)
-            memory[name] = _peak_memory(ts[0])
-            deadline = time.perf_counter() + config.warmup_ms / 1e3
-            while time.perf_counter() < deadline:
-                _one_call_ms(ts[0], flush)
-            timed[name] = ts
-        except NotForThisShape as exc:   # a limit the variant documents, not a fault
-            failed[name] = f"not for this shape: {exc}"
-            not_run.add(name)
-        except BaseException as exc:  # a variant that crashes is reported; the rest are still timed
-            if not supervisor.is_variant_fault(exc):
-                raise
-            if supervisor.is_fatal(exc):   # ... unless nothing can run after it (the supervisor reruns without it)
-                culprit = next(iter(calls)) if name == CONTROL else name
-                supervisor.poisoned(culprit, f"{supervisor.CRASHES[1]} ({summarize(exc)})")
-            failed[name] = summarize(exc)
-            if isinstance(exc, NotPlainTensor):
-                fouls[name] = [referee.subclass_finding(name, str(exc))]
-            torch.cuda.synchronize()
-        culprit = next(iter(calls)) if name == CONTROL else name
-        supervisor.check(before, (culprit,), f"timing {shape_label} {mode} warm-up")
+    warmed = _warm_up(entries, next(iter(calls)), inputs, config, flush, f"timing {shape_label} {mode}", step)
+    timed = warmed.timed
     launch = {name: _launch_cpu_ms(ts[0], flush) for name, ts in timed.items()}
     launch_bound = tuple(n for n, (cpu, gpu) in launch.items() if n != CONTROL and cpu >= LAUNCH_BOUND_FRACTION * gpu)
     # op-level passes (prefers_graph) are replayed from graphs in "auto" whatever their time: their Python,
@@ -232,55 +195,60 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
         min(gpu for _, gpu in launch.values()) < GRAPH_AUTO_BELOW_MS or bool(launch_bound) or prefer))
     note = ""
     if use_graph:
-        note = _capture(timed, failed, config.graph == "on", flush)
+        note = _capture(timed, warmed.failed, config.graph == "on", flush)
         use_graph = any(t.graph is not None for ts in timed.values() for t in ts)
     samples, seconds = _rounds(timed, placements, config, step, flush, shape_label, mode)
     audit_start = time.perf_counter()
-    fouls.update(audit.audit_case(timed, samples, checked, flush, bytes_moved, copy_gbs,
-                                  audit.Tools(torch, _one_call_ms, flush_l2), skip=(CONTROL,)))
+    warmed.fouls.update(audit.audit_case(timed, samples, checked, flush, bytes_moved, copy_gbs,
+                                         audit.Tools(torch, _one_call_ms, flush_l2), skip=(CONTROL,)))
     audit_seconds = time.perf_counter() - audit_start
-    variants = []
-    for name in calls:
-        if name in failed:
-            variants.append(TimingVariant(name, "not_run" if name in not_run else "error", failed[name]))
-            continue
-        flat = [s for r in samples[name] for s in r]
-        p20, p50, p80 = stats.quantiles(flat)
-        gbs = bytes_moved / (p50 * 1e-3) / 1e9 if p50 > 0 else float("inf")   # (no time: no bandwidth holds it)
-        variants.append(TimingVariant(name, "ok", "", tuple(flat), len(samples[name]), config.calls_per_round,
-                                      p20, p50, p80, memory[name], bytes_moved, gbs,
-                                      gbs / copy_gbs if copy_gbs else 0.0, round(launch[name][0], 4),
-                                      written.get(name, ())))
     names = list(calls)
-    baseline = names[0]
-    control_est = None
-    control_cmp = None
-    if control is not None:
-        if baseline in failed or CONTROL in failed:
-            control_cmp = TimingComparison(baseline, f"{baseline} again", "n/a", reason="the baseline failed")
-        else:
-            control_est = stats.ratio_with_interval(samples[baseline], samples[CONTROL], seed=config.seed)
-            control_cmp = _comparison(baseline, f"{baseline} again", control_est,
-                                      stats.decide(control_est, config.noise))
-    comparisons = []
-    for name in names[1:]:
-        if baseline in failed or name in failed:
-            which = baseline if baseline in failed else name
-            comparisons.append(TimingComparison(baseline, name, "n/a",
-                                                reason=f"{which} {'not run' if which in not_run else 'failed'}"))
-            continue
-        est = stats.ratio_with_interval(samples[baseline], samples[name], seed=config.seed)
-        same = _same_code(entries[baseline][0], entries[name][0])
-        comparisons.append(_comparison(baseline, name, est, stats.decide(est, config.noise, control_est, same)))
-    comparisons = [withheld(c, fouls.get(c.variant) or fouls[baseline])
-                   if c.variant in fouls or baseline in fouls else c for c in comparisons]
-    writers = [n for n in calls if written.get(n)]
+    control_est, control_cmp = verdicts.control(names[0], warmed, samples, config) if control is not None \
+        else (None, None)
+    writers = [n for n in calls if warmed.written.get(n)]
     if writers:
         note = "; ".join(filter(None, (note, f"{', '.join(writers)} wrote into its inputs: they were restored "
                                               "before every timed call, outside the timed interval")))
-    return TimingCase(shape_label, mode, bool(use_graph), round(seconds, 3), tuple(variants), tuple(comparisons),
-                      note, dtype, control_cmp, placements, launch_bound,
-                      fouls=tuple(f for n in calls for f in fouls.get(n, ())), audit_seconds=round(audit_seconds, 3))
+    return TimingCase(
+        shape=shape_label, mode=mode, graph=bool(use_graph), seconds=round(seconds, 3),
+        variants=tuple(verdicts.variants(names, warmed, samples, launch, config, bytes_moved, copy_gbs)),
+        comparisons=tuple(verdicts.comparisons(names, entries, warmed, samples, config, control_est)),
+        note=note, dtype=dtype, control=control_cmp, placements=placements, launch_bound=launch_bound,
+        fouls=tuple(f for n in calls for f in warmed.fouls.get(n, ())), audit_seconds=round(audit_seconds, 3))
+
+
+def _warm_up(entries: dict[str, tuple], baseline: str, inputs, config: TimingConfig, flush, where: str,
+             step: Callable[[str], None]) -> verdicts.Warmed:
+    """Call every entry until warm (its first call compiles, not a sample); one that fails is not timed."""
+    warmed = verdicts.Warmed()
+    for name, fns in entries.items():
+        step(f"{where}: warm-up {'A/A control' if name == CONTROL else name}")
+        culprit = baseline if name == CONTROL else name
+        before = supervisor.snapshot()   # what its warm-up changes in the process names it alone (process_guard)
+        try:
+            ts = [_Timed(fn) for fn in fns]
+            for t in ts:
+                _one_call_ms(t, flush)   # the first call compiles; not a sample
+                _seal(t, inputs, warmed.written, name)
+            warmed.memory[name] = _peak_memory(ts[0])
+            deadline = time.perf_counter() + config.warmup_ms / 1e3
+            while time.perf_counter() < deadline:
+                _one_call_ms(ts[0], flush)
+            warmed.timed[name] = ts
+        except NotForThisShape as exc:   # a limit the variant documents, not a fault
+            warmed.failed[name] = f"not for this shape: {exc}"
+            warmed.not_run.add(name)
+        except BaseException as exc:  # a variant that crashes is reported; the rest are still timed
+            if not supervisor.is_variant_fault(exc):
+                raise
+            if supervisor.is_fatal(exc):   # ... unless nothing can run after it (the supervisor reruns without it)
+                supervisor.poisoned(culprit, f"{Crash.POISONED} ({summarize(exc)})")
+            warmed.failed[name] = summarize(exc)
+            if isinstance(exc, NotPlainTensor):
+                warmed.fouls[name] = [referee.subclass_finding(name, str(exc))]
+            torch.cuda.synchronize()
+        supervisor.check(before, (culprit,), f"{where} warm-up")
+    return warmed
 
 
 def _seal(t: _Timed, inputs, written: dict, name: str) -> None:
@@ -294,11 +262,6 @@ def _seal(t: _Timed, inputs, written: dict, name: str) -> None:
         changed = {w.input for w in found}
         t.restore = lambda: sealing.restore(own, inputs, changed)
         t.restore()
-
-
-def _comparison(baseline: str, name: str, est: stats.RatioEstimate, decision: stats.Decision) -> TimingComparison:
-    return TimingComparison(baseline, name, decision.verdict, est.ratio, est.ci_low, est.ci_high, est.p_value,
-                            est.rounds, margin=decision.margin, basis=decision.basis)
 
 
 def _capture(timed: dict[str, list[_Timed]], failed: dict[str, str], demanded: bool, flush) -> str:

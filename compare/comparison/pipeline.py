@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 from typing import Iterator, Optional
 
 from compare.checks import numerics
@@ -14,7 +13,8 @@ from compare.comparison import timing_run
 from compare.runtime.backend import Backend
 from compare.comparison.environment import collect
 from compare.runtime.progress import Step
-from compare.model.results import Failure, NumericsSection, Report, VariantInfo
+from compare.model.results import Failure, NumericsSection, Report, ShapeParams, VariantInfo
+from compare.model.states import LoadStatus
 from compare.comparison.plan import Plan, Request, build
 from compare.model.errors import UsageError
 from variants import Registry, UnknownName
@@ -86,7 +86,7 @@ def loaded(request: Request, registry: Registry,
         except (BadSpec, ValueError) as exc:
             raise UsageError(str(exc)) from None
         infos = tuple(VariantInfo(f.name, f.family, "triton", f"{f.where.rpartition('::')[2]}, loaded with --variant",
-                                  f.origin, status="failed", error=f.error,
+                                  f.origin, status=LoadStatus.FAILED, error=f.error,
                                   failure=excluded_failure(f.name) if f.crashed else Failure.LOAD)
                       for f in failed)
         if not set(request.variants) - {f.name for f in failed} and not names:
@@ -136,7 +136,7 @@ def without_crashed(plan: Plan, failed: tuple[VariantInfo, ...], crashed: list[t
     if not crashed:
         return plan, failed
     reasons = dict(crashed)
-    failed += tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, status="failed", error=reasons[v.name],
+    failed += tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, status=LoadStatus.FAILED, error=reasons[v.name],
                                 failure=excluded_failure(v.name, kinds)) for v in plan.variants if v.name in reasons)
     kept = [v for v in plan.variants if v.name not in reasons]
     if not kept:
@@ -163,7 +163,7 @@ def _compiled(family, chosen: list, shape, dtype, backend: Backend, failed: tupl
         return chosen, failed
     from variants.external import compile_failures
     broken = compile_failures(family, chosen, shape, dtype, backend.device, step)
-    failed += tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, status="failed", error=broken[v.name],
+    failed += tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, status=LoadStatus.FAILED, error=broken[v.name],
                                 kernels=v.own_kernels, failure=Failure.LOAD)
                     for v in chosen if v.name in broken)
     chosen = [v for v in chosen if v.name not in broken]
@@ -263,7 +263,7 @@ def _report(plan: Plan, backend, infos, numerics_section, timing_section, ir_sec
     return Report(family=family.name, preset=preset.name, dtype=dtype_names, baseline=plan.variants[0].name,
                   incidents=supervisor.left_behind() + (distributed.incidents() if distributed else ()), variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
                   x_name=preset.x_name, x_values=tuple(float(preset.x_value(s)) for s in preset.shapes),
-                  shape_params=tuple(json.dumps(_shape_params(s, twice), sort_keys=True)
+                  shape_params=tuple(ShapeParams(_shape_params(s, twice))
                                      for s, twice in zip(preset.shapes, plan.reads_x_twice)),
                   numerics=numerics_section, timing=timing_section, ir=(ir_sections or (None,))[0],
                   ir_kernels=ir_sections[1:], skipped=tuple(skipped))

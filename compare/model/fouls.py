@@ -6,10 +6,11 @@ foul costs: the variant gets no accuracy and no timing verdict, and every gate f
 from __future__ import annotations
 
 import dataclasses
-import enum
+
+from compare.model.states import TimingVerdict, Word
 
 
-class Foul(str, enum.Enum):
+class Foul(Word):
     """The kinds of foul, each value the words the headline uses."""
 
     SUBCLASS = "returned a Tensor subclass"
@@ -73,4 +74,4 @@ def foul_lines(report) -> list[str]:
 def withheld(comparison, findings):
     """A fouled side's timing comparison (a TimingComparison), as the report keeps it: no verdict, the foul
     as the reason (its ratio and interval stay, as measured)."""
-    return dataclasses.replace(comparison, verdict="n/a", reason=f"foul: {said(tuple(findings))}")
+    return dataclasses.replace(comparison, verdict=TimingVerdict.NA, reason=f"foul: {said(tuple(findings))}")

@@ -10,6 +10,7 @@ from compare.model.fouls import foul_lines
 from compare.model.headline import headline
 from compare.model.problems import describe, judged, problems, ran, variant_of
 from compare.model.results import Failure, Gate, Report
+from compare.model.states import LoadStatus, TimingVerdict
 
 
 def decide(report: Report, fail_on_numerics: bool = False, fail_if_slower_pct: float | None = None,
@@ -47,7 +48,7 @@ def _numerics(report: Report) -> Gate:
     (compare/model/headline.py). The reference point never trips it; with one variant only, its own
     problems count."""
     name = "--fail-on-numerics"
-    broken = [_unloaded(v) for v in report.variants if v.status != "ok"]
+    broken = [_unloaded(v) for v in report.variants if v.status != LoadStatus.OK]
     broken += foul_lines(report)   # a foul fails every gate, whichever check saw it
     section = report.numerics
     if section is None:   # a gate never passes without the evidence it judges
@@ -109,11 +110,11 @@ def _slower(report: Report, pct: float) -> Gate:
     broken, judged_pairs, untimed = [], set(), {}
     for case in report.timing.cases:
         for c in case.comparisons:
-            if c.verdict == "n/a":
+            if c.verdict == TimingVerdict.NA:
                 untimed.setdefault(c.variant, f"{case.shape} {case.mode}: {c.reason or 'not compared'}")
                 continue
             judged_pairs.add(c.variant)
-            if c.verdict == "slower" and (c.ratio - 1) * 100 > pct:
+            if c.verdict == TimingVerdict.SLOWER and (c.ratio - 1) * 100 > pct:
                 broken.append(f"timing: {c.variant} is {(c.ratio - 1) * 100:.2f}% slower than {c.baseline} "
                               f"on {case.shape} {case.mode} (limit {pct:g}%)")
     if broken:

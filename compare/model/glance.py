@@ -9,7 +9,8 @@ import dataclasses
 from typing import Optional
 
 from compare.model import headline as hl
-from compare.model.problems import BITS, bits, lists, variant_of
+from compare.model.problems import bits, lists, variant_of
+from compare.model.states import Accuracy, Bits, IRStatus, TimingVerdict
 from compare.model.ratios import ratio_span
 from compare.model.results import IRSection, NumericsSection, Report, TimingSection
 from compare.model.results_ir import NOT_RUN
@@ -61,10 +62,10 @@ def _numerics(section: NumericsSection, a: str, b: str, found, direction: str) -
         why = next((v.reasons[0] for c in cases for v in [variant_of(c, b) or variant_of(c, a)] if v and v.reasons),
                    "no case where both ran")
         return Row(b, check, "not compared", f"0 of {_n(len(cases), 'case')}", _first(why), level)
-    differ = [c for c in both if bits(c, a, b) in ("differ", "")]
+    differ = [c for c in both if bits(c, a, b) in (Bits.DIFFER, "")]
     judged = [(c, v) for c in differ for v in c.verdicts if (v.a, v.b) == (a, b)]
-    less = [c for c, v in judged if v.accuracy == "less accurate" and hl._where(c, v, v.lost)]
-    more = [c for c, v in judged if v.accuracy == "more accurate" and hl._where(c, v, v.gained)]
+    less = [c for c, v in judged if v.accuracy == Accuracy.LESS and hl._where(c, v, v.lost)]
+    more = [c for c, v in judged if v.accuracy == Accuracy.MORE and hl._where(c, v, v.gained)]
     of = f"of {_n(len(both), 'case')}"
     order = list(dict.fromkeys(f"{c.dtype} {c.input_kind}" for c in cases))
     if less:
@@ -79,7 +80,7 @@ def _numerics(section: NumericsSection, a: str, b: str, found, direction: str) -
         return Row(b, check, "more accurate", f"{len(more)} {of}", _places(more), level)
     if differ:
         return Row(b, check, "bits differ", f"{len(differ)} {of}", _places(differ), level)
-    spread = [c for c in both if bits(c, a, b) == BITS[1]]
+    spread = [c for c in both if bits(c, a, b) == Bits.WITHIN_SPREAD]
     if spread:
         return Row(b, check, "within spread", f"{len(spread)} {of}", "run-to-run spread", level)
     return Row(b, check, "identical bits", f"{len(both)} {of}", "every case", level)
@@ -101,17 +102,17 @@ def _timing(section: Optional[TimingSection], report: Report, a: str, b: str) ->
                 groups.setdefault(f"{case.mode} {case.dtype}" if several else case.mode, []).append(c)
     rows = []
     for mode, comps in groups.items():
-        judged = [c for c in comps if c.verdict != "n/a"]
+        judged = [c for c in comps if c.verdict != TimingVerdict.NA]
         if not judged:
             rows.append(Row(b, f"timing {mode}", "not compared", "", _first(comps[0].reason or "a variant failed"),
                             "warn"))
             continue
         verdicts = [c.verdict for c in judged]
-        verdict = "slower" if "slower" in verdicts else max(dict.fromkeys(verdicts), key=verdicts.count)   # ties: the first
+        verdict = TimingVerdict.SLOWER if TimingVerdict.SLOWER in verdicts else max(dict.fromkeys(verdicts), key=verdicts.count)   # ties: the first
         hits = [c for c in judged if c.verdict == verdict]
         span = ratio_span(min(c.ratio for c in hits), max(c.ratio for c in hits))
         rows.append(Row(b, f"timing {mode}", verdict.removesuffix(" beyond noise"), span,
-                        f"{len(hits)} of {_n(len(comps), 'shape')}", "warn" if verdict == "slower" else "info"))
+                        f"{len(hits)} of {_n(len(comps), 'shape')}", "warn" if verdict == TimingVerdict.SLOWER else "info"))
     return rows
 
 
@@ -133,7 +134,7 @@ def _ir(section: IRSection, report: Report, a: str, b: str, check: str) -> Row:
                    ", ".join(failed or changed) or "every launched kernel", level)
     if va is None or vb is None:
         return Row(b, check, "not compared", "", f"no Triton kernel of {b if vb is None else a} here", level)
-    broken = next((v for v in (vb, va) if v.status != "ok"), None)
+    broken = next((v for v in (vb, va) if v.status != IRStatus.OK), None)
     if broken is not None:
         why = _first(broken.error.splitlines()[0]) if broken.error else ""
         return Row(b, check, "not found" if broken.status == NOT_RUN else "did not compile", "",

@@ -11,12 +11,13 @@ from typing import Optional
 
 from compare.model.loopclaims import loop_claims
 from compare.model.fouls import fouled, said
-from compare.model.problems import (BITS, Lists, Problem, SaidOnce, bits, brief, describe, input_kinds, judged, lists,
+from compare.model.problems import (Lists, Problem, SaidOnce, bits, brief, describe, input_kinds, judged, lists,
                                     ran, variant_of)
-from compare.model.results import (Failure, IRSection, IRVariant, NumericsCase, NumericsSection, PassStatus, Report,
+from compare.model.results import (IRSection, IRVariant, NumericsCase, NumericsSection, PassStatus, Report,
                                    TimingSection)
 from compare.model.results_ir import NOT_RUN, op_kernel
 from compare.model.same_code import SameCode, same_code
+from compare.model.states import Accuracy, Bits, Failure, IRStatus, Status, TimingVerdict
 from compare.model.vocabulary import STAGE_TITLES as _STAGE
 
 
@@ -67,15 +68,15 @@ def _grouped(items: list[tuple[NumericsCase, str]], limit: int = 3) -> str:
 def _bitwise_part(direction: str, cases: list[NumericsCase], a: str, b: str) -> tuple[str, list[NumericsCase]]:
     """The direction's bits in one phrase, and the cases whose bits differ beyond A's run-to-run spread."""
     state = [bits(c, a, b) for c in cases]
-    differ = [c for c, s in zip(cases, state) if s in ("differ", "")]
-    spread = [c for c, s in zip(cases, state) if s == BITS[1]]
-    n, n_same = len(cases), state.count(BITS[0])
+    differ = [c for c, s in zip(cases, state) if s in (Bits.DIFFER, "")]
+    spread = [c for c, s in zip(cases, state) if s == Bits.WITHIN_SPREAD]
+    n, n_same = len(cases), state.count(Bits.IDENTICAL)
     if n_same == n:
         return f"{direction}: identical bits in {'all ' if n > 1 else ''}{_n(n, 'case')}", []
     parts = []
     if spread:
         outs = list(dict.fromkeys(p.output for c in spread for p in c.pairs if {p.a, p.b} == {a, b}))
-        noisy = [o for o in outs if any(bits(c, a, b, o) == BITS[1] for c in spread)]
+        noisy = [o for o in outs if any(bits(c, a, b, o) == Bits.WITHIN_SPREAD for c in spread)]
         same = [o for o in outs if o not in noisy]
         where = f"in all {_n(n, 'case')}" if len(spread) == n else f"in {_n(len(spread), 'case')}"
         parts.append(f"{', '.join(same) + ' identical bits, ' if same else ''}{', '.join(noisy)} differ only within "
@@ -95,19 +96,19 @@ def _failed(case: NumericsCase, side: str, other: str, is_b: bool, once: dict) -
     """`side` failed in `case` where `other` gave numbers, and no line said once covers it; B's own crash
     there is not counted here: it is a new problem."""
     v = variant_of(case, side)
-    return (v is not None and v.status == "error" and not _once(case, side, once) and _produced(case, other)
+    return (v is not None and v.status == Status.ERROR and not _once(case, side, once) and _produced(case, other)
             and (not is_b or not ran(v)))
 
 
 def _produced(case: NumericsCase, name: str) -> bool:
     v = variant_of(case, name)
-    return v is not None and v.status in ("pass", "fail")
+    return v is not None and v.produced
 
 
 def _where(case: NumericsCase, verdict, outputs: tuple[str, ...]) -> str:
     """The verdict's first detail on an output whose bits differ beyond A's run-to-run spread ("" if none:
     then the verdict only reflects how a non-deterministic output happened to land, and does not count)."""
-    real = [o for o in outputs if bits(case, verdict.a, verdict.b, o) == "differ"] if outputs else []
+    real = [o for o in outputs if bits(case, verdict.a, verdict.b, o) == Bits.DIFFER] if outputs else []
     if outputs and not real:
         return ""
     return next((d for d in verdict.detail if d.split(":", 1)[0] in real), verdict.detail[0] if verdict.detail
@@ -118,7 +119,7 @@ def _not_run(section: NumericsSection, a: str, b: str, once: dict[str, tuple[Sai
     """Where B did not run, and where a side failed (not run, as far as the comparison goes), unless said once."""
     parts = []
     missing = [c for c in section.cases if ran(variant_of(c, a)) and not ran(variant_of(c, b))
-               and not _once(c, b, once) and getattr(variant_of(c, b), "status", "") != "error"]
+               and not _once(c, b, once) and getattr(variant_of(c, b), "status", "") != Status.ERROR]
     if missing:
         why = variant_of(missing[0], b)
         parts.append(f"not run in {_n(len(missing), 'case')} ({why.reasons[0] if why and why.reasons else 'no result'})")
@@ -142,8 +143,8 @@ def _numerics_line(section: NumericsSection, a: str, b: str, introduced: frozens
         parts.append(text)
         unexplained += differ
     verdicts = [(c, v) for c in unexplained for v in c.verdicts if (v.a, v.b) == (a, b)]
-    less = [(c, _where(c, v, v.lost)) for c, v in verdicts if v.accuracy == "less accurate" and _where(c, v, v.lost)]
-    gains = [(c, v) for c, v in verdicts if v.accuracy == "more accurate" and _where(c, v, v.gained)]
+    less = [(c, _where(c, v, v.lost)) for c, v in verdicts if v.accuracy == Accuracy.LESS and _where(c, v, v.lost)]
+    gains = [(c, v) for c, v in verdicts if v.accuracy == Accuracy.MORE and _where(c, v, v.gained)]
     # a gain on an output where B fixed a problem of A is said by "fixes"
     fixed_at = {(p.direction, p.dtype, p.input_kind, p.shape, p.output) for p in fixed}
     rest = [(c, v, tuple(o for o in v.gained if (c.direction, c.dtype, c.input_kind, c.shape, o) not in fixed_at))
@@ -169,7 +170,7 @@ def _numerics_line(section: NumericsSection, a: str, b: str, introduced: frozens
                      else f"as accurate as {a} where bits differ")
     unjudged = [c for c in unexplained if not any((v.a, v.b) == (a, b) for v in c.verdicts)]
     if unjudged:
-        outs = sorted({p.output for c in unjudged for p in c.pairs if {p.a, p.b} == {a, b} and p.verdict == "differ"})
+        outs = sorted({p.output for c in unjudged for p in c.pairs if {p.a, p.b} == {a, b} and p.verdict == Bits.DIFFER})
         parts.append(f"bits differ in {', '.join(outs)} ({_n(len(unjudged), 'case')}; no accuracy verdict recorded)")
         level = "warn" if level == "ok" else level
     unrun = _not_run(section, a, b, once)
@@ -232,7 +233,7 @@ def _timing_line(section: Optional[TimingSection], a: str, b: str, skipped: tupl
         return Line("timing", "skip", f"timing: {b} not compared with {a}")
     parts, level = [], "info"
     for mode, comps in groups.items():
-        judged = [c for c in comps if c.verdict != "n/a"]
+        judged = [c for c in comps if c.verdict != TimingVerdict.NA]
         if not judged:
             parts.append(f"{mode} not compared ({comps[0].reason or 'a variant failed'})")
             level = "warn"
@@ -244,7 +245,7 @@ def _timing_line(section: Optional[TimingSection], a: str, b: str, skipped: tupl
         lo, hi = min(c.ratio for c in judged), max(c.ratio for c in judged)
         span = ratio_span(lo, hi)
         parts.append(f"{mode}: {verdicts} of {_n(len(comps), 'shape')} ({span})")
-        if "slower" in counts:
+        if TimingVerdict.SLOWER in counts:
             level = "warn"
     return Line("timing", level, "timing: " + "; ".join(parts))
 
@@ -266,9 +267,9 @@ def _ir_line(section: Optional[IRSection], a: str, b: str, skipped: tuple[str, .
                     f"compiled code: the kernels of {gone[0].variant} not found: {first}")
     if vb is None or va is None:
         return Line("compiled code", "skip", f"compiled code: {b} not compared with {a}")
-    if vb.status != "ok":
+    if vb.status != IRStatus.OK:
         return Line("compiled code", "fail", f"compiled code: {b} did not compile: {vb.error.splitlines()[0] if vb.error else '?'}")
-    if va.status != "ok":
+    if va.status != IRStatus.OK:
         return Line("compiled code", "skip", f"compiled code: the baseline {a} did not compile")
     parts = loop_claims(section, va, vb) + _resources(va, vb)
     pair = next((p for p in section.pairs if (p.a, p.b) == (a, b)), None)
@@ -291,7 +292,7 @@ def _resources(va: IRVariant, vb: IRVariant) -> list[str]:
 def _op_line(section: IRSection, a: str, b: str, matches: list) -> Line:
     """The launched kernels of two ops, paired by name: each one's status, a changed one's loops (carried
     pointers at both sides, see loop_claims) and resources, then the passes whose kernels were not found."""
-    rows = {v.variant: v for v in section.variants if v.status == "ok"}
+    rows = {v.variant: v for v in section.variants if v.status == IRStatus.OK}
     said = []
     for m in matches:
         text = f"{m.kernel} {m.status}" + (f" ({', '.join(_STAGE.get(x, x) for x in m.changed_stages)})"

@@ -9,6 +9,7 @@ import collections
 
 from compare.model.loopmatch import stage_matches, stage_of
 from compare.model.results import IRLoop, IRSection, IRStage, IRVariant
+from compare.model.states import LoopMatch
 
 STAGE = {"ttir": "TTIR", "ttgir": "TTGIR", "llir": "LLIR", "ptx": "PTX", "sass": "SASS"}
 TOP = 3          # op deltas named per loop and stage (the tables name more)
@@ -101,7 +102,7 @@ def loop_claims(section: IRSection, va: IRVariant, vb: IRVariant, names: tuple[s
         p, sass = _Pair(va, vb, sa, sb, names), stage == "sass"
         for m in stage_matches(section, va.variant, vb.variant, stage):
             text = ""
-            if m.status == "matched":
+            if m.status == LoopMatch.MATCHED:
                 (pa,), (pb,) = m.a, m.b
                 x, y = p.la[pa], p.lb[pb]
                 if not sass and x.carried_pointers != y.carried_pointers:
@@ -109,7 +110,7 @@ def loop_claims(section: IRSection, va: IRVariant, vb: IRVariant, names: tuple[s
                             f"{y.carried_pointers} in {p.b}{p.named(pb, False)}")
                 if p.innermost(pa, pb):
                     inner.setdefault(p.loop(pa, pb), {}).setdefault(op_deltas(y, x), []).append(stage)
-            elif not sass and m.status in ("added", "removed"):
+            elif not sass and m.status in (LoopMatch.ADDED, LoopMatch.REMOVED):
                 who, path = (p.a, m.a[0]) if m.a else (p.b, m.b[0])
                 text = f"loop {p.one(path, bool(m.a))} only in {who}"
             elif not sass:
@@ -141,8 +142,8 @@ def match_lines(section: IRSection, a: str, b: str) -> list[str]:
         found = stage_matches(section, a, b, stage)
         if not found:
             continue
-        words = [f"{m.a[0]}={m.b[0]}" for m in found if m.status == "matched"]
-        words += [f"{m.status} {', '.join(m.a or m.b)}" for m in found if m.status in ("added", "removed")]
-        words += [f"unsure {', '.join(m.a)} against {', '.join(m.b)}" for m in found if m.status == "unsure"]
+        words = [f"{m.a[0]}={m.b[0]}" for m in found if m.status == LoopMatch.MATCHED]
+        words += [f"{m.status} {', '.join(m.a or m.b)}" for m in found if m.status in (LoopMatch.ADDED, LoopMatch.REMOVED)]
+        words += [f"unsure {', '.join(m.a)} against {', '.join(m.b)}" for m in found if m.status == LoopMatch.UNSURE]
         said[", ".join(words)].append(stage)
     return [f"{text} ({_stages(stages)})" for text, stages in said.items()]

@@ -9,6 +9,7 @@ import collections
 import dataclasses
 
 from compare.model.results import IRLoopMatch, IRSection, IRStage, IRVariant
+from compare.model.states import LoopMatch
 
 THRESHOLD = 0.6
 MARGIN = 0.05
@@ -122,16 +123,16 @@ def match(stage_a: IRStage, stage_b: IRStage) -> tuple[IRLoopMatch, ...]:
         near = [chosen for total, chosen in pairings if pairings[0][0] - total < MARGIN]
         sure = frozenset.intersection(*near) if near else frozenset()
         anywhere = {n for chosen in near for pair in chosen for n in pair} if near else set(xs) | set(ys)
-        out += [IRLoopMatch(stage_a.stage, (x,), (y,), "matched", round(score[x, y], 3)) for x, y in sure]
+        out += [IRLoopMatch(stage_a.stage, (x,), (y,), LoopMatch.MATCHED, round(score[x, y], 3)) for x, y in sure]
         paired = {n for pair in sure for n in pair}
         doubt_a = [x for x in xs if x in anywhere and x not in paired]
         doubt_b = [y for y in ys if y in anywhere and y not in paired]
         if _alike(doubt_a, doubt_b, score, carried):   # copies of one loop: paired in order, nothing depends on it
-            out += [IRLoopMatch(stage_a.stage, (x,), (y,), "matched", 1.0) for x, y in zip(doubt_a, doubt_b)]
+            out += [IRLoopMatch(stage_a.stage, (x,), (y,), LoopMatch.MATCHED, 1.0) for x, y in zip(doubt_a, doubt_b)]
         elif doubt_a or doubt_b:   # a loop paired in some near-best pairing has its partner there too: both sides
-            out.append(IRLoopMatch(stage_a.stage, tuple(doubt_a), tuple(doubt_b), "unsure"))
-        out += [IRLoopMatch(stage_a.stage, (x,), (), "removed") for x in xs if x not in paired and x not in doubt_a]
-        out += [IRLoopMatch(stage_a.stage, (), (y,), "added") for y in ys if y not in paired and y not in doubt_b]
+            out.append(IRLoopMatch(stage_a.stage, tuple(doubt_a), tuple(doubt_b), LoopMatch.UNSURE))
+        out += [IRLoopMatch(stage_a.stage, (x,), (), LoopMatch.REMOVED) for x in xs if x not in paired and x not in doubt_a]
+        out += [IRLoopMatch(stage_a.stage, (), (y,), LoopMatch.ADDED) for y in ys if y not in paired and y not in doubt_b]
     order_a, order_b = {p: k for k, p in enumerate(fa)}, {p: k for k, p in enumerate(fb)}
     return tuple(sorted(out, key=lambda m: (not m.a, order_a[m.a[0]] if m.a else order_b[m.b[0]])))
 
@@ -161,12 +162,12 @@ def stage_matches(section: IRSection, a: str, b: str, stage: str) -> tuple[IRLoo
     return match(sa, sb) if sa is not None and sb is not None else ()
 
 
-_SIDES = {"matched": (1, 1), "removed": (1, 0), "added": (0, 1)}
+_SIDES = {LoopMatch.MATCHED: (1, 1), LoopMatch.REMOVED: (1, 0), LoopMatch.ADDED: (0, 1)}
 
 
 def _check(m: IRLoopMatch, sa: IRStage | None, sb: IRStage | None, a: str, b: str) -> None:
     """A recorded match names loops the two stages have, as many on each side as its status allows."""
-    if m.status not in (*_SIDES, "unsure"):
+    if m.status not in (*_SIDES, LoopMatch.UNSURE):
         raise ValueError(f"loop match status {m.status!r} in {m.stage}; known: {', '.join((*_SIDES, 'unsure'))}")
     want = _SIDES.get(m.status)
     if (len(m.a), len(m.b)) != want if want else not (m.a and m.b):

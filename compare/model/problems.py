@@ -7,11 +7,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from compare.model.results import Failure, NumericsCase, NumericsSection, Report, VariantNumerics
-
-# problem kinds, most severe first; an output shows only its most severe one
-KINDS = ("crashed", "never written", "non-finite where the reference is finite (or the reverse)",
-         "beyond tolerance", "less accurate than the reference point", "writes into its input")
+from compare.model.results import NumericsCase, NumericsSection, Report, VariantNumerics
+from compare.model.states import Accuracy, Bits, Failure, LoadStatus, ProblemKind, Status
 
 @dataclasses.dataclass(frozen=True)
 class Problem:
@@ -22,7 +19,7 @@ class Problem:
     input_kind: str
     shape: str
     output: str          # "-" for a crash
-    kind: str            # one of KINDS
+    kind: ProblemKind
     detail: str = ""     # how to say it, if more precisely than `kind` (not part of its identity)
     order: int = 0       # the output's place among the case's outputs, for listing
 
@@ -41,7 +38,7 @@ NOT_RUN = (Failure.INTERPRETER, Failure.CALL)
 
 def ran(v: Optional[VariantNumerics]) -> bool:
     """It gave numbers, or crashed in a way that is its own (not the interpreter's limit, not the call's)."""
-    return v is not None and (v.produced or (v.status == "error" and v.failure not in NOT_RUN))
+    return v is not None and (v.produced or (v.status == Status.ERROR and v.failure not in NOT_RUN))
 
 
 def produced(v: Optional[VariantNumerics]) -> bool:
@@ -66,9 +63,9 @@ def said_once(section: Optional[NumericsSection], name: str) -> tuple[SaidOnce, 
     found = []
     for d in dict.fromkeys(c.direction for c in section.cases) if section else ():
         tried = [v for c in section.cases if c.direction == d and (v := variant_of(c, name)) is not None
-                 and v.status in ("pass", "fail", "error")]
+                 and v.status in (Status.PASS, Status.FAIL, Status.ERROR)]
         kinds = {v.failure for v in tried}
-        if tried and all(v.status == "error" for v in tried) and len(kinds) == 1 \
+        if tried and all(v.status == Status.ERROR for v in tried) and len(kinds) == 1 \
                 and not kinds & {Failure.CRASH, Failure.NONE}:
             first = tried[0]
             found.append(SaidOnce(name, d, first.failure, first.reasons[0] if first.reasons else "", first.failed_at))
@@ -84,7 +81,7 @@ def _said(once: tuple[SaidOnce, ...], case: NumericsCase) -> bool:
 def yardstick_misses(case: NumericsCase) -> set[str]:
     """The outputs on which the reference point itself is beyond the dtype's tolerance in `case`."""
     ref = variant_of(case, case.reference) if case.reference else None
-    return {e.output for e in ref.outputs if e.beyond_tol} if ref is not None and ref.status in ("pass", "fail") \
+    return {e.output for e in ref.outputs if e.beyond_tol} if ref is not None and ref.produced \
         else set()
 
 
@@ -99,21 +96,21 @@ def problems(case: NumericsCase, name: str) -> set[Problem]:
     unattainable = yardstick_misses(case)
     where = (case.direction, case.dtype, case.input_kind, case.shape)
     # an input it writes into: its output field names the input (x, dy), listed after the outputs
-    found = {Problem(*where, w.input, KINDS[5], "", len(v.outputs) + i) for i, w in enumerate(v.writes)}
-    if v.status == "error":
+    found = {Problem(*where, w.input, ProblemKind.WRITES_INPUT, "", len(v.outputs) + i) for i, w in enumerate(v.writes)}
+    if v.status == Status.ERROR:
         crash = f"crashed ({v.reasons[0]})" if v.reasons else ""
-        return found | {Problem(*where, "-", KINDS[0], crash)} if v.failure not in NOT_RUN else found
+        return found | {Problem(*where, "-", ProblemKind.CRASHED, crash)} if v.failure not in NOT_RUN else found
     order = {e.output: i for i, e in enumerate(v.outputs)}
     for e in v.outputs:
         nonfinite = "NaN" if e.nan and not e.inf else "Inf" if e.inf and not e.nan else "NaN/Inf"
-        for kind, count, say in ((KINDS[1], e.unwritten, ""),
-                                 (KINDS[2], e.nonfinite_mismatch, f"{nonfinite} where the reference is finite"),
-                                 (KINDS[3], 0 if e.output in unattainable else e.beyond_tol, "")):
+        for kind, count, say in ((ProblemKind.UNWRITTEN, e.unwritten, ""),
+                                 (ProblemKind.NONFINITE, e.nonfinite_mismatch, f"{nonfinite} where the reference is finite"),
+                                 (ProblemKind.BEYOND_TOLERANCE, 0 if e.output in unattainable else e.beyond_tol, "")):
             if count:
                 found.add(Problem(*where, e.output, kind, say, order[e.output]))
     for verdict in case.verdicts:
-        if (verdict.a, verdict.b) == (case.reference, name) and verdict.accuracy == "less accurate":
-            found |= {Problem(*where, o, KINDS[4], f"less accurate than {case.reference}", order.get(o, 0))
+        if (verdict.a, verdict.b) == (case.reference, name) and verdict.accuracy == Accuracy.LESS:
+            found |= {Problem(*where, o, ProblemKind.LESS_ACCURATE, f"less accurate than {case.reference}", order.get(o, 0))
                       for o in verdict.lost}
     return found
 
@@ -122,9 +119,9 @@ def _worst_per_output(items: set[Problem]) -> list[Problem]:
     worst: dict[tuple, Problem] = {}
     # sorted, so that among equally bad problems (say NaN on one shape, NaN/Inf on another) the one
     # shown does not depend on set order: a report must render the same in every process
-    for p in sorted(items, key=lambda p: (KINDS.index(p.kind), p.shape, p.detail, p.dtype, p.input_kind)):
+    for p in sorted(items, key=lambda p: (ProblemKind.rank(p.kind), p.shape, p.detail, p.dtype, p.input_kind)):
         k = (p.direction, p.output)
-        if k not in worst or KINDS.index(p.kind) < KINDS.index(worst[k].kind):
+        if k not in worst or ProblemKind.rank(p.kind) < ProblemKind.rank(worst[k].kind):
             worst[k] = p
     return sorted(worst.values(), key=lambda p: (p.direction != "forward", p.direction, p.order))
 
@@ -165,26 +162,23 @@ def input_kinds(section: NumericsSection) -> tuple[str, ...]:
 
 
 # ---------------------------------------------------------------- shared, introduced, fixed
-BITS = ("identical", "within run-to-run spread", "differ")
-
-
-def bits(case: NumericsCase, a: str, b: str, output: str | None = None) -> str:
+def bits(case: NumericsCase, a: str, b: str, output: str | None = None) -> Bits | str:
     """The pair's bitwise verdict in `case`, for `output` or the worst over its outputs ("" if none recorded)."""
     found = [p.verdict for p in case.pairs if {p.a, p.b} == {a, b} and output in (None, p.output)]
-    return max(found, key=BITS.index, default="")
+    return max(found, key=Bits.rank, default="")
 
 
 def has(case: NumericsCase, name: str, other: str, p: Problem) -> bool:
     """Does `name` have `other`'s problem `p` in `case`? Yes also when the two outputs' bits are identical or
     differ only within run-to-run spread: then the problem comes and goes with the run, not the variant."""
     return (p.key in {q.key for q in problems(case, name)}
-            or (p.output != "-" and bits(case, name, other, p.output) in BITS[:2]))
+            or (p.output != "-" and bits(case, name, other, p.output) in (Bits.IDENTICAL, Bits.WITHIN_SPREAD)))
 
 
 def judged(report: Report) -> list[str]:
     """Variants the headline is about: loaded ones, in order, without the reference point added unasked."""
     added = report.numerics.added_reference if report.numerics else ""
-    return [v.name for v in report.variants if v.status == "ok" and v.name != added]
+    return [v.name for v in report.variants if v.status == LoadStatus.OK and v.name != added]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -253,8 +247,9 @@ def brief(items: set[Problem] | frozenset[Problem], kinds_order: tuple[str, ...]
     where: dict[str, list[str]] = {}
     worst = [p for key in sorted({(p.input_kind, p.dtype) for p in items}, key=lambda k: (rank.get(k[0], len(rank)), k))
              for p in _worst_per_output({p for p in items if (p.input_kind, p.dtype) == key})]
-    for p in sorted(worst, key=lambda p: KINDS.index(p.kind)):   # stable: input kinds stay in order
-        what = p.detail.split(" where ")[0] if p.kind == KINDS[2] else p.detail if p.kind == KINDS[4] else p.kind
+    for p in sorted(worst, key=lambda p: ProblemKind.rank(p.kind)):   # stable: input kinds stay in order
+        what = p.detail.split(" where ")[0] if p.kind == ProblemKind.NONFINITE \
+            else p.detail if p.kind == ProblemKind.LESS_ACCURATE else p.kind
         label = f"{p.input_kind} {p.dtype}" if several else p.input_kind
         if label not in where.setdefault(what, []):
             where[what].append(label)

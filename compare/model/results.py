@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import enum
+import json
 import math
 from typing import Any, Optional
 
 from compare.model.fouls import Finding, Foul  # noqa: F401  re-exported: one result model
-from compare.model.jsonform import ReportFormatError, _decode, _encode, _kind  # noqa: F401 (re-exported)
+from compare.model.jsonform import ReportFormatError, TextForm, _decode, _encode, _kind  # noqa: F401 (re-exported)
 from compare.model.migrations import MIGRATIONS
 from compare.model.results_gates import Gate  # noqa: F401  re-exported: one result model
+from compare.model.states import (Accuracy, Bits, Failure, LoadStatus, Status, TimingStatus,  # noqa: F401 (re-exported)
+                                  TimingVerdict)
 from compare.model.vocabulary import MANTISSA_BITS
 
 SCHEMA_VERSION = 2   # older versions are migrated by `from_dict` (compare/model/migrations.py says what each lacks)
@@ -25,24 +27,9 @@ MARKER_KEY, MARKER = "kernel_ab", "report"
 # a pair's bitwise difference counts as run-to-run spread when its largest |A - B| is at most this
 # many times the spread A shows when run twice on the same inputs (one repeat only samples the spread)
 SPREAD_FACTOR = 2.0
-ACCURACY = ("more accurate", "as accurate", "less accurate")
 
 
 # ---------------------------------------------------------------- numerics
-class Failure(str, enum.Enum):
-    """Why a variant's run failed (compare/checks/failures.py decides it from the exception's type and state)."""
-
-    NONE = ""                   # it did not fail
-    INTERPRETER = "interpreter"  # Triton's CPU interpreter cannot run the kernel (InterpreterError)
-    CALL = "call"               # the op cannot be called as the family calls it (arguments; no gradient)
-    LIBRARY = "library"         # raised inside the variant's own (library) code
-    CRASH = "crash"             # anything else, or the process it ran in crashed
-    LOAD = "load"               # could not be loaded or compiled (VariantInfo only)
-    TAMPER = "tamper"           # changed what the process shares (a patched function, a flag, the environment,
-                                # signals, atexit, kernel-ab's status): excluded, and the run made again without it
-    FOUL = "foul"               # stopped for a foul (its case's `fouls` say which): no numbers to judge
-
-
 @dataclasses.dataclass(frozen=True)
 class OutputError:
     """One output of one variant against the float64 reference, over all trials of a case."""
@@ -99,8 +86,7 @@ class InputWrite:
 @dataclasses.dataclass(frozen=True)
 class VariantNumerics:
     variant: str
-    status: str                     # "pass", "fail", "error" (crashed), "not_run", or "untrusted" (not run:
-                                    # the backend is known not to compute this dtype faithfully; reasons say why)
+    status: Status                  # (compare/model/states.py) reasons say why it failed or was not run
     reasons: tuple[str, ...] = ()   # why it failed, crashed or was not run, one line each
     outputs: tuple[OutputError, ...] = ()
     spread: tuple[RunSpread, ...] = ()   # run-to-run spread per output (empty in reports made before it)
@@ -111,7 +97,7 @@ class VariantNumerics:
     @property
     def produced(self) -> bool:
         """Whether it gave numbers (passed or failed the tolerance) in this case."""
-        return self.status in ("pass", "fail")
+        return Status(self.status).produced
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,14 +119,14 @@ class PairBitwise:
         return self.n_diff == 0
 
     @property
-    def verdict(self) -> str:
-        """"identical", "within run-to-run spread" (A's output is not deterministic, and B differs from A by
-        no more than SPREAD_FACTOR x what A differs from itself when run twice), or "differ"."""
+    def verdict(self) -> Bits:
+        """Identical, within run-to-run spread (A's output is not deterministic, and B differs from A by
+        no more than SPREAD_FACTOR x what A differs from itself when run twice), or differ."""
         if self.n_diff == 0:
-            return "identical"
+            return Bits.IDENTICAL
         if self.spread_n_diff > 0 and self.max_abs <= SPREAD_FACTOR * self.spread_max_abs:
-            return "within run-to-run spread"
-        return "differ"
+            return Bits.WITHIN_SPREAD
+        return Bits.DIFFER
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,7 +139,7 @@ class PairVerdict:
 
     a: str
     b: str
-    accuracy: str                     # one of ACCURACY
+    accuracy: Accuracy
     basis: str                        # "bitwise equal", "error within factor", "B worse", "B better" or "mixed"
     detail: tuple[str, ...] = ()      # each output and measure where B lost, then where it gained
     lost: tuple[str, ...] = ()        # the outputs where B lost
@@ -161,7 +147,7 @@ class PairVerdict:
 
     @property
     def as_accurate(self) -> bool:
-        return self.accuracy != "less accurate"
+        return self.accuracy != Accuracy.LESS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,7 +183,7 @@ class TimingVariant:
     """Every sample of one variant in one case (shape and mode), and what they add up to."""
 
     variant: str
-    status: str                       # "ok", "error", or "not_run" (the variant's run: not for this shape)
+    status: TimingStatus              # not_run: the variant's run said the shape is not its own
     reason: str = ""
     samples_ms: tuple[float, ...] = ()  # all timed calls, round by round
     rounds: int = 0
@@ -219,7 +205,7 @@ class TimingComparison:
 
     baseline: str
     variant: str
-    verdict: str                      # "faster", "slower", "no difference beyond noise" or "n/a"
+    verdict: TimingVerdict
     ratio: float = 0.0
     ci_low: float = 0.0
     ci_high: float = 0.0
@@ -272,13 +258,36 @@ from compare.model.results_ir import (IRCarried, IRKernelMatch, IRLoop, IRLoopMa
 
 # ---------------------------------------------------------------- report
 @dataclasses.dataclass(frozen=True)
+class ShapeParams(TextForm):
+    """One shape's parameters (the family's Shape.as_dict, and `reads_x_twice` where the family says),
+    written in report.json as their JSON text with sorted keys, as reports have always held them."""
+
+    values: dict[str, Any] = dataclasses.field(default_factory=dict, hash=False)
+
+    def text(self) -> str:
+        return json.dumps(self.values, sort_keys=True)
+
+    @classmethod
+    def parse(cls, text: str) -> "ShapeParams":
+        values = json.loads(text)   # a json.JSONDecodeError is a ValueError
+        if not isinstance(values, dict):
+            raise ValueError("a JSON object")
+        return cls(values)
+
+    @property
+    def reads_x_twice(self) -> bool:
+        """Whether its family said a forward must read x twice there (False where it did not say)."""
+        return bool(self.values.get("reads_x_twice"))
+
+
+@dataclasses.dataclass(frozen=True)
 class VariantInfo:
     name: str
     family: str
     kind: str
     why: str
     origin: str
-    status: str = "ok"       # "ok" or "failed" (could not be loaded)
+    status: LoadStatus = LoadStatus.OK   # failed: could not be loaded, or excluded
     error: str = ""
     failure: Failure = Failure.NONE   # status "failed": LOAD (not loaded or compiled), CRASH (a run crashed) or
                                       # TAMPER (it changed the process's shared state; `error` says what)
@@ -317,7 +326,7 @@ class Report:
     shapes: tuple[str, ...] = ()
     x_name: str = ""                 # the preset's x axis (for plots and benchmark rows), one value per shape
     x_values: tuple[float, ...] = ()
-    shape_params: tuple[str, ...] = ()   # each shape's parameters as JSON text
+    shape_params: tuple[ShapeParams, ...] = ()   # each shape's parameters
     numerics: Optional[NumericsSection] = None
     timing: Optional[TimingSection] = None
     ir: Optional[IRSection] = None
@@ -336,8 +345,7 @@ class Report:
     def reads_x_twice(self) -> tuple[bool, ...]:
         """Per shape, whether its family said a forward must read x twice there (Family.reads_x_twice;
         False where the family did not say). Stored in each shape's parameters, so saved reports keep it."""
-        import json
-        return tuple(bool(json.loads(p).get("reads_x_twice")) for p in self.shape_params)
+        return tuple(p.reads_x_twice for p in self.shape_params)
 
 
 # ---------------------------------------------------------------- JSON form

@@ -4,12 +4,13 @@ launched, paired by name."""
 from __future__ import annotations
 
 import dataclasses
-import enum
+
+from compare.model.states import IRStatus, LoopMatch, Word
 
 OP_KERNEL_SEPARATOR = ":"   # an op's launched kernel is listed as OP:KERNEL
 
 
-NOT_RUN = "not run"   # IRVariant.status of an op whose forward failed: what it launches is not known
+NOT_RUN = IRStatus.NOT_RUN   # IRVariant.status of an op whose forward failed: what it launches is not known
 
 
 def op_kernel(op: str, kernel: str) -> str:
@@ -76,8 +77,7 @@ class IRStage:
 @dataclasses.dataclass(frozen=True)
 class IRVariant:
     variant: str
-    status: str             # "ok", "failed" (did not compile) or NOT_RUN (an op that failed when run to find its
-                            # kernels: none is known)
+    status: IRStatus
     error: str = ""         # first lines of the compile error
     registers: int = -1     # from the cubin (cuobjdump -res-usage); -1 unknown
     spill_bytes: int = -1   # local memory per thread (Triton reports n_spills = this / 4)
@@ -110,8 +110,7 @@ class IRLoopMatch:
     stage: str
     a: tuple[str, ...]      # A's loop paths
     b: tuple[str, ...]      # B's loop paths
-    status: str             # "matched" (one each), "removed" (A's only), "added" (B's only), or "unsure": no
-                            # confident pairing among these loops, so none is claimed
+    status: LoopMatch
     score: float = 0.0      # matched: the two loops' similarity, 0 to 1
 
 
@@ -139,7 +138,7 @@ class IRKernelMatch:
         return self.status == "identical"
 
 
-class PassStatus(str, enum.Enum):
+class PassStatus(Word):
     """Why a pass's kernels are in no comparison of an IRSection."""
 
     SHARED = "shared"               # every Triton variant runs the same kernel for it: identical, not compiled

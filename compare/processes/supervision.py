@@ -12,9 +12,10 @@ import sys
 import tempfile
 import time
 
+from compare.model.states import Crash
 from compare.runtime.exit_codes import ExitCode
 from compare.runtime.supervisor import _child_pids, _comm, _live_children
-from compare.runtime.supervisor import (_STOP_CODES, _STOP_WORDS, CRASHES, EXCLUDED_ENV, GRACE_S, NO_TIMING_ENV,
+from compare.runtime.supervisor import (_STOP_CODES, _STOP_WORDS, EXCLUDED_ENV, GRACE_S, NO_TIMING_ENV,
                                 POISONED_EXIT, STATUS_ENV, TAMPER, TOKEN_ENV)
 
 _MAX_RERUNS = 8
@@ -174,14 +175,14 @@ def _end_adopted(pids: set[int]) -> list[str]:
 def _why(rc: int, last: dict, hung: dict) -> str:
     """How the child's end is said of the variant it was running ("" for a deliberate end)."""
     if hung:
-        return f"{CRASHES[3]} within {hung.get('limit', 0):g} s (--variant-timeout) and was stopped"
+        return f"{Crash.HUNG} within {hung.get('limit', 0):g} s (--variant-timeout) and was stopped"
     if rc == POISONED_EXIT and last.get("error"):
         return last["error"]
     if rc == -signal.SIGKILL:
-        return f"{CRASHES[0]} (SIGKILL: killed from outside, as the out-of-memory killer does)"
+        return f"{Crash.CRASHED} (SIGKILL: killed from outside, as the out-of-memory killer does)"
     if rc < 0:
-        return f"{CRASHES[0]} ({_signal_name(-rc)})"
-    return f"{CRASHES[2]} (exit code {rc}, no report)"
+        return f"{Crash.CRASHED} ({_signal_name(-rc)})"
+    return f"{Crash.ENDED} (exit code {rc}, no report)"
 
 
 def _culprit(records: list[dict], rc: int, ended: int | None) -> tuple[list[str], str, str] | None:

@@ -36,7 +36,7 @@ def rows(report: Report) -> list[dict]:
             "timestamp": report.environment.time_utc,
             "kernel_operation_mode": mode,
             "extra_benchmark_config_str": json.dumps({"preset": report.preset, "dtype": dtype,
-                                                      "shapes": [json.loads(p) for p in report.shape_params]}),
+                                                      "shapes": [p.values for p in report.shape_params]}),
             "kernel_ab_commit": report.environment.git_commit,
         })
     return out

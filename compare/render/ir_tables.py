@@ -7,6 +7,7 @@ from compare.model.loopclaims import match_lines, op_deltas
 from compare.model.loopmatch import stage_matches
 from compare.model.headline import not_found
 from compare.model.results import IRLoop, IRSection, IRStage, IRVariant
+from compare.model.states import LoopMatch
 from compare.model.results_ir import NOT_RUN
 from compare.model.vocabulary import STAGE_TITLES
 
@@ -131,10 +132,10 @@ def loop_rows(section: IRSection, stage: str) -> tuple:
             rows.append(_loop_row(loop, first, "-", None))
             for v, s, found in others:
                 m = next((m for m in found if loop.path in m.a), None)
-                if m is not None and m.status == "matched":
+                if m is not None and m.status == LoopMatch.MATCHED:
                     mine = next(l for l in s.loops if l.path == m.b[0])
                     rows.append(_loop_row(mine, v, f"{loop.path} ({m.score:.2f})", loop))
-                elif m is None or m.status == "removed":
+                elif m is None or m.status == LoopMatch.REMOVED:
                     rows.append((loop.path, v.variant, "removed", "-", "no such loop", "-", "-", "-", "-"))
         for v, s, found in others:
             for m in found:

@@ -6,6 +6,7 @@ from compare.model.problems import NOT_RUN, Lists, describe, input_kinds, lists
 from compare.render import ir_tables
 from compare.render.table import Section, Summary, Table, section_legend  # noqa: F401 (re-exported)
 from compare.model.results import Failure, IRSection, NumericsCase, NumericsSection, Report
+from compare.model.states import Accuracy, Bits, LoadStatus, Status
 from compare.model.vocabulary import STAGE_TITLES
 
 
@@ -51,7 +52,7 @@ def verdict_legend(factor: float) -> tuple[str, ...]:
             "nowhere; as accurate: neither, or every output bitwise equal")
 
 
-_BITWISE = {"identical": "equal", "within run-to-run spread": "within spread", "differ": "DIFFER"}
+_BITWISE = {Bits.IDENTICAL: "equal", Bits.WITHIN_SPREAD: "within spread", Bits.DIFFER: "DIFFER"}
 
 
 def _label(name: str, case: NumericsCase, added: str) -> str:
@@ -69,8 +70,8 @@ def _numerics_tables(case: NumericsCase, section: NumericsSection) -> list[Table
         out = {e.output: e for e in v.outputs}
         label = _label(v.variant, case, added)
         is_reference = v.variant == case.reference
-        status = "yardstick" if is_reference and v.status in ("pass", "fail") else v.status.replace("_", " ")
-        if v.status in ("not_run", "error", "untrusted") or first not in out:
+        status = "yardstick" if is_reference and v.produced else v.status.replace("_", " ")
+        if v.status in (Status.NOT_RUN, Status.ERROR, Status.UNTRUSTED) or first not in out:
             rows.append((label, status, *(["-"] * (len(headers) - 2))))
         else:
             e = out[first]
@@ -80,12 +81,12 @@ def _numerics_tables(case: NumericsCase, section: NumericsSection) -> list[Table
                 cells += [sci(out[n].max_abs), sci(out[n].rel_l2)] if n in out else ["-", "-"]
             rows.append((label, status, *cells, str(sum(x.nan + x.inf for x in v.outputs)),
                          str(sum(x.unwritten for x in v.outputs))))
-        (yardstick if is_reference and v.status in ("pass", "fail") else notes).extend(
+        (yardstick if is_reference and v.produced else notes).extend(
             f"{v.variant}: {r}" for r in v.reasons)
     legend = NUMERICS_LEGEND + (section.backward_legend if case.direction == "backward" else section.forward_legend)
     if case.reference:
         legend += REFERENCE_LEGEND
-    if any(v.status == "untrusted" for v in case.variants):
+    if any(v.status == Status.UNTRUSTED for v in case.variants):
         legend += UNTRUSTED_LEGEND
     where = f"{case.direction}, {case.shape}, {case.dtype}, {case.input_kind} inputs"
     tables = [Table(f"Numerics: {where}, {len(case.seeds)} trials", headers, tuple(rows), legend, tuple(notes),
@@ -99,7 +100,7 @@ def _numerics_tables(case: NumericsCase, section: NumericsSection) -> list[Table
                                                   "run-to-run", "first at"), prow, legend))
     if case.verdicts:
         vrow = tuple((_label(v.a, case, added), _label(v.b, case, added),
-                      "LESS ACCURATE" if v.accuracy == "less accurate" else v.accuracy,
+                      "LESS ACCURATE" if v.accuracy == Accuracy.LESS else v.accuracy,
                       v.basis, "; ".join(v.detail) or "-") for v in case.verdicts)
         tables.append(Table(f"Accuracy verdicts: {where}", ("A", "B", "B against A", "basis", "where B lost, then gained"),
                             vrow, verdict_legend(factor)))
@@ -129,13 +130,13 @@ def numerics_summary(section: NumericsSection, found: Lists) -> list[tuple[str, 
     for name in names:
         results = [(c, v) for c in section.cases for v in c.variants if v.variant == name]
         label = f"{name} (reference point)" if name == section.added_reference else name
-        not_run = [(c, v) for c, v in results if v.status == "not_run"]
-        untrusted = [(c, v) for c, v in results if v.status == "untrusted"]
-        failed = [(c, v) for c, v in results if v.status == "error" and v.failure in NOT_RUN]
+        not_run = [(c, v) for c, v in results if v.status == Status.NOT_RUN]
+        untrusted = [(c, v) for c, v in results if v.status == Status.UNTRUSTED]
+        failed = [(c, v) for c, v in results if v.status == Status.ERROR and v.failure in NOT_RUN]
         ran = len(results) - len(not_run) - len(untrusted) - len(failed)
         if any(c.reference == name for c, _ in results):   # the yardstick: shown for scale, never judged
-            outside = [(c, v) for c, v in results if v.status == "fail"]
-            crashed = [(c, v) for c, v in results if v.status == "error"]
+            outside = [(c, v) for c, v in results if v.status == Status.FAIL]
+            crashed = [(c, v) for c, v in results if v.status == Status.ERROR]
             lines.append(("info", f"numerics: {label} is the yardstick, judged by nothing; for scale, it is outside "
                                   f"the dtype's tolerance in {len(outside)} of {ran} cases run"
                                   + (": " + _grouped((c, v.reasons[0]) for c, v in outside) + TOLERANCE_RULE.format(
@@ -217,7 +218,7 @@ def _bitwise_lines(section: NumericsSection, baseline: str) -> list[tuple[str, s
                  if {p.a, p.b} == {baseline, other}]
         if not pairs:
             continue
-        differing = [p for p in pairs if p.verdict == "differ"]
+        differing = [p for p in pairs if p.verdict == Bits.DIFFER]
         spread = sorted({p.output for p in pairs if p.verdict == "within run-to-run spread"})
         if differing:
             outs = sorted({p.output for p in differing})
@@ -237,7 +238,7 @@ def _reference_callouts(section: NumericsSection) -> list[tuple[str, str]]:
     lines = []
     for ref in sorted({c.reference for c in section.cases if c.reference}):
         judged = any(v.a == ref for c in section.cases for v in c.verdicts)
-        losers = any(v.a == ref and c.reference == ref and v.accuracy == "less accurate"
+        losers = any(v.a == ref and c.reference == ref and v.accuracy == Accuracy.LESS
                      for c in section.cases for v in c.verdicts)
         if judged and not losers:
             lines.append(("ok", f"accuracy: every variant as or more accurate than {ref} in every case judged "
@@ -261,7 +262,7 @@ def build(report: Report, head=None) -> tuple[Summary, list[Section]]:
     report's headline, says so already) and the sections, each with its own verdict lines."""
     summary: list[tuple[str, str]] = []
     sections: list[Section] = []
-    failed = [v for v in report.variants if v.status != "ok"]
+    failed = [v for v in report.variants if v.status != LoadStatus.OK]
     for v in failed:
         error = " / ".join(v.error.splitlines())
         how = error if v.failure in (Failure.CRASH, Failure.TAMPER) else f"could not be loaded: {error}"

@@ -23,8 +23,6 @@ DEFAULT_LIMIT_S = 300.0                  # --variant-timeout: one launch (a vari
 GRACE_S = 10.0                           # after passing a signal on, the child's time to unwind
 _FATAL_DEVICE_ERRORS = ("illegal memory access", "illegal address", "unspecified launch failure",
                         "misaligned address", "illegal instruction", "device-side assert", "launch timed out")
-# how a failed variant's error starts (the report says "variant X crashed the process (SIGSEGV) while ...")
-CRASHES = ("crashed the process", "poisoned the CUDA context", "ended the process", "did not return")
 _STOP_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
 _STOP_WORDS = {signal.SIGINT: "interrupted (Ctrl-C)", signal.SIGTERM: "terminated (SIGTERM)",
                signal.SIGHUP: "hung up (SIGHUP)"}

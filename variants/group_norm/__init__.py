@@ -43,8 +43,8 @@ BACKWARD_PARAMS = (
 )
 
 TRITON_VARIANTS = (
-    ("pointer_mutation", "the kernel before the seed's change: base pointers advanced per channel (A)"),
-    ("explicit_offset", "the seed's change: explicit channel offsets and a tl.range inner loop (B)"),
+    ("pointer_mutation", "the kernel before Liger-Kernel #999: base pointers advanced per channel (A)"),
+    ("explicit_offset", "Liger-Kernel #999: explicit channel offsets and a tl.range inner loop (B)"),
     ("explicit_offset_range", "explicit channel offsets only, inner loop still range (edit 1 of B alone)"),
     ("pointer_mutation_tlrange", "pointer mutation kept, inner loop tl.range (edit 2 of B alone)"),
     ("flat", "no channel loop: one tl.range loop over the group, W and B gathered per element"),

@@ -1,4 +1,4 @@
-"""explicit_offset: the group-norm forward after the seed's change (the seed's variant B).
+"""explicit_offset: the group-norm forward after Liger-Kernel #999 (the seed's variant B).
 
 Pass 2 never reassigns the base pointers: each channel computes its own
 `channel_offset = (channel - first_channel) * hidden_per_channel` and addresses

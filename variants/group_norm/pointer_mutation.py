@@ -1,8 +1,8 @@
-"""pointer_mutation: the group-norm forward before the seed's change (the seed's variant A).
+"""pointer_mutation: the group-norm forward before Liger-Kernel #999 (the seed's variant A).
 
 Pass 2 walks each channel with a plain Python `range` loop addressed from X_ptr/Y_ptr, then
 advances both base pointers by `hidden_per_channel`, so the two pointers are values carried from
-one iteration of the channel loop to the next. It is the baseline the seed's change is judged
+one iteration of the channel loop to the next. It is the baseline Liger-Kernel #999 is judged
 against.
 """
 import triton

@@ -19,6 +19,7 @@ from compare.checks.ir.diff import raw_changed_lines, raw_diff_length, unified
 from compare.checks.ir.normalize import clean, rename
 from compare.checks.ir.summarize import summarize
 from compare.model.results_ir import NOT_RUN
+from compare.model.states import IRStatus
 from compare.model.results import IRPair, IRPassNote, IRSection, IRStage, IRStageDiff, IRVariant, PassStatus
 
 __all__ = ["STAGES", "CompileCache", "TargetError", "capability", "check_stages", "run", "run_passes", "DEFAULT_TARGET"]
@@ -73,11 +74,11 @@ def _named_loops(stage: IRStage, raw: str) -> IRStage:
 
 def _variant(c, stages, full: bool) -> IRVariant:
     if not c.ok:
-        return IRVariant(c.variant, "failed", c.error)
+        return IRVariant(c.variant, IRStatus.FAILED, c.error)
     try:
         return _summarized(c, stages, full)
     except Exception as exc:  # noqa: BLE001 - a listing the summary cannot read fails this variant alone
-        return IRVariant(c.variant, "failed", f"its compiled code could not be summarized: {errors.summarize(exc)}")
+        return IRVariant(c.variant, IRStatus.FAILED, f"its compiled code could not be summarized: {errors.summarize(exc)}")
 
 
 def _summarized(c, stages, full: bool) -> IRVariant:
@@ -87,7 +88,7 @@ def _summarized(c, stages, full: bool) -> IRVariant:
         s = _named_loops(summarize(stage, lines), c.stages[stage])
         summaries.append(dataclasses.replace(s, listing="\n".join(lines)) if full else s)
     r, launched = c.resources, c.launched
-    return IRVariant(c.variant, "ok", "", r.get("registers", -1), r.get("spill_bytes", -1), r.get("stack_bytes", -1),
+    return IRVariant(c.variant, IRStatus.OK, "", r.get("registers", -1), r.get("spill_bytes", -1), r.get("stack_bytes", -1),
                      r.get("shared_bytes", -1), launched.get("registers", -1), launched.get("spills", -1),
                      tuple(summaries))
 

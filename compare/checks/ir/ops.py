@@ -14,6 +14,7 @@ from compare.checks.harness import run_backward
 from compare.checks.ir.compile import Compiled, kernel_spec, run_worker
 from compare.checks.ir.launches import Launch, LaunchRecorder
 from compare.model.results import IRKernelMatch, IRPassNote, PassStatus
+from compare.model.states import Crash
 from compare.model.results_ir import OP_KERNEL_SEPARATOR as SEPARATOR, op_kernel as label  # noqa: F401
 
 
@@ -40,7 +41,7 @@ def _failed(v, exc: BaseException) -> str:
     """Why one pass of the op failed, in a line (an error no later run can survive first poisons the op)."""
     from compare.model.errors import summarize
     if supervisor.is_fatal(exc):   # the supervisor reruns without it
-        supervisor.poisoned(v.name, f"{supervisor.CRASHES[1]} ({summarize(exc)})")
+        supervisor.poisoned(v.name, f"{Crash.POISONED} ({summarize(exc)})")
     return summarize(exc)
 
 
