@@ -11,6 +11,7 @@ from compare.checks import numerics
 from compare.checks.draws import Draws
 from compare.running import supervisor, timing_run
 from compare.running.backend import Backend
+from compare.running.pace import Pace, case_work
 from compare.running.environment import collect
 from compare.running.progress import Step
 from compare.model.results import Failure, NumericsSection, Report, VariantInfo
@@ -366,8 +367,13 @@ def _run_cases(plan: Plan, variants, backend: Backend, step: Step, reference: st
     """Every numerics case of the plan here, in order, into `done` (what a stop leaves is the cases finished),
     the coming trials' inputs drawn ahead (compare.checks.draws)."""
     order = numerics_plan(plan)
+    pace = Pace()
     with Draws(plan.family, backend.device, order) as draws:
         for direction, dtype, kind, shape, seeds in order:
-            done.append(numerics.run_case(plan.family, variants, shape, dtype, backend, seeds, kind, step, direction,
-                                          reference, draws.get))
+            work = case_work(plan.family, variants, shape, dtype, seeds, direction, backend) \
+                if backend.interpreted else (0, 0)
+            label = f"{direction} {shape.label} {str(dtype).removeprefix('torch.')} {kind}"
+            with pace.case(label, *work):   # a CPU case of more than a minute is said before it starts
+                done.append(numerics.run_case(plan.family, variants, shape, dtype, backend, seeds, kind, step,
+                                              direction, reference, draws.get))
     return done
