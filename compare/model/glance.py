@@ -77,8 +77,11 @@ def _numerics(section: NumericsSection, a: str, b: str, found, direction: str) -
         return Row(b, check, "fixes problems", f"{len(kinds)} {of}", _places(fixed, order), level)
     if more:
         return Row(b, check, "more accurate", f"{len(more)} {of}", _places(more), level)
+    unjudged = [c for c in differ if not any((v.a, v.b) == (a, b) for v in c.verdicts)]
+    if differ and not unjudged:   # as the headline says it: "as accurate as A where bits differ"
+        return Row(b, check, "as accurate", f"{len(differ)} {of}", _places(differ), level)
     if differ:
-        return Row(b, check, "bits differ", f"{len(differ)} {of}", _places(differ), level)
+        return Row(b, check, "bits differ", f"{len(differ)} {of}", "no accuracy verdict", level)
     spread = [c for c in both if bits(c, a, b) == BITS[1]]
     if spread:
         return Row(b, check, "within spread", f"{len(spread)} {of}", "run-to-run spread", level)
