@@ -175,3 +175,20 @@ def test_the_glance_says_the_accuracy_verdict_where_bits_differ_and_says_when_th
     unjudged = dc.replace(report, numerics=dc.replace(report.numerics, cases=cases))
     row = next(r for r in glance.rows(unjudged) if r.check == "numerics")
     assert (row.verdict, row.amount, row.where) == ("bits differ", "1 of 1 case", "no accuracy verdict")
+
+
+def test_an_in_place_write_every_variant_shares_is_named_on_the_first_screen():
+    """As review of Liger-Kernel's rms1000 shows it (an op writing dy in place, at both sides): the kind of the
+    shared problem is on the first screen, its groups behind --verbose."""
+    import dataclasses as dc
+    from compare.model.results import InputWrite
+    report = fixed_report()
+    writes = (InputWrite("x", 4096, 4096),)
+    cases = tuple(dc.replace(c, variants=tuple(dc.replace(v, writes=writes) if v.variant in ("A", "B") else v
+                                               for v in c.variants)) for c in report.numerics.cases)
+    in_place = dc.replace(report, numerics=dc.replace(report.numerics, cases=cases))
+    for shown, said in ((report, False), (in_place, True)):
+        out = io.StringIO()
+        terminal.render(shown, Console(file=out, width=80, color_system=None))
+        first = " ".join(out.getvalue().split())
+        assert ("problem group: writes into its input (--verbose lists them)" in first) is said, first

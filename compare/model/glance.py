@@ -9,7 +9,7 @@ import dataclasses
 from typing import Optional
 
 from compare.model import headline as hl
-from compare.model.problems import BITS, bits, lists, variant_of
+from compare.model.problems import BITS, KINDS, bits, lists, variant_of
 from compare.model.ratios import ratio_span
 from compare.model.results import IRSection, NumericsSection, Report, TimingSection
 from compare.model.results_ir import NOT_RUN
@@ -166,6 +166,13 @@ def _compiled(report: Report, a: str, b: str) -> list[Row]:
             "compiled code: not compared (").rstrip(")")), line.level)]
     several = len(sections) > 1
     return [_ir(s, report, a, b, f"compiled {s.kernel}" if several else "compiled code") for s in sections]
+
+
+def shared_kinds(report: Report) -> tuple[str, ...]:
+    """The kinds of the problems every variant shares, most severe first: what the first screen names of them
+    (an op that writes into its input, say), the groups themselves being behind --verbose."""
+    found = {p.kind for p in lists(report).shared}
+    return tuple(k for k in KINDS if k in found)
 
 
 def rows(report: Report) -> list[Row]:
