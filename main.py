@@ -2,7 +2,8 @@
 
 Exit codes (compare.runtime.exit_codes; the table: docs/reports-and-gates.md): 0 every gate holds; 1 a gate
 failed or could not be judged; 2 bad input; 3 kernel-ab's own error or a missing dependency; 74 a report file
-could not be written; 129/130/143 SIGHUP/SIGINT/SIGTERM. Every default and value check: compare/comparison/plan.py."""
+could not be written; 75 a variant poisoned the process (unsupervised: KERNEL_AB_ISOLATE=0); 129/130/143
+SIGHUP/SIGINT/SIGTERM. Every default and value check: compare/comparison/plan.py."""
 from __future__ import annotations
 
 import argparse
@@ -285,7 +286,9 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     finally:
         supervisor.restore_handlers(previous)
     pending = supervisor.pending_stop()
-    if pending is not None and code not in (130, 143, 129):   # the stop came; the run ended before it was raised
+    from compare.runtime.exit_codes import ExitCode
+    stopped = (ExitCode.SIGINT, ExitCode.SIGTERM, ExitCode.SIGHUP)
+    if pending is not None and code not in stopped:   # the stop came; the run ended before it was raised
         stop = supervisor.Stopped(pending)
         print(f"kernel-ab: {stop}; no report", file=sys.stderr)
         code = stop.exit_code

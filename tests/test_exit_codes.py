@@ -140,3 +140,40 @@ def test_version_outside_a_checkout_says_the_commit_is_unknown(tmp_path):
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)   # a venv inside some other repository
     assert version.commit(tmp_path / "site") == ""
     assert version.line(tmp_path / "site").endswith("(commit unknown)")
+
+
+def _exit_literals(path: Path) -> list[tuple[int, int]]:
+    """(line, value) of each integer written as an exit code in `path`: returned by a function, given to
+    sys.exit or os._exit, compared with or given to a `code` (or compared with an `rc`), or a constant named *_EXIT."""
+    import ast
+    found = []
+
+    def ints(node):
+        return [n for n in ast.walk(node) if isinstance(n, ast.Constant) and type(n.value) is int]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Return) and node.value is not None and isinstance(node.value, ast.Constant):
+            found += ints(node.value)
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") in ("exit", "_exit"):
+            found += [n for a in node.args for n in ints(a)]
+        elif isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id in ("code", "rc"):
+            found += [n for c in node.comparators for n in ints(c)]
+        elif isinstance(node, ast.Assign) and any(getattr(t, "id", "").endswith("_EXIT") for t in node.targets):
+            found += ints(node.value)
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and \
+                any(getattr(t, "id", "") == "code" for t in node.targets):
+            found += ints(node.value)
+    return [(n.lineno, n.value) for n in found]
+
+
+def test_every_exit_code_the_command_line_and_the_supervisor_give_is_in_the_enum_and_so_in_the_table():
+    """A code written as a number outside ExitCode would be missing from the documented table."""
+    files = [ROOT / "main.py", *ROOT.glob("compare/**/supervis*.py"), *ROOT.glob("compare/**/task_*.py")]
+    assert any(f.name == "supervision.py" for f in files)
+    members = {int(c) for c in ExitCode}
+    stray = [(f.name, line, value) for f in files for line, value in _exit_literals(f) if value not in members]
+    assert stray == []
+    from compare.runtime import supervisor
+    assert supervisor.POISONED_EXIT is ExitCode.POISONED
+    assert {int(supervisor.Stopped(s).exit_code) for s in supervisor._STOP_CODES} == \
+        {ExitCode.SIGINT, ExitCode.SIGTERM, ExitCode.SIGHUP}
+    assert set(documented()) >= members   # the table has a row for each, 75 among them

@@ -39,7 +39,7 @@ def test_markdown_opens_with_the_headline_of_each_pair():
     assert lines[2] == "**`B`** against **`A`** (baseline)"
     # the glance first: a row per check, then the headline's lines
     assert [c.strip() for c in lines[4].strip("|").split("|")] == ["check", "verdict", "how much", "where"]
-    assert [c.strip() for c in lines[6].strip("|").split("|")] == ["✅ numerics", "bits differ", "1 of 1 case",
+    assert [c.strip() for c in lines[6].strip("|").split("|")] == ["✅ numerics", "as accurate", "1 of 1 case",
                                                                    "float32 normal"]
     assert [c.strip() for c in lines[7].strip("|").split("|")] == ["⚠️ timing forward", "slower", "+3.0%",
                                                                    "1 of 1 shape"]
@@ -163,3 +163,32 @@ def test_a_timing_variant_not_for_the_shape_is_a_warning_not_a_failure():
     assert not any(level == "fail" for level, _ in said)
     row = next(r for r in timing_table(case, ()).rows if r[0] == "B")
     assert row[1] == "not run"
+
+
+def test_the_glance_says_the_accuracy_verdict_where_bits_differ_and_says_when_there_is_none():
+    import dataclasses as dc
+    from compare.model import glance
+    report = fixed_report()
+    judged = next(r for r in glance.rows(report) if r.check == "numerics")
+    assert (judged.verdict, judged.where) == ("as accurate", "float32 normal")   # the headline's words
+    cases = tuple(dc.replace(c, verdicts=()) for c in report.numerics.cases)
+    unjudged = dc.replace(report, numerics=dc.replace(report.numerics, cases=cases))
+    row = next(r for r in glance.rows(unjudged) if r.check == "numerics")
+    assert (row.verdict, row.amount, row.where) == ("bits differ", "1 of 1 case", "no accuracy verdict")
+
+
+def test_an_in_place_write_every_variant_shares_is_named_on_the_first_screen():
+    """As review of Liger-Kernel's rms1000 shows it (an op writing dy in place, at both sides): the kind of the
+    shared problem is on the first screen, its groups behind --verbose."""
+    import dataclasses as dc
+    from compare.model.results import InputWrite
+    report = fixed_report()
+    writes = (InputWrite("x", 4096, 4096),)
+    cases = tuple(dc.replace(c, variants=tuple(dc.replace(v, writes=writes) if v.variant in ("A", "B") else v
+                                               for v in c.variants)) for c in report.numerics.cases)
+    in_place = dc.replace(report, numerics=dc.replace(report.numerics, cases=cases))
+    for shown, said in ((report, False), (in_place, True)):
+        out = io.StringIO()
+        terminal.render(shown, Console(file=out, width=80, color_system=None))
+        first = " ".join(out.getvalue().split())
+        assert ("problem group: writes into its input (--verbose lists them)" in first) is said, first

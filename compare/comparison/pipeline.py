@@ -11,6 +11,7 @@ from compare.checks.draws import Draws
 from compare.runtime import supervisor
 from compare.comparison import timing_run
 from compare.runtime.backend import Backend
+from compare.comparison.pace import Pace, case_work
 from compare.comparison.environment import collect
 from compare.runtime.progress import Step
 from compare.model.results import Failure, NumericsSection, Report, ShapeParams, VariantInfo
@@ -383,8 +384,13 @@ def _run_cases(plan: Plan, variants, backend: Backend, step: Step, reference: st
     """Every numerics case of the plan here, in order, into `done` (what a stop leaves is the cases finished),
     the coming trials' inputs drawn ahead (compare.checks.draws)."""
     order = numerics_plan(plan)
+    pace = Pace()
     with Draws(plan.family, backend.device, order) as draws:
         for direction, dtype, kind, shape, seeds in order:
-            done.append(numerics.run_case(plan.family, variants, shape, dtype, backend, seeds, kind, step, direction,
-                                          reference, draws.get))
+            work = case_work(plan.family, variants, shape, dtype, seeds, direction, backend) \
+                if backend.interpreted else (0, 0)
+            label = f"{direction} {shape.label} {str(dtype).removeprefix('torch.')} {kind}"
+            with pace.case(label, *work):   # a CPU case of more than a minute is said before it starts
+                done.append(numerics.run_case(plan.family, variants, shape, dtype, backend, seeds, kind, step,
+                                              direction, reference, draws.get))
     return done

@@ -10,7 +10,7 @@ from typing import Optional
 
 from compare.model import headline as hl
 from compare.model.problems import bits, lists, variant_of
-from compare.model.states import Accuracy, Bits, IRStatus, TimingVerdict
+from compare.model.states import Accuracy, Bits, IRStatus, ProblemKind, TimingVerdict
 from compare.model.ratios import ratio_span
 from compare.model.results import IRSection, NumericsSection, Report, TimingSection
 from compare.model.results_ir import NOT_RUN
@@ -78,8 +78,11 @@ def _numerics(section: NumericsSection, a: str, b: str, found, direction: str) -
         return Row(b, check, "fixes problems", f"{len(kinds)} {of}", _places(fixed, order), level)
     if more:
         return Row(b, check, "more accurate", f"{len(more)} {of}", _places(more), level)
+    unjudged = [c for c in differ if not any((v.a, v.b) == (a, b) for v in c.verdicts)]
+    if differ and not unjudged:   # as the headline says it: "as accurate as A where bits differ"
+        return Row(b, check, "as accurate", f"{len(differ)} {of}", _places(differ), level)
     if differ:
-        return Row(b, check, "bits differ", f"{len(differ)} {of}", _places(differ), level)
+        return Row(b, check, "bits differ", f"{len(differ)} {of}", "no accuracy verdict", level)
     spread = [c for c in both if bits(c, a, b) == Bits.WITHIN_SPREAD]
     if spread:
         return Row(b, check, "within spread", f"{len(spread)} {of}", "run-to-run spread", level)
@@ -164,6 +167,13 @@ def _compiled(report: Report, a: str, b: str) -> list[Row]:
             "compiled code: not compared (").rstrip(")")), line.level)]
     several = len(sections) > 1
     return [_ir(s, report, a, b, f"compiled {s.kernel}" if several else "compiled code") for s in sections]
+
+
+def shared_kinds(report: Report) -> tuple[str, ...]:
+    """The kinds of the problems every variant shares, most severe first: what the first screen names of them
+    (an op that writes into its input, say), the groups themselves being behind --verbose."""
+    found = {p.kind for p in lists(report).shared}
+    return tuple(k for k in ProblemKind if k in found)
 
 
 def rows(report: Report) -> list[Row]:

@@ -212,8 +212,10 @@ def _glance(console: Console, report: Report, the_headline: Headline, gates: lis
         if items and not the_headline.pairs:   # one variant: its problems are the answer
             _list(console, title, items)
         elif items:
+            kinds = glance.shared_kinds(report) if items is the_headline.shared else ()
             console.print(Text(f"{title[:1].upper() + title[1:]}: {len(items)} problem group"
-                               f"{'s' if len(items) > 1 else ''} (--verbose lists them)"))
+                               f"{'s' if len(items) > 1 else ''}{': ' + ', '.join(kinds) if kinds else ''} "
+                               "(--verbose lists them)"))
     for level, text in gates:
         _line(console, level, text)
 

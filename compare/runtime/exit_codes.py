@@ -18,6 +18,8 @@ class ExitCode(enum.IntEnum):
     USAGE = 2            # bad input: one line on stderr
     INTERNAL = 3         # kernel-ab's own error or a missing dependency: one line, the traceback in a file
     WRITE_FAILED = 74    # a report file could not be written (sysexits' EX_IOERR)
+    POISONED = 75        # a variant poisoned the process (a fatal device error, a tampered process): nothing
+                         # more runs in it; the supervisor reruns without that variant (sysexits' EX_TEMPFAIL)
     SIGHUP = 129
     SIGINT = 130
     SIGPIPE = 141        # the reader of the output went away; quiet

@@ -12,18 +12,20 @@ import signal
 import threading
 import time
 
+from compare.runtime.exit_codes import ExitCode
+
 STATUS_ENV = "KERNEL_AB_STATUS_FILE"     # set in the child: where it says what it is running
 TOKEN_ENV = "KERNEL_AB_RUN_TOKEN"        # set in the child: the run's token, which every record it writes carries
 EXCLUDED_ENV = "KERNEL_AB_EXCLUDED"      # set in the child: [[variant, reason], ...] to report as failed
 NO_TIMING_ENV = "KERNEL_AB_NO_TIMING"    # set in the child: why timing is left out
 ISOLATE_ENV = "KERNEL_AB_ISOLATE"        # "0": run in one process (no supervisor)
-POISONED_EXIT = 75                       # the child's exit code after a fatal device error (or a tampered process)
+POISONED_EXIT = ExitCode.POISONED        # the child's exit code after a fatal device error (or a tampered process)
 TAMPER = "tamper"   # a record's failure kind: the variant changed process-wide state (compare.runtime.process_guard)
 DEFAULT_LIMIT_S = 300.0                  # --variant-timeout: one launch (a variant's case) at most this long
 GRACE_S = 10.0                           # after passing a signal on, the child's time to unwind
 _FATAL_DEVICE_ERRORS = ("illegal memory access", "illegal address", "unspecified launch failure",
                         "misaligned address", "illegal instruction", "device-side assert", "launch timed out")
-_STOP_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
+_STOP_CODES = {signal.SIGINT: ExitCode.SIGINT, signal.SIGTERM: ExitCode.SIGTERM, signal.SIGHUP: ExitCode.SIGHUP}
 _STOP_WORDS = {signal.SIGINT: "interrupted (Ctrl-C)", signal.SIGTERM: "terminated (SIGTERM)",
                signal.SIGHUP: "hung up (SIGHUP)"}
 _NOW = {"what": "", "names": ()}    # what the running launch is doing and whose it is, for poisoned()
