@@ -1,9 +1,8 @@
 """A process that times one dtype's cases (compare/comparison/timing_run.py starts it): `timing_worker
-REQUEST.json SECTION.json [READY_FD [LIMIT_S]]` (LIMIT_S: the run's --variant-timeout, handed on as an
-argument) loads the variants again, times them on the GPU, writes the TimingSection. With READY_FD it
-says "ready" there once loaded, then times only after a line on stdin ({"status": the status file,
-"copy_gbs": an earlier measure or 0}); it ends untimed if stdin ends first. Its launches write to the status
-file, so a supervisor sees them."""
+REQUEST.json SECTION.json [READY_FD [LIMIT_S]]` (LIMIT_S: the run's --variant-timeout) loads the variants
+again, times them on the GPU, writes the TimingSection. With READY_FD it says "ready" there once loaded, then
+times only after a line on stdin ({"status": the status file, "copy_gbs": an earlier measure or 0}); it ends
+untimed if stdin ends first. Its launches write to the status file, so a supervisor sees them."""
 from __future__ import annotations
 
 import sys
