@@ -1,10 +1,9 @@
 """The family protocol: what a kernel family gives kernel-ab, and what it may leave to the defaults.
 
 `compare/` knows no family by name: every shape, input, buffer, launch and legend comes through `Family`.
-A family states what it is (declarations, launchers, reference, presets); how a variant is run and timed
-is the checks' (compare/checks/harness.py). This module imports no family, no loading and no comparison code.
-The abstract members (a subclass that leaves one out cannot be instantiated) and the defaults are
-tabled in variants/README.md; docs/variants-and-families.md ("The family protocol") points there.
+A family states what it is (declarations, launchers, reference, presets); how a variant is run and timed is the
+checks' (compare/checks/harness.py). This module imports no family, no loading and no comparison code. The abstract
+members and the defaults are tabled in variants/README.md (docs/variants-and-families.md, "The family protocol").
 """
 from __future__ import annotations
 

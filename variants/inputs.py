@@ -3,8 +3,7 @@
 A generator takes (shape, torch.Generator, dtype) and returns float64 values of `shape.tensor_shape`,
 which the declared draw (variants.operands.draw_declared) casts to the dtype; `affine_operands` declares a
 normalization family's x, weight and bias. Kinds that plant something per normalized unit use `shape.units(t)`:
-a 3-D view (outer, units, members) of the input, where each unit is normalized on its own (a group
-of a sample for group norm; a row, with outer 1, for row norms).
+a 3-D view (outer, units, members) of the input, each unit normalized on its own (a group of a sample; a row, outer 1).
 """
 from __future__ import annotations
 

@@ -65,11 +65,10 @@ class Operand:
 @dataclasses.dataclass(frozen=True)
 class Output:
     """One output of a pass (forward output or gradient). `dtype` None: the case's dtype (a callable:
-    `dtype(shape, case dtype)`, for an output whose dtype a shape's mode decides). `of`: for a
-    gradient, the operand it is the gradient of. `overwrites`: the input this output is written over (the
-    kernel reads the input and stores the output in its place; the launcher hands it the input's values in
-    the output's buffer). `upstream`: the name of this output's upstream gradient among the inputs, drawn
-    standard normal (the op's result has one: default "d" + its name)."""
+    `dtype(shape, case dtype)`, for an output whose dtype a shape's mode decides). `of`: for a gradient, the
+    operand it is the gradient of. `overwrites`: the input this output is written over (the kernel stores the output
+    in its place; the launcher hands it the input's values in the output's buffer). `upstream`: this output's
+    upstream gradient among the inputs, drawn standard normal (the op's result has one: default "d" + its name)."""
 
     name: str
     size: Size = "input"

@@ -64,14 +64,13 @@ def run_backward(family, variant: Variant, inputs: Operands, grads: dict, shape)
 
 def bench_call(family, variant: Variant, inputs: Operands, shape, mode: str,
                buffers: Optional[dict] = None) -> Callable[[], None]:
-    """A zero-argument closure timing one pass (`mode`) of `variant`, its buffers allocated up front.
-
-    A Triton backward runs on the saved outputs of the variant's own forward. `buffers` is the case's one
-    shared placement (made on first use), so where a buffer lands favours no variant; the closure's
-    `timed_code` keys the compiled code it times, None when not known (docs/timing.md). Op-level passes,
-    and torch's and inductor's backward and full, are `OpPass`es, which allocate their own: an OpPass makes
-    its forward on the stream it captures the backward on (the inputs' gradient nodes live where the forward
-    made them: made on the default stream, they broke the capture, and the case was timed eagerly)."""
+    """A zero-argument closure timing one pass (`mode`) of `variant`, its buffers allocated up front. A Triton
+    backward runs on the saved outputs of the variant's own forward. `buffers` is the case's one shared placement
+    (made on first use), so where a buffer lands favours no variant; the closure's `timed_code` keys the compiled
+    code it times, None when not known (docs/timing.md). Op-level passes, and torch's and inductor's backward and
+    full, are `OpPass`es, which allocate their own (and make their forward on the stream they capture on)."""
+    # an OpPass's forward runs on the stream it captures the backward on: the inputs' gradient nodes live where
+    # the forward made them (made on the default stream, they broke the capture, and the case was timed eagerly)
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; known modes: {', '.join(MODES)}")
     if variant.kind == "op":
