@@ -10,7 +10,7 @@ import time
 
 from compare.runtime import sealing
 
-# element-runs a second through the interpreter, measured on a 2-core machine with the default group_norm pair
+# element-runs a second through the interpreter, measured on a 2-core machine with the default pair
 # (`python3 main.py compare --shape 16,128,8,32x32 --trials 1 --check numerics --inputs normal`: 6.3M elements
 # moved by each of 2 variants in 6.4 s); the first case's estimate, before the run has a pace of its own
 ELEMENTS_PER_S = 2.0e6
