@@ -69,9 +69,11 @@ class Checked:
             self.checked[name] = self._measure(outs, self.inputs)
 
     def poison(self, outputs: dict) -> None:
+        # through .data: an output may be a buffer the op saved for its backward (Liger's cross entropy returns
+        # the logits' storage as its gradient), and a version bump would fail the op's next call
         for t in outputs.values():
             if type(t) is torch.Tensor:
-                numerics.poison_(t.detach())
+                numerics.poison_(t.data)
 
     def fresh(self, name: str, own, k: int):
         """Fresh values written into `own` (the entry's inputs, in place); a copy of them as written."""
