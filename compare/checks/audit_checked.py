@@ -75,6 +75,20 @@ class Checked:
             if type(t) is torch.Tensor:
                 numerics.poison_(t.data)
 
+    @staticmethod
+    def snapshot(own):
+        return sealing.sealed_copy(own)
+
+    @staticmethod
+    def put_back(own, snapshot) -> None:
+        sealing.restore(own, snapshot)
+
+    @staticmethod
+    def kept(outputs: dict) -> dict:
+        """The outputs as a call left them (its buffers are written again by the next): plain tensors cloned,
+        anything else kept as returned, for judge() to name."""
+        return {k: t.detach().clone() if type(t) is torch.Tensor else t for k, t in outputs.items()}
+
     def fresh(self, name: str, own, k: int):
         """Fresh values written into `own` (the entry's inputs, in place); a copy of them as written."""
         index = list(self.variants).index(name) if name in self.variants else 0
