@@ -166,3 +166,21 @@ def test_a_tolerance_miss_the_yardstick_has_on_the_same_output_is_no_problem(tor
     else:
         assert head.shared == ("normal inputs, float32: beyond tolerance in backward dW",)
         assert any(level == "warn" and "shared by every variant" in t and "backward dW" in t for level, t in lines)
+
+
+def test_timing_that_was_asked_for_and_whose_processes_ended_says_why_not_that_it_was_not_asked_for():
+    """A review of Liger's cross entropy on the H200 whose two timing processes (one per dtype) crashed read
+    "timing: not measured: not asked for"."""
+    import dataclasses
+    from compare.model import gates
+    said = ("timing float32: its process ended with exit code 1 (RuntimeError: modified by an inplace operation)",
+            "timing bfloat16: its process ended with exit code 1 (RuntimeError: modified by an inplace operation)",
+            "ir: bfloat16 (the compiled code is shown for float32, the first dtype asked for)")
+    report = dataclasses.replace(fixed_report(), timing=None, skipped=said)
+    line = next(ln for ln in headline(report).pairs[0].lines if ln.topic == "timing")
+    assert line.level == "skip" and "not asked for" not in line.text, line.text
+    assert "float32: its process ended with exit code 1" in line.text and "bfloat16: its process" in line.text
+    (gate,) = gates.decide(report, fail_if_slower_pct=5.0)
+    assert gate.outcome == "not judged" and "its process ended" in gate.lines[0], gate
+    untimed = dataclasses.replace(report, skipped=())
+    assert next(ln for ln in headline(untimed).pairs[0].lines if ln.topic == "timing").text.endswith("not asked for")

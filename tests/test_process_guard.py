@@ -90,7 +90,8 @@ ACTS = [
     ("sigint", "os.kill(os.getpid(), signal.SIGINT)", "import", "sent the process SIGINT"),
     ("atexit_hang", "atexit.register(time.sleep, 3600)", "import", "registered an atexit handler (at bad.py:"),
     ("forged_done", FORGE_DONE, "call", "forged kernel-ab's status (a 'done' without the run's token)"),
-    ("setsid_child", DOUBLE_FORK, "call", "started process sleep ("),
+    # named by what it runs when the guard sees it: "sleep", or still "python3" between its fork and its exec
+    ("setsid_child", DOUBLE_FORK, "call", "started process "),
 ]
 # these stay in the default run (one of each mechanism: a patch at import, the environment, a stop the
 # variant sent, a forged status, atexit); the rest are slow
@@ -142,6 +143,7 @@ def test_a_variant_that_changes_the_shared_process_is_named_and_moves_no_other_v
     assert report["numerics"]["cases"] == clean   # every other variant's numbers, pairs and verdicts as without it
     assert f"variant bad tampered with the process: {said}" in r.stderr
     if name == "setsid_child":   # the process it started is gone with the run
+        assert "in a session of its own (setsid)" in info["error"], info["error"]
         pid = int(info["error"].split("(")[1].split(")")[0])
         assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split(")")[1][:3]
 
@@ -268,6 +270,23 @@ def test_what_the_platform_changes_by_itself_is_not_a_variants_doing():
         if finder in sys.meta_path:
             sys.meta_path.remove(finder)
     assert Failure(supervisor.TAMPER) is Failure.TAMPER
+
+
+def test_copyregs_cache_of_slot_names_is_the_platforms_and_a_forged_one_is_not():
+    """torch.compile copies Triton's JITFunction while it captures a graph, and copyreg caches the class's slot
+    names on it (`__slotnames__`): the H200 saw every honest torch.compile variant called a tamperer for it."""
+    import copyreg
+    from triton.runtime.jit import JITFunction
+    if "__slotnames__" in vars(JITFunction):
+        del JITFunction.__slotnames__
+    guard = process_guard.enable()
+    before = guard.take()
+    copyreg._slotnames(JITFunction)
+    assert "__slotnames__" in vars(JITFunction) and guard.undo(before) == []
+    del JITFunction.__slotnames__
+    JITFunction.__slotnames__ = ["fn"]   # one copyreg would not compute: pickling would lose or forge state
+    assert [f for f in guard.undo(before) if "JITFunction.__slotnames__" in f], "a forged slot list passed"
+    assert "__slotnames__" not in vars(JITFunction)   # and it was taken back
 
 
 # ---------------------------------------------------------------- the supervisor decides the outcome

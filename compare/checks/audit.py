@@ -8,7 +8,10 @@ import dataclasses
 import threading
 from typing import Any, Callable, Optional
 
+from compare.model.errors import summarize
 from compare.model.fouls import Finding, Foul
+from compare.model.states import Crash
+from compare.runtime import supervisor
 
 FRESH_CALLS = 5           # calls on fresh inputs per entry
 SLOWER_FACTOR = 1.5       # their median beyond this times the rounds' median, and
@@ -33,13 +36,23 @@ def _median(values: list[float]) -> float:
     return ordered[len(ordered) // 2] if ordered else 0.0
 
 
-def _fresh_calls(name: str, t, checked, flush, tools: Tools) -> tuple[list[float], list[Finding]]:
-    """FRESH_CALLS calls of `t` on fresh inputs: their times, and the fouls their threads and outputs show."""
+def _paired_calls(name: str, t, checked, flush, tools: Tools, judge: bool = True):
+    """FRESH_CALLS calls of `t` on fresh inputs, each after one on the inputs it was timed on (put back first),
+    each call timed alone: (the timed inputs' times, the fresh ones', the fouls their threads and outputs
+    show). Alternated, and judged only after the last call, so that both kinds run on a GPU in one state: the
+    H200 ran fresh calls 8 times slower than timed ones when each was judged (host work, an idle GPU) in
+    between. `judge` False: fresh outputs are neither poisoned nor judged."""
     own = getattr(t.fn, "sealed_inputs", None)
     outputs_of = getattr(t.fn, "timed_outputs", None)
-    times, found = [], []
+    judged = judge and checked is not None and own is not None and outputs_of is not None
+    timed_inputs = checked.snapshot(own) if judged else None
+    same, times, found, made = [], [], [], []
     for k in range(FRESH_CALLS):
-        judged = checked is not None and own is not None and outputs_of is not None
+        if judged:
+            checked.put_back(own, timed_inputs)
+        t.prepare()
+        same.append(tools.call_ms(lambda: t(), flush))
+        tools.torch.cuda.synchronize()
         if judged:
             checked.poison(outputs_of(t.graph is not None))
         t.prepare()
@@ -50,19 +63,14 @@ def _fresh_calls(name: str, t, checked, flush, tools: Tools) -> tuple[list[float
         if left and not any(f.foul == Foul.THREAD for f in found):
             found.append(Finding(name, Foul.THREAD, f"thread {left[0].name!r}, after a call of {times[-1]:.3g} ms"))
         tools.torch.cuda.synchronize()
-        if judged and not any(f.foul in (Foul.TIMED_MISMATCH, Foul.SUBCLASS) for f in found):
-            found += checked.judge(name, fresh, outputs_of(t.graph is not None))
-    return times, found
-
-
-def _same_input_calls(t, flush, tools: Tools) -> list[float]:
-    """FRESH_CALLS calls of `t` on the inputs it was timed on, each timed alone as `_fresh_calls` times its own."""
-    times = []
-    for _ in range(FRESH_CALLS):
-        t.prepare()
-        times.append(tools.call_ms(lambda: t(), flush))
-    tools.torch.cuda.synchronize()
-    return times
+        if judged:
+            made.append((fresh, checked.kept(outputs_of(t.graph is not None))))
+    if judged:
+        checked.put_back(own, timed_inputs)
+    for fresh, outputs in made:
+        if not any(f.foul in (Foul.TIMED_MISMATCH, Foul.SUBCLASS) for f in found):
+            found += checked.judge(name, fresh, outputs)
+    return same, times, found
 
 
 def _off_stream(name: str, t, flush, tools: Tools) -> list[Finding]:
@@ -108,27 +116,51 @@ def _size(n: int) -> str:
     return f"{n / 1e9:.3g} GB" if n >= 1e8 else f"{n / 1e6:.3g} MB" if n >= 1e5 else f"{n} bytes"
 
 
+@dataclasses.dataclass(frozen=True)
+class Audited:
+    """What the audit found: entry -> its fouls; entry -> how its audited calls crashed (it has no timing)."""
+
+    fouls: dict
+    crashed: dict
+
+
 def audit_case(timed: dict, samples: dict, checked: Optional["Checked"], flush, bytes_moved: int, copy_gbs: float,
-               tools: Tools, skip: tuple[str, ...] = ()) -> dict[str, list[Finding]]:
-    """Every timed entry but `skip` (the A/A control) audited: name -> its fouls (see the module docstring)."""
+               tools: Tools, skip: tuple[str, ...] = (), unjudged: tuple[str, ...] = ()) -> Audited:
+    """Every timed entry but `skip` (the A/A control) audited (see the module docstring); `unjudged`: entries
+    whose outputs on fresh inputs are not judged (their state between calls is not their own; see time_case)."""
     found: dict[str, list[Finding]] = {}
+    crashed: dict[str, str] = {}
     for name, ts in timed.items():
         if name in skip:
             continue
-        rounds = _median([s for r in samples.get(name, ()) for s in r])
-        # the yardstick is calls on the timed inputs measured as the fresh ones are (one call at a time): the
-        # rounds may be replayed from a CUDA graph, whose calls carry no launch cost (5 us against 45 us alone)
-        same = _median(_same_input_calls(ts[0], flush, tools))
-        times, fouls = _fresh_calls(name, ts[0], checked, flush, tools)
-        fresh = _median(times)
-        if fresh > SLOWER_FACTOR * same and fresh - same > SLOWER_FLOOR_MS:
-            fouls.append(Finding(name, Foul.FRESH_SLOWER, f"{fresh:.3g} ms on fresh inputs against {same:.3g} ms "
-                                                          "on its timed inputs, each call timed alone"))
-        fouls += _off_stream(name, ts[0], flush, tools)
-        fouls += beyond_copy(name, rounds, bytes_moved, copy_gbs)
+        try:
+            fouls = _entry_fouls(name, ts[0], samples, checked, flush, bytes_moved, copy_gbs, tools,
+                                 name not in unjudged)
+        except BaseException as exc:   # the variant's own crash in a call like its timed ones: reported
+            if not supervisor.is_variant_fault(exc):
+                raise
+            if supervisor.is_fatal(exc):
+                supervisor.poisoned(name, f"{Crash.POISONED} ({summarize(exc)})")
+            crashed[name] = f"crashed in the audit's calls: {summarize(exc)}"
+            tools.torch.cuda.synchronize()
+            continue
         if fouls:
             found[name] = fouls
-    return found
+    return Audited(found, crashed)
+
+
+def _entry_fouls(name: str, t, samples: dict, checked, flush, bytes_moved: int, copy_gbs: float, tools: Tools,
+                 judge: bool) -> list[Finding]:
+    rounds = _median([s for r in samples.get(name, ()) for s in r])
+    # the yardstick is calls on the timed inputs measured as the fresh ones are (one call at a time, alternated
+    # with them): the rounds may be replayed from a CUDA graph, whose calls carry no launch cost
+    same_times, times, fouls = _paired_calls(name, t, checked, flush, tools, judge)
+    same, fresh = _median(same_times), _median(times)
+    if fresh > SLOWER_FACTOR * same and fresh - same > SLOWER_FLOOR_MS:
+        fouls.append(Finding(name, Foul.FRESH_SLOWER, f"{fresh:.3g} ms on fresh inputs against {same:.3g} ms "
+                                                      "on its timed inputs, each call timed alone"))
+    fouls += _off_stream(name, t, flush, tools)
+    return fouls + beyond_copy(name, rounds, bytes_moved, copy_gbs)
 
 
 from compare.checks.audit_checked import Checked, draw_unseen  # noqa: E402,F401 (the family's side, re-exported)

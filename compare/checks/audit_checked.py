@@ -70,9 +70,25 @@ class Checked:
             self.checked[name] = self._measure(outs, self.inputs)
 
     def poison(self, outputs: dict) -> None:
+        # through .data: an output may be a buffer the op saved for its backward (Liger's cross entropy returns
+        # the logits' storage as its gradient), and a version bump would fail the op's next call
         for t in outputs.values():
             if type(t) is torch.Tensor:
-                numerics.poison_(t.detach())
+                numerics.poison_(t.data)
+
+    @staticmethod
+    def snapshot(own):
+        return sealing.sealed_copy(own)
+
+    @staticmethod
+    def put_back(own, snapshot) -> None:
+        sealing.restore(own, snapshot)
+
+    @staticmethod
+    def kept(outputs: dict) -> dict:
+        """The outputs as a call left them (its buffers are written again by the next): plain tensors cloned,
+        anything else kept as returned, for judge() to name."""
+        return {k: t.detach().clone() if type(t) is torch.Tensor else t for k, t in outputs.items()}
 
     def fresh(self, name: str, own, k: int):
         """Fresh values written into `own` (the entry's inputs, in place); a copy of them as written."""

@@ -10,6 +10,7 @@ from compare.model.fouls import foul_lines
 from compare.model.headline import headline
 from compare.model.problems import describe, judged, problems, ran, variant_of
 from compare.model.results import Failure, Gate, Report
+from compare.model.skips import why_not_run
 from compare.model.states import LoadStatus, TimingVerdict
 
 
@@ -105,7 +106,7 @@ def _slower(report: Report, pct: float) -> Gate:
     if tampered(report) or foul_lines(report):   # a foul or a tampered process fails every gate
         return Gate(name, pct, "failed", tuple(tampered(report) + foul_lines(report)))
     if report.timing is None:
-        why = next((s.removeprefix("timing: ") for s in report.skipped if s.startswith("timing:")), "not asked for")
+        why = why_not_run(report.skipped, "timing")
         return Gate(name, pct, "not judged", (f"timing was not measured ({why.split(' (')[0]})",))
     broken, judged_pairs, untimed = [], set(), {}
     for case in report.timing.cases:

@@ -17,6 +17,7 @@ from compare.model.results import (IRSection, IRVariant, NumericsCase, NumericsS
                                    TimingSection)
 from compare.model.results_ir import NOT_RUN, op_kernel
 from compare.model.same_code import SameCode, same_code
+from compare.model.skips import why_not_run
 from compare.model.states import Accuracy, Bits, Failure, IRStatus, Status, TimingVerdict
 from compare.model.vocabulary import STAGE_TITLES as _STAGE
 
@@ -218,7 +219,7 @@ def _timing_line(section: Optional[TimingSection], a: str, b: str, skipped: tupl
     timing difference is noise by construction."""
     from compare.model.ratios import ratio_span   # '+3.0%', or '33.6× faster' beyond 2x
     if section is None:
-        why = next((s.removeprefix("timing: ") for s in skipped if s.startswith("timing:")), "not asked for")
+        why = why_not_run(skipped, "timing")
         return Line("timing", "skip", f"timing: not measured: {why}")   # the whole reason: said here only
     if same is not None:
         return Line("timing", "info", f"timing: no verdict: {_same_code_text(same)}, so a timing difference "
@@ -253,7 +254,7 @@ def _timing_line(section: Optional[TimingSection], a: str, b: str, skipped: tupl
 # ---------------------------------------------------------------- compiled-code line
 def _ir_line(section: Optional[IRSection], a: str, b: str, skipped: tuple[str, ...]) -> Line:
     if section is None:
-        why = next((s.removeprefix("ir: ") for s in skipped if s.startswith("ir:")), "not asked for")
+        why = why_not_run(skipped, "ir")
         return Line("compiled code", "skip", f"compiled code: not compared ({why})")
     va = next((v for v in section.variants if v.variant == a), None)
     vb = next((v for v in section.variants if v.variant == b), None)

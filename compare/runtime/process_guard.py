@@ -89,7 +89,9 @@ def _namespace(label: str, get: Callable[[], Any], is_class: bool, only_code: bo
             return [], []
         differ = [k for k, v in old.items() if (new.get(k, MISSING) is not v or k in swapped)
                   and watched(k, v) and not allowed(k, v, new.get(k, MISSING))]
-        return differ, [k for k, v in new.items() if k not in old and watched(k, v)] if is_class else []
+        if not is_class:
+            return differ, []
+        return differ, [k for k, v in new.items() if k not in old and watched(k, v) and not _copyreg_cache(get(), k, v)]
 
     def watched(name: str, value) -> bool:
         if only_code:
@@ -113,6 +115,23 @@ def _namespace(label: str, get: Callable[[], Any], is_class: bool, only_code: bo
             _quietly(delattr, obj, k)
     return Watch(read, say, put)
 
+
+
+def _copyreg_cache(cls, name: str, value) -> bool:
+    """copyreg caches a class's slot names as `__slotnames__` the first time one of its objects is pickled or
+    copied (torch.compile's graph capture copies Triton's JITFunction): the platform's own cache, no patch,
+    when it holds what copyreg would compute."""
+    if name != "__slotnames__" or not isinstance(cls, type) or not isinstance(value, list):
+        return False
+    names = []
+    for base in cls.__mro__:
+        declared = base.__dict__.get("__slots__", ())
+        for slot in (declared,) if isinstance(declared, str) else declared:
+            if slot in ("__dict__", "__weakref__"):
+                continue
+            private = slot.startswith("__") and not slot.endswith("__")
+            names.append(f"_{base.__name__.lstrip('_')}{slot}" if private else slot)
+    return value == names
 
 
 def _import_hook(name: str, old, new) -> bool:

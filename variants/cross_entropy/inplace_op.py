@@ -23,7 +23,10 @@ class _InPlace(torch.autograd.Function):
     def backward(ctx, dloss):
         (grad,) = ctx.saved_tensors
         scale = dloss[:, None] if ctx.per_row else dloss
-        return None, grad.mul_(scale.to(grad.dtype)), None, None, None, None
+        # through .data, as a Triton kernel writes it: autograd sees no in-place op on the saved buffer, so
+        # the graph may run backward again (training does not, timing does; an in-place torch op fails it)
+        grad.data.mul_(scale.to(grad.dtype))
+        return None, grad, None, None, None, None
 
 
 def online_cross_entropy(X, target, ignore_index=-100, label_smoothing=0.0, reduction="mean"):
