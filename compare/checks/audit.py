@@ -14,7 +14,7 @@ from compare.model.states import Crash
 from compare.runtime import supervisor
 
 FRESH_CALLS = 5           # calls on fresh inputs per entry
-SLOWER_FACTOR = 1.5       # their median beyond this times the rounds' median, and
+SLOWER_FACTOR = 1.5       # every one of them beyond this times the median on its timed inputs, and
 SLOWER_FLOOR_MS = 0.005   # ... beyond it by at least this much: FRESH_SLOWER
 STREAM_PROBES = 5
 OFF_STREAM_FLOOR_MS = 0.02   # past the timed stream, beyond an empty call's, at least this much, and
@@ -155,10 +155,12 @@ def _entry_fouls(name: str, t, samples: dict, checked, flush, bytes_moved: int, 
     # the yardstick is calls on the timed inputs measured as the fresh ones are (one call at a time, alternated
     # with them): the rounds may be replayed from a CUDA graph, whose calls carry no launch cost
     same_times, times, fouls = _paired_calls(name, t, checked, flush, tools, judge)
-    same, fresh = _median(same_times), _median(times)
+    # every fresh call slower, not their median: an answer looked up by its inputs is slow on each fresh one,
+    # while an honest op's calls vary (an A/A of Liger's cross entropy on the H200 had 3 of 5 at 1.6x)
+    same, fresh = _median(same_times), min(times, default=0.0)
     if fresh > SLOWER_FACTOR * same and fresh - same > SLOWER_FLOOR_MS:
-        fouls.append(Finding(name, Foul.FRESH_SLOWER, f"{fresh:.3g} ms on fresh inputs against {same:.3g} ms "
-                                                      "on its timed inputs, each call timed alone"))
+        fouls.append(Finding(name, Foul.FRESH_SLOWER, f"at least {fresh:.3g} ms on fresh inputs against {same:.3g} "
+                                                      "ms on its timed inputs, each call timed alone"))
     fouls += _off_stream(name, t, flush, tools)
     return fouls + beyond_copy(name, rounds, bytes_moved, copy_gbs)
 
