@@ -245,12 +245,13 @@ class Family(abc.ABC):
                        backward_launcher=backward_launcher)
 
     def module_variants(self, listed, forward: str | None = None, backward: str | None = None) -> list[Variant]:
-        """A Triton variant for each (name, why) of `listed`, from variants/<family>/<name>.py: its kernels the
-        module's functions named `forward` and `backward` (None: the family's shared kernel for that pass)."""
+        """A Triton variant for each (name, why) of `listed`, from the module <name> of the family's own package:
+        its kernels that module's functions named `forward` and `backward` (None: the family's shared kernel)."""
         found = []
         for name, why in listed:
-            module = importlib.import_module(f"variants.{self.name}.{name}")
-            found.append(self.triton_variant(name, why, f"variants/{self.name}/{name}.py",
+            # the subclass's package, so the protocol names no family
+            module = importlib.import_module(f"{type(self).__module__}.{name}")
+            found.append(self.triton_variant(name, why, module.__name__.replace(".", "/") + ".py",
                                              forward=getattr(module, forward) if forward else None,
                                              backward=getattr(module, backward) if backward else None))
         return found
