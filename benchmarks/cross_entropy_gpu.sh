@@ -21,13 +21,8 @@
 # the tree was copied from (the copy has no .git).
 set -uo pipefail
 part=${1:?part: pair, ops or aa}
-OUT=${OUT:-out}
-BUDGET_S=${BUDGET_S:-560}
-W=$(mktemp -d); mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1
-T0=$(date +%s)
 source "$(dirname "$0")/steps.sh"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv > "$W/gpu.txt" 2>&1
+start_part
 CE="python3 main.py compare --family cross_entropy"
 if [ "$part" = pair ]; then
     # at the llm shapes: numerics (normal inputs, forward and backward) and timing, forward and full (forward:

@@ -173,6 +173,43 @@ def _leftovers(case: hc.Case, scratch: Path, tmp: Path, before: set[str]) -> lis
     return left + [p for p in new if temp_like.search(p)]
 
 
+def _drive(proc: subprocess.Popen, case: hc.Case, start: float, outcome: dict) -> None:
+    """Limit the case's memory, send its signal, and wait for it to end, killing its group after its
+    timeout; notes in `outcome` whether it timed out or ended before the signal."""
+    if case.memory_gib:
+        limit = int(case.memory_gib * 2**30)
+        resource.prlimit(proc.pid, resource.RLIMIT_AS, (limit, limit))
+    clock = start
+    if case.signal:
+        name, target, delay = case.signal
+        time.sleep(max(0.0, start + delay - time.monotonic()))
+        if proc.poll() is None:
+            (os.killpg if target == "group" else os.kill)(proc.pid, hc.signal_number(name))
+            clock = time.monotonic()   # a signalled run has `timeout` seconds from the signal to end
+        else:
+            outcome["note"] = f"ended before the {name} at {delay} s"
+    try:
+        proc.wait(timeout=max(1.0, case.timeout - (time.monotonic() - clock)))
+        outcome["timed_out"] = False
+    except subprocess.TimeoutExpired:
+        outcome["timed_out"] = True
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.wait()
+
+
+def _changed(case: hc.Case, scratch: Path, watched: dict) -> dict[str, str]:
+    """How each protected file differs from its fingerprint before the run (same bytes count as unchanged)."""
+    changed = {}
+    for rel in case.protect:
+        after = _fingerprint(scratch / rel)
+        if after != watched[rel] and not (after and watched[rel] and after.get("sha256") == watched[rel].get("sha256")):
+            changed[rel] = "removed" if after is None else "bytes changed" if "sha256" in after else "contents changed"
+    return changed
+
+
 def run_case(index: int, case: hc.Case, scratch_root: Path, fixture: Path, params: dict, token: str) -> dict:
     """Run one case for real and gather what it did (the facts classify() judges)."""
     scratch = scratch_root / f"{index:03d}"
@@ -200,28 +237,7 @@ def run_case(index: int, case: hc.Case, scratch_root: Path, fixture: Path, param
         with _LOCK:
             _RUNNING.add(proc.pid)
         try:
-            if case.memory_gib:
-                limit = int(case.memory_gib * 2**30)
-                resource.prlimit(proc.pid, resource.RLIMIT_AS, (limit, limit))
-            clock = start
-            if case.signal:
-                name, target, delay = case.signal
-                time.sleep(max(0.0, start + delay - time.monotonic()))
-                if proc.poll() is None:
-                    (os.killpg if target == "group" else os.kill)(proc.pid, hc.signal_number(name))
-                    clock = time.monotonic()   # a signalled run has `timeout` seconds from the signal to end
-                else:
-                    outcome["note"] = f"ended before the {name} at {delay} s"
-            try:
-                proc.wait(timeout=max(1.0, case.timeout - (time.monotonic() - clock)))
-                outcome["timed_out"] = False
-            except subprocess.TimeoutExpired:
-                outcome["timed_out"] = True
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except OSError:
-                    pass
-                proc.wait()
+            _drive(proc, case, start, outcome)
         finally:
             with _LOCK:
                 _RUNNING.discard(proc.pid)
@@ -232,12 +248,7 @@ def run_case(index: int, case: hc.Case, scratch_root: Path, fixture: Path, param
     outcome["stdout"] = out_path.read_text(errors="replace")[:4000]
     outcome["stderr"] = err_path.read_text(errors="replace")[:20000]
     outcome["leftovers"] = _leftovers(case, scratch, tmp, tree_before)
-    changed = {}
-    for rel in case.protect:
-        after = _fingerprint(scratch / rel)
-        if after != watched[rel] and not (after and watched[rel] and after.get("sha256") == watched[rel].get("sha256")):
-            changed[rel] = "removed" if after is None else "bytes changed" if "sha256" in after else "contents changed"
-    outcome["changed"] = changed
+    outcome["changed"] = _changed(case, scratch, watched)
     outcome["written"] = {rel: _written_state(scratch / rel, watched[rel]) for rel in case.written}
     if case.expect in ("report", "signal"):
         outcome["report"], outcome["report_error"] = _report_file(scratch / "report.json")

@@ -12,13 +12,8 @@ set -uo pipefail
 part=${1:?part: reviews or aa}
 corpus=${KERNEL_AB_CORPUS:-$(dirname "$0")/../../shared/corpus}
 bundle=${2:-$corpus/liger-kernel-prs.bundle}
-OUT=${OUT:-out}
-BUDGET_S=${BUDGET_S:-560}
-W=$(mktemp -d); mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1
-T0=$(date +%s)
 source "$(dirname "$0")/steps.sh"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv > "$W/gpu.txt" 2>&1
+start_part
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" >> "$W/gpu.txt" 2>&1
 git clone -q "$bundle" "$W/liger" || { echo "no corpus bundle at $bundle"; exit 2; }
 extra=()

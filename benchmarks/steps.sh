@@ -1,8 +1,17 @@
 # Sourced by the GPU scripts: `step NAME SECONDS COMMAND...` runs COMMAND within the part's budget (BUDGET_S
 # seconds from T0; SECONDS at most), logged to $W/NAME.log and recorded (rc, wall time) in $W/steps.txt; a
 # step with under 20 s left is recorded as not run. `pack NAME` prints each log's tail and packs $W into
-# $OUT/NAME.tgz, with steps.txt beside it as NAME_steps.txt. The caller sets W, OUT, T0 and BUDGET_S.
+# $OUT/NAME.tgz, with steps.txt beside it as NAME_steps.txt. `start_part` sets W, OUT, T0 and BUDGET_S
+# (default 560 s) and records the GPU in $W/gpu.txt; a caller that wants other defaults sets them itself.
 # STEP_STAMP=1: each log line starts with the seconds since its step started (where a step's time goes).
+start_part() {
+    OUT=${OUT:-out}
+    BUDGET_S=${BUDGET_S:-560}
+    W=$(mktemp -d); mkdir -p "$OUT"
+    export PYTHONUNBUFFERED=1
+    T0=$(date +%s)
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv > "$W/gpu.txt" 2>&1
+}
 step() {
     local name=$1 limit=$2 start=$(date +%s); shift 2
     local left=$(( BUDGET_S - (start - T0) ))

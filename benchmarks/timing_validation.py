@@ -152,7 +152,7 @@ def planted(repeats: int, fraction: float, registry) -> tuple[list[dict], str]:
     return rows_of(cases, config.noise), shape.label
 
 
-def main() -> int:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     p.add_argument("--repeats", type=int, default=20, help="runs of the planted slowdown")
     p.add_argument("--slow-fraction", type=float, default=0.025,
@@ -164,35 +164,20 @@ def main() -> int:
     p.add_argument("--preset", default="seed", help="with --aa: the preset (default seed)")
     p.add_argument("--dtype", default="float32", help="with --aa: dtypes, comma-separated (default float32)")
     p.add_argument("--modes", default="forward,backward,full", help="with --aa: modes, comma-separated")
-    args = p.parse_args()
-    if args.between:
-        args.out.write_text("\n".join(between(*(json.loads(f.read_text()) for f in args.between))) + "\n")
-        print(args.out.read_text())
-        return 0
-    from compare.runtime.backend import configure
-    from compare.comparison.environment import collect
-    from compare.render.tables import environment_lines
+    return p
+
+
+def _markdown(slow_fraction: float, seconds: float, method: str, aa: list, planted_rows: tuple, pair: list,
+              env) -> list[str]:
+    """The Markdown summary: the counts per part, then each part's table and the environment."""
     from compare.model.results import Report
-    from variants import registry
-    backend = configure("cuda")
-    reg = registry()
-    if args.aa:
-        return aa_only(args, backend, reg)
-    started = time.perf_counter()
-    specs = tuple(f"{n}={KERNEL}" for n in ("a1", "a2", "a3"))
-    aa_section = sweep(("a1", "a2", "a3"), specs, ("forward", "backward", "full"), backend, reg)
-    aa = rows_of(aa_section.cases, aa_section.noise)
-    slow, slow_shape = planted(args.repeats, args.slow_fraction, reg)
-    pair_section = sweep(("pointer_mutation", "explicit_offset"), (), ("forward", "backward"), backend, reg)
-    pair = rows_of(pair_section.cases, pair_section.noise)
-    seconds = time.perf_counter() - started
-    env = collect(backend)
-    result = {"aa": aa, "planted": slow, "pair": pair, "seconds": seconds, "environment": dataclasses.asdict(env)}
+    from compare.render.tables import environment_lines
+    slow, slow_shape = planted_rows
     lines = ["# Timing validation", "",
              f"Three copies of `{KERNEL}` (a1, a2, a3, loaded as `--variant` loads them), the planted slowdown "
-             f"({args.slow_fraction:.1%} of x copied once more per call) and the seed's pair, all with the "
+             f"({slow_fraction:.1%} of x copied once more per call) and the seed's pair, all with the "
              f"tool's default timing settings. {seconds:.0f} s in all.", "",
-             f"Timing method: {aa_section.method}.", "",
+             f"Timing method: {method}.", "",
              "## Summary", "",
              "| part | comparisons | not \"no difference beyond noise\" (a verdict, or a foul) | by the interval alone |", "|---|---|---|---|",
              f"| A/A, seed preset, forward/backward/full | {len(aa)} | {flagged(aa)} | {flagged(aa, 'interval_only')} |"]
@@ -214,6 +199,33 @@ def main() -> int:
               "## Planted slowdown", "", *table(slow), "",
               "## The seed's pair", "", *table(pair), "",
               "## Environment", "", *(f"- {x}" for x in environment_lines(Report("group_norm", "seed", "float32", "", (), env)))]
+    return lines
+
+
+def main() -> int:
+    args = _parser().parse_args()
+    if args.between:
+        args.out.write_text("\n".join(between(*(json.loads(f.read_text()) for f in args.between))) + "\n")
+        print(args.out.read_text())
+        return 0
+    from compare.runtime.backend import configure
+    from compare.comparison.environment import collect
+    from variants import registry
+    backend = configure("cuda")
+    reg = registry()
+    if args.aa:
+        return aa_only(args, backend, reg)
+    started = time.perf_counter()
+    specs = tuple(f"{n}={KERNEL}" for n in ("a1", "a2", "a3"))
+    aa_section = sweep(("a1", "a2", "a3"), specs, ("forward", "backward", "full"), backend, reg)
+    aa = rows_of(aa_section.cases, aa_section.noise)
+    slow, slow_shape = planted(args.repeats, args.slow_fraction, reg)
+    pair_section = sweep(("pointer_mutation", "explicit_offset"), (), ("forward", "backward"), backend, reg)
+    pair = rows_of(pair_section.cases, pair_section.noise)
+    seconds = time.perf_counter() - started
+    env = collect(backend)
+    result = {"aa": aa, "planted": slow, "pair": pair, "seconds": seconds, "environment": dataclasses.asdict(env)}
+    lines = _markdown(args.slow_fraction, seconds, aa_section.method, aa, (slow, slow_shape), pair, env)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n")
     if args.json:

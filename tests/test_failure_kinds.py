@@ -12,32 +12,11 @@ from compare.model.problems import lists
 from compare.model.results import Failure, NumericsCase, NumericsSection, OutputError, VariantNumerics, from_dict
 from tests.byok_repo import TINY
 from tests.fixed_report import fixed_report
+from tests.group_norm_text import GROUP_ROW, IMPORTS, TWO_PASS_STATISTICS, forward_def
 
 # a group-norm forward with the family launcher's parameters, standalone (a loaded file imports no kernel-ab)
-KERNEL = """\
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def forward(Y_ptr, Y_row_stride, Y_col_stride, X_ptr, X_row_stride, X_col_stride,
-            Mean_ptr, Mean_row_stride, Mean_col_stride, RSTD_ptr, RSTD_row_stride, RSTD_col_stride,
-            W_ptr, B_ptr, hidden_size, channels_per_group, eps, BLOCK_SIZE: tl.constexpr):
-    n = tl.program_id(0)
-    g = tl.program_id(1)
-    X_ptr += n * X_row_stride + g * X_col_stride
-    Y_ptr += n * Y_row_stride + g * Y_col_stride
-{cast}    total = 0.0
-    for start in tl.range(0, hidden_size, BLOCK_SIZE):
-        offsets = start + tl.arange(0, BLOCK_SIZE)
-        total += tl.sum(tl.load(X_ptr + offsets, mask=offsets < hidden_size, other=0.0).to(tl.float32))
-    mean = total / hidden_size
-    total_sq = 0.0
-    for start in tl.range(0, hidden_size, BLOCK_SIZE):
-        offsets = start + tl.arange(0, BLOCK_SIZE)
-        x = tl.load(X_ptr + offsets, mask=offsets < hidden_size, other=0.0).to(tl.float32)
-        total_sq += tl.sum(tl.where(offsets < hidden_size, (x - mean) * (x - mean), 0.0))
-    rstd = tl.rsqrt(total_sq / hidden_size + eps)
+KERNEL = (IMPORTS + "\n\n" + TWO_PASS_STATISTICS + "\n\n" + forward_def("forward") + GROUP_ROW + "{cast}" + """\
+    mean, rstd = group_statistics(X_ptr, hidden_size, eps, BLOCK_SIZE)
     per_channel = hidden_size // channels_per_group
     for start in tl.range(0, hidden_size, BLOCK_SIZE):
         offsets = start + tl.arange(0, BLOCK_SIZE)
@@ -49,12 +28,12 @@ def forward(Y_ptr, Y_row_stride, Y_col_stride, X_ptr, X_row_stride, X_col_stride
         tl.store(Y_ptr + offsets, (x - mean) * rstd * w + b, mask=mask)
     tl.store(Mean_ptr + n * Mean_row_stride + g * Mean_col_stride, mean)
     tl.store(RSTD_ptr + n * RSTD_row_stride + g * RSTD_col_stride, rstd)
-"""
+""")
 
 
 def _kernel(tmp_path: Path, name: str, cast: bool) -> Path:
     path = tmp_path / f"{name}.py"
-    path.write_text(KERNEL.format(cast="    eps = eps.to(tl.float32)\n" if cast else ""))
+    path.write_text(KERNEL.replace("{cast}", "    eps = eps.to(tl.float32)\n" if cast else ""))
     return path
 
 

@@ -13,7 +13,66 @@ import main
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _cases(tmp: Path):
+# (argv, a piece of the expected line): options out of range or malformed
+OPTION_CASES = [
+    (["frobnicate"], "invalid choice"),
+    (["compare", "--trials", "x"], "invalid int value"),
+    (["compare", "--device", "gpu"], "invalid choice"),
+    (["compare", "--seed", "99999999999999999999"], "--seed must be at least 0 and at most 4294967295"),
+    (["compare", "--seed", "-1"], "--seed must be at least 0"),
+    (["compare", "--trials", "0"], "--trials must be at least 1"),
+    (["compare", "--trials", "100000000000"], "--trials must be at least 1 and at most 10000, got 100000000000"),
+    (["compare", "--rounds", "1"], "--rounds must be at least 2"),
+    (["compare", "--rounds", "100001"], "--rounds must be at least 2 and at most 100000"),
+    (["compare", "--calls", "0"], "--calls must be at least 1"),
+    (["compare", "--calls", "1001"], "--calls must be at least 1 and at most 1000"),
+    (["compare", "--target", "sm_10"], "unknown target 'sm_10'"),
+    (["compare", "--target", "sm_999"], "unknown target 'sm_999'"),
+    (["ir", "--target", "sm_999"], "unknown target 'sm_999'"),
+    (["compare", "--target", "gfx90a"], "unknown target 'gfx90a'"),
+    (["compare", "--stage", "bogus", "--check", "numerics"], "unknown stage 'bogus'"),
+    (["ir", "--stage", "bogus"], "unknown stage 'bogus'"),
+    (["compare", "--shape", "2,8,2,16", "--eps", "inf"], "--eps takes a finite number > 0, got inf"),
+    (["compare", "--shape", "2,8,2,16", "--eps", "nan"], "--eps takes a finite number > 0"),
+    (["compare", "--shape", "2,8,2,16", "--eps", "-1e-5"], "--eps takes a finite number > 0"),
+    (["compare", "--eps", "1e-5"], "--eps applies to --shape only"),
+    (["compare", "--preset", "edge", "--eps", "1e-5"], "--eps applies to --shape only"),
+    (["compare", "--max-seconds", "-5"], "--max-seconds takes a finite number > 0"),
+    (["compare", "--max-seconds", "nan"], "--max-seconds takes a finite number > 0"),
+    (["compare", "--noise", "inf"], "--noise takes a finite number >= 0"),
+    (["compare", "--modes", ""], "--modes is empty"),
+    (["compare", "--modes", " , "], "--modes is empty"),
+    (["compare", "--dtype", ""], "--dtype is empty"),
+    (["compare", "--inputs", ","], "--inputs is empty"),
+    (["compare", "--dtype", "float32,,float16"], "unknown dtype ''"),
+    (["compare", "--fail-if-slower", "nan"], "--fail-if-slower takes a percentage >= 0"),
+    (["compare", "--fail-if-slower", "inf"], "--fail-if-slower takes a percentage >= 0"),
+    (["compare", "--fail-if-slower", "-1"], "--fail-if-slower takes a percentage >= 0"),
+]
+# shapes and eps the family refuses before anything is allocated, and variant or family names
+SHAPE_CASES = [
+    (["compare", "--shape", "2,8,2,16", "--eps", "1e39"], "eps must be a finite number from 1.2e-38 to 3.4e+38"),
+    (["compare", "--family", "layer_norm", "--shape", "4,8", "--eps", "1e-45"], "got 1e-45"),
+    (["compare", "--family", "rms_norm", "--shape", "4,8,nan,gemma"], "offset must be a finite number"),
+    (["compare", "--family", "rms_norm", "--shape", "4,8,inf"], "offset must be a finite number"),
+    (["compare", "--family", "rms_norm", "--shape", "4,8,-1e39,llama"], "(the kernels take it as a float32)"),
+    (["compare", "--shape", "-2,8,2,16"], "batch must be a positive integer, got -2"),
+    (["compare", "--shape", "2,8,2,0"], "spatial sizes must be positive"),
+    (["compare", "--shape", "2,8,2,16x"], "is not BATCH,CHANNELS,GROUPS,SPATIAL"),
+    (["compare", "--shape", ""], "--shape is empty; give BATCH,CHANNELS,GROUPS,SPATIAL"),
+    (["compare", "--preset", " "], "--preset is empty"),
+    (["compare", "--repo", ""], "--repo is empty"),
+    (["compare", "--shape", "2,1000000000001,2,4"], "at most 2,147,483,647"),
+    (["compare", "--shape", "100000,100000,1,1000x1000"], "at most 2,147,483,647"),
+    (["compare", "--shape", "1,2147483647,7,1"], "must be divisible by num_groups (7); divisors of 2147483647 are 1, 2147483647"),
+    (["compare", "--variant", "x"], "expected NAME=PATH::CALLABLE"),
+    (["compare", "--variant", "n=git:::f"], "a git spec is git:REV:PATH::"),
+    (["compare", "--family", "nosuch"], "unknown family 'nosuch'"),
+]
+
+
+def _malformed_files(tmp: Path) -> tuple[str, str, str]:
+    """The files the path cases name, in `tmp`: a file, a folder, broken reports, notes and a pipe."""
     a_file = tmp / "a_file.txt"
     a_file.write_text("not a folder\n")
     (tmp / "a_folder").mkdir()
@@ -24,56 +83,13 @@ def _cases(tmp: Path):
     (tmp / "binary.json").write_bytes(b"\xff\xfe\x00garbage")
     (tmp / "notes.md").write_text("# my notes\n")
     os.mkfifo(tmp / "a_fifo")
-    f, d, notes = str(a_file), str(tmp / "a_folder"), str(tmp / "notes.md")
+    return str(a_file), str(tmp / "a_folder"), str(tmp / "notes.md")
+
+
+def _path_cases(tmp: Path) -> list:
+    """Output and report paths kernel-ab refuses to write or read (files made by _malformed_files)."""
+    f, d, notes = _malformed_files(tmp)
     return [
-        # (argv, a piece of the expected line)
-        (["frobnicate"], "invalid choice"),
-        (["compare", "--trials", "x"], "invalid int value"),
-        (["compare", "--device", "gpu"], "invalid choice"),
-        (["compare", "--seed", "99999999999999999999"], "--seed must be at least 0 and at most 4294967295"),
-        (["compare", "--seed", "-1"], "--seed must be at least 0"),
-        (["compare", "--trials", "0"], "--trials must be at least 1"),
-        (["compare", "--trials", "100000000000"], "--trials must be at least 1 and at most 10000, got 100000000000"),
-        (["compare", "--rounds", "1"], "--rounds must be at least 2"),
-        (["compare", "--rounds", "100001"], "--rounds must be at least 2 and at most 100000"),
-        (["compare", "--calls", "0"], "--calls must be at least 1"),
-        (["compare", "--calls", "1001"], "--calls must be at least 1 and at most 1000"),
-        (["compare", "--target", "sm_10"], "unknown target 'sm_10'"),
-        (["compare", "--target", "sm_999"], "unknown target 'sm_999'"),
-        (["ir", "--target", "sm_999"], "unknown target 'sm_999'"),
-        (["compare", "--target", "gfx90a"], "unknown target 'gfx90a'"),
-        (["compare", "--stage", "bogus", "--check", "numerics"], "unknown stage 'bogus'"),
-        (["ir", "--stage", "bogus"], "unknown stage 'bogus'"),
-        (["compare", "--shape", "2,8,2,16", "--eps", "inf"], "--eps takes a finite number > 0, got inf"),
-        (["compare", "--shape", "2,8,2,16", "--eps", "nan"], "--eps takes a finite number > 0"),
-        (["compare", "--shape", "2,8,2,16", "--eps", "-1e-5"], "--eps takes a finite number > 0"),
-        (["compare", "--eps", "1e-5"], "--eps applies to --shape only"),
-        (["compare", "--preset", "edge", "--eps", "1e-5"], "--eps applies to --shape only"),
-        (["compare", "--max-seconds", "-5"], "--max-seconds takes a finite number > 0"),
-        (["compare", "--max-seconds", "nan"], "--max-seconds takes a finite number > 0"),
-        (["compare", "--noise", "inf"], "--noise takes a finite number >= 0"),
-        (["compare", "--modes", ""], "--modes is empty"),
-        (["compare", "--modes", " , "], "--modes is empty"),
-        (["compare", "--dtype", ""], "--dtype is empty"),
-        (["compare", "--inputs", ","], "--inputs is empty"),
-        (["compare", "--dtype", "float32,,float16"], "unknown dtype ''"),
-        (["compare", "--fail-if-slower", "nan"], "--fail-if-slower takes a percentage >= 0"),
-        (["compare", "--fail-if-slower", "inf"], "--fail-if-slower takes a percentage >= 0"),
-        (["compare", "--fail-if-slower", "-1"], "--fail-if-slower takes a percentage >= 0"),
-        (["compare", "--shape", "2,8,2,16", "--eps", "1e39"], "eps must be a finite number from 1.2e-38 to 3.4e+38"),
-        (["compare", "--family", "layer_norm", "--shape", "4,8", "--eps", "1e-45"], "got 1e-45"),
-        (["compare", "--family", "rms_norm", "--shape", "4,8,nan,gemma"], "offset must be a finite number"),
-        (["compare", "--family", "rms_norm", "--shape", "4,8,inf"], "offset must be a finite number"),
-        (["compare", "--family", "rms_norm", "--shape", "4,8,-1e39,llama"], "(the kernels take it as a float32)"),
-        (["compare", "--shape", "-2,8,2,16"], "batch must be a positive integer, got -2"),
-        (["compare", "--shape", "2,8,2,0"], "spatial sizes must be positive"),
-        (["compare", "--shape", "2,8,2,16x"], "is not BATCH,CHANNELS,GROUPS,SPATIAL"),
-        (["compare", "--shape", ""], "--shape is empty; give BATCH,CHANNELS,GROUPS,SPATIAL"),
-        (["compare", "--preset", " "], "--preset is empty"),
-        (["compare", "--repo", ""], "--repo is empty"),
-        (["compare", "--shape", "2,1000000000001,2,4"], "at most 2,147,483,647"),
-        (["compare", "--shape", "100000,100000,1,1000x1000"], "at most 2,147,483,647"),
-        (["compare", "--shape", "1,2147483647,7,1"], "must be divisible by num_groups (7); divisors of 2147483647 are 1, 2147483647"),
         (["compare", "--out", "/proc/kernel-ab-out"], "--out /proc/kernel-ab-out: cannot write in /proc"),
         (["compare", "--out", f], "exists and is not a folder"),
         (["compare", "--out", f + "/sub"], "is a file, so no folder can be made under it"),
@@ -100,10 +116,11 @@ def _cases(tmp: Path):
         (["report", str(tmp / "cut.json")], "is not JSON"),
         (["report", str(tmp / "deep.json")], "is not JSON"),
         (["report", str(tmp / "binary.json")], "is not JSON"),
-        (["compare", "--variant", "x"], "expected NAME=PATH::CALLABLE"),
-        (["compare", "--variant", "n=git:::f"], "a git spec is git:REV:PATH::"),
-        (["compare", "--family", "nosuch"], "unknown family 'nosuch'"),
     ]
+
+
+def _cases(tmp: Path):
+    return OPTION_CASES + SHAPE_CASES + _path_cases(tmp)
 
 
 def test_every_malformed_invocation_is_one_line_exit_2_no_traceback(tmp_path, capsys):

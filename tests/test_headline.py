@@ -12,6 +12,7 @@ import pytest
 from compare.model.headline import headline
 from compare.render.tables import build
 from tests.fixed_report import fixed_report, tolerance_report, with_copy_of_baseline
+from tests.group_norm_text import TWO_PASS_STATISTICS
 from tests.planted import mutant_file
 import variants.group_norm.common as common
 import variants.group_norm.explicit_offset as explicit_offset
@@ -20,28 +21,7 @@ import variants.group_norm.pointer_mutation as pointer_mutation
 ROOT = Path(__file__).resolve().parent.parent
 SHAPE = "2,8,2,24"
 STATS_IMPORT = "from variants.group_norm.common import group_statistics, store_statistics\n"
-# the statistics of common.py with the variance computed in two passes (mean first, then the squared
-# deviations): finite where the one-pass E[x^2] - E[x]^2 cancels catastrophically
-TWO_PASS = '''from variants.group_norm.common import store_statistics
-
-
-@triton.jit
-def group_statistics(X_ptr, hidden_size, eps, BLOCK_SIZE: tl.constexpr):
-    total = 0.0
-    for start in tl.range(0, hidden_size, BLOCK_SIZE):
-        offsets = start + tl.arange(0, BLOCK_SIZE)
-        total += tl.sum(tl.load(X_ptr + offsets, mask=offsets < hidden_size, other=0.0).to(tl.float32))
-    mean = total / hidden_size
-    total_sq = 0.0
-    for start in tl.range(0, hidden_size, BLOCK_SIZE):
-        offsets = start + tl.arange(0, BLOCK_SIZE)
-        mask = offsets < hidden_size
-        x = tl.load(X_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
-        d = tl.where(mask, x - mean, 0.0)
-        total_sq += tl.sum(d * d)
-    rstd = tl.rsqrt(total_sq / hidden_size + eps)
-    return mean, rstd
-'''
+TWO_PASS = "from variants.group_norm.common import store_statistics\n\n\n" + TWO_PASS_STATISTICS
 
 
 def _eps_outside_sqrt() -> str:

@@ -13,6 +13,7 @@ from triton.language.extra.libdevice import exp, log1p, pow, rsqrt, tanh
 import main
 from compare.model.errors import summarize
 from conftest import BACKEND
+from tests.group_norm_text import GROUP_ROW, IMPORTS, forward_def
 
 INTERPRETED = BACKEND.interpreted
 
@@ -114,30 +115,17 @@ def test_a_real_world_kernel_with_libdevice_rsqrt_compares_bitwise_equal_to_tl_r
         assert all(p["n_diff"] == 0 for p in pairs), pairs
 
 
-GROUP_NORM = '''\
-import triton
-import triton.language as tl
-RSQRT_IMPORT
-
-
-@triton.jit
-def fwd(Y_ptr, Y_row_stride, Y_col_stride, X_ptr, X_row_stride, X_col_stride,
-        Mean_ptr, Mean_row_stride, Mean_col_stride, RSTD_ptr, RSTD_row_stride, RSTD_col_stride,
-        W_ptr, B_ptr, hidden_size, channels_per_group, eps, BLOCK_SIZE: tl.constexpr):
-    batch_idx = tl.program_id(0)
-    group_idx = tl.program_id(1)
-    X_ptr += batch_idx * X_row_stride + group_idx * X_col_stride
-    Y_ptr += batch_idx * Y_row_stride + group_idx * Y_col_stride
+GROUP_NORM = "RSQRT_IMPORT\n" + IMPORTS + "\n\n" + forward_def("fwd") + GROUP_ROW + '''\
     offsets = tl.arange(0, BLOCK_SIZE)
     mask = offsets < hidden_size
     x = tl.load(X_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
     mean = tl.sum(x) / hidden_size
     centered = tl.where(mask, x - mean, 0.0)
     rstd = RSQRT(tl.sum(centered * centered) / hidden_size + eps)
-    channel = group_idx * channels_per_group + offsets // (hidden_size // channels_per_group)
+    channel = g * channels_per_group + offsets // (hidden_size // channels_per_group)
     w = tl.load(W_ptr + channel, mask=mask).to(tl.float32)
     b = tl.load(B_ptr + channel, mask=mask).to(tl.float32)
     tl.store(Y_ptr + offsets, centered * rstd * w + b, mask=mask)
-    tl.store(Mean_ptr + batch_idx * Mean_row_stride + group_idx * Mean_col_stride, mean)
-    tl.store(RSTD_ptr + batch_idx * RSTD_row_stride + group_idx * RSTD_col_stride, rstd)
+    tl.store(Mean_ptr + n * Mean_row_stride + g * Mean_col_stride, mean)
+    tl.store(RSTD_ptr + n * RSTD_row_stride + g * RSTD_col_stride, rstd)
 '''

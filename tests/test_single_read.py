@@ -52,9 +52,17 @@ def _problems(outputs, ref, dtype):
 @pytest.mark.parametrize("kind", [k for k in gn.INPUT_KINDS if k != "huge"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_within_tolerance_of_float64_on_every_input_kind(path, kind, dtype):
-    for shape in SHAPES:
+    assert problems_on_every_shape(single_read, CONFIGS[path], kind, dtype) == []
+
+
+def problems_on_every_shape(module, config, kind, dtype, shapes=SHAPES):
+    """What differs from the float64 reference, shape by shape, on `kind` inputs of `dtype` through `config`."""
+    found = []
+    for shape in shapes:
         inputs = gn.make_inputs(shape, dtype, "cpu", 3, kind)
-        assert _problems(_run(single_read, CONFIGS[path], inputs, shape), gn.FAMILY.reference(inputs, shape), dtype) == []
+        found += [f"{shape}: {p}" for p in _problems(_run(module, config, inputs, shape),
+                                                     gn.FAMILY.reference(inputs, shape), dtype)]
+    return found
 
 
 def huge_problems(module, config):

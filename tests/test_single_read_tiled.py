@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from tests.test_single_read import (SHAPES, _problems, _run, huge_problems,  # configures the CPU backend first
-                                    problems_where_the_seed_writes_nan)
+                                    problems_on_every_shape, problems_where_the_seed_writes_nan)
 import variants.group_norm as gn  # noqa: E402
 from tests.planted import load_mutated  # noqa: E402
 from variants.group_norm import single_read_tiled as tiled  # noqa: E402
@@ -20,9 +20,7 @@ CONFIGS = {
 @pytest.mark.parametrize("kind", [k for k in gn.INPUT_KINDS if k != "huge"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_within_tolerance_of_float64_on_every_input_kind(path, kind, dtype):
-    for shape in SHAPES:
-        inputs = gn.make_inputs(shape, dtype, "cpu", 3, kind)
-        assert _problems(_run(tiled, CONFIGS[path], inputs, shape), gn.FAMILY.reference(inputs, shape), dtype) == []
+    assert problems_on_every_shape(tiled, CONFIGS[path], kind, dtype) == []
 
 
 @pytest.mark.slow

@@ -14,39 +14,37 @@ import pytest
 
 from compare.runtime import supervisor
 from compare.processes.supervision import supervise
+from tests.group_norm_text import IMPORTS, forward_def
 
 ROOT = Path(__file__).resolve().parent.parent
 
-SEGFAULTING = '''\
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def group_norm_forward(Y_ptr, Y_row_stride, Y_col_stride, X_ptr, X_row_stride, X_col_stride,
-                       Mean_ptr, Mean_row_stride, Mean_col_stride, RSTD_ptr, RSTD_row_stride, RSTD_col_stride,
-                       W_ptr, B_ptr, hidden_size, channels_per_group, eps, BLOCK_SIZE: tl.constexpr):
+SEGFAULTING = IMPORTS + "\n\n" + forward_def("group_norm_forward") + '''\
     far = tl.arange(0, BLOCK_SIZE).to(tl.int64) + (1 << 40)   # far out of bounds: the interpreter's load segfaults
     tl.store(Y_ptr + tl.arange(0, BLOCK_SIZE), tl.load(X_ptr + far))
 '''
 
 
-def test_a_variant_that_segfaults_is_reported_and_the_others_come_out(tmp_path):
-    if os.environ.get("TRITON_INTERPRET") != "1":
-        pytest.skip("the out-of-bounds load segfaults Triton's CPU interpreter; compiled, it is an illegal address")
+def _compare_with_segfaulting(tmp_path: Path, timeout: int):
+    """explicit_offset against SEGFAULTING loaded as `bad`, numerics on normal inputs: the run and its report."""
     kernel = tmp_path / "bad.py"
     kernel.write_text(SEGFAULTING)
     out = tmp_path / "r.json"
     r = subprocess.run([sys.executable, "main.py", "compare", "explicit_offset", "--variant",
                         f"bad={kernel}::group_norm_forward", "--shape", "2,8,2,16", "--check", "numerics",
                         "--inputs", "normal", "--trials", "1", "--quiet", "--json", str(out)],
-                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+                       cwd=ROOT, capture_output=True, text=True, timeout=timeout)
     assert r.returncode == 0, r.stderr
+    return r, json.loads(out.read_text())
+
+
+def test_a_variant_that_segfaults_is_reported_and_the_others_come_out(tmp_path):
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        pytest.skip("the out-of-bounds load segfaults Triton's CPU interpreter; compiled, it is an illegal address")
+    r, report = _compare_with_segfaulting(tmp_path, timeout=300)
     assert "kernel-ab: variant bad crashed the process (SIGSEGV) while running numerics forward N2 C8 G2 S16 " \
            "float32 normal seed 0; running again without it" in r.stderr
     assert "Traceback" not in r.stderr
     assert "FAIL variant bad crashed the process (SIGSEGV)" in r.stdout
-    report = json.loads(out.read_text())
     bad = next(v for v in report["variants"] if v["name"] == "bad")
     assert bad["status"] == "failed" and "SIGSEGV" in bad["error"]
     (case,) = report["numerics"]["cases"]
@@ -195,16 +193,8 @@ def _group_alive(pgid: int) -> bool:
 def test_a_variant_that_poisons_the_cuda_context_is_reported_and_the_others_come_out(tmp_path):
     """Compiled, the same out-of-bounds load is an illegal address: every later launch in the process
     would fail. The supervisor reruns without the variant; the others' numerics come out."""
-    kernel = tmp_path / "bad.py"
-    kernel.write_text(SEGFAULTING)
-    out = tmp_path / "r.json"
-    r = subprocess.run([sys.executable, "main.py", "compare", "explicit_offset", "--variant",
-                        f"bad={kernel}::group_norm_forward", "--shape", "2,8,2,16", "--check", "numerics",
-                        "--inputs", "normal", "--trials", "1", "--quiet", "--json", str(out)],
-                       cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr
+    r, report = _compare_with_segfaulting(tmp_path, timeout=600)
     assert "Traceback" not in r.stderr
-    report = json.loads(out.read_text())
     bad = next(v for v in report["variants"] if v["name"] == "bad")
     assert bad["status"] == "failed" and bad["error"].startswith(("poisoned the CUDA context", "crashed the process"))
     (case,) = report["numerics"]["cases"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import importlib
 import math
 from typing import Any, Callable, Mapping, Optional
 
@@ -242,6 +243,18 @@ class Family(abc.ABC):
         return Variant(name=name, family=self.name, why=why, kind="triton", run=run, kernel=forward,
                        backward_kernel=backward, origin=origin, forward_launcher=forward_launcher,
                        backward_launcher=backward_launcher)
+
+    def module_variants(self, listed, forward: str | None = None, backward: str | None = None) -> list[Variant]:
+        """A Triton variant for each (name, why) of `listed`, from the module <name> of the family's own package:
+        its kernels that module's functions named `forward` and `backward` (None: the family's shared kernel)."""
+        found = []
+        for name, why in listed:
+            # the subclass's package, so the protocol names no family
+            module = importlib.import_module(f"{type(self).__module__}.{name}")
+            found.append(self.triton_variant(name, why, module.__name__.replace(".", "/") + ".py",
+                                             forward=getattr(module, forward) if forward else None,
+                                             backward=getattr(module, backward) if backward else None))
+        return found
 
     def forward_kernel_of(self, variant: Variant):
         """The forward kernel a Triton variant runs: its own, else the family's shared one."""

@@ -7,7 +7,6 @@ the backward scales that by dloss (`common.scale_gradient`). Variants: `two_pass
 """
 from __future__ import annotations
 
-import importlib
 from typing import Callable
 
 import torch
@@ -112,12 +111,7 @@ class CrossEntropy(Family):
         return backward
 
     def variants(self) -> list[Variant]:
-        found = []
-        for name, why in TRITON_VARIANTS:
-            module = importlib.import_module(f"variants.cross_entropy.{name}")
-            found.append(self.triton_variant(name, why, f"variants/cross_entropy/{name}.py",
-                                             forward=module.cross_entropy_forward))
-        return found + torch_variants(self.name, cross_entropy_op, loss_and_gradient, _native_args, _store,
+        return self.module_variants(TRITON_VARIANTS, "cross_entropy_forward") + torch_variants(self.name, cross_entropy_op, loss_and_gradient, _native_args, _store,
                                       "F.cross_entropy and its autograd gradient for an upstream gradient of 1")
 
 

@@ -8,7 +8,6 @@ per row with atomic adds (`bwd_atomic`, its own launcher). Shapes, presets: vari
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import math
 from typing import Callable
 
@@ -149,13 +148,8 @@ class LayerNorm(Family):
         return backward
 
     def variants(self) -> list[Variant]:
-        found = []
-        for name, why in BACKWARD_VARIANTS:
-            kernel = importlib.import_module(f"variants.layer_norm.{name}").layer_norm_backward
-            v = self.triton_variant(name, why, f"variants/layer_norm/{name}.py", backward=kernel)
-            if name == "bwd_atomic":
-                v = dataclasses.replace(v, backward_launcher=self.atomic_backward_call)
-            found.append(v)
+        found = [dataclasses.replace(v, backward_launcher=self.atomic_backward_call) if v.name == "bwd_atomic" else v
+                 for v in self.module_variants(BACKWARD_VARIANTS, backward="layer_norm_backward")]
         return found + torch_variants(self.name, layer_norm_op, torch.native_layer_norm, _native_args, _store,
                                       "torch.native_layer_norm")
 

@@ -5,7 +5,6 @@ offset are part of the shape (`RmsShape`): --shape takes ROWS,COLS[,OFFSET[,MODE
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import math
 from typing import Callable
 
@@ -196,11 +195,7 @@ class RmsNorm(Family):
         return backward
 
     def variants(self) -> list[Variant]:
-        found = []
-        for name, why in TRITON_VARIANTS:
-            module = importlib.import_module(f"variants.rms_norm.{name}")
-            found.append(self.triton_variant(name, why, f"variants/rms_norm/{name}.py",
-                                             forward=module.rms_norm_forward, backward=module.rms_norm_backward))
+        found = self.module_variants(TRITON_VARIANTS, "rms_norm_forward", "rms_norm_backward")
         return found + torch_variants(self.name, rms_norm_op, rms_norm_torch, _native_args, _store,
                                       "x * rsqrt(mean(x^2) + eps) * (offset + W) in torch with the casting mode")
 

@@ -6,7 +6,6 @@ The backward writes da over a and db over b; the launchers hand it gradient buff
 """
 from __future__ import annotations
 
-import importlib
 import math
 from typing import Callable
 
@@ -131,11 +130,7 @@ class Swiglu(Family):
         return swiglu_backward
 
     def variants(self) -> list[Variant]:
-        found = []
-        for name, why in ROW_VARIANTS:
-            module = importlib.import_module(f"variants.swiglu.{name}")
-            found.append(self.triton_variant(name, why, f"variants/swiglu/{name}.py", forward=module.swiglu_forward,
-                                             backward=module.swiglu_backward))
+        found = self.module_variants(ROW_VARIANTS, "swiglu_forward", "swiglu_backward")
         from variants.swiglu import flat
         found.append(self.triton_variant(
             "flat", "one flat array, a 1-D grid of fixed-size blocks with no row structure, forward and backward",
