@@ -119,19 +119,14 @@ def run(args, registry, backend) -> int:
 def _compare(request, registry, backend, quiet: bool, excluded) -> tuple[object, str]:
     """(report, "") of one op's comparison, or (None, why) when neither revision's code could be loaded.
     A bad --preset or --shape for its family is the user's: UsageError."""
-    from compare.comparison import memory, pipeline, plan
+    from compare.comparison import pipeline
     from compare.runtime import supervisor
     from compare.runtime.progress import reporter
     with contextlib.ExitStack() as stack:
-        try:
-            request, registry, failed = stack.enter_context(pipeline.loaded(request, registry, excluded))
-        except (UsageError, pipeline.NothingToCompare) as exc:
-            return None, str(exc)
-        the_plan = plan.build(request, registry)
-        memory.refuse_what_cannot_fit(the_plan, backend)
-        try:
-            the_plan, failed = pipeline.without_crashed(the_plan, failed, excluded, supervisor.timing_left_out())
-        except pipeline.NothingToCompare as exc:
+        try:   # only the planning's own failures are the op's: an error of its checks ends the review as before
+            the_plan, failed = stack.enter_context(pipeline.planned(
+                request, registry, excluded=excluded, backend=backend, no_timing=supervisor.timing_left_out()))
+        except (pipeline.UnloadableSpec, pipeline.NothingToCompare) as exc:
             return None, str(exc)
         with reporter(pipeline.count_steps(the_plan, backend), not quiet) as step:
             return pipeline.execute(the_plan, backend, step, failed=failed), ""
