@@ -40,8 +40,7 @@ class NothingToCompare(RuntimeError):
 
 
 class UnloadableSpec(UsageError):
-    """A --variant spec whose code cannot be found or loaded (variants.external.BadSpec): the user's error
-    for `compare`, one op's failure for `review` (its specs are the review's own)."""
+    """A --variant spec whose code cannot be found or loaded: the user's error, but one op's failure in review."""
 
 
 def count_steps(plan: Plan, backend: Backend) -> int:
