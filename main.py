@@ -322,10 +322,9 @@ def _main(argv: list[str], prog: str) -> int:
             with discovery.configured(args.family_paths or (), args.repo or "."):
                 from variants.listing import show
                 return show(registry())
-        from compare.command_line.arguments import from_args
+        from compare.command_line.arguments import as_compare, from_args
         if args.command == "review":
-            from_args(argparse.Namespace(**{**vars(args), "command": "compare", "json": None, "markdown": None,
-                                            "out": None}))   # every value checked, before any work
+            as_compare(args)   # every value checked, before any work
             options = None
         else:
             request, options = from_args(args)   # every value checked, before any work

@@ -35,6 +35,14 @@ def test_a_plain_compare_gets_the_request_and_timing_defaults():
     assert options == plan.Options()
 
 
+def test_plain_values_give_what_the_command_line_of_the_same_values_gives():
+    assert arguments.from_values() == arguments.from_args(_args("compare"))
+    assert arguments.from_values(command="ir", dtype="float16", stages=["ptx"]) == \
+        arguments.from_args(_args("ir", "--dtype", "float16", "--stage", "ptx"))
+    with pytest.raises(UsageError, match="--trials must be at least 1"):
+        arguments.from_values(trials=0)
+
+
 def test_the_ir_command_runs_the_ir_alone_on_one_trial():
     request, _ = arguments.from_args(_args("ir", "--stage", "ptx"))
     assert (request.checks, request.trials, request.stages) == (("ir",), 1, ("ptx",))

@@ -110,6 +110,17 @@ def test_fatal_device_errors_are_told_from_a_variants_own_errors(message, fatal)
     assert supervisor.is_fatal(RuntimeError(message)) is fatal
 
 
+def test_the_launch_guard_reports_a_variants_fault_and_lets_the_run_end_on_what_is_not():
+    assert supervisor.variant_fault("a", ValueError("bad block size")) == "ValueError: bad block size"
+    assert supervisor.variant_fault("a", SystemExit(3)) == "SystemExit: 3"
+    with pytest.raises(supervisor.Stopped):
+        supervisor.variant_fault("a", supervisor.Stopped(signal.SIGTERM))
+    with pytest.raises(supervisor.ContextPoisoned) as poisoned:
+        supervisor.variant_fault("a", RuntimeError("CUDA error: an illegal memory access was encountered"))
+    assert (poisoned.value.variant, poisoned.value.error) == (
+        "a", "poisoned the CUDA context (RuntimeError: CUDA error: an illegal memory access was encountered)")
+
+
 def _start(args, tmp, **kwargs):
     env = {**os.environ, "TMPDIR": str(tmp), "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen([sys.executable, "main.py", *args], cwd=ROOT, env=env, stdout=subprocess.PIPE,

@@ -8,9 +8,7 @@ import dataclasses
 import threading
 from typing import Any, Callable, Optional
 
-from compare.model.errors import summarize
 from compare.model.fouls import Finding, Foul
-from compare.model.states import Crash
 from compare.runtime import supervisor
 
 FRESH_CALLS = 5           # calls on fresh inputs per entry
@@ -137,11 +135,7 @@ def audit_case(timed: dict, samples: dict, checked: Optional["Checked"], flush, 
             fouls = _entry_fouls(name, ts[0], samples, checked, flush, bytes_moved, copy_gbs, tools,
                                  name not in unjudged)
         except BaseException as exc:   # the variant's own crash in a call like its timed ones: reported
-            if not supervisor.is_variant_fault(exc):
-                raise
-            if supervisor.is_fatal(exc):
-                supervisor.poisoned(name, f"{Crash.POISONED} ({summarize(exc)})")
-            crashed[name] = f"crashed in the audit's calls: {summarize(exc)}"
+            crashed[name] = f"crashed in the audit's calls: {supervisor.variant_fault(name, exc)}"
             tools.torch.cuda.synchronize()
             continue
         if fouls:

@@ -7,9 +7,7 @@ import secrets
 import torch
 
 from compare.checks import harness, numerics, referee
-from compare.model.errors import summarize
 from compare.model.fouls import Finding, Foul
-from compare.model.states import Crash
 from compare.runtime import sealing, supervisor
 
 MISMATCH_FACTOR = 10.0    # a fresh output's rel L2 beyond this times the checked run's, plus
@@ -62,10 +60,7 @@ class Checked:
                             self.shape, self.dtype, inputs.device).items()}
                         harness.run_backward(self.family, v, inputs, outs, self.shape)
             except BaseException as exc:   # its timed calls will fail (and be reported) the same way
-                if not supervisor.is_variant_fault(exc):
-                    raise
-                if supervisor.is_fatal(exc):   # ... unless nothing can run after it (the supervisor reruns without it)
-                    supervisor.poisoned(name, f"{Crash.POISONED} ({summarize(exc)})")
+                supervisor.variant_fault(name, exc)
                 continue
             self.checked[name] = self._measure(outs, self.inputs)
 

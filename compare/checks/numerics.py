@@ -17,10 +17,9 @@ from compare.checks.accuracy import VERDICT_FACTOR, _verdicts, verdict  # noqa: 
 from compare.checks.failures import classify
 from compare.runtime import sealing, supervisor
 from compare.runtime.backend import Backend, synchronize
-from compare.model.errors import summarize
 from compare.runtime.progress import Step
 from compare.model.results import NumericsCase, OutputError, PairBitwise, RunSpread, VariantNumerics
-from compare.model.states import Crash, Failure, Status
+from compare.model.states import Failure, Status
 from compare.model.vocabulary import MANTISSA_BITS, MIN_NORMAL_EXPONENT
 from variants.family import NotForThisShape
 from variants.variant import NotPlainTensor
@@ -313,12 +312,9 @@ def _trial(case: _Case, v, tally: _Tally, pristine, seed: int) -> Optional[dict[
         tally.ended = VariantNumerics(v.name, Status.NOT_RUN, (f"not for this shape: {exc}",))
         return None
     except BaseException as exc:  # a failing variant is reported (SystemExit too), the others still run
-        if not supervisor.is_variant_fault(exc):
-            raise
-        if supervisor.is_fatal(exc):   # ... unless nothing can run after it (the supervisor reruns without it)
-            supervisor.poisoned(v.name, f"{Crash.POISONED} ({summarize(exc)})")
+        why = supervisor.variant_fault(v.name, exc)
         kind = classify(exc, v.import_roots, case.backend.interpreted)
-        tally.ended = VariantNumerics(v.name, Status.ERROR, (summarize(exc),),
+        tally.ended = VariantNumerics(v.name, Status.ERROR, (why,),
                                       writes=sealing.writes(pristine, inputs, case.expected),
                                       failure=kind.kind, failed_at=kind.at)
         return None
@@ -382,8 +378,7 @@ def _run_twice(run, alloc, inputs, first: dict[str, torch.Tensor], backend: Back
             run(inputs, again)
             synchronize(backend)
     except BaseException as exc:
-        if not supervisor.is_variant_fault(exc):
-            raise
+        supervisor.variant_fault(running[0], exc)
         return {}
     out = {}
     for name, t in first.items():

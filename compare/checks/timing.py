@@ -16,9 +16,7 @@ from compare.runtime import sealing, supervisor
 from compare.checks import audit, referee, stats
 from compare.checks import timing_verdicts as verdicts
 from compare.checks.timing_verdicts import same_code as _same_code  # noqa: F401 (re-exported)
-from compare.model.errors import summarize
 from compare.model.results import TimingCase
-from compare.model.states import Crash
 from variants.family import NotForThisShape
 from variants.variant import NotPlainTensor
 
@@ -149,8 +147,7 @@ def case_calls(bench_call: Callable[..., Callable[[], None]], variants: Sequence
         try:
             calls = tuple(bench_call(variant, own, shape, mode, buffers=b) for b in sets)
         except BaseException as exc:  # reported by time_case, the rest still timed
-            if not supervisor.is_variant_fault(exc):
-                raise
+            supervisor.variant_fault(variant.name, exc)
             calls = (_failing(exc),) * placements
         for call in calls:
             with contextlib.suppress(AttributeError):   # a callable that takes no attributes: not watched
@@ -195,7 +192,7 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
         min(gpu for _, gpu in launch.values()) < GRAPH_AUTO_BELOW_MS or bool(launch_bound) or prefer))
     note = ""
     if use_graph:
-        note = _capture(timed, warmed.failed, config.graph == "on", flush)
+        note = _capture(timed, warmed.failed, config.graph == "on", flush, next(iter(calls)))
         use_graph = any(t.graph is not None for ts in timed.values() for t in ts)
     samples, seconds = _rounds(timed, placements, config, step, flush, shape_label, mode)
     audit_start = time.perf_counter()
@@ -247,11 +244,7 @@ def _warm_up(entries: dict[str, tuple], baseline: str, inputs, config: TimingCon
             warmed.failed[name] = f"not for this shape: {exc}"
             warmed.not_run.add(name)
         except BaseException as exc:  # a variant that crashes is reported; the rest are still timed
-            if not supervisor.is_variant_fault(exc):
-                raise
-            if supervisor.is_fatal(exc):   # ... unless nothing can run after it (the supervisor reruns without it)
-                supervisor.poisoned(culprit, f"{Crash.POISONED} ({summarize(exc)})")
-            warmed.failed[name] = summarize(exc)
+            warmed.failed[name] = supervisor.variant_fault(culprit, exc)
             if isinstance(exc, NotPlainTensor):
                 warmed.fouls[name] = [referee.subclass_finding(name, str(exc))]
             torch.cuda.synchronize()
@@ -272,7 +265,7 @@ def _seal(t: _Timed, inputs, written: dict, name: str) -> None:
         t.restore()
 
 
-def _capture(timed: dict[str, list[_Timed]], failed: dict[str, str], demanded: bool, flush) -> str:
+def _capture(timed: dict[str, list[_Timed]], failed: dict[str, str], demanded: bool, flush, baseline: str) -> str:
     """Capture every placement of every entry in a CUDA graph. If one cannot be captured: with graphs
     demanded it fails; otherwise (auto) every entry is timed eagerly, like with like. Returns the note."""
     broken = {}
@@ -283,9 +276,7 @@ def _capture(timed: dict[str, list[_Timed]], failed: dict[str, str], demanded: b
                 t.capture()
                 _one_call_ms(t, flush)
         except BaseException as exc:
-            if not supervisor.is_variant_fault(exc):
-                raise
-            broken[name] = summarize(exc)
+            broken[name] = supervisor.variant_fault(baseline if name == CONTROL else name, exc)
             # torch.cuda.graph's __exit__ does not restore the stream when capture_end raises: left alone,
             # every later case of the process would run on the capture stream (and capture where it failed)
             torch.cuda.set_stream(stream)

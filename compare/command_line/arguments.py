@@ -2,6 +2,8 @@
 every value is checked here, before any work; a bad one is a UsageError of one line."""
 from __future__ import annotations
 
+import dataclasses
+
 from compare.checks.timing_config import TimingConfig
 from compare.command_line import usage
 from compare.comparison.plan import Options, Request
@@ -11,33 +13,42 @@ COMMAND_CHECKS = {"ir": ("ir",)}     # a subcommand that runs one check; `compar
 COMMAND_TRIALS = {"ir": 1}           # the IR compiles one shape: more trials would change nothing
 
 
-def _filled(args, name: str, default):
-    value = getattr(args, name, None)
+def _filled(args: dict, name: str, default):
+    value = args.get(name)
     return default if value is None else value
 
 
 def from_args(args) -> tuple[Request, Options]:
-    """The Request and Options of a `compare` or `ir` command line; UsageError (one line) for a bad value."""
+    """The Request and Options of a parsed `compare` or `ir` command line; UsageError (one line) for a bad value."""
+    return from_values(**vars(args))
+
+
+def as_compare(args, **changes) -> tuple[Request, Options]:
+    """The Request and Options `compare` would resolve from another command's parsed `args` (review's) with
+    `changes`, less the output paths: that command writes its own files."""
+    return from_values(**{**vars(args), "command": "compare", "json": None, "markdown": None, "out": None, **changes})
+
+
+def from_values(**args) -> tuple[Request, Options]:
+    """The Request and Options of a `compare` or `ir` command line given as its values (the names of its parsed
+    fields; one left out is its default); UsageError (one line) for a bad value."""
     d, t, o = Request(), TimingConfig(), Options()
-    command = args.command
+    command = args.get("command", "compare")
     checks = tuple(_filled(args, "checks", COMMAND_CHECKS.get(command, d.checks)))
     trials = _filled(args, "trials", COMMAND_TRIALS.get(command, d.trials))
     seed, rounds, calls = _filled(args, "seed", d.seed), _filled(args, "rounds", t.rounds), _filled(args, "calls", t.calls_per_round)
     max_seconds, noise = _filled(args, "max_seconds", t.max_seconds), _filled(args, "noise", t.noise)
-    modes_text = getattr(args, "modes", None)
-    options = Options(device=_filled(args, "device", o.device),
-                      variant_timeout=_filled(args, "variant_timeout", o.variant_timeout),
-                      fail_on_numerics=args.fail_on_numerics, fail_if_slower=args.fail_if_slower,
-                      accept_unjudged=args.accept_unjudged, json=args.json, markdown=args.markdown, out=args.out,
-                      force=args.force, quiet=args.quiet, verbose=args.verbose or command == "ir")
+    modes_text = args.get("modes")
+    options = Options(**{f.name: _filled(args, f.name, getattr(o, f.name)) for f in dataclasses.fields(Options)})
+    options = dataclasses.replace(options, verbose=options.verbose or command == "ir")
     repo, dtype, target = _filled(args, "repo", d.repo), _filled(args, "dtype", d.dtype), _filled(args, "target", d.target)
-    if args.eps is not None and not args.shape:
+    if args.get("eps") is not None and not args.get("shape"):
         raise UsageError("--eps applies to --shape only (a preset's shapes carry their own eps)")
-    usage.not_blank("--preset", args.preset, "a preset's name (`list` shows them)")
+    usage.not_blank("--preset", args.get("preset"), "a preset's name (`list` shows them)")
     usage.not_blank("--repo", repo, "a git repository's folder")
-    usage.finite("--eps", args.eps, strict=True)
+    usage.finite("--eps", args.get("eps"), strict=True)
     usage.comma_list("--dtype", dtype)
-    usage.comma_list("--inputs", getattr(args, "inputs", None))
+    usage.comma_list("--inputs", args.get("inputs"))
     usage.comma_list("--modes", modes_text)
     usage.at_least("--trials", trials, 1, usage.TRIALS_MAX)
     usage.at_least("--seed", seed, 0, usage.SEED_MAX)
@@ -50,7 +61,7 @@ def from_args(args) -> tuple[Request, Options]:
     from compare.checks import ir   # the IR's flags are checked even when the IR is not among the checks
     try:
         ir.capability(target)
-        ir.check_stages(args.stages or ())
+        ir.check_stages(args.get("stages") or ())
     except ValueError as exc:
         raise UsageError(f"--target/--stage: {exc}") from None
     modes = tuple(m.strip() for m in (modes_text or "").split(",") if m.strip())
@@ -62,9 +73,9 @@ def from_args(args) -> tuple[Request, Options]:
                               max_seconds=max_seconds, noise=noise, graph=_filled(args, "graph", t.graph), seed=seed)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    request = Request(variants=tuple(args.variants), preset=args.preset, shape=args.shape,
-                      eps=d.eps if args.eps is None else args.eps, dtype=dtype, checks=checks, trials=trials,
-                      seed=seed, timing=timing, target=target, stages=tuple(args.stages or ()), full=args.full,
-                      external=tuple(args.external or ()), repo=repo, family=args.family,
-                      inputs=getattr(args, "inputs", None))
+    request = Request(variants=tuple(args.get("variants") or ()), preset=args.get("preset"), shape=args.get("shape"),
+                      eps=_filled(args, "eps", d.eps), dtype=dtype, checks=checks, trials=trials, seed=seed,
+                      timing=timing, target=target, stages=tuple(args.get("stages") or ()),
+                      full=_filled(args, "full", d.full), external=tuple(args.get("external") or ()), repo=repo,
+                      family=args.get("family"), inputs=args.get("inputs"))
     return request, options

@@ -39,6 +39,10 @@ class NothingToCompare(RuntimeError):
     """Every variant asked for failed to load; the message says which and why, one line each."""
 
 
+class UnloadableSpec(UsageError):
+    """A --variant spec whose code cannot be found or loaded: the user's error, but one op's failure in review."""
+
+
 def count_steps(plan: Plan, backend: Backend) -> int:
     """Units of work `execute` will advance through, for the progress bar."""
     steps = sum(len(seeds) for *_, seeds in numerics_plan(plan))
@@ -85,7 +89,7 @@ def loaded(request: Request, registry: Registry,
             joined = _joined_family(request, registry)
             registry, names, failed = add_to(registry, kernels, request.external, joined, dict(excluded))
         except (BadSpec, ValueError) as exc:
-            raise UsageError(str(exc)) from None
+            raise UnloadableSpec(str(exc)) from None
         infos = tuple(VariantInfo(f.name, f.family, "triton", f"{f.where.rpartition('::')[2]}, loaded with --variant",
                                   f.origin, status=LoadStatus.FAILED, error=f.error,
                                   failure=excluded_failure(f.name) if f.crashed else Failure.LOAD)

@@ -7,7 +7,6 @@ a variant that crashed its process (compare.runtime.supervisor) leaves out that 
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 from pathlib import Path
@@ -87,7 +86,7 @@ def _preset(args, family, backend) -> str | None:
 
 def run(args, registry, backend) -> int:
     """The review's exit code."""
-    from compare.command_line.arguments import from_args
+    from compare.command_line.arguments import as_compare
     from compare.model import gates
     from compare.runtime import supervisor
     from compare.review import render
@@ -103,10 +102,8 @@ def run(args, registry, backend) -> int:
     for target, label in zip(targets, labels):
         specs = (target.spec(f"{label}.base", base), target.spec(f"{label}.head", base if args.aa else head))
         # each op's request as `compare` would resolve it; the review writes the files itself
-        request, _ = from_args(argparse.Namespace(**{**vars(args), "external": specs, "repo": str(repo.top),
-                                                     "family": target.family, "variants": [], "command": "compare",
-                                                     "json": None, "markdown": None, "out": None,
-                                                     "preset": _preset(args, registry.family(target.family), backend)}))
+        request, _ = as_compare(args, external=specs, repo=str(repo.top), family=target.family, variants=[],
+                                preset=_preset(args, registry.family(target.family), backend))
         report, error = _compare(request, registry, backend, args.quiet, supervisor.excluded())
         if report is not None:
             report = dataclasses.replace(report, gates=gates.decide(report, args.fail_on_numerics,
@@ -119,19 +116,14 @@ def run(args, registry, backend) -> int:
 def _compare(request, registry, backend, quiet: bool, excluded) -> tuple[object, str]:
     """(report, "") of one op's comparison, or (None, why) when neither revision's code could be loaded.
     A bad --preset or --shape for its family is the user's: UsageError."""
-    from compare.comparison import memory, pipeline, plan
+    from compare.comparison import pipeline
     from compare.runtime import supervisor
     from compare.runtime.progress import reporter
     with contextlib.ExitStack() as stack:
-        try:
-            request, registry, failed = stack.enter_context(pipeline.loaded(request, registry, excluded))
-        except (UsageError, pipeline.NothingToCompare) as exc:
-            return None, str(exc)
-        the_plan = plan.build(request, registry)
-        memory.refuse_what_cannot_fit(the_plan, backend)
-        try:
-            the_plan, failed = pipeline.without_crashed(the_plan, failed, excluded, supervisor.timing_left_out())
-        except pipeline.NothingToCompare as exc:
+        try:   # only the planning's own failures are the op's: an error of its checks ends the review as before
+            the_plan, failed = stack.enter_context(pipeline.planned(
+                request, registry, excluded=excluded, backend=backend, no_timing=supervisor.timing_left_out()))
+        except (pipeline.UnloadableSpec, pipeline.NothingToCompare) as exc:
             return None, str(exc)
         with reporter(pipeline.count_steps(the_plan, backend), not quiet) as step:
             return pipeline.execute(the_plan, backend, step, failed=failed), ""

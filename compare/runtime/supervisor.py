@@ -12,6 +12,8 @@ import signal
 import threading
 import time
 
+from compare.model.errors import summarize
+from compare.model.states import Crash
 from compare.runtime.exit_codes import ExitCode
 
 STATUS_ENV = "KERNEL_AB_STATUS_FILE"     # set in the child: where it says what it is running
@@ -139,6 +141,17 @@ def is_fatal(exc: BaseException) -> bool:
     """A device error after which the CUDA context is unusable (every later launch would fail)."""
     text = str(exc).lower()
     return type(exc).__name__ == "AcceleratorError" or ("cuda" in text and any(e in text for e in _FATAL_DEVICE_ERRORS))
+
+
+def variant_fault(name: str, exc: BaseException) -> str:
+    """The one line that reports `exc`, raised while variant `name` ran, as its failure; `exc` itself raised
+    again where it is not the variant's (`is_variant_fault`), and a fatal device error ends the process as
+    `poisoned` by `name` (the supervisor reruns without it). Call it from the `except BaseException` of a launch."""
+    if not is_variant_fault(exc):
+        raise exc
+    if is_fatal(exc):   # no later launch can run: the next variant would be blamed for this one's error
+        poisoned(name, f"{Crash.POISONED} ({summarize(exc)})")
+    return summarize(exc)
 
 
 def _channel() -> dict[str, str | None]:

@@ -14,7 +14,6 @@ from compare.checks.harness import run_backward
 from compare.checks.ir.compile import Compiled, kernel_spec, run_worker
 from compare.checks.ir.launches import Launch, LaunchRecorder
 from compare.model.results import IRKernelMatch, IRPassNote, PassStatus
-from compare.model.states import Crash
 from compare.model.results_ir import OP_KERNEL_SEPARATOR as SEPARATOR, op_kernel as label  # noqa: F401
 
 
@@ -35,14 +34,6 @@ class OpKernels:
     kernels: dict
     problems: dict
     notes: tuple[IRPassNote, ...] = ()
-
-
-def _failed(v, exc: BaseException) -> str:
-    """Why one pass of the op failed, in a line (an error no later run can survive first poisons the op)."""
-    from compare.model.errors import summarize
-    if supervisor.is_fatal(exc):   # the supervisor reruns without it
-        supervisor.poisoned(v.name, f"{Crash.POISONED} ({summarize(exc)})")
-    return summarize(exc)
 
 
 def discover(variant, family, shape, dtype: str, device: str, warm: bool, drawn=None) -> Discovered:
@@ -76,8 +67,8 @@ def discover(variant, family, shape, dtype: str, device: str, warm: bool, drawn=
             with recorder:
                 backward()
             found = len(recorder.launches)
-        except Exception as exc:  # noqa: BLE001 - the forward's kernels are still known; the line says why
-            why = _failed(variant, exc)
+        except BaseException as exc:  # noqa: BLE001 - the forward's kernels are still known; the line says why
+            why = supervisor.variant_fault(variant.name, exc)
     if device != "cpu":
         torch.cuda.synchronize()
     return Discovered(tuple(recorder.launches[:found]), why)
@@ -108,8 +99,8 @@ def _launches(v, family, shape, dtype: str, gpu: bool, drawn) -> tuple[Discovere
     try:
         with supervisor.running((v.name,), f"ir: running the op for {shape.label} {dtype} to find its kernels"):
             found = discover(v, family, shape, dtype, "cuda" if gpu else "cpu", warm=gpu, drawn=drawn)
-    except Exception as exc:  # noqa: BLE001 - an op that crashes is reported, the others still compiled
-        return None, f"the op failed when run to find its kernels: {_failed(v, exc)}"
+    except BaseException as exc:  # noqa: BLE001 - an op that crashes is reported, the others still compiled
+        return None, f"the op failed when run to find its kernels: {supervisor.variant_fault(v.name, exc)}"
     if not found.launches:
         return None, "the op launched no Triton kernel" + (
             f" before its backward failed ({found.backward_failed})" if found.backward_failed else "")
