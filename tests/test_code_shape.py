@@ -1,6 +1,7 @@
 """The code's shape, as the project's issue asks it: no .py file of compare/, variants/, benchmarks/, tests/
-or main.py over 400 lines, and no function over 60 (end_lineno - lineno + 1, decorators aside). Triton
-kernels (@triton.jit, @triton.autotune) are exempt: a kernel is one launch, and splitting it costs inlining."""
+or main.py over 400 lines, and no function over 60 (end_lineno - lineno + 1, decorators aside), Triton kernels
+included: Triton inlines a kernel's @triton.jit helpers, so a kernel split into them compiles to the same code
+(single_read_coop's two kernels, split so, gave the same SASS for sm_90 on every configuration tried)."""
 import ast
 from pathlib import Path
 
@@ -8,7 +9,6 @@ ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("compare", "variants", "benchmarks", "tests")
 MAX_FILE_LINES = 400
 MAX_FUNCTION_LINES = 60
-KERNEL_DECORATORS = {"triton.jit", "jit", "triton.autotune", "autotune"}
 
 
 def _sources() -> list[Path]:
@@ -20,15 +20,10 @@ def _sources() -> list[Path]:
     return found
 
 
-def _is_kernel(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    return any(ast.unparse(d.func if isinstance(d, ast.Call) else d) in KERNEL_DECORATORS
-               for d in node.decorator_list)
-
-
 def _long_functions(tree: ast.AST, name: str) -> list[str]:
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _is_kernel(node):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             length = node.end_lineno - node.lineno + 1
             if length > MAX_FUNCTION_LINES:
                 found.append(f"{name}:{node.lineno} {node.name}: {length} lines")
@@ -50,12 +45,14 @@ def test_no_file_over_400_lines_and_no_function_over_60():
     long_files, long_functions = _offenders()
     assert not long_files and not long_functions, (
         f"files over {MAX_FILE_LINES} lines: {long_files or 'none'}; "
-        f"functions over {MAX_FUNCTION_LINES} lines (Triton kernels aside): {long_functions or 'none'}")
+        f"functions over {MAX_FUNCTION_LINES} lines: {long_functions or 'none'}")
 
 
-def test_the_check_names_a_long_function_and_spares_a_kernel():
+def test_the_check_names_a_long_function_and_a_long_kernel_and_spares_one_at_the_limit():
     body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
-    source = f"@triton.jit\ndef kernel():\n{body}\n\n@triton.autotune(configs=[])\ndef tuned():\n{body}\n\n" \
-             f"def plain():\n{body}"
-    line = source.splitlines().index("def plain():") + 1
-    assert _long_functions(ast.parse(source), "t.py") == [f"t.py:{line} plain: {MAX_FUNCTION_LINES + 1} lines"]
+    at_limit = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES - 1))
+    source = f"@triton.jit\ndef kernel():\n{body}\n\ndef plain():\n{body}\n\ndef short():\n{at_limit}"
+    lines = source.splitlines()
+    kernel, plain = lines.index("def kernel():") + 1, lines.index("def plain():") + 1
+    assert _long_functions(ast.parse(source), "t.py") == [f"t.py:{kernel} kernel: {MAX_FUNCTION_LINES + 1} lines",
+                                                          f"t.py:{plain} plain: {MAX_FUNCTION_LINES + 1} lines"]

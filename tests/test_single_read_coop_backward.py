@@ -101,8 +101,8 @@ def test_a_large_mean_is_corrected_where_the_shared_backward_is_off():
     ("w = tl.load(W_ptr + first_channel + row_start // HPC,", "w = tl.load(W_ptr + first_channel + (row_start + WIDTH) // HPC,",
      "seed_like", "normal"),
     # only the first row of each run of a channel's rows added into dW
-    ("dw = tl.sum(tl.reshape(s1_rows - corr * db_rows, [CHANNELS, RPC]), axis=1)",
-     "dw = tl.max(tl.reshape(s1_rows - corr * db_rows, [CHANNELS, RPC]), axis=1)", "rows_summed", "normal"),
+    ("dw = tl.sum(tl.reshape(dw_rows, [CHANNELS, RPC]), axis=1)",
+     "dw = tl.max(tl.reshape(dw_rows, [CHANNELS, RPC]), axis=1)", "rows_summed", "normal"),
     # c2 divided by one element too many
     ("c2 = (c2 / hidden_size).to(tl.float32)", "c2 = (c2 / (hidden_size + 1)).to(tl.float32)", "one_column", "normal")])
 def test_a_planted_fault_is_caught(tmp_path, old, new, name, kind):

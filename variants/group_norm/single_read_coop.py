@@ -135,46 +135,94 @@ def _reread_write(Y_ptr, X_ptr, Mean_ptr, RSTD_ptr, W_ptr, B_ptr, Part_ptr, Coun
 
 
 @triton.jit
+def _overlapped(Y_ptr, X_ptr, Mean_ptr, RSTD_ptr, W_ptr, B_ptr, Part_ptr, Count_ptr, pid, programs, items, target,
+                num_groups, channels_per_group, hidden_size, slices, inv_count, inv_last, eps, BLOCK: tl.constexpr,
+                HPC: tl.constexpr, ROWS: tl.constexpr, EVEN: tl.constexpr, SLICE_BLOCK: tl.constexpr,
+                PAIR: tl.constexpr, CHUNKS: tl.constexpr):
+    """coop_forward's OVERLAP split: item i + P loaded and published before the wait for item i's group,
+    whose y is written after it. Every program publishes its k-th item before it waits for its (k-1)-th,
+    so every wait ends."""
+    WIDTH: tl.constexpr = BLOCK // ROWS
+    DTYPE: tl.constexpr = X_ptr.dtype.element_ty
+    row, s = pid // slices, pid % slices
+    x, centre, offsets, mask = _load_slice(X_ptr, row, s * BLOCK, hidden_size, True, ROWS, WIDTH, EVEN, PAIR)
+    w, b = load_affine(W_ptr, B_ptr, s * BLOCK, hidden_size, (row % num_groups) * channels_per_group,
+                       offsets, mask, HPC, ROWS, WIDTH, EVEN)
+    _publish(Part_ptr, Count_ptr, pid, row, x, centre, mask, EVEN, PAIR, DTYPE)
+    # the last turn loads nothing (its item is past the end) and finishes the last item held
+    for item in tl.range(pid + programs, items + programs, programs):
+        live = item < items
+        row, s = item // slices, item % slices
+        x_next, centre, offsets, mask = _load_slice(X_ptr, row, s * BLOCK, hidden_size, live, ROWS, WIDTH, EVEN, PAIR)
+        w_next, b_next = load_affine(W_ptr, B_ptr, s * BLOCK, hidden_size, (row % num_groups) * channels_per_group,
+                                     offsets, mask, HPC, ROWS, WIDTH, EVEN)
+        held = (item - programs) // slices
+        mean_hi, mean_lo, rstd = _group_statistics(Part_ptr, Count_ptr, held, target, slices, hidden_size,
+                                                   inv_count, inv_last, eps, SLICE_BLOCK, BLOCK * CHUNKS)
+        if live:
+            _publish(Part_ptr, Count_ptr, item, row, x_next, centre, mask, EVEN, PAIR, DTYPE)
+        _write(Y_ptr, Mean_ptr, RSTD_ptr, held, (item - programs) % slices, hidden_size, x, w, b, mean_hi,
+               mean_lo, rstd, ROWS, WIDTH, EVEN, PAIR)
+        x, w, b = x_next, w_next, b_next
+
+
+@triton.jit
+def _held(Y_ptr, X_ptr, Mean_ptr, RSTD_ptr, W_ptr, B_ptr, Part_ptr, Count_ptr, pid, programs, items, target,
+          num_groups, channels_per_group, hidden_size, slices, inv_count, inv_last, eps, BLOCK: tl.constexpr,
+          HPC: tl.constexpr, ROWS: tl.constexpr, EVEN: tl.constexpr, SLICE_BLOCK: tl.constexpr, PAIR: tl.constexpr,
+          CHUNKS: tl.constexpr):
+    """coop_forward's plain split: each item loaded, published, waited for and written in turn."""
+    WIDTH: tl.constexpr = BLOCK // ROWS
+    DTYPE: tl.constexpr = X_ptr.dtype.element_ty
+    for item in tl.range(pid, items, programs):
+        row, s = item // slices, item % slices
+        x, centre, offsets, mask = _load_slice(X_ptr, row, s * BLOCK, hidden_size, True, ROWS, WIDTH, EVEN, PAIR)
+        w, b = load_affine(W_ptr, B_ptr, s * BLOCK, hidden_size, (row % num_groups) * channels_per_group,
+                           offsets, mask, HPC, ROWS, WIDTH, EVEN)
+        _publish(Part_ptr, Count_ptr, item, row, x, centre, mask, EVEN, PAIR, DTYPE)
+        mean_hi, mean_lo, rstd = _group_statistics(Part_ptr, Count_ptr, row, target, slices, hidden_size,
+                                                   inv_count, inv_last, eps, SLICE_BLOCK, BLOCK * CHUNKS)
+        _write(Y_ptr, Mean_ptr, RSTD_ptr, row, s, hidden_size, x, w, b, mean_hi, mean_lo, rstd, ROWS, WIDTH,
+               EVEN, PAIR)
+
+
+@triton.jit
+def _resident(Y_ptr, X_ptr, Mean_ptr, RSTD_ptr, W_ptr, B_ptr, num_groups, channels_per_group, hidden_size, inv_count,
+              eps, BLOCK: tl.constexpr, HPC: tl.constexpr, ROWS: tl.constexpr, EVEN: tl.constexpr, PAIR: tl.constexpr):
+    """coop_forward unsplit: program r normalizes group row r, held in registers (hidden <= BLOCK)."""
+    WIDTH: tl.constexpr = BLOCK // ROWS
+    row = tl.program_id(0)
+    x, centre, offsets, mask = _load_slice(X_ptr, row, 0, hidden_size, True, ROWS, WIDTH, EVEN, PAIR)
+    w, b = load_affine(W_ptr, B_ptr, 0, hidden_size, (row % num_groups) * channels_per_group, offsets, mask,
+                       HPC, ROWS, WIDTH, EVEN)
+    c, t1, q = partials(x, centre, mask, EVEN, PAIR, X_ptr.dtype.element_ty)
+    # one slice: the combination reduces to mean = c + T1 / n, M2 = Q - T1^2 / n
+    mean_hi, mean_lo, rstd = finish(c + t1 * inv_count, q - t1 * t1 * inv_count, inv_count, eps)
+    normalize(Y_ptr + row.to(tl.int64) * hidden_size, x, offsets, mask, w, b, mean_hi, mean_lo,
+              rstd, EVEN, PAIR, "")
+    tl.store(Mean_ptr + row, mean_hi)
+    tl.store(RSTD_ptr + row, rstd)
+
+
+@triton.jit
 def coop_forward(Y_ptr, X_ptr, Mean_ptr, RSTD_ptr, W_ptr, B_ptr, Part_ptr, Count_ptr,
                  n_rows, num_groups, channels_per_group, hidden_size, slices, eps,
                  BLOCK: tl.constexpr, HPC: tl.constexpr, ROWS: tl.constexpr, EVEN: tl.constexpr,
                  SPLIT: tl.constexpr, SLICE_BLOCK: tl.constexpr, PAIR: tl.constexpr, OVERLAP: tl.constexpr,
                  CHUNKS: tl.constexpr):
-    """resident (SPLIT False): program r normalizes group row r, held in registers (hidden <= BLOCK). split:
-    persistent; program p takes items p, p + P, ... (P a multiple of `slices`); item i is slice i % slices of
-    group row i // slices, so a group's slices are neighbours running at once. OVERLAP: load item i + P before
-    waiting for item i's group, and publish it before writing i's y; every program publishes its k-th item
-    before it waits for its (k-1)-th, so every wait ends."""
+    """resident (SPLIT False): `_resident`. split: persistent; program p takes items p, p + P, ... (P a
+    multiple of `slices`); item i is slice i % slices of group row i // slices, so a group's slices are
+    neighbours running at once: `_overlapped` (OVERLAP), `_reread_publish` then `_reread_write` (CHUNKS > 1,
+    a slice streamed), else `_held`."""
     inv_count = 1.0 / tl.cast(hidden_size, tl.float64)   # tl.cast: the JIT makes a hidden_size of 1 a constant
-    WIDTH: tl.constexpr = BLOCK // ROWS
-    DTYPE: tl.constexpr = X_ptr.dtype.element_ty
     if SPLIT:
         inv_last = 1.0 / (hidden_size - (slices - 1) * (BLOCK * CHUNKS)).to(tl.float64)
         pid, programs, items = tl.program_id(0), tl.num_programs(0), n_rows * slices
         target = (launch_epoch(Count_ptr, pid // slices, slices) + 1) * slices
         if OVERLAP:
-            row, s = pid // slices, pid % slices
-            x, centre, offsets, mask = _load_slice(X_ptr, row, s * BLOCK, hidden_size, True, ROWS, WIDTH, EVEN, PAIR)
-            w, b = load_affine(W_ptr, B_ptr, s * BLOCK, hidden_size, (row % num_groups) * channels_per_group,
-                                offsets, mask, HPC, ROWS, WIDTH, EVEN)
-            _publish(Part_ptr, Count_ptr, pid, row, x, centre, mask, EVEN, PAIR, DTYPE)
-            # the last turn loads nothing (its item is past the end) and finishes the last item held
-            for item in tl.range(pid + programs, items + programs, programs):
-                live = item < items
-                row, s = item // slices, item % slices
-                x_next, centre, offsets, mask = _load_slice(X_ptr, row, s * BLOCK, hidden_size, live, ROWS, WIDTH,
-                                                        EVEN, PAIR)
-                w_next, b_next = load_affine(W_ptr, B_ptr, s * BLOCK, hidden_size,
-                                              (row % num_groups) * channels_per_group, offsets, mask, HPC, ROWS,
-                                              WIDTH, EVEN)
-                held = (item - programs) // slices
-                mean_hi, mean_lo, rstd = _group_statistics(Part_ptr, Count_ptr, held, target, slices, hidden_size,
-                                                           inv_count, inv_last, eps, SLICE_BLOCK, BLOCK * CHUNKS)
-                if live:
-                    _publish(Part_ptr, Count_ptr, item, row, x_next, centre, mask, EVEN, PAIR, DTYPE)
-                _write(Y_ptr, Mean_ptr, RSTD_ptr, held, (item - programs) % slices, hidden_size, x, w, b, mean_hi,
-                       mean_lo, rstd, ROWS, WIDTH, EVEN, PAIR)
-                x, w, b = x_next, w_next, b_next
+            _overlapped(Y_ptr, X_ptr, Mean_ptr, RSTD_ptr, W_ptr, B_ptr, Part_ptr, Count_ptr, pid, programs, items,
+                        target, num_groups, channels_per_group, hidden_size, slices, inv_count, inv_last, eps, BLOCK,
+                        HPC, ROWS, EVEN, SLICE_BLOCK, PAIR, CHUNKS)
         elif CHUNKS > 1:
             for item in tl.range(pid, items, programs):
                 _reread_publish(X_ptr, Part_ptr, Count_ptr, item, slices, hidden_size, BLOCK, CHUNKS, ROWS, EVEN, PAIR)
@@ -182,29 +230,12 @@ def coop_forward(Y_ptr, X_ptr, Mean_ptr, RSTD_ptr, W_ptr, B_ptr, Part_ptr, Count
                               num_groups, channels_per_group, hidden_size, inv_count, inv_last, eps, BLOCK, CHUNKS, HPC,
                               ROWS, EVEN, SLICE_BLOCK, PAIR)
         else:
-            for item in tl.range(pid, items, programs):
-                row, s = item // slices, item % slices
-                x, centre, offsets, mask = _load_slice(X_ptr, row, s * BLOCK, hidden_size, True, ROWS, WIDTH, EVEN,
-                                                   PAIR)
-                w, b = load_affine(W_ptr, B_ptr, s * BLOCK, hidden_size, (row % num_groups) * channels_per_group,
-                                    offsets, mask, HPC, ROWS, WIDTH, EVEN)
-                _publish(Part_ptr, Count_ptr, item, row, x, centre, mask, EVEN, PAIR, DTYPE)
-                mean_hi, mean_lo, rstd = _group_statistics(Part_ptr, Count_ptr, row, target, slices, hidden_size,
-                                                           inv_count, inv_last, eps, SLICE_BLOCK, BLOCK * CHUNKS)
-                _write(Y_ptr, Mean_ptr, RSTD_ptr, row, s, hidden_size, x, w, b, mean_hi, mean_lo, rstd, ROWS, WIDTH,
-                       EVEN, PAIR)
+            _held(Y_ptr, X_ptr, Mean_ptr, RSTD_ptr, W_ptr, B_ptr, Part_ptr, Count_ptr, pid, programs, items, target,
+                  num_groups, channels_per_group, hidden_size, slices, inv_count, inv_last, eps, BLOCK, HPC, ROWS, EVEN,
+                  SLICE_BLOCK, PAIR, CHUNKS)
     else:
-        row = tl.program_id(0)
-        x, centre, offsets, mask = _load_slice(X_ptr, row, 0, hidden_size, True, ROWS, WIDTH, EVEN, PAIR)
-        w, b = load_affine(W_ptr, B_ptr, 0, hidden_size, (row % num_groups) * channels_per_group, offsets, mask,
-                            HPC, ROWS, WIDTH, EVEN)
-        c, t1, q = partials(x, centre, mask, EVEN, PAIR, DTYPE)
-        # one slice: the combination reduces to mean = c + T1 / n, M2 = Q - T1^2 / n
-        mean_hi, mean_lo, rstd = finish(c + t1 * inv_count, q - t1 * t1 * inv_count, inv_count, eps)
-        normalize(Y_ptr + row.to(tl.int64) * hidden_size, x, offsets, mask, w, b, mean_hi, mean_lo,
-                   rstd, EVEN, PAIR, "")
-        tl.store(Mean_ptr + row, mean_hi)
-        tl.store(RSTD_ptr + row, rstd)
+        _resident(Y_ptr, X_ptr, Mean_ptr, RSTD_ptr, W_ptr, B_ptr, num_groups, channels_per_group, hidden_size,
+                  inv_count, eps, BLOCK, HPC, ROWS, EVEN, PAIR)
 
 
 @triton.jit

@@ -21,6 +21,37 @@ TILE_WIDTH_PER_WARP = 256      # as the forward's: 32 threads of 16-byte bfloat1
 
 
 @triton.jit
+def _group_sums(Part_ptr, Count_ptr, item, row, slices, c1, c2, sx, SLICE_BLOCK: tl.constexpr):
+    """The group's c1, c2 and sx: this slice's published in its slot, the group's slices' summed once all
+    have arrived; a wait that timed out gives sx NaN, not a hang."""
+    part = Part_ptr + 3 * item
+    tl.store(part, c1)
+    tl.store(part + 1, c2)
+    tl.store(part + 2, sx)
+    in_time = arrive_and_wait(Count_ptr, row, slices)
+    j = tl.arange(0, SLICE_BLOCK)
+    part = Part_ptr + 3 * (row * slices + j)
+    c1 = tl.sum(tl.load(part, mask=j < slices, other=0.0, cache_modifier=".cg"), axis=0)
+    c2 = tl.sum(tl.load(part + 1, mask=j < slices, other=0.0, cache_modifier=".cg"), axis=0)
+    sx = tl.sum(tl.load(part + 2, mask=j < slices, other=0.0, cache_modifier=".cg"), axis=0)
+    return c1, c2, tl.where(in_time, sx, float("nan"))
+
+
+@triton.jit
+def _add_channel_sums(DW_ptr, DB_ptr, dw_rows, db_rows, start, first_channel, hidden_size, HPC: tl.constexpr,
+                      ROWS: tl.constexpr, RPC: tl.constexpr, WIDTH: tl.constexpr):
+    """A slice's per-row dW and dB sums added into their channels: RPC consecutive rows lie in one channel,
+    summed before the channel's one atomic add."""
+    CHANNELS: tl.constexpr = ROWS // RPC
+    dw = tl.sum(tl.reshape(dw_rows, [CHANNELS, RPC]), axis=1)
+    db = tl.sum(tl.reshape(db_rows, [CHANNELS, RPC]), axis=1)
+    channel_start = start + tl.arange(0, CHANNELS) * (RPC * WIDTH)
+    channel_ok = channel_start < hidden_size
+    tl.atomic_add(DW_ptr + first_channel + channel_start // HPC, dw, mask=channel_ok, sem="relaxed")
+    tl.atomic_add(DB_ptr + first_channel + channel_start // HPC, db, mask=channel_ok, sem="relaxed")
+
+
+@triton.jit
 def coop_backward(DX_ptr, DY_ptr, X_ptr, Mean_ptr, RSTD_ptr, W_ptr, DW_ptr, DB_ptr, Part_ptr, Count_ptr,
                   n_rows, num_groups, channels_per_group, hidden_size, slices,
                   BLOCK: tl.constexpr, HPC: tl.constexpr, ROWS: tl.constexpr, RPC: tl.constexpr,
@@ -63,29 +94,13 @@ def coop_backward(DX_ptr, DY_ptr, X_ptr, Mean_ptr, RSTD_ptr, W_ptr, DW_ptr, DB_p
         c1 = tl.sum(s1_rows.to(tl.float64) * w.to(tl.float64), axis=0)
         c2 = tl.sum(db_rows.to(tl.float64) * w.to(tl.float64), axis=0)
         if SPLIT:
-            part = Part_ptr + 3 * item
-            tl.store(part, c1)
-            tl.store(part + 1, c2)
-            tl.store(part + 2, sx)
-            in_time = arrive_and_wait(Count_ptr, row, slices)
-            j = tl.arange(0, SLICE_BLOCK)
-            part = Part_ptr + 3 * (row * slices + j)
-            c1 = tl.sum(tl.load(part, mask=j < slices, other=0.0, cache_modifier=".cg"), axis=0)
-            c2 = tl.sum(tl.load(part + 1, mask=j < slices, other=0.0, cache_modifier=".cg"), axis=0)
-            sx = tl.sum(tl.load(part + 2, mask=j < slices, other=0.0, cache_modifier=".cg"), axis=0)
-            sx = tl.where(in_time, sx, float("nan"))    # a wait that timed out: NaN, not a hang
+            c1, c2, sx = _group_sums(Part_ptr, Count_ptr, item, row, slices, c1, c2, sx, SLICE_BLOCK)
         corr = sx / hidden_size                 # (group mean - m) * rstd
         c1 = ((c1 - corr * c2) / hidden_size).to(tl.float32)
         c2 = (c2 / hidden_size).to(tl.float32)
         corr = corr.to(tl.float32)
-        # the channel sums: RPC consecutive rows lie in one channel
-        CHANNELS: tl.constexpr = ROWS // RPC
-        dw = tl.sum(tl.reshape(s1_rows - corr * db_rows, [CHANNELS, RPC]), axis=1)
-        db = tl.sum(tl.reshape(db_rows, [CHANNELS, RPC]), axis=1)
-        channel_start = start + tl.arange(0, CHANNELS) * (RPC * WIDTH)
-        channel_ok = channel_start < hidden_size
-        tl.atomic_add(DW_ptr + first_channel + channel_start // HPC, dw, mask=channel_ok, sem="relaxed")
-        tl.atomic_add(DB_ptr + first_channel + channel_start // HPC, db, mask=channel_ok, sem="relaxed")
+        _add_channel_sums(DW_ptr, DB_ptr, s1_rows - corr * db_rows, db_rows, start, first_channel, hidden_size,
+                          HPC, ROWS, RPC, WIDTH)
         x_hat = (widen_again(x) - mean) * rstd - corr
         dx = (w[:, None] * widen_again(dy) - (x_hat * c1 + c2)) * rstd
         if EVEN:
