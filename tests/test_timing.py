@@ -139,3 +139,40 @@ def test_a_failed_capture_leaves_the_stream_it_found_so_later_calls_and_cases_ru
     timing.time_case(calls, 1000, 1.0, "S", "forward", OP_CONFIG)
     assert clock.stream == "default"
     assert set(calls["a"].ran_on) == {"default"} and set(calls["sync"].ran_on) == {"default"}
+
+
+class _AcceleratorError(RuntimeError):
+    """Named as torch's (torch.AcceleratorError): the supervisor reads a device error of that class as fatal."""
+
+
+_AcceleratorError.__name__ = "AcceleratorError"
+
+
+class _SyncsWhileCaptured(_OpPass):
+    """An op whose capture fails with the device error Liger's cross entropy raises under capture (its
+    host copy invalidates the capture, not the context)."""
+
+    def capture_graph(self):
+        self.captures += 1
+        self.clock.stream = "capture"
+        raise _AcceleratorError("CUDA error: operation failed due to a previous error during capture")
+
+
+def test_a_capture_invalidated_by_a_device_error_times_eagerly_when_the_context_still_synchronizes(clock):
+    calls = {"a": _OpPass(clock, 2.0), "ce": _SyncsWhileCaptured(clock, 2.0)}
+    case = timing.time_case(calls, 1000, 1.0, "S", "forward", OP_CONFIG)
+    assert not case.graph and clock.stream == "default"
+    assert case.note.startswith("CUDA graph capture failed for ce (AcceleratorError: CUDA error: operation failed")
+    assert all(v.status == "ok" for v in case.variants)
+
+
+def test_a_capture_whose_device_error_leaves_a_context_that_cannot_synchronize_is_poisoned(clock, monkeypatch):
+    from compare.runtime import supervisor
+
+    def lost():
+        raise _AcceleratorError("CUDA error: an illegal memory access was encountered")
+    monkeypatch.setattr(timing.torch.cuda, "synchronize", lost)
+    calls = {"a": _OpPass(clock, 2.0), "ce": _SyncsWhileCaptured(clock, 2.0)}
+    with pytest.raises(supervisor.ContextPoisoned) as caught:
+        timing.time_case(calls, 1000, 1.0, "S", "forward", OP_CONFIG)
+    assert "ce" in str(caught.value.args)

@@ -17,6 +17,7 @@ from compare.checks import audit, referee, stats
 from compare.checks import timing_verdicts as verdicts
 from compare.checks.timing_verdicts import same_code as _same_code  # noqa: F401 (re-exported)
 from compare.model.results import TimingCase
+from compare.model.errors import summarize
 from variants.family import NotForThisShape
 from variants.variant import NotPlainTensor
 
@@ -265,6 +266,18 @@ def _seal(t: _Timed, inputs, written: dict, name: str) -> None:
         t.restore()
 
 
+def _capture_fault(name: str, exc: BaseException) -> str:
+    """Why `name`'s capture failed. An op that synchronizes or copies to the host while captured invalidates
+    the capture with a device error ("operation failed due to a previous error during capture"), yet the
+    context survives it: the context is judged by whether it still synchronizes, and only one that does not
+    is poisoned by `name` (supervisor.variant_fault)."""
+    try:
+        torch.cuda.synchronize()
+    except BaseException:
+        return supervisor.variant_fault(name, exc)
+    return summarize(exc)
+
+
 def _capture(timed: dict[str, list[_Timed]], failed: dict[str, str], demanded: bool, flush, baseline: str) -> str:
     """Capture every placement of every entry in a CUDA graph. If one cannot be captured: with graphs
     demanded it fails; otherwise (auto) every entry is timed eagerly, like with like. Returns the note."""
@@ -276,13 +289,14 @@ def _capture(timed: dict[str, list[_Timed]], failed: dict[str, str], demanded: b
                 t.capture()
                 _one_call_ms(t, flush)
         except BaseException as exc:
-            broken[name] = supervisor.variant_fault(baseline if name == CONTROL else name, exc)
+            if not supervisor.is_variant_fault(exc):
+                raise
             # torch.cuda.graph's __exit__ does not restore the stream when capture_end raises: left alone,
             # every later case of the process would run on the capture stream (and capture where it failed)
             torch.cuda.set_stream(stream)
             for t in ts:
                 t.graph = None
-            torch.cuda.synchronize()
+            broken[name] = _capture_fault(baseline if name == CONTROL else name, exc)
     if not broken:
         return ""
     shown = ["A/A control" if n == CONTROL else n for n in broken]
