@@ -101,6 +101,8 @@ def test_buffers_and_bytes_come_from_the_declarations():
     x, t = SHAPE.numel * 2, SHAPE.rows * 8
     assert PICK.bytes_moved(SHAPE, torch.float16, "forward") == x + t + 4
     assert PICK.bytes_moved(SHAPE, torch.float16, "backward") == 4 + x + t + x   # dloss: float32, as the loss
+    # full: a pass that fuses its forward and backward moves the operands, its result, dloss and dx once
+    assert PICK.bytes_moved(SHAPE, torch.float16, "full") == x + t + 4 + 4 + x
     assert PICK.op_params == ("x", "t") and PICK.op_grads == {"dx": "x"}
 
 
@@ -119,3 +121,14 @@ def test_integer_outputs_are_poisoned_with_a_value_no_index_takes():
     assert numerics.unwritten_mask(t).tolist() == [True, False, True, True]
     e = numerics.measure(t, torch.tensor([0.0, 3.0, 0.0, 0.0], dtype=torch.float64), "idx", torch.float32)
     assert e.unwritten == 3 and e.beyond_tol == 0 and e.rtol == 0.0
+
+
+def test_cross_entropys_full_floor_leaves_out_the_gradient_its_forward_writes_for_its_backward():
+    # inductor's fused forward and backward need not write x_grad nor read it back: the floor of the full pass
+    # is the logits and targets read, the loss written, dloss read and dx written, each once
+    from variants import registry
+    ce = registry().families["cross_entropy"]
+    shape = ce.parse_shape("4,32,mean").shapes[0]
+    x, t = 4 * 32 * 4, 4 * 8
+    assert ce.bytes_moved(shape, torch.float32, "full") == x + t + 4 + 4 + x
+    assert ce.bytes_moved(shape, torch.float32, "forward") == x + t + 4 + x   # x_grad written over the logits

@@ -214,8 +214,9 @@ def nbytes(tensors) -> int:
 
 def declared_bytes(family, shape, dtype: torch.dtype, mode: str) -> int:
     """Bytes a pass moves by the declarations: forward, the operands read and the outputs written; backward,
-    the upstream gradients and the operands read (or those of `family.backward_reads`, operands and saved
-    forward outputs) and the gradients written; full, both."""
+    the upstream gradients and the operands read (or `family.backward_reads`) and the gradients written;
+    full: the operands, the op's results (outputs with an upstream gradient), the upstream gradients and the
+    gradients, each once (what a forward saves for its backward is a design's: a fused pass need not move it)."""
     from variants.variant import MODES
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; known modes: {', '.join(MODES)}")
@@ -225,6 +226,10 @@ def declared_bytes(family, shape, dtype: torch.dtype, mode: str) -> int:
     forward = operands + nbytes(outputs.values())
     read = nbytes(inputs[n] if n in inputs else outputs[n] for n in family.backward_reads) if family.backward_reads \
         else operands
-    backward = nbytes(inputs[n] for n in inputs.upstream) + read + \
-        nbytes(family.alloc_grads(shape, dtype, "meta").values())
-    return {"forward": forward, "backward": backward, "full": forward + backward}[mode]
+    upstream = nbytes(inputs[n] for n in inputs.upstream)
+    grads = nbytes(family.alloc_grads(shape, dtype, "meta").values())
+    backward = upstream + read + grads
+    if mode != "full":
+        return {"forward": forward, "backward": backward}[mode]
+    results = nbytes(outputs[name] for name, o in family.output_decls.items() if o.upstream)
+    return operands + results + upstream + grads

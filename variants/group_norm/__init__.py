@@ -138,12 +138,14 @@ class GroupNorm(Family):
 
     def bytes_moved(self, shape: Shape, dtype: torch.dtype, mode: str) -> int:
         """forward: x, W, B in; y, mean, rstd out. backward: x, dy, W, mean, rstd in; dx out, and dW, dB as
-        the float32 sums the kernel adds into (the declarations would count them in the dtype). full: both."""
+        the float32 sums the kernel adds into (the declarations would count them in the dtype). full, the
+        fewest of both (variants.operands.declared_bytes): x, W, B and dy in, y, dx, dW and dB out, each once."""
         es = torch.empty((), dtype=dtype).element_size()
         stats = 2 * shape.batch * shape.num_groups * 4
         forward = 2 * shape.numel * es + 2 * shape.channels * es + stats
         backward = 3 * shape.numel * es + shape.channels * es + stats + 2 * shape.channels * 4
-        return {"forward": forward, "backward": backward, "full": forward + backward}[_mode(mode)]
+        full = 4 * shape.numel * es + 2 * shape.channels * es + 2 * shape.channels * 4
+        return {"forward": forward, "backward": backward, "full": full}[_mode(mode)]
 
     def launch_forward(self, kernel, inputs: Operands, outputs: dict, shape: Shape) -> None:
         """One program per (batch, group) over the (batch, groups, hidden) view."""
