@@ -89,25 +89,45 @@ def _off_stream(name: str, t, flush, tools: Tools) -> list[Finding]:
         after.record()
         after.synchronize()
         return start.elapsed_time(end), start.elapsed_time(after)
-    own = [probe(t) for _ in range(STREAM_PROBES)]
-    empty = [probe(lambda: None) for _ in range(STREAM_PROBES)]
-    timed = _median([e for e, _ in own])
-    past = _median([d - e for e, d in own]) - _median([d - e for e, d in empty])
-    if past > max(OFF_STREAM_FLOOR_MS, OFF_STREAM_FRACTION * timed):
-        return [Finding(name, Foul.OFF_STREAM, f"{past:.3g} ms past the timed stream's end against a timed "
-                                               f"{timed:.3g} ms")]
-    return []
+    def past_and_timed() -> tuple[float, float]:
+        own = [probe(t) for _ in range(STREAM_PROBES)]
+        empty = [probe(lambda: None) for _ in range(STREAM_PROBES)]
+        return _median([d - e for e, d in own]) - _median([d - e for e, d in empty]), _median([e for e, _ in own])
+
+    # a suspicion is probed again and stands only if it holds twice: work hidden on another stream is there
+    # in every call, while the host's wake-up after a wait is late now and then (the H200 once showed 24 us
+    # past an honest graph replay of 68 us, one of 28 audited pairs)
+    found = []
+    for _ in range(2):
+        past, timed = past_and_timed()
+        if past <= max(OFF_STREAM_FLOOR_MS, OFF_STREAM_FRACTION * timed):
+            return []
+        found.append((past, timed))
+    past, timed = min(found)
+    return [Finding(name, Foul.OFF_STREAM, f"{past:.3g} ms past the timed stream's end against a timed "
+                                           f"{timed:.3g} ms")]
+
+
+# A copy reads as many bytes as it writes; a kernel that reads more than it writes can beat it by a few
+# percent (on the H200 swiglu's forward moved 4.34 TB/s against a measured copy of 4.2). The floor allows a
+# quarter more than the copy: on the H200 that is 5.25 TB/s, above its HBM's 4.8 TB/s peak, so what is
+# still under the floor no memory system moved.
+COPY_HEADROOM = 1.25
 
 
 def beyond_copy(name: str, median_ms: float, bytes_moved: int, copy_gbs: float) -> list[Finding]:
-    """BEYOND_COPY when `median_ms` is under `bytes_moved` at `copy_gbs` (nothing is judged without either)."""
+    """BEYOND_COPY when `median_ms` is under `bytes_moved` at COPY_HEADROOM times `copy_gbs` (nothing is
+    judged without either)."""
     if not (bytes_moved > 0 and copy_gbs > 0 and median_ms >= 0):
         return []
-    floor_ms = bytes_moved / (copy_gbs * 1e9) * 1e3
+    floor_ms = bytes_moved / (copy_gbs * COPY_HEADROOM * 1e9) * 1e3
     if median_ms >= floor_ms:
         return []
-    return [Finding(name, Foul.BEYOND_COPY, f"{median_ms:.3g} ms for {_size(bytes_moved)} at "
-                                            f"{copy_gbs / 1e3:.2g} TB/s (at least {floor_ms:.3g} ms)")]
+    rate = f"{bytes_moved / median_ms / 1e9:.3g} TB/s" if median_ms > 0 else "no time"
+    return [Finding(name, Foul.BEYOND_COPY, f"{median_ms:.3g} ms for {_size(bytes_moved)}, "
+                                            f"{rate} against a copy's "
+                                            f"{copy_gbs / 1e3:.2g} TB/s (at least {floor_ms:.3g} ms, with "
+                                            f"{COPY_HEADROOM - 1:.0%} headroom)")]
 
 
 def _size(n: int) -> str:
