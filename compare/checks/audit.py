@@ -109,9 +109,9 @@ def _off_stream(name: str, t, flush, tools: Tools) -> list[Finding]:
 
 
 # A copy reads as many bytes as it writes; a kernel that reads more than it writes can beat it by a few
-# percent (on the H200 swiglu's forward moved 4.34 TB/s against a measured copy of 4.2). The floor allows a
-# quarter more than the copy: on the H200 that is 5.25 TB/s, above its HBM's 4.8 TB/s peak, so what is
-# still under the floor no memory system moved.
+# percent (on the H200 a forward reading twice what it writes moved 4.34 TB/s against a measured copy of 4.2).
+# The floor allows a quarter more than the copy: on the H200 that is 5.25 TB/s, above its HBM's 4.8 TB/s
+# peak, so what is still under the floor no memory system moved.
 COPY_HEADROOM = 1.25
 
 

@@ -57,5 +57,5 @@ def method_text(config: TimingConfig) -> str:
             "whole interval lies outside 1 ± the larger of the noise band and the A/A control's farthest "
             "reach from 1; variants whose timed pass runs identical compiled code: measurement noise, never "
             "faster or slower; after the rounds each variant's calls are audited (on fresh inputs against its "
-            "checked run, for threads left running, to a device-wide synchronisation, against the bytes at copy "
-            "bandwidth): a foul withholds its verdict")
+            "checked run, for threads left running, to a device-wide synchronisation, against the bytes at a copy's "
+            "bandwidth and a quarter): a foul withholds its verdict")
