@@ -3,6 +3,7 @@ import dataclasses
 
 from compare.model import gates
 from compare.model.results import Gate
+from compare.model.skips import Skip
 from tests.fixed_report import fixed_report as _fixed_report, without
 
 
@@ -88,7 +89,7 @@ def test_a_difference_beyond_the_baselines_run_to_run_spread_is_judged():
 
 def test_a_gate_without_its_evidence_fails_and_says_why():
     report = fixed_report(slower_ratio=1.0)
-    no_timing = dataclasses.replace(report, timing=None, skipped=("timing: needs a CUDA GPU and this run has none",))
+    no_timing = dataclasses.replace(report, timing=None, skipped=(Skip("timing", "needs a CUDA GPU and this run has none"),))
     assert gates.failures(no_timing, fail_if_slower_pct=2) == [
         "--fail-if-slower could not be judged: timing was not measured (needs a CUDA GPU and this run has none)"]
     assert gates.failures(dataclasses.replace(report, numerics=None), fail_on_numerics=True) == [
@@ -107,7 +108,7 @@ def test_each_gate_asked_for_is_recorded_with_its_threshold_outcome_and_lines():
 
 
 def test_an_unjudged_gate_fails_unless_accepted():
-    no_timing = dataclasses.replace(fixed_report(), timing=None, skipped=("timing: needs a CUDA GPU (none here)",))
+    no_timing = dataclasses.replace(fixed_report(), timing=None, skipped=(Skip("timing", "needs a CUDA GPU (none here)"),))
     strict, = gates.decide(no_timing, fail_if_slower_pct=2)
     lenient, = gates.decide(no_timing, fail_if_slower_pct=2, accept_unjudged=True)
     assert strict.outcome == lenient.outcome == "not judged" and strict.lines == lenient.lines
@@ -140,7 +141,7 @@ def test_every_renderer_lists_the_gates_and_json_keeps_them():
     from compare.render import json_report, markdown, terminal
     import io
     from rich.console import Console
-    report = dataclasses.replace(fixed_report(), timing=None, skipped=("timing: needs a CUDA GPU (none here)",))
+    report = dataclasses.replace(fixed_report(), timing=None, skipped=(Skip("timing", "needs a CUDA GPU (none here)"),))
     report = dataclasses.replace(report, gates=gates.decide(report, fail_on_numerics=True, fail_if_slower_pct=2))
     said = "gate --fail-if-slower 2: could not be judged, so it fails (--accept-unjudged would let it pass): " \
            "timing was not measured (needs a CUDA GPU)"

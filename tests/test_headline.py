@@ -11,6 +11,7 @@ import pytest
 
 from compare.model.headline import headline
 from compare.render.tables import build
+from compare.model.skips import Skip
 from tests.fixed_report import fixed_report, tolerance_report, with_copy_of_baseline
 from tests.group_norm_text import TWO_PASS_STATISTICS
 from tests.planted import mutant_file
@@ -153,9 +154,9 @@ def test_timing_that_was_asked_for_and_whose_processes_ended_says_why_not_that_i
     "timing: not measured: not asked for"."""
     import dataclasses
     from compare.model import gates
-    said = ("timing float32: its process ended with exit code 1 (RuntimeError: modified by an inplace operation)",
-            "timing bfloat16: its process ended with exit code 1 (RuntimeError: modified by an inplace operation)",
-            "ir: bfloat16 (the compiled code is shown for float32, the first dtype asked for)")
+    ended = "its process ended with exit code 1 (RuntimeError: modified by an inplace operation)"
+    said = (Skip("timing", ended, "float32"), Skip("timing", ended, "bfloat16"),
+            Skip("ir", "bfloat16 (the compiled code is shown for float32, the first dtype asked for)"))
     report = dataclasses.replace(fixed_report(), timing=None, skipped=said)
     line = next(ln for ln in headline(report).pairs[0].lines if ln.topic == "timing")
     assert line.level == "skip" and "not asked for" not in line.text, line.text

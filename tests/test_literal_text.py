@@ -3,6 +3,7 @@ rich reads `[...]` as markup and `:new:` as an emoji unless told not to."""
 import dataclasses
 
 from compare.render import terminal
+from compare.model.skips import Skip
 from tests.fixed_report import fixed_report
 
 ODD = ("git:new:variants/a.py::fwd", "[bold]not bold[/bold] :smile:", "IndexError: [/x] index 3 of [0, 1]")
@@ -13,7 +14,7 @@ def test_every_user_string_prints_as_written(capsys):
     a, b, c = report.variants
     variants = (dataclasses.replace(a, origin=ODD[0], why=ODD[1]), b,
                 dataclasses.replace(c, status="failed", error=ODD[2]))
-    terminal.render(dataclasses.replace(report, variants=variants, skipped=(f"ir: {ODD[1]}",)), verbose=True)
+    terminal.render(dataclasses.replace(report, variants=variants, skipped=(Skip("ir", ODD[1]),)), verbose=True)
     out = capsys.readouterr().out
     unfolded = "".join(out.split())   # table cells may wrap; compare without whitespace
     for text in ODD:

@@ -94,7 +94,7 @@ def test_timing_is_skipped_on_cpu_with_its_reason(report):
     if BACKEND.gpu:
         pytest.skip("this machine has a GPU: the op-level timing is checked by test_op_timing_on_the_gpu")
     assert report["timing"] is None
-    assert any(s.startswith("timing: needs a CUDA GPU") for s in report["skipped"])
+    assert any(s["check"] == "timing" and s["why"].startswith("needs a CUDA GPU") for s in report["skipped"])
 
 
 def test_the_markdown_says_which_kernels_changed(report, tmp_path):

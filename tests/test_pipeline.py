@@ -11,6 +11,7 @@ from compare.model.results import IRSection
 from compare.comparison import pipeline
 from compare.runtime.backend import Backend, configure
 from variants import registry
+from compare.model.skips import Skip
 
 BACKEND = configure("auto")
 
@@ -25,7 +26,7 @@ def test_the_ir_gets_one_dtype_whatever_the_dtype_list(dtype, first, monkeypatch
     request = pipeline.Request(variants=("explicit_offset", "flat"), shape="2,8,2,16", dtype=dtype, checks=("ir",))
     report = pipeline.run(request, registry(), BACKEND)
     assert seen == [first] and report.ir.shape == "planted"
-    assert any(s.startswith("ir: ") and f"shown for {first}" in s for s in report.skipped)
+    assert any(s.check == "ir" and not s.part and f"shown for {first}" in s.why for s in report.skipped)
 
 
 def test_an_ir_step_that_raises_costs_its_section_not_the_report(monkeypatch):
@@ -36,7 +37,7 @@ def test_an_ir_step_that_raises_costs_its_section_not_the_report(monkeypatch):
                                checks=("numerics", "ir"))
     report = pipeline.run(request, registry(), BACKEND)
     assert report.ir is None and [c.direction for c in report.numerics.cases] == ["forward"]
-    assert "ir forward: the IR step failed: KeyError: 'planted'" in report.skipped
+    assert Skip("ir", "the IR step failed: KeyError: 'planted'", "forward") in report.skipped
 
 
 @pytest.mark.slow

@@ -4,6 +4,8 @@ import json
 
 import pytest
 
+from compare.model.skips import Skip
+
 from compare.model.results import (Accuracy, Environment, NumericsCase, NumericsSection, OutputError, PairBitwise,
                                    PairVerdict, Report, ReportFormatError, ShapeParams, Status, VariantNumerics,
                                    VariantInfo, from_dict, to_dict)
@@ -59,6 +61,20 @@ def test_schema_1_report_migrates_its_yes_no_verdicts():
     assert (lost.accuracy, lost.lost, lost.basis) == ("less accurate", ("dx", "dW"), "B worse")
     assert (same.accuracy, same.basis) == ("as accurate", "bitwise equal")
     assert data["schema_version"] == 1   # the caller's dict is left as it was
+
+
+def test_schema_2_skipped_lines_load_as_records_of_check_part_and_why():
+    data = to_dict(sample_report())
+    data["schema_version"] = 2
+    data["skipped"] = ["timing float32: its process ended with exit code 1",
+                       "timing backward, full: family swiglu has no backward pass",
+                       "ir: bfloat16 (the compiled code is shown for float32: the first dtype asked for)"]
+    back = from_dict(data)
+    assert back.skipped == (Skip("timing", "its process ended with exit code 1", "float32"),
+                            Skip("timing", "family swiglu has no backward pass", "backward, full"),
+                            Skip("ir", "bfloat16 (the compiled code is shown for float32: the first dtype asked for)"))
+    assert [str(s) for s in back.skipped] == data["skipped"]   # the words a reader saw are kept
+    assert from_dict(to_dict(back)).skipped == back.skipped
 
 
 def test_ulps_of_max_is_measured_at_the_largest_reference_value():

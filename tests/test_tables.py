@@ -8,6 +8,7 @@ from compare.model.headline import headline
 from compare.render import markdown, terminal
 from compare.render.tables import OP_LEGEND, build, gate_lines, variants_table
 from compare.model.results_gates import Gate
+from compare.model.skips import Skip
 from tests.fixed_report import fixed_report, terminal_text
 
 
@@ -43,8 +44,8 @@ def test_each_legend_line_is_printed_once_per_report():
 
 
 def test_a_skipped_timing_is_said_once():
-    why = ("timing: needs a CUDA GPU and this run has none (Triton ran through its CPU interpreter, whose speed "
-           "says nothing about the GPU)")
+    why = Skip("timing", "needs a CUDA GPU and this run has none (Triton ran through its CPU interpreter, whose "
+               "speed says nothing about the GPU)")
     report = dataclasses.replace(_pair_only(), timing=None, skipped=(why,))
     # the terminal's glance names the reason's first clause; its detail (--verbose) says it whole, once
     short, verbose = terminal_text(report, verbose=False), terminal_text(report)

@@ -4,6 +4,7 @@ import pytest
 
 from compare.comparison import pipeline, timing_run
 from compare.checks.timing import TimingConfig
+from compare.model.skips import Skip
 from variants import registry
 
 REG = registry()
@@ -16,8 +17,9 @@ def _plan(family, names, asked=()):
 def test_the_seeds_pair_times_the_forward_only_and_says_why_not_the_backward():
     modes, left = _plan("group_norm", ("pointer_mutation", "explicit_offset"))
     assert modes == ("forward",)
-    assert any(line.startswith("timing backward: every variant runs the same backward kernel") for line in left)
-    assert any(line.startswith("timing full:") for line in left)
+    assert any(s.check == "timing" and s.part == "backward"
+               and s.why.startswith("every variant runs the same backward kernel") for s in left)
+    assert any(s.check == "timing" and s.part == "full" for s in left)
 
 
 def test_a_variant_with_its_own_backward_times_every_pass():
@@ -26,7 +28,7 @@ def test_a_variant_with_its_own_backward_times_every_pass():
 
 def test_a_change_of_the_backward_kernel_alone_times_the_backward():
     modes, left = _plan("layer_norm", REG.family("layer_norm").default_pair)
-    assert modes == ("backward",) and any(line.startswith("timing forward: every variant runs") for line in left)
+    assert modes == ("backward",) and any(s.part == "forward" and s.why.startswith("every variant runs") for s in left)
 
 
 def test_ops_and_torch_time_every_pass_and_asked_modes_are_kept():
@@ -116,8 +118,9 @@ def test_timing_processes_start_at_once_and_time_one_after_another_with_the_stat
 def test_a_timing_process_that_fails_to_load_or_never_gets_ready_is_one_line(tmp_path, monkeypatch):
     (section, failed), _ = _processes(tmp_path, monkeypatch, "crash", ("float32",))
     assert section is None and len(failed) == 1
-    assert failed[0].startswith("timing float32: its process ended with exit code 1 (cannot load: float32)")
+    assert (failed[0].check, failed[0].part) == ("timing", "float32")
+    assert failed[0].why.startswith("its process ended with exit code 1 (cannot load: float32)")
     (section, failed), processes = _processes(tmp_path, monkeypatch, "never ready", ("float16",))
-    assert section is None and failed == ["timing float16: its process had not loaded the variants after 3 s "
-                                          "(--variant-timeout)"]
+    assert section is None and failed == [Skip("timing", "its process had not loaded the variants after 3 s "
+                                               "(--variant-timeout)", "float16")]
     assert all(w["proc"].poll() is not None for w in processes.workers)

@@ -14,7 +14,7 @@ from compare.runtime.backend import Backend
 from compare.comparison.pace import Pace, case_work
 from compare.comparison.environment import collect
 from compare.runtime.progress import Step
-from compare.model.results import Failure, NumericsSection, Report, ShapeParams, VariantInfo
+from compare.model.results import Failure, NumericsSection, Report, ShapeParams, Skip, VariantInfo
 from compare.model.states import LoadStatus
 from compare.comparison.plan import Plan, Request, build
 from compare.model.errors import UsageError
@@ -60,7 +60,7 @@ def _ir(plan: Plan, backend: Backend, step, cache=None) -> tuple:
     from compare.checks import ir
     names = plan.dtype_names
     first = names[0]   # one specialization: the first dtype asked for
-    skipped = [f"ir: {', '.join(names[1:])} (the compiled code is shown for {first}, the first dtype asked for)"
+    skipped = [Skip("ir", f"{', '.join(names[1:])} (the compiled code is shown for {first}, the first dtype asked for)")
                ] if names[1:] else []
     sections, more = ir.run_passes(plan.family, list(plan.variants), plan.preset.shapes[0], first, plan.request.target,
                                    backend.gpu, plan.stages, plan.request.full, cache, step)
@@ -221,7 +221,7 @@ def _checks(plan: Plan, backend, step, infos, ir_later, ir_cache, distributed=No
     """The report; on a stop signal, Interrupted with the report of what was finished before it."""
     skipped = list(plan.left_out)
     if "backward" in plan.checks and "backward" not in plan.directions:
-        skipped.append(f"backward: family {plan.family.name} has no backward pass")
+        skipped.append(Skip("backward", f"family {plan.family.name} has no backward pass"))
     numerics_section = None
     try:
         if plan.directions:
@@ -236,8 +236,8 @@ def _checks(plan: Plan, backend, step, infos, ir_later, ir_cache, distributed=No
         planned = len(numerics_plan(plan)) if plan.directions else 0
         done = len(numerics_section.cases) if numerics_section is not None else 0
         left = [c for c in ("timing", "ir") if c in plan.checks]
-        skipped.append(f"numerics: {stop} after {done} of {planned} cases; this report holds the {done} finished"
-                       + (f" ({' and '.join(left)} not run)" if left else ""))
+        skipped.append(Skip("numerics", f"{stop} after {done} of {planned} cases; this report holds the {done} finished"
+                            + (f" ({' and '.join(left)} not run)" if left else "")))
         raise Interrupted(_report(plan, backend, infos, numerics_section, None, (), skipped, distributed), stop) from None
 
 
@@ -251,8 +251,8 @@ def _other_checks(plan: Plan, backend, step, infos, later, distributed, numerics
             timing_section, timing_skipped = distributed.timing() if distributed else _timing(plan, backend, step, timing_later)
             skipped.extend(timing_skipped)
         else:
-            skipped.append("timing: needs a CUDA GPU and this run has none (Triton ran through its CPU "
-                           "interpreter, whose speed says nothing about the GPU)")
+            skipped.append(Skip("timing", "needs a CUDA GPU and this run has none (Triton ran through its CPU "
+                                "interpreter, whose speed says nothing about the GPU)"))
     ir_sections = ()
     if "ir" in plan.checks:
         ir_sections, ir_skipped = distributed.ir() if distributed else ir_later() if ir_later else \

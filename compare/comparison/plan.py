@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Optional
 
 from compare.checks.timing_config import TimingConfig
 from compare.model.errors import UsageError
+from compare.model.skips import Skip
 from compare.model.vocabulary import CHECKS, STAGES
 
 if TYPE_CHECKING:   # the families import torch: imported once the backend is chosen (compare.runtime.backend)
@@ -39,7 +40,7 @@ class Request:
     external: tuple[str, ...] = ()   # --variant specs: NAME=PATH::FUNCTION or NAME=git:REV:PATH::FUNCTION
     repo: str = "."                  # the git repository of git: specs
     family: str | None = None        # the family compared (None: the named variants', else the default one)
-    left_out: tuple[str, ...] = ()   # checks left out by a supervisor, each with its reason (compare.runtime.supervisor)
+    left_out: tuple[Skip, ...] = ()   # checks left out by a supervisor, each with its reason (compare.runtime.supervisor)
     loaded_specs: tuple[str, ...] = ()   # the --variant specs `loaded` loaded (a timing process loads them again)
 
 
@@ -72,11 +73,11 @@ class Plan:
     input_kinds: tuple[str, ...]
     directions: tuple[str, ...]      # the numerics passes asked for that the family has
     timing: TimingConfig             # modes: the asked ones, else the planned ones (when timing is a check)
-    timing_left_out: tuple[str, ...] = ()   # the passes the timing plan leaves out, a line each
+    timing_left_out: tuple[Skip, ...] = ()   # the passes the timing plan leaves out, each with its reason
     accuracy_reference: Optional[Variant] = None   # the family's reference-point variant, when registered
     reads_x_twice: tuple[Optional[bool], ...] = ()   # per shape, the family's Family.reads_x_twice (None: not said)
     checks: tuple[str, ...] = CHECKS
-    left_out: tuple[str, ...] = ()
+    left_out: tuple[Skip, ...] = ()
     options: Options = Options()
 
     @property
@@ -105,7 +106,7 @@ class Plan:
 
     def without_timing(self, why: str) -> "Plan":
         return dataclasses.replace(self, checks=tuple(c for c in self.checks if c != "timing"),
-                                   left_out=self.left_out + (f"timing: {why}",))
+                                   left_out=self.left_out + (Skip("timing", why),))
 
 
 def build(request: Request, registry: Registry, options: Options = Options()) -> Plan:
@@ -165,8 +166,8 @@ def _optional_bool(value) -> Optional[bool]:
     return None if value is None else bool(value)
 
 
-def _modes(family, chosen, asked: tuple[str, ...], checks) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The passes to time and the lines of those left out (compare.comparison.timing_run.plan_modes), when timed."""
+def _modes(family, chosen, asked: tuple[str, ...], checks) -> tuple[tuple[str, ...], tuple[Skip, ...]]:
+    """The passes to time and the Skips of those left out (compare.comparison.timing_run.plan_modes), when timed."""
     if "timing" not in checks:
         return asked, ()
     from compare.comparison.timing_run import plan_modes

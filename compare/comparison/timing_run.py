@@ -17,6 +17,7 @@ from pathlib import Path
 
 from compare.runtime import supervisor
 from compare.model.results import TimingSection, decode, to_dict
+from compare.model.skips import Skip
 
 IN_PROCESS_ENV = "KERNEL_AB_TIMING_IN_PROCESS"
 _ROOT = Path(__file__).resolve().parents[2]
@@ -31,25 +32,25 @@ def _code(family, variant, mode: str):
     return ("backward", id(family.backward_kernel_of(variant)), id(getattr(launch, "__func__", launch)))
 
 
-def plan_modes(family, chosen, asked: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(passes to time, one line for each pass left out and why). `asked`: --modes, () for the plan."""
+def plan_modes(family, chosen, asked: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[Skip, ...]]:
+    """(passes to time, a Skip for each pass left out and why). `asked`: --modes, () for the plan."""
     if asked:
         return asked, ()
     if not family.grads:
-        return ("forward",), (f"timing backward, full: family {family.name} has no backward pass",)
+        return ("forward",), (Skip("timing", f"family {family.name} has no backward pass", "backward, full"),)
     unknown = [v.name for v in chosen if v.kind != "triton"]
     if unknown or len(chosen) < 2:
         from variants.variant import MODES   # the family protocol's passes
         return MODES, ()
     differs = {m: len({_code(family, v, m) for v in chosen}) > 1 for m in ("forward", "backward")}
     modes = tuple(m for m in ("forward", "backward") if differs[m])
-    left = [f"timing {m}: every variant runs the same {m} kernel and launcher (identical code; --modes {m} "
-            "times it)" for m in ("forward", "backward") if not differs[m]]
+    left = [Skip("timing", f"every variant runs the same {m} kernel and launcher (identical code; --modes {m} "
+                 "times it)", m) for m in ("forward", "backward") if not differs[m]]
     if all(differs.values()):
         modes += ("full",)
     else:
-        left.append("timing full: the forward and the backward pass are timed apart where they differ "
-                    "(--modes full times both together)")
+        left.append(Skip("timing", "the forward and the backward pass are timed apart where they differ "
+                         "(--modes full times both together)", "full"))
     return modes, tuple(left)
 
 
@@ -103,14 +104,14 @@ class TimingProcesses:
         os.close(ready_w)
         return {"dtype": dtype, "proc": proc, "answer": answer, "err": err, "ready": ready_r}
 
-    def run(self, step) -> tuple[TimingSection | None, list[str]]:
-        """Each dtype timed in turn; (the merged section, lines for dtypes whose process failed)."""
+    def run(self, step) -> tuple[TimingSection | None, list[Skip]]:
+        """Each dtype timed in turn; (the merged section, a Skip for each dtype whose process failed)."""
         sections, failed = [], []
         for w in self.workers:
             step(f"timing {w['dtype']}: in a fresh process")
             why = self._time(w, sections[0].copy_gbs if sections else 0.0)
             if why:
-                failed.append(f"timing {w['dtype']}: {why}")
+                failed.append(Skip("timing", why, w["dtype"]))
                 continue
             sections.append(decode(TimingSection, json.loads(w["answer"].read_text())))
             step.advance()

@@ -17,7 +17,7 @@ from compare.model.results import (IRSection, IRVariant, NumericsCase, NumericsS
                                    TimingSection)
 from compare.model.results_ir import NOT_RUN, op_kernel
 from compare.model.same_code import SameCode, same_code
-from compare.model.skips import why_not_run
+from compare.model.skips import Skip, why_not_run
 from compare.model.states import Accuracy, Bits, Failure, IRStatus, Status, TimingVerdict
 from compare.model.vocabulary import STAGE_TITLES as _STAGE
 
@@ -213,7 +213,7 @@ def _once_lines(found: Lists, a: str, b: str) -> tuple[list[Line], list[str]]:
 
 
 # ---------------------------------------------------------------- timing line
-def _timing_line(section: Optional[TimingSection], a: str, b: str, skipped: tuple[str, ...],
+def _timing_line(section: Optional[TimingSection], a: str, b: str, skipped: tuple[Skip, ...],
                  same: Optional[SameCode] = None) -> Line:
     """The pair's timing verdicts; none where the two run the same compiled code (`same`): there a
     timing difference is noise by construction."""
@@ -252,7 +252,7 @@ def _timing_line(section: Optional[TimingSection], a: str, b: str, skipped: tupl
 
 
 # ---------------------------------------------------------------- compiled-code line
-def _ir_line(section: Optional[IRSection], a: str, b: str, skipped: tuple[str, ...]) -> Line:
+def _ir_line(section: Optional[IRSection], a: str, b: str, skipped: tuple[Skip, ...]) -> Line:
     if section is None:
         why = why_not_run(skipped, "ir")
         return Line("compiled code", "skip", f"compiled code: not compared ({why})")

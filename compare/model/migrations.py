@@ -20,4 +20,19 @@ def _migrate_v1(data: dict) -> dict:
     return data
 
 
-MIGRATIONS = {1: _migrate_v1}   # version -> the migration to the next
+def _skip(line: str) -> dict:
+    head, _, why = line.partition(": ")
+    check, _, part = head.partition(" ")
+    return {"check": check, "why": why, "part": part}
+
+
+def _migrate_v2(data: dict) -> dict:
+    """Schema 2 -> 3: each skipped line ("CHECK: why", "CHECK PART: why") becomes a record."""
+    lines = data.get("skipped", [])
+    if isinstance(lines, list):   # what is not a list of lines is left for the loader to name
+        data["skipped"] = [_skip(line) if isinstance(line, str) else line for line in lines]
+    data["schema_version"] = 3
+    return data
+
+
+MIGRATIONS = {1: _migrate_v1, 2: _migrate_v2}   # version -> the migration to the next

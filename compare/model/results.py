@@ -15,11 +15,12 @@ from compare.model.fouls import Finding, Foul  # noqa: F401  re-exported: one re
 from compare.model.jsonform import ReportFormatError, TextForm, _decode, _encode, _kind  # noqa: F401 (re-exported)
 from compare.model.migrations import MIGRATIONS
 from compare.model.results_gates import Gate  # noqa: F401  re-exported: one result model
+from compare.model.skips import Skip  # noqa: F401  re-exported: one result model
 from compare.model.states import (Accuracy, Bits, Failure, LoadStatus, Status, TimingStatus,  # noqa: F401 (re-exported)
                                   TimingVerdict)
 from compare.model.vocabulary import MANTISSA_BITS
 
-SCHEMA_VERSION = 2   # older versions are migrated by `from_dict` (compare/model/migrations.py says what each lacks)
+SCHEMA_VERSION = 3   # older versions are migrated by `from_dict` (compare/model/migrations.py says what each lacks)
 # the top-level key and value by which a report.json says kernel-ab wrote it (the JSON renderer writes it;
 # reports from before it have none); kept apart from the model like the derived headline
 MARKER_KEY, MARKER = "kernel_ab", "report"
@@ -331,7 +332,7 @@ class Report:
     timing: Optional[TimingSection] = None
     ir: Optional[IRSection] = None
     ir_kernels: tuple[IRSection, ...] = ()   # further kernels compared (e.g. the backward), one section each
-    skipped: tuple[str, ...] = ()    # sections not run, each with its reason
+    skipped: tuple[Skip, ...] = ()   # checks and parts of checks not run, each with its reason
     schema_version: int = SCHEMA_VERSION
     incidents: tuple[str, ...] = ()  # what variants did to the process beyond their results (threads left running)
     gates: tuple[Gate, ...] = ()     # the exit-code gates asked for and how each ended (compare/model/gates.py)

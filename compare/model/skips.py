@@ -1,16 +1,27 @@
-"""Why a check has no section in a report: read from the report's `skipped` lines, which the pipeline writes
-as "CHECK: why" or, for a check run once per dtype, "CHECK DTYPE: why" (timing's processes)."""
+"""What a report does not hold, and why: one record for each check, or part of a check, that did not run,
+made where that was decided (the plan, the pipeline, the IR step, the timing processes) and read by the
+headline, the gates and the renderers."""
 from __future__ import annotations
+
+import dataclasses
 
 NOT_ASKED = "not asked for"
 
 
-def why_not_run(skipped: tuple[str, ...], check: str) -> str:
-    """'not asked for' when no line names `check`; else each line's reason, its dtype first where it has one."""
-    said = []
-    for line in skipped:
-        head, sep, why = line.partition(": ")
-        words = head.split()
-        if sep and words and words[0] == check and len(words) <= 2:
-            said.append(f"{words[1]}: {why}" if len(words) == 2 else why)
+@dataclasses.dataclass(frozen=True)
+class Skip:
+    """`check` (numerics, backward, timing, ir) or its `part` not run: a dtype or passes of timing, a kernel
+    of the IR; "" for the whole check."""
+
+    check: str
+    why: str
+    part: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.check} {self.part}: {self.why}" if self.part else f"{self.check}: {self.why}"
+
+
+def why_not_run(skipped: tuple[Skip, ...], check: str) -> str:
+    """'not asked for' when nothing of `check` was skipped; else each skip's reason, its part first."""
+    said = [f"{s.part}: {s.why}" if s.part else s.why for s in skipped if s.check == check]
     return "; ".join(said) if said else NOT_ASKED

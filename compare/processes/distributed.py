@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 from compare.processes import tasks as tasks_mod
-from compare.model.results import IRSection, NumericsCase, TimingCase, TimingSection, decode
+from compare.model.results import IRSection, NumericsCase, Skip, TimingCase, TimingSection, decode
 
 _MAX_RERUNS = 8
 
@@ -84,7 +84,7 @@ class Started:
         if ir_tasks and not ir_tasks[0].case:
             found = self._answer(ir_tasks[0])
             return (tuple(decode(IRSection, s) if s is not None else None for s in found["ir"]),
-                    tuple(found["skipped"]))
+                    tuple(decode(Skip, s) for s in found["skipped"]))
         compiled = [(t.case[0], self._answer(t)["compiled"]) for t in ir_tasks]
         return pipeline._ir(self.plan, self.backend, self.step, tasks_mod.compiled_cache(self.plan, compiled,
                                                                                           self.backend))

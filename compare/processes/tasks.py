@@ -138,7 +138,7 @@ def execute(task: Task) -> dict:
         return {"compiled": compile_variant(plan, task.case[0], backend)}
     if task.kind == "ir":
         sections, skipped = pipeline._ir(plan, backend, pipeline.Step())
-        return {"ir": [to_dict(s) if s is not None else None for s in sections], "skipped": list(skipped)}
+        return {"ir": [to_dict(s) if s is not None else None for s in sections], "skipped": [to_dict(s) for s in skipped]}
     dtype, shape, mode = task.case
     where = place()
     one = dataclasses.replace(plan, preset=dataclasses.replace(plan.preset, shapes=(plan.preset.shapes[shape],)),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from compare.model.problems import NOT_RUN, Lists, describe, input_kinds, lists
 from compare.render import ir_tables
 from compare.render.table import Section, Summary, Table, section_legend  # noqa: F401 (re-exported)
-from compare.model.results import Failure, IRSection, NumericsCase, NumericsSection, Report
+from compare.model.results import Failure, IRSection, NumericsCase, NumericsSection, Report, Skip
 from compare.model.states import Accuracy, Bits, LoadStatus, Status
 from compare.model.vocabulary import STAGE_TITLES
 
@@ -246,13 +246,13 @@ def _reference_callouts(section: NumericsSection) -> list[tuple[str, str]]:
     return lines
 
 
-# a skipped check's reason starts "CHECK:"; the headline's line of that topic says it for each pair
+# the headline's line of a skipped check's topic says why for each pair
 _HEADLINE_TOPIC = {"timing": "timing", "ir": "compiled code"}
 
 
-def _in_headline(reason: str, head) -> bool:
-    """Whether every pair's headline already says the check of `reason` was skipped (so it is said once)."""
-    topic = _HEADLINE_TOPIC.get(reason.split(":", 1)[0])
+def _in_headline(skip: Skip, head) -> bool:
+    """Whether every pair's headline already says `skip`'s check was skipped (so it is said once)."""
+    topic = _HEADLINE_TOPIC.get(skip.check)
     return bool(head and head.pairs and topic) and all(
         any(line.topic == topic and line.level == "skip" for line in pair.lines) for pair in head.pairs)
 

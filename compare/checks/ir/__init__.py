@@ -19,6 +19,7 @@ from compare.checks.ir.diff import raw_changed_lines, raw_diff_length, unified
 from compare.checks.ir.normalize import clean, rename
 from compare.checks.ir.summarize import summarize
 from compare.model.results_ir import NOT_RUN
+from compare.model.skips import Skip
 from compare.model.states import IRStatus
 from compare.model.results import IRPair, IRPassNote, IRSection, IRStage, IRStageDiff, IRVariant, PassStatus
 
@@ -179,7 +180,7 @@ def run_passes(family, chosen, shape, dtype: str, target: str = DEFAULT_TARGET, 
     triton = [v for v in chosen if v.kind == "triton"]
     ops = [v for v in chosen if v.kind == "op"]
     if not triton and not ops:
-        return (), ("ir: none of the variants is a Triton kernel or an op that launches them",)
+        return (), (Skip("ir", "none of the variants is a Triton kernel or an op that launches them"),)
     skipped, passes, notes = [], [], []
     for kernel in ("forward", "backward") if family.grads and triton else ("forward",) if triton else ():
         found = [_kernel_or_own(family, v, kernel) for v in triton]
@@ -189,9 +190,9 @@ def run_passes(family, chosen, shape, dtype: str, target: str = DEFAULT_TARGET, 
         shared = len({(id(k), launcher) for k, launcher in found}) == 1
         if shared and len(triton) > 1:
             fn = getattr(found[0][0], "fn", found[0][0])
-            skipped.append(f"ir {kernel}: every variant runs the same {kernel} kernel ({fn.__module__}.{fn.__name__}): "
-                           "identical code, not compiled")
-            notes.append(IRPassNote(kernel, PassStatus.SHARED, why=skipped[-1].removeprefix(f"ir {kernel}: ")))
+            skipped.append(Skip("ir", f"every variant runs the same {kernel} kernel ({fn.__module__}.{fn.__name__}): "
+                                "identical code, not compiled", kernel))
+            notes.append(IRPassNote(kernel, PassStatus.SHARED, why=skipped[-1].why))
         elif not shared or kernel in triton[0].own_kernels:
             passes.append((kernel, [v for v in chosen if v.kind != "op" or not passes]))   # ops join the first
     if ops and not passes:
@@ -214,7 +215,7 @@ def run_passes(family, chosen, shape, dtype: str, target: str = DEFAULT_TARGET, 
         except Exception as exc:  # noqa: BLE001 - a bug of the IR step costs its section, not the report
             why = f"the IR step failed: {errors.summarize(exc)}"
         if why:
-            skipped.append(f"ir {kernel}: {why}")
+            skipped.append(Skip("ir", why, kernel))
             notes.append(IRPassNote(kernel, PassStatus.NOT_COMPARED, why=why))
     if sections and notes:   # what no section compares, told once: by the first section
         sections[0] = dataclasses.replace(sections[0], passes=sections[0].passes + tuple(notes))
