@@ -13,7 +13,7 @@ import pytest
 
 from compare.model.headline import headline
 from compare.model.results import IRKernelMatch, IRPair, IRPassNote, IRSection, IRStageDiff, PassStatus
-from compare.model.same_code import same_code
+from compare.model.same_code import same_code, same_pass_code
 from compare.model.vocabulary import STAGES
 from tests.fixed_report import fixed_report
 
@@ -193,6 +193,70 @@ def test_ops_with_identical_kernels_but_a_backward_not_found_are_not_the_same_co
     assert same_code(dataclasses.replace(fixed_report(), ir=ops), "A", "B") is not None
     missing = dataclasses.replace(ops, passes=(IRPassNote("backward", PassStatus.NOT_FOUND, "B", "RuntimeError: x"),))
     assert same_code(dataclasses.replace(fixed_report(), ir=missing), "A", "B") is None
+
+
+def _two_passes(bwd_passes=("backward",), notes=(), timed_dtype="float32"):
+    """Ops A and B whose forward kernel changed and whose backward kernel did not, each pass timed "slower"
+    by 3%: the IR compiled at float32, the timing at `timed_dtype`."""
+    base = fixed_report(slower_ratio=1.03)
+    forward = dataclasses.replace(base.timing.cases[0], dtype=timed_dtype)
+    backward = dataclasses.replace(forward, mode="backward")
+    ops = dataclasses.replace(_section(), pairs=(), passes=notes, kernels=(
+        IRKernelMatch("_fwd", "A", "B", "changed", ("sass",), ("forward",)),
+        IRKernelMatch("_bwd", "A", "B", "identical", (), bwd_passes)))
+    return dataclasses.replace(base, ir=ops, timing=dataclasses.replace(base.timing, cases=(forward, backward)))
+
+
+def test_a_pass_whose_kernels_are_all_identical_gets_no_timing_verdict_and_trips_no_gate():
+    from compare.model import gates, glance
+    report = _two_passes()
+    assert same_code(report, "A", "B") is None   # the forward kernel changed: not the whole op
+    assert same_pass_code(report, "A", "B", "backward", "float32").kernels == ("_bwd",)
+    assert same_pass_code(report, "A", "B", "forward", "float32") is None
+    assert same_pass_code(report, "A", "B", "full", "float32") is None   # the full pass runs the changed one too
+    text = _timing(report)
+    assert text.startswith("timing: forward: slower in 1 of 1 shape (+3.0%); backward: no verdict (_bwd identical "
+                           "at every stage: the same compiled code)"), text
+    (gate,) = gates.decide(report, fail_if_slower_pct=2.0)
+    assert gate.outcome == "failed" and len(gate.lines) == 1 and "forward" in gate.lines[0], gate.lines
+    timed = {r.check: (r.verdict, r.where) for r in glance.rows(report) if r.variant == "B" and "timing" in r.check}
+    assert timed == {"timing forward": ("slower", "1 of 1 shape"), "timing backward": ("no verdict",
+                                                                                     "same compiled code")}
+
+
+@pytest.mark.parametrize("report", [
+    _two_passes(bwd_passes=()),                                   # which pass launched it: not recorded
+    _two_passes(bwd_passes=("forward", "backward"), timed_dtype="bfloat16"),   # compiled at float32 only
+    _two_passes(notes=(IRPassNote("backward", PassStatus.NOT_FOUND, "B", "RuntimeError: x"),)),
+], ids=["passes-unknown", "other-dtype", "backward-not-found"])
+def test_a_pass_keeps_its_timing_verdict_where_its_code_is_not_known_to_be_the_same(report):
+    """Also Triton variants' passes (`_section`'s forward kernel pair, identical): judged when timed, by
+    kernel and launcher, never from the compiled code alone (another launcher may launch another grid)."""
+    from compare.model import gates
+    assert same_pass_code(report, "A", "B", "backward", report.timing.cases[1].dtype) is None
+    assert "backward: slower in 1 of 1 shape" in _timing(report), _timing(report)
+    (gate,) = gates.decide(report, fail_if_slower_pct=2.0)
+    assert any("backward" in line for line in gate.lines), gate.lines
+
+
+def test_a_triton_variants_pass_is_never_settled_by_its_compiled_code_alone():
+    note = IRPassNote("backward", PassStatus.NOT_COMPARED, why="the IR step failed")
+    report = dataclasses.replace(fixed_report(slower_ratio=1.03), ir=_section(passes=(note,)))
+    assert same_pass_code(report, "A", "B", "forward", "float32") is None   # its forward kernels: identical
+
+
+def test_the_same_kernel_launched_on_another_grid_is_changed():
+    from types import SimpleNamespace
+    from compare.checks.ir.ops import OpKernels, match
+    compiled = [("_k", SimpleNamespace(ok=True))]
+
+    def status(grid_b):
+        found = OpKernels({"A": compiled, "B": compiled}, {}, grids={"A": {"_k": ((128, 1, 1),)}, "B": {"_k": grid_b}})
+        (m,), _ = match(found, "A", "B", lambda a, b: IRPair("A", "B", (IRStageDiff("sass", "", 0, 9, 3, 12),)))
+        return m.status, m.changed_stages
+    assert status(((128, 1, 1),)) == ("identical", ())
+    assert status(((132, 1, 1),)) == ("changed", ("grid",))
+    assert status(((),)) == ("identical", ())   # a grid not worked out: not called changed (docs/compiled-code.md)
 
 
 # ---------------------------------------------------------------- the corpus: Liger-Kernel PR 999

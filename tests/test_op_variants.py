@@ -200,6 +200,34 @@ def test_recorded_launches_carry_the_jits_specialization(repo):
     assert "spatial" in spec["divisible_by_16"] and "channels_per_group" not in spec["divisible_by_16"]
 
 
+def test_the_recorder_notes_which_pass_launched_each_kernel():
+    x = torch.ones(32, device=BACKEND.device)
+    recorder = LaunchRecorder()
+    with recorder.during("forward"):
+        scale[(1,)](x, 32, BLOCK=32)
+    with recorder.during("backward"):
+        scale[(1,)](x, 20, BLOCK=32, num_warps=2)
+        scale[(1,)](x, 32, BLOCK=32)   # the forward's kernel again: listed once, noted in both passes
+    assert [launch.name for launch in recorder.launches] == ["scale", "scale#2"]
+    assert recorder.passes == {"forward": ["scale"], "backward": ["scale#2", "scale"]}
+
+
+def test_the_recorder_notes_each_kernels_grid_a_grid_function_worked_out_from_its_arguments():
+    x = torch.ones(64, device=BACKEND.device)
+    asked = []
+
+    def answers_once(meta):   # the launch's own call gets a grid; the recorder's, after it, an error
+        asked.append(meta)
+        if len(asked) > 1:
+            raise RuntimeError("asked twice")
+        return (1,)
+    with LaunchRecorder() as recorder:
+        scale[(2,)](x, 32, BLOCK=32)
+        scale[lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),)](x, 64, BLOCK=16)
+        scale[answers_once](x, 64, BLOCK=16)
+    assert recorder.grids == {"scale": [(2, 1, 1)], "scale#2": [(4, 1, 1), ()]}   # BLOCK 16: another specialization
+
+
 def test_a_kernel_launched_with_two_specializations_is_recorded_twice():
     x = torch.ones(32, device=BACKEND.device)
     with LaunchRecorder() as recorder:

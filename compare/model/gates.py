@@ -10,6 +10,7 @@ from compare.model.fouls import foul_lines
 from compare.model.headline import headline
 from compare.model.problems import describe, judged, problems, ran, variant_of
 from compare.model.results import Failure, Gate, Report
+from compare.model.same_code import same_pass_code
 from compare.model.skips import why_not_run
 from compare.model.states import LoadStatus, TimingVerdict
 
@@ -101,7 +102,8 @@ def _why_not(report: Report, name: str) -> str:
 def _slower(report: Report, pct: float) -> Gate:
     """Fails on a foul (compare/model/fouls.py), and on a variant whose timing verdict against the baseline
     is "slower" (significant, outside the noise band) by more than `pct` percent; a non-significant
-    difference never does."""
+    difference never does, nor one in a pass where both run the same compiled code (the headline gives it
+    no verdict: compare/model/same_code.py)."""
     name = "--fail-if-slower"
     if tampered(report) or foul_lines(report):   # a foul or a tampered process fails every gate
         return Gate(name, pct, "failed", tuple(tampered(report) + foul_lines(report)))
@@ -115,7 +117,8 @@ def _slower(report: Report, pct: float) -> Gate:
                 untimed.setdefault(c.variant, f"{case.shape} {case.mode}: {c.reason or 'not compared'}")
                 continue
             judged_pairs.add(c.variant)
-            if c.verdict == TimingVerdict.SLOWER and (c.ratio - 1) * 100 > pct:
+            if c.verdict == TimingVerdict.SLOWER and (c.ratio - 1) * 100 > pct and \
+                    same_pass_code(report, c.baseline, c.variant, case.mode, case.dtype) is None:
                 broken.append(f"timing: {c.variant} is {(c.ratio - 1) * 100:.2f}% slower than {c.baseline} "
                               f"on {case.shape} {case.mode} (limit {pct:g}%)")
     if broken:

@@ -6,15 +6,14 @@ lines say the rest."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
 
 from compare.model import headline as hl
 from compare.model.problems import bits, lists, variant_of
 from compare.model.states import Accuracy, Bits, IRStatus, ProblemKind, TimingVerdict
 from compare.model.ratios import ratio_span
-from compare.model.results import IRSection, NumericsSection, Report, TimingSection
+from compare.model.results import IRSection, NumericsSection, Report
 from compare.model.results_ir import NOT_RUN
-from compare.model.same_code import same_code
+from compare.model.same_code import same_code, timing_groups
 from compare.model.vocabulary import STAGE_TITLES
 
 HEADERS = ("check", "verdict", "how much", "where")
@@ -89,33 +88,31 @@ def _numerics(section: NumericsSection, a: str, b: str, found, direction: str) -
     return Row(b, check, "identical bits", f"{len(both)} {of}", "every case", level)
 
 
-def _timing(section: Optional[TimingSection], report: Report, a: str, b: str) -> list[Row]:
-    line = hl._timing_line(section, a, b, report.skipped, same_code(report, a, b))
-    if section is None:
+def _timing(report: Report, a: str, b: str) -> list[Row]:
+    line = hl._timing_line(report, a, b)
+    if report.timing is None:
         return [Row(b, "timing", "not measured", "", _first(line.text.removeprefix("timing: not measured: ")), "skip")]
     if line.level == "skip":   # timed, but not this variant against the baseline
         return [Row(b, "timing", "not compared", "", "", "skip")]
     if same_code(report, a, b) is not None:
         return [Row(b, "timing", "no verdict", "", "same compiled code", line.level)]
-    several = len({c.dtype for c in section.cases}) > 1
-    groups: dict[str, list] = {}
-    for case in section.cases:
-        for c in case.comparisons:
-            if (c.baseline, c.variant) == (a, b):
-                groups.setdefault(f"{case.mode} {case.dtype}" if several else case.mode, []).append(c)
     rows = []
-    for mode, comps in groups.items():
-        judged = [c for c in comps if c.verdict != TimingVerdict.NA]
+    for group in timing_groups(report, a, b):
+        judged = [c for c in group.comparisons if c.verdict != TimingVerdict.NA]
+        if group.same is not None:
+            rows.append(Row(b, f"timing {group.key}", "no verdict", "", "same compiled code", "info"))
+            continue
         if not judged:
-            rows.append(Row(b, f"timing {mode}", "not compared", "", _first(comps[0].reason or "a variant failed"),
-                            "warn"))
+            rows.append(Row(b, f"timing {group.key}", "not compared", "",
+                            _first(group.comparisons[0].reason or "a variant failed"), "warn"))
             continue
         verdicts = [c.verdict for c in judged]
         verdict = TimingVerdict.SLOWER if TimingVerdict.SLOWER in verdicts else max(dict.fromkeys(verdicts), key=verdicts.count)   # ties: the first
         hits = [c for c in judged if c.verdict == verdict]
         span = ratio_span(min(c.ratio for c in hits), max(c.ratio for c in hits))
-        rows.append(Row(b, f"timing {mode}", verdict.removesuffix(" beyond noise"), span,
-                        f"{len(hits)} of {_n(len(comps), 'shape')}", "warn" if verdict == TimingVerdict.SLOWER else "info"))
+        rows.append(Row(b, f"timing {group.key}", verdict.removesuffix(" beyond noise"), span,
+                        f"{len(hits)} of {_n(len(group.comparisons), 'shape')}",
+                        "warn" if verdict == TimingVerdict.SLOWER else "info"))
     return rows
 
 
@@ -185,6 +182,6 @@ def rows(report: Report) -> list[Row]:
         if report.numerics is not None:
             for direction in dict.fromkeys(c.direction for c in report.numerics.cases):
                 out.append(_numerics(report.numerics, a, b, found, direction))
-        out += _timing(report.timing, report, a, b)
+        out += _timing(report, a, b)
         out += _compiled(report, a, b)
     return out

@@ -13,10 +13,9 @@ from compare.model.loopclaims import loop_claims
 from compare.model.fouls import fouled, said
 from compare.model.problems import (Lists, Problem, SaidOnce, bits, brief, describe, input_kinds, judged, lists,
                                     ran, variant_of)
-from compare.model.results import (IRSection, IRVariant, NumericsCase, NumericsSection, PassStatus, Report,
-                                   TimingSection)
+from compare.model.results import IRSection, IRVariant, NumericsCase, NumericsSection, PassStatus, Report
 from compare.model.results_ir import NOT_RUN, op_kernel
-from compare.model.same_code import SameCode, same_code
+from compare.model.same_code import SameCode, same_code, timing_groups
 from compare.model.skips import Skip, why_not_run
 from compare.model.states import Accuracy, Bits, Failure, IRStatus, Status, TimingVerdict
 from compare.model.vocabulary import STAGE_TITLES as _STAGE
@@ -213,39 +212,38 @@ def _once_lines(found: Lists, a: str, b: str) -> tuple[list[Line], list[str]]:
 
 
 # ---------------------------------------------------------------- timing line
-def _timing_line(section: Optional[TimingSection], a: str, b: str, skipped: tuple[Skip, ...],
-                 same: Optional[SameCode] = None) -> Line:
-    """The pair's timing verdicts; none where the two run the same compiled code (`same`): there a
-    timing difference is noise by construction."""
+def _timing_line(report: Report, a: str, b: str) -> Line:
+    """The pair's timing verdicts; none where the two run the same compiled code, in every pass or in one
+    (compare/model/same_code.py): there a timing difference is noise by construction."""
     from compare.model.ratios import ratio_span   # '+3.0%', or '33.6× faster' beyond 2x
-    if section is None:
-        why = why_not_run(skipped, "timing")
+    if report.timing is None:
+        why = why_not_run(report.skipped, "timing")
         return Line("timing", "skip", f"timing: not measured: {why}")   # the whole reason: said here only
+    same = same_code(report, a, b)
     if same is not None:
         return Line("timing", "info", f"timing: no verdict: {_same_code_text(same)}, so a timing difference "
                                       "between them is noise")
-    groups: dict[str, list] = {}
-    several = len({c.dtype for c in section.cases}) > 1
-    for case in section.cases:
-        for c in case.comparisons:
-            if (c.baseline, c.variant) == (a, b):
-                groups.setdefault(f"{case.mode} {case.dtype}" if several else case.mode, []).append(c)
+    groups = timing_groups(report, a, b)
     if not groups:
         return Line("timing", "skip", f"timing: {b} not compared with {a}")
     parts, level = [], "info"
-    for mode, comps in groups.items():
+    for group in groups:
+        comps = group.comparisons
         judged = [c for c in comps if c.verdict != TimingVerdict.NA]
+        if group.same is not None:
+            parts.append(f"{group.key}: no verdict ({', '.join(group.same.kernels)} identical at every stage: "
+                         "the same compiled code)")
+            continue
         if not judged:
-            parts.append(f"{mode} not compared ({comps[0].reason or 'a variant failed'})")
+            parts.append(f"{group.key} not compared ({comps[0].reason or 'a variant failed'})")
             level = "warn"
             continue
         counts: dict[str, int] = {}
         for c in judged:
             counts[c.verdict] = counts.get(c.verdict, 0) + 1
         verdicts = ", ".join(f"{v} in {n}" for v, n in sorted(counts.items(), key=lambda kv: -kv[1]))
-        lo, hi = min(c.ratio for c in judged), max(c.ratio for c in judged)
-        span = ratio_span(lo, hi)
-        parts.append(f"{mode}: {verdicts} of {_n(len(comps), 'shape')} ({span})")
+        span = ratio_span(min(c.ratio for c in judged), max(c.ratio for c in judged))
+        parts.append(f"{group.key}: {verdicts} of {_n(len(comps), 'shape')} ({span})")
         if TimingVerdict.SLOWER in counts:
             level = "warn"
     return Line("timing", level, "timing: " + "; ".join(parts))
@@ -364,7 +362,7 @@ def headline(report: Report) -> Headline:
             once, once_gate = _once_lines(found, base, b)
             lines += ([] if once and line.level == "skip" else [line]) + once
             gate += once_gate
-        lines.append(_timing_line(report.timing, base, b, report.skipped, same_code(report, base, b)))
+        lines.append(_timing_line(report, base, b))
         lines.append(_ir_lines(report, base, b))
         pairs.append(PairHeadline(base, b, tuple(lines), tuple(gate), tuple(describe(introduced, kinds)),
                                   tuple(describe(fixed, kinds))))

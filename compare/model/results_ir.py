@@ -132,6 +132,8 @@ class IRKernelMatch:
     status: str             # "identical" (every stage's normalized listing agrees), "changed", "failed" (did not
                             # compile), or "only in OP" (launched by one of the two ops only)
     changed_stages: tuple[str, ...] = ()
+    passes: tuple[str, ...] = ()   # the passes ("forward", "backward") in which either op launched it (() in
+                                   # reports made before it was recorded: not known)
 
     @property
     def identical(self) -> bool:

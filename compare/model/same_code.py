@@ -1,7 +1,8 @@
 """Whether two variants run the same compiled code: every kernel of every pass they run identical at every
 stage down to SASS, decided from a report's compiled-code sections alone (so a saved report.json decides
 the same). Where they do, a timing difference between them is noise by construction: the headline says
-so instead of a timing verdict."""
+so instead of a timing verdict. `same_pass_code` decides it for one timed pass: the whole op's kernels, or
+those that pass launched (an op whose forward kernel changed and whose backward kernels did not)."""
 from __future__ import annotations
 
 import dataclasses
@@ -21,6 +22,7 @@ class SameCode:
     stages: tuple[str, ...]
     kernels: tuple[str, ...]      # what was compared: "forward kernel", or an op's launched kernels by name
     shared: tuple[str, ...] = ()  # passes not compiled: every variant runs the same kernel for them
+    passes: tuple[str, ...] = ()  # the timed passes this holds for (same_pass_code); () for every pass
 
     @property
     def where(self) -> str:
@@ -59,3 +61,56 @@ def same_code(report: Report, a: str, b: str) -> Optional[SameCode]:
     shared = tuple(n.kernel for s in sections for n in s.passes if n.status == PassStatus.SHARED)
     first = sections[0]
     return SameCode(first.mode, first.target, first.stages, tuple(kernels), shared)
+
+
+def _pass_identical(section: IRSection, a: str, b: str, mode: str) -> Optional[tuple[str, ...]]:
+    """The kernels ops a and b launched in pass `mode`, when this section compared them all and each is
+    identical (code and grid); None otherwise, and where it does not know which pass launched what. Triton
+    variants' passes are judged when timed, by kernel and launcher (compare/checks/timing_verdicts.py)."""
+    if any(n.status != PassStatus.SHARED and n.kernel == mode and n.variant in ("", a, b) for n in section.passes):
+        return None
+    launched = [m for m in section.kernels if (m.a, m.b) == (a, b) and mode in m.passes]
+    return tuple(m.kernel for m in launched) if launched and all(m.identical for m in launched) else None
+
+
+def same_pass_code(report: Report, a: str, b: str, mode: str, dtype: str = "") -> Optional[SameCode]:
+    """SameCode when a's and b's timed pass `mode` ("forward", "backward", "full") at `dtype` runs the same
+    compiled code: every pass does (`same_code`), or a and b are ops and every kernel that pass launched is
+    identical down to SASS, on the same grid. The latter only at the dtype compiled ("": not recorded, taken
+    as it) and for one pass: "full" runs both, which is `same_code`'s question."""
+    whole = same_code(report, a, b)
+    if whole is not None or mode == "full":
+        return whole
+    sections = [s for s in report.ir_sections if MACHINE_STAGE in s.stages]
+    if not sections or (dtype and any(dtype != s.dtype for s in sections)):
+        return None
+    for section in sections:
+        found = _pass_identical(section, a, b, mode)
+        if found:
+            return SameCode(section.mode, section.target, section.stages, found, passes=(mode,))
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class TimingGroup:
+    """A pair's comparisons in one timed pass (and dtype, where the section holds several) over the shapes,
+    and the compiled code both sides are known to run in it (`same`: then no verdict)."""
+
+    key: str                   # "backward", or "backward bfloat16"
+    comparisons: tuple         # the TimingComparisons of b against a, a shape each
+    same: Optional[SameCode] = None
+
+
+def timing_groups(report: Report, a: str, b: str) -> list[TimingGroup]:
+    """The pair's timing comparisons by pass (and dtype), each with `same_pass_code`, in the section's order."""
+    section = report.timing
+    if section is None:
+        return []
+    several = len({c.dtype for c in section.cases}) > 1
+    found: dict[str, tuple[list, Optional[SameCode]]] = {}
+    for case in section.cases:
+        for c in case.comparisons:
+            if (c.baseline, c.variant) == (a, b):
+                key = f"{case.mode} {case.dtype}" if several else case.mode
+                found.setdefault(key, ([], same_pass_code(report, a, b, case.mode, case.dtype)))[0].append(c)
+    return [TimingGroup(key, tuple(comps), same) for key, (comps, same) in found.items()]

@@ -53,14 +53,15 @@ DIFF_LEGEND = (
 
 KERNELS_LEGEND = (
     "op-level variants: the Triton kernels each op launched in one forward and one backward pass, paired by kernel "
-    "name with the baseline op's; identical: every stage's normalized listing agrees; changed: the stages that differ "
-    "(their diffs are below, as OP:KERNEL); only in: launched by one of the two ops",
+    "name with the baseline op's; identical: every stage's normalized listing agrees, on the same grid; changed: the "
+    "stages that differ (their diffs are below, as OP:KERNEL), and grid where it ran on another; only in: launched by "
+    "one of the two ops",
     "an op's kernel (OP:KERNEL) is measured in the loop tables against the first op's kernel of the same name",
 )
 
 
 def kernel_rows(section: IRSection) -> tuple:
-    return tuple((m.kernel, m.a, m.b, m.status, ", ".join(STAGE_TITLES[s] for s in m.changed_stages) or "-")
+    return tuple((m.kernel, m.a, m.b, m.status, ", ".join(STAGE_TITLES.get(s, s) for s in m.changed_stages) or "-")
                  for m in section.kernels)
 
 
@@ -69,7 +70,7 @@ def _kernel_lines(section: IRSection) -> list[tuple[str, str]]:
     lines = []
     for a, b in dict.fromkeys((m.a, m.b) for m in section.kernels):
         these = [m for m in section.kernels if (m.a, m.b) == (a, b)]
-        parts = [f"{m.kernel} {m.status}" + (f" ({', '.join(STAGE_TITLES[s] for s in m.changed_stages)})"
+        parts = [f"{m.kernel} {m.status}" + (f" ({', '.join(STAGE_TITLES.get(s, s) for s in m.changed_stages)})"
                                              if m.changed_stages else "") for m in these]
         level = "warn" if any(m.status == "failed" for m in these) else "info"
         parts += not_found(section, (a, b))

@@ -1,11 +1,11 @@
-"""The Triton kernels an op launches: recorded at launch, with the argument types they were launched with.
-
-`LaunchRecorder` wraps `JITFunction.run` (and the interpreter's) inside a `with` block and records each
-launch's kernel, specialization and options, and on compiled Triton the kernel launched. A kernel
-launched again with another specialization is recorded again as `name#2`, `name#3`, in launch order."""
+"""The Triton kernels an op launches: `LaunchRecorder` wraps `JITFunction.run` (and the interpreter's) in a
+`with` block and records each launch's kernel, specialization and options (on compiled Triton the kernel
+launched), the grid it ran on, and, entered through `during(PASS)`, which pass launched it. A kernel launched
+again with another specialization is recorded again as `name#2`, `name#3`, in launch order."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from typing import Any
 
 from compare.checks.ir.compile import specialization
@@ -25,6 +25,21 @@ def python_function(function):
     return getattr(function, "fn", function)
 
 
+def _grid(function, args: tuple, kwargs: dict, grid) -> tuple:
+    """The grid a launch ran on, as three ints; () where it cannot be worked out (a grid function that needs
+    more than the kernel's arguments). Same code on another grid is another launch: not the same timed work."""
+    try:
+        if callable(grid):
+            signature = inspect.signature(python_function(function))
+            bound = signature.bind(*args, **{k: v for k, v in kwargs.items() if k in signature.parameters})
+            bound.apply_defaults()
+            grid = grid(dict(bound.arguments))
+        grid = tuple(int(g) for g in grid)
+    except Exception:  # noqa: BLE001 - the launch itself went through; only its grid is not known
+        return ()
+    return grid + (1,) * (3 - len(grid))
+
+
 def _launched_kernel(result):
     """The CompiledKernel a JITFunction.run returned (None under the interpreter)."""
     if result is not None and hasattr(result, "result") and not hasattr(result, "asm"):
@@ -37,8 +52,16 @@ class LaunchRecorder:
 
     def __init__(self):
         self.launches: list[Launch] = []
+        self.passes: dict[str, list[str]] = {}   # pass -> the names of the kernels it launched, in launch order
+        self.grids: dict[str, list[tuple]] = {}   # kernel name -> the grids it was launched on (() not known)
+        self._pass = ""
         self._seen: dict[tuple, str] = {}
         self._patched: list[tuple[type, Any]] = []
+
+    def during(self, pass_name: str) -> "LaunchRecorder":
+        """This recorder, its launches from now on noted as `pass_name`'s too (`with recorder.during(...)`)."""
+        self._pass = pass_name
+        return self
 
     def _classes(self) -> list[type]:
         from triton.runtime.jit import JITFunction
@@ -68,20 +91,23 @@ class LaunchRecorder:
         def run(function, *args, grid, warmup, **kwargs):
             result = original(function, *args, grid=grid, warmup=warmup, **kwargs)
             if not warmup:
-                recorder.record(function, args, kwargs, result)
+                recorder.record(function, args, kwargs, result, grid)
             return result
         return run
 
-    def record(self, function, args: tuple, kwargs: dict, result=None) -> None:
+    def record(self, function, args: tuple, kwargs: dict, result=None, grid=None) -> None:
         try:
             spec, problem = specialization(function, args, kwargs), ""
         except (TypeError, ValueError) as exc:   # never break the op's launch; say why instead
             spec, problem = {}, f"its arguments could not be read: {exc}"
         base = python_function(function).__name__
         key = (id(python_function(function)), repr(spec))
-        if key in self._seen:
-            return
-        same_name = sum(1 for launch in self.launches if launch.name.split("#")[0] == base)
-        name = base if not same_name else f"{base}#{same_name + 1}"
-        self._seen[key] = name
-        self.launches.append(Launch(name, function, spec, _launched_kernel(result), problem))
+        if key not in self._seen:
+            same_name = sum(1 for launch in self.launches if launch.name.split("#")[0] == base)
+            self._seen[key] = base if not same_name else f"{base}#{same_name + 1}"
+            self.launches.append(Launch(self._seen[key], function, spec, _launched_kernel(result), problem))
+        if self._pass and self._seen[key] not in self.passes.setdefault(self._pass, []):
+            self.passes[self._pass].append(self._seen[key])
+        launched_on = _grid(function, args, kwargs, grid)
+        if launched_on not in self.grids.setdefault(self._seen[key], []):
+            self.grids[self._seen[key]].append(launched_on)

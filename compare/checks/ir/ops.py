@@ -1,16 +1,16 @@
-"""The compiled code of op-level variants: the kernels each op launched, paired by kernel name.
-
-Each op runs forward, then backward, under `LaunchRecorder` (on a GPU each pass once more before, unrecorded,
-so JIT compiles and autotuning are done); a backward that fails leaves the forward's kernels, its own "not
-found". Kernels pair by name with the baseline op's: "identical" when every stage's normalized listing
-agrees, else "changed"; "only in" one op; "failed" when it did not compile."""
+"""The compiled code of op-level variants: the kernels each op launched, paired by kernel name. Each op runs
+forward, then backward as timing runs it (autograd through a forward made first, whose launches count as the
+forward's), under `LaunchRecorder` (on a GPU each pass once unrecorded first: JIT compiles and autotuning done).
+Kernels pair by name: "identical" when every stage's normalized listing and the grid agree, else "changed";
+"only in" one op; "failed" when it did not compile; a backward that fails leaves its kernels "not found"."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 
 from compare.runtime import supervisor
-from compare.checks.harness import run_backward
+from compare.checks.harness import OpPass
 from compare.checks.ir.compile import Compiled, kernel_spec, run_worker
 from compare.checks.ir.launches import Launch, LaunchRecorder
 from compare.model.results import IRKernelMatch, IRPassNote, PassStatus
@@ -24,16 +24,21 @@ class Discovered:
 
     launches: tuple[Launch, ...]
     backward_failed: str = ""
+    passes: dict = dataclasses.field(default_factory=dict)   # pass -> the kernel names it launched
+    grids: dict = dataclasses.field(default_factory=dict)    # kernel name -> the grids it ran on
 
 
 @dataclasses.dataclass(frozen=True)
 class OpKernels:
     """What `compile_ops` found: per op its kernels as (kernel name, Compiled) in launch order, why an op has
-    none, and the passes whose kernels are not known (an op's backward that failed)."""
+    none, the passes whose kernels are not known (an op's backward that failed), and per op which pass
+    launched which kernel ({op: {pass: names}})."""
 
     kernels: dict
     problems: dict
     notes: tuple[IRPassNote, ...] = ()
+    passes: dict = dataclasses.field(default_factory=dict)
+    grids: dict = dataclasses.field(default_factory=dict)   # {op: {kernel name: grids}}
 
 
 def discover(variant, family, shape, dtype: str, device: str, warm: bool, drawn=None) -> Discovered:
@@ -52,26 +57,32 @@ def discover(variant, family, shape, dtype: str, device: str, warm: bool, drawn=
         outputs = {k: t for k, t in family.alloc_outputs(shape, torch_dtype, device).items() if k == first}
         variant.run(fresh(), outputs, shape)
 
-    def backward():
-        run_backward(family, variant, fresh(), family.alloc_grads(shape, torch_dtype, device), shape)
+    def backward(recorded: bool):   # as a timed backward runs: autograd's, through a forward made first
+        with recorder.during("forward") if recorded else contextlib.nullcontext():
+            timed = OpPass(family, variant, fresh(), shape, "backward")
+        with recorder.during("backward") if recorded else contextlib.nullcontext():
+            timed()
     recorder = LaunchRecorder()   # entered once per pass: one record, so a kernel of both passes is listed once
     if warm:   # JIT compiles and autotuning done before what is recorded, so their launches are not
         forward()
-    with recorder:
+    with recorder.during("forward"):
         forward()
     why, found = "", len(recorder.launches)
     if family.grads:
         try:
             if warm:
-                backward()
-            with recorder:
-                backward()
+                backward(recorded=False)
+            backward(recorded=True)
             found = len(recorder.launches)
         except BaseException as exc:  # noqa: BLE001 - the forward's kernels are still known; the line says why
             why = supervisor.variant_fault(variant.name, exc)
     if device != "cpu":
         torch.cuda.synchronize()
-    return Discovered(tuple(recorder.launches[:found]), why)
+    kept = recorder.launches[:found]
+    names = {launch.name for launch in kept}
+    return Discovered(tuple(kept), why, {p: tuple(n for n in launched if n in names)
+                                         for p, launched in recorder.passes.items()},
+                      {n: tuple(recorder.grids.get(n, ())) for n in names})
 
 
 def _from_worker(r: dict, name: str) -> Compiled:
@@ -112,6 +123,8 @@ def compile_ops(ops, family, shape, dtype: str, capability: int, gpu: bool) -> O
     kernels: dict[str, list] = {}
     problems: dict[str, str] = {}
     notes: list[IRPassNote] = []
+    passes: dict[str, dict] = {}
+    grids: dict[str, dict] = {}
     offline: list[tuple[str, str, dict]] = []
     launched: list[tuple] = []
     drawn = family.make_inputs(shape, family.dtypes[dtype], "cuda" if gpu else "cpu", 0) if ops else None
@@ -122,7 +135,7 @@ def compile_ops(ops, family, shape, dtype: str, capability: int, gpu: bool) -> O
             continue
         if found.backward_failed:
             notes.append(IRPassNote("backward", PassStatus.NOT_FOUND, v.name, found.backward_failed))
-        kernels[v.name] = []
+        kernels[v.name], passes[v.name], grids[v.name] = [], found.passes, found.grids
         for launch in found.launches:
             name = label(v.name, launch.name)
             if gpu:
@@ -140,7 +153,7 @@ def compile_ops(ops, family, shape, dtype: str, capability: int, gpu: bool) -> O
                               "kernels": [request for *_, request in offline]})
         done.update({(op, kernel): _from_worker(r, label(op, kernel)) for (op, kernel, _), r in zip(offline, results)})
     kernels = {op: [(k, c if c is not None else done[(op, k)]) for k, c in items] for op, items in kernels.items()}
-    return OpKernels(kernels, problems, tuple(notes))
+    return OpKernels(kernels, problems, tuple(notes), passes, grids)
 
 
 def _described(launched: list[tuple]) -> dict:
@@ -155,6 +168,12 @@ def _described(launched: list[tuple]) -> dict:
     return {(op, kernel): c for (op, kernel, _, _), c in zip(launched, compiled)}
 
 
+def _grid_changed(found: OpKernels, baseline: str, other: str, name: str) -> tuple[str, ...]:
+    """("grid",) when the two ops launched kernel `name` on other grids (the same code, other work)."""
+    mine, theirs = (found.grids.get(op, {}).get(name, ()) for op in (baseline, other))
+    return ("grid",) if mine and theirs and () not in (*mine, *theirs) and set(mine) != set(theirs) else ()
+
+
 def match(found: OpKernels, baseline: str, other: str, pair) -> tuple[tuple[IRKernelMatch, ...], tuple]:
     """Every kernel name launched by `baseline` or `other`, paired by name: (matches, IRPairs of the
     kernels both compiled, from `pair(a, b)`). A kernel one op lacks is "not found in" it where that op's
@@ -164,15 +183,18 @@ def match(found: OpKernels, baseline: str, other: str, pair) -> tuple[tuple[IRKe
     matches, pairs = [], []
     for name in dict.fromkeys([*mine, *theirs]):
         a, b = mine.get(name), theirs.get(name)
+        launched_in = tuple(p for p in ("forward", "backward") if any(
+            name in found.passes.get(op, {}).get(p, ()) for op in (baseline, other)))
         if a is None or b is None:
             lacking = other if b is None else baseline
             matches.append(IRKernelMatch(name, baseline, other, f"not found in {lacking}" if lacking in unfinished
-                                         else f"only in {baseline if b is None else other}"))
+                                         else f"only in {baseline if b is None else other}", passes=launched_in))
         elif not (a.ok and b.ok):
-            matches.append(IRKernelMatch(name, baseline, other, "failed"))
+            matches.append(IRKernelMatch(name, baseline, other, "failed", passes=launched_in))
         else:
             p = pair(a, b)
-            changed = tuple(d.stage for d in p.stages if not d.identical)
-            matches.append(IRKernelMatch(name, baseline, other, "changed" if changed else "identical", changed))
+            changed = tuple(d.stage for d in p.stages if not d.identical) + _grid_changed(found, baseline, other, name)
+            matches.append(IRKernelMatch(name, baseline, other, "changed" if changed else "identical", changed,
+                                         launched_in))
             pairs.append(p)
     return tuple(matches), tuple(pairs)
