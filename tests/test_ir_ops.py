@@ -239,6 +239,19 @@ def test_a_pass_keeps_its_timing_verdict_where_its_code_is_not_known_to_be_the_s
     assert any("backward" in line for line in gate.lines), gate.lines
 
 
+def test_a_made_report_settles_the_same_code_pass_so_its_tables_agree_with_its_headline():
+    from compare.model.same_code import SAME_COMPILED_CODE, settled
+    from compare.render.timing_tables import timing_summary
+    report = settled(_two_passes())
+    forward, backward = (case.comparisons[0] for case in report.timing.cases)
+    assert (forward.verdict, backward.verdict) == ("slower", "no difference beyond noise")
+    assert backward.basis == SAME_COMPILED_CODE and backward.ratio == 1.03   # the measurement is kept
+    said = [text for _, text in timing_summary(report.timing)]
+    assert any(t.startswith("timing backward: B vs A: no difference beyond noise in 1 of 1 shapes (identical "
+                            "compiled code: measurement noise)") for t in said), said
+    assert settled(_two_passes(bwd_passes=())) == _two_passes(bwd_passes=())   # not known: left as measured
+
+
 def test_a_triton_variants_pass_is_never_settled_by_its_compiled_code_alone():
     note = IRPassNote("backward", PassStatus.NOT_COMPARED, why="the IR step failed")
     report = dataclasses.replace(fixed_report(slower_ratio=1.03), ir=_section(passes=(note,)))

@@ -15,6 +15,7 @@ from compare.comparison.pace import Pace, case_work
 from compare.comparison.environment import collect
 from compare.runtime.progress import Step
 from compare.model.results import Failure, NumericsSection, Report, ShapeParams, Skip, VariantInfo
+from compare.model.same_code import settled
 from compare.model.states import LoadStatus
 from compare.comparison.plan import Plan, Request, build
 from compare.model.errors import UsageError
@@ -265,13 +266,13 @@ def _other_checks(plan: Plan, backend, step, infos, later, distributed, numerics
 def _report(plan: Plan, backend, infos, numerics_section, timing_section, ir_sections, skipped, distributed) -> Report:
     family, preset = plan.family, plan.preset
     dtype_names = ",".join(str(d).removeprefix("torch.") for d in plan.dtypes)
-    return Report(family=family.name, preset=preset.name, dtype=dtype_names, baseline=plan.variants[0].name,
+    return settled(Report(family=family.name, preset=preset.name, dtype=dtype_names, baseline=plan.variants[0].name,
                   incidents=supervisor.left_behind() + (distributed.incidents() if distributed else ()), variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
                   x_name=preset.x_name, x_values=tuple(float(preset.x_value(s)) for s in preset.shapes),
                   shape_params=tuple(ShapeParams(_shape_params(s, twice))
                                      for s, twice in zip(preset.shapes, plan.reads_x_twice)),
                   numerics=numerics_section, timing=timing_section, ir=(ir_sections or (None,))[0],
-                  ir_kernels=ir_sections[1:], skipped=tuple(skipped))
+                  ir_kernels=ir_sections[1:], skipped=tuple(skipped)))   # compare/model/same_code.py
 
 
 def _ir_alongside(plan: Plan, backend: Backend, step, cache=None):
@@ -387,8 +388,7 @@ def run_numerics(plan: Plan, backend: Backend, step: Step = Step(), cases=None, 
 def _run_cases(plan: Plan, variants, backend: Backend, step: Step, reference: str, done: list) -> list:
     """Every numerics case of the plan here, in order, into `done` (what a stop leaves is the cases finished),
     the coming trials' inputs drawn ahead (compare.checks.draws)."""
-    order = numerics_plan(plan)
-    pace = Pace()
+    order, pace = numerics_plan(plan), Pace()
     with Draws(plan.family, backend.device, order) as draws:
         for direction, dtype, kind, shape, seeds in order:
             work = case_work(plan.family, variants, shape, dtype, seeds, direction, backend) \

@@ -9,8 +9,13 @@ import dataclasses
 from typing import Optional
 
 from compare.model.results import IRSection, PassStatus, Report
+from compare.model.states import TimingVerdict
 
 MACHINE_STAGE = "sass"   # identical here too: the same machine code, not only the same intermediate code
+# a timing comparison's basis where the two sides' timed pass runs the same compiled code (its verdict: no
+# difference); "identical timed code" is the timing step's own, for Triton kernels timed through one launcher
+SAME_COMPILED_CODE = "identical compiled code"
+SAME_CODE_BASES = ("identical timed code", SAME_COMPILED_CODE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,3 +119,19 @@ def timing_groups(report: Report, a: str, b: str) -> list[TimingGroup]:
                 key = f"{case.mode} {case.dtype}" if several else case.mode
                 found.setdefault(key, ([], same_pass_code(report, a, b, case.mode, case.dtype)))[0].append(c)
     return [TimingGroup(key, tuple(comps), same) for key, (comps, same) in found.items()]
+
+
+def settled(report: Report) -> Report:
+    """`report` with each timing comparison in a pass whose compiled code is the same on both sides
+    (`same_pass_code`) given no difference on that basis: decided once, when the report is made, so that its
+    tables, summaries and gates say what its headline says."""
+    if report.timing is None or not report.ir_sections:
+        return report
+    cases = []
+    for case in report.timing.cases:
+        comparisons = tuple(
+            dataclasses.replace(c, verdict=TimingVerdict.NO_DIFFERENCE, basis=SAME_COMPILED_CODE)
+            if c.verdict != TimingVerdict.NA and same_pass_code(report, c.baseline, c.variant, case.mode, case.dtype)
+            else c for c in case.comparisons)
+        cases.append(dataclasses.replace(case, comparisons=comparisons))
+    return dataclasses.replace(report, timing=dataclasses.replace(report.timing, cases=tuple(cases)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from compare.model.ratios import ratio_interval, ratio_span, ratio_text
 from compare.render.table import Table
 from compare.model.results import TimingCase, TimingComparison, TimingSection
+from compare.model.same_code import SAME_CODE_BASES
 
 NO_DIFFERENCE = "no difference beyond noise"
 
@@ -31,8 +32,8 @@ def timing_legend(section: TimingSection) -> tuple[str, ...]:
 
 
 def _verdict_cell(c: TimingComparison) -> str:
-    if c.basis == "identical timed code":
-        return f"{c.verdict} (identical timed code)"
+    if c.basis in SAME_CODE_BASES:
+        return f"{c.verdict} ({c.basis})"
     if c.basis == "A/A control":
         return f"{c.verdict} (A/A margin ±{c.margin * 100:.2f}%)"
     return c.verdict
@@ -124,7 +125,7 @@ def timing_summary(section: TimingSection) -> list[tuple[str, str]]:
         parts = ", ".join(f"{v} in {n} of {len(comps)} shapes" for v, n in counts.items())
         lo, hi = min(c.ratio for c in comps), max(c.ratio for c in comps)
         level = "warn" if "slower" in counts else "info"
-        same = " (identical timed code: measurement noise)" if all(c.basis == "identical timed code" for c in comps) else ""
+        same = f" ({comps[0].basis}: measurement noise)" if all(c.basis in SAME_CODE_BASES for c in comps) else ""
         lines.append((level, f"timing {mode}: {variant} vs {baseline}: {parts}{same} (ratio {ratio_span(lo, hi, 2)})"))
     lines.extend(_control_summary(section))
     for case in section.cases:
