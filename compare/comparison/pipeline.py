@@ -267,12 +267,12 @@ def _report(plan: Plan, backend, infos, numerics_section, timing_section, ir_sec
     family, preset = plan.family, plan.preset
     dtype_names = ",".join(str(d).removeprefix("torch.") for d in plan.dtypes)
     return settled(Report(family=family.name, preset=preset.name, dtype=dtype_names, baseline=plan.variants[0].name,
-                  incidents=supervisor.left_behind() + (distributed.incidents() if distributed else ()), variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
-                  x_name=preset.x_name, x_values=tuple(float(preset.x_value(s)) for s in preset.shapes),
-                  shape_params=tuple(ShapeParams(_shape_params(s, twice))
-                                     for s, twice in zip(preset.shapes, plan.reads_x_twice)),
-                  numerics=numerics_section, timing=timing_section, ir=(ir_sections or (None,))[0],
-                  ir_kernels=ir_sections[1:], skipped=tuple(skipped)))   # compare/model/same_code.py
+                          incidents=supervisor.left_behind() + (distributed.incidents() if distributed else ()), variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
+                          x_name=preset.x_name, x_values=tuple(float(preset.x_value(s)) for s in preset.shapes),
+                          shape_params=tuple(ShapeParams(_shape_params(s, twice))
+                                             for s, twice in zip(preset.shapes, plan.reads_x_twice)),
+                          numerics=numerics_section, timing=timing_section, ir=(ir_sections or (None,))[0],
+                          ir_kernels=ir_sections[1:], skipped=tuple(skipped)))   # compare/model/same_code.py
 
 
 def _ir_alongside(plan: Plan, backend: Backend, step, cache=None):
