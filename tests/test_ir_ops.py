@@ -240,12 +240,13 @@ def test_a_pass_keeps_its_timing_verdict_where_its_code_is_not_known_to_be_the_s
 
 
 def test_a_made_report_settles_the_same_code_pass_so_its_tables_agree_with_its_headline():
-    from compare.model.same_code import SAME_COMPILED_CODE, settled
+    from compare.model.same_code import settled
+    from compare.model.states import TimingBasis
     from compare.render.timing_tables import timing_summary
     report = settled(_two_passes())
     forward, backward = (case.comparisons[0] for case in report.timing.cases)
     assert (forward.verdict, backward.verdict) == ("slower", "no difference beyond noise")
-    assert backward.basis == SAME_COMPILED_CODE and backward.ratio == 1.03   # the measurement is kept
+    assert backward.basis == TimingBasis.IDENTICAL_COMPILED_CODE and backward.ratio == 1.03   # measurement kept
     said = [text for _, text in timing_summary(report.timing)]
     assert any(t.startswith("timing backward: B vs A: no difference beyond noise in 1 of 1 shapes (identical "
                             "compiled code: measurement noise)") for t in said), said

@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from compare.model.states import TimingVerdict
+from compare.model.states import TimingBasis, TimingVerdict
 from compare.model.vocabulary import DEFAULT_NOISE  # noqa: F401 (re-exported: the verdict's default band)
 
 ALPHA = 0.05
@@ -73,7 +73,7 @@ class Decision:
 
     verdict: TimingVerdict   # faster, slower or NO_DIFFERENCE
     margin: float       # the interval had to lie wholly outside 1 ± margin
-    basis: str          # "noise band", "A/A control" or "identical timed code"
+    basis: TimingBasis
 
 
 def control_deviation(control: RatioEstimate | None) -> float:
@@ -90,9 +90,9 @@ def decide(est: RatioEstimate, noise: float = DEFAULT_NOISE, control: RatioEstim
     margin being the larger of the noise band and the A/A control's deviation. Two variants whose
     timed pass runs identical compiled code differ by measurement alone: never faster or slower."""
     aa = control_deviation(control)
-    margin, basis = (aa, "A/A control") if aa > noise else (noise, "noise band")
+    margin, basis = (aa, TimingBasis.AA_CONTROL) if aa > noise else (noise, TimingBasis.NOISE_BAND)
     if same_code:
-        return Decision(NO_DIFFERENCE, margin, "identical timed code")
+        return Decision(NO_DIFFERENCE, margin, TimingBasis.IDENTICAL_TIMED_CODE)
     if est.p_value < alpha and est.ci_low > 1 + margin:
         return Decision(TimingVerdict.SLOWER, margin, basis)
     if est.p_value < alpha and est.ci_high < 1 - margin:

@@ -16,8 +16,8 @@ from compare.model.jsonform import ReportFormatError, TextForm, _decode, _encode
 from compare.model.migrations import MIGRATIONS
 from compare.model.results_gates import Gate  # noqa: F401  re-exported: one result model
 from compare.model.skips import Skip  # noqa: F401  re-exported: one result model
-from compare.model.states import (Accuracy, Bits, Failure, LoadStatus, Status, TimingStatus,  # noqa: F401 (re-exported)
-                                  TimingVerdict)
+from compare.model.states import (Accuracy, Bits, Failure, LoadStatus, Status, TimingBasis,  # noqa: F401 (re-exported)
+                                  TimingStatus, TimingVerdict)
 from compare.model.vocabulary import MANTISSA_BITS
 
 SCHEMA_VERSION = 3   # older versions are migrated by `from_dict` (compare/model/migrations.py says what each lacks)
@@ -214,8 +214,7 @@ class TimingComparison:
     rounds: int = 0
     reason: str = ""
     margin: float = 0.0               # the interval had to lie wholly outside 1 ± margin for faster/slower
-    basis: str = ""                   # what set the margin: "noise band", "A/A control", or "identical
-                                      # timed code" (both run the same compiled code: measurement noise)
+    basis: TimingBasis = TimingBasis.NOT_DECIDED   # what set the margin, or settled the verdict
 
     @property
     def reach(self) -> float:

@@ -9,13 +9,9 @@ import dataclasses
 from typing import Optional
 
 from compare.model.results import IRSection, PassStatus, Report
-from compare.model.states import TimingVerdict
+from compare.model.states import TimingBasis, TimingVerdict
 
 MACHINE_STAGE = "sass"   # identical here too: the same machine code, not only the same intermediate code
-# a timing comparison's basis where the two sides' timed pass runs the same compiled code (its verdict: no
-# difference); "identical timed code" is the timing step's own, for Triton kernels timed through one launcher
-SAME_COMPILED_CODE = "identical compiled code"
-SAME_CODE_BASES = ("identical timed code", SAME_COMPILED_CODE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,7 +126,7 @@ def settled(report: Report) -> Report:
     cases = []
     for case in report.timing.cases:
         comparisons = tuple(
-            dataclasses.replace(c, verdict=TimingVerdict.NO_DIFFERENCE, basis=SAME_COMPILED_CODE)
+            dataclasses.replace(c, verdict=TimingVerdict.NO_DIFFERENCE, basis=TimingBasis.IDENTICAL_COMPILED_CODE)
             if c.verdict != TimingVerdict.NA and same_pass_code(report, c.baseline, c.variant, case.mode, case.dtype)
             else c for c in case.comparisons)
         cases.append(dataclasses.replace(case, comparisons=comparisons))

@@ -83,6 +83,20 @@ class TimingVerdict(Word):
     NA = "n/a"                  # not compared (a side failed or was not run; a foul withheld it)
 
 
+class TimingBasis(Word):
+    """What set a timing verdict's margin, or settled the verdict without one."""
+
+    NOT_DECIDED = ""                                  # no verdict (n/a), or a report older than the basis
+    NOISE_BAND = "noise band"
+    AA_CONTROL = "A/A control"
+    IDENTICAL_TIMED_CODE = "identical timed code"     # one kernel and launcher timed under two names
+    IDENTICAL_COMPILED_CODE = "identical compiled code"   # a pass whose kernels are identical on both sides
+
+
+# the bases on which both sides run the same code: a timing difference between them is measurement noise
+SAME_CODE_BASES = (TimingBasis.IDENTICAL_TIMED_CODE, TimingBasis.IDENTICAL_COMPILED_CODE)
+
+
 class ProblemKind(Word):
     """What is wrong with one output of a variant in one case, most severe first (an output shows its worst)."""
 

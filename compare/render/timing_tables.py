@@ -5,7 +5,7 @@ from __future__ import annotations
 from compare.model.ratios import ratio_interval, ratio_span, ratio_text
 from compare.render.table import Table
 from compare.model.results import TimingCase, TimingComparison, TimingSection
-from compare.model.same_code import SAME_CODE_BASES
+from compare.model.states import SAME_CODE_BASES, TimingBasis
 
 NO_DIFFERENCE = "no difference beyond noise"
 
@@ -34,7 +34,7 @@ def timing_legend(section: TimingSection) -> tuple[str, ...]:
 def _verdict_cell(c: TimingComparison) -> str:
     if c.basis in SAME_CODE_BASES:
         return f"{c.verdict} ({c.basis})"
-    if c.basis == "A/A control":
+    if c.basis == TimingBasis.AA_CONTROL:
         return f"{c.verdict} (A/A margin ±{c.margin * 100:.2f}%)"
     return c.verdict
 
