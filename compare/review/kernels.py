@@ -12,6 +12,7 @@ import dataclasses
 from compare.review.members import Kind, Module, Op, module_name, parse   # noqa: F401 (Op, module_name: re-exported)
 from compare.review.ops_changed import Change, ChangedOp, Side, What, changed_ops   # noqa: F401 (re-exported)
 from compare.review.revisions import Repository
+from compare.review.sources import Role, library, role
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +42,7 @@ class Changes:
     unreadable: list[str] = dataclasses.field(default_factory=list)   # files that do not parse, with why
     ops: list[ChangedOp] = dataclasses.field(default_factory=list)    # the public entries whose closure changed
     unresolved: list[str] = dataclasses.field(default_factory=list)   # kernels whose code cannot be read statically
+    tests: list[tuple[str, Role]] = dataclasses.field(default_factory=list)   # changed test and benchmark files
 
 
 def _users(mod: Module) -> dict[str, list[str]]:
@@ -85,8 +87,9 @@ def changes(repo: Repository, base: str, head: str) -> Changes:
     """What happened to each kernel and op between commits `base` and `head` (files the same at both are
     skipped, but read where a changed one imports from them)."""
     before, after = repo.files(base), repo.files(head)
-    differ = sorted(p for p in set(before) | set(after) if p.endswith(".py") and before.get(p) != after.get(p))
-    out = Changes()
+    changed = sorted(p for p in set(before) | set(after) if p.endswith(".py") and before.get(p) != after.get(p))
+    differ = library(changed)   # tests and benchmark scripts call ops; they are none
+    out = Changes(tests=[(p, role(p)) for p in changed if p not in differ])
     cache: dict = {}
     sides = Side(repo, before, base[:7], cache), Side(repo, after, head[:7], cache)
     found = []

@@ -12,6 +12,7 @@ import enum
 
 from compare.review.members import Kind, Launch, Member, Module, Op, module_name, parse
 from compare.review.revisions import Repository
+from compare.review.sources import Role, role
 
 
 class Change(str, enum.Enum):
@@ -222,7 +223,7 @@ def importers(side: Side, paths: list[str]) -> list[str]:
     file that reaches them only through another unchanged file are not looked for)."""
     changed = {module_name(p, side.files) for p in paths}
     tops = {m.split(".")[0] for m in changed}
-    candidates = [p for m, p in side.paths.items() if m.split(".")[0] in tops and p not in paths]
+    candidates = [p for m, p in side.paths.items() if m.split(".")[0] in tops and p not in paths and role(p) == Role.LIBRARY]
     texts, found = side.repo.read([side.files[p] for p in candidates]), []
     for p in candidates:
         text = texts.get(side.files[p])

@@ -57,7 +57,8 @@ def lines(review: Review) -> list[tuple[str, str]]:
     ran = [c for c in review.compared if c.report is not None]
     unsure = ch.unreadable or ch.unresolved
     if not ch.changed and not ch.ops and not ch.added and not ch.removed:
-        out = [("warn" if unsure else "ok", f"no op or Triton kernel changed between {span}" +
+        only = " (only tests or benchmark scripts did)" if ch.tests else ""
+        out = [("warn" if unsure else "ok", f"no op or Triton kernel changed between {span}{only}" +
                 (" in what could be read (below)" if unsure else ""))]
     else:
         n, k = len(ch.ops), len(ch.changed)
@@ -77,6 +78,9 @@ def lines(review: Review) -> list[tuple[str, str]]:
     out += [("info", f"renamed: {a.key} -> {b.key} (the same code; not compared)") for a, b in ch.renamed]
     out += [("info", f"added: {k.key} (no version at {review.base_rev} to compare with)") for k in ch.added]
     out += [("info", f"removed: {k.key}") for k in ch.removed]
+    if ch.tests:
+        out.append(("info", f"{len(ch.tests)} test or benchmark file{'s' if len(ch.tests) != 1 else ''} changed "
+                            f"(calls of ops, not ops): {', '.join(p for p, _ in ch.tests)}"))
     out += [("warn", f"not read (does not parse): {u}") for u in ch.unreadable]
     out += [("warn", f"a kernel that cannot be read statically: {u}") for u in ch.unresolved]
     return out
