@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 from pathlib import Path
 
+from compare.model.family_fit import family_fit
 from compare.review import mapping
 from compare.review.kernels import changes
 from compare.review.revisions import Repository
@@ -98,18 +99,25 @@ def run(args, registry, backend) -> int:
     labels = _labels(targets)
     # the review's own files, then each op's folder in --out too, all checked before any comparison
     render.check_outputs(args, labels, timed=not args.checks or "timing" in args.checks)
-    done = []
+    done, misfits = [], []
     for target, label in zip(targets, labels):
         specs = (target.spec(f"{label}.base", base), target.spec(f"{label}.head", base if args.aa else head))
         # each op's request as `compare` would resolve it; the review writes the files itself
         request, _ = as_compare(args, external=specs, repo=str(repo.top), family=target.family, variants=[],
                                 preset=_preset(args, registry.family(target.family), backend))
         report, error = _compare(request, registry, backend, args.quiet, supervisor.excluded())
+        fit = family_fit(report, f"{label}.base") if report is not None and target.by_names else None
+        if fit is not None and not fit.fits:
+            misfits.append((target, label, f"family {target.family} does not fit it: {fit.why}"))
+            continue
         if report is not None:
             report = dataclasses.replace(report, gates=gates.decide(report, args.fail_on_numerics,
                                                                     args.fail_if_slower, args.accept_unjudged))
         done.append(Compared(target, label, report, error))
-    review = render.Review(args.base, args.head, base, head, found, tuple(done), tuple(unmapped), control=args.aa)
+    replayed = _replayed(repo, base, head if not args.aa else base, found, unmapped, misfits, backend, args.quiet)
+    left = tuple(u for u in unmapped if u.kernel not in {r.op for r in replayed})
+    review = render.Review(args.base, args.head, base, head, found, tuple(done), left, control=args.aa,
+                           replayed=tuple(replayed))
     return render.finish(review, args)
 
 
@@ -127,3 +135,24 @@ def _compare(request, registry, backend, quiet: bool, excluded) -> tuple[object,
             return None, str(exc)
         with reporter(pipeline.count_steps(the_plan, backend), not quiet) as step:
             return pipeline.execute(the_plan, backend, step, failed=failed), ""
+
+
+def _replayed(repo, base: str, head: str, found, unmapped, misfits, backend, quiet: bool) -> list:
+    """Each changed op no family fits, replayed on the calls its library's tests make (compare/review/replay.py);
+    `misfits`: (target, label, why) of ops a family was matched to by name but does not fit."""
+    import sys
+    from compare.review.replay import OpToReplay, Replayer, replayable
+    ops = replayable(found, unmapped) + [
+        OpToReplay(f"{t.module}:{t.callable.split('.')[0]}", label, t.path, t.module, t.callable, notes=(why,))
+        for t, label, why in misfits]
+    if not ops:
+        return []
+    if not quiet:
+        print(f"kernel-ab: replaying {len(ops)} op{'s' if len(ops) != 1 else ''} no family fits "
+              f"({', '.join(op.label for op in ops)}): recording their calls from the library's tests, then "
+              "running them at both revisions", file=sys.stderr)
+    replayer = Replayer(repo, base, head, backend.device)
+    try:
+        return replayer.replay(ops)
+    finally:
+        replayer.close()

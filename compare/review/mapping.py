@@ -43,6 +43,7 @@ class Target:
     how: str                       # how the family was matched, for the report
     kernels: tuple[str, ...]       # the changed kernels it stands for (module:name)
     what: tuple[What, ...] = ()    # what changed in it
+    by_names: bool = False         # fitted by its parameter names alone: compared in the family only if it fits
 
     def spec(self, name: str, rev: str) -> str:
         return f"{name}=git:{rev}:{self.path}::{self.callable}{self.call.text() if self.call else ''}"
@@ -157,6 +158,9 @@ def _op_key(changed: ChangedOp) -> str:
     return f"{changed.module}:{changed.op.name.split('.')[0]}"
 
 
+op_key = _op_key   # public: the name an Unmapped gives an op, by which review's replay takes it over
+
+
 def _kernel_keys(changed: ChangedOp) -> tuple[str, ...]:
     return tuple(k if ":" in k else f"{changed.module}:{k}" for k in changed.kernels)
 
@@ -167,9 +171,9 @@ class _Ranked:
     rank: int   # of ops standing for the same changes the highest is compared: the fit's score, +10 named by the table
 
 
-def _target(changed: ChangedOp, family: str, call: Call | None, how: str, rank: int) -> _Ranked:
+def _target(changed: ChangedOp, family: str, call: Call | None, how: str, rank: int, by_names: bool = False) -> _Ranked:
     target = Target(changed.path, changed.module, changed.op.name, call, family, how, _kernel_keys(changed),
-                    changed.what)
+                    changed.what, by_names)
     return _Ranked(target, rank)
 
 
@@ -205,7 +209,7 @@ def _by_names(changed: ChangedOp, families, known: _Known) -> _Ranked | Unmapped
         found = scored[winners[0]]
         if differs := _base_differs(changed, families[winners[0]], known, found):
             return Unmapped(op_key, f"its parameters fit {winners[0]}, but {differs}", winners[0], mapped=True)
-        return _target(changed, winners[0], found.call, f"matched by parameter names: {found.how}", found.score)
+        return _target(changed, winners[0], found.call, f"matched by parameter names: {found.how}", found.score, True)
     if winners:
         return Unmapped(op_key, f"its parameters fit {' and '.join(winners)} alike", winners[0],
                         call=(scored[winners[0]].call or Call(())).text())

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from compare.review.kernels import Change, Changes, What
 from compare.review.mapping import TABLE, Unmapped
+from compare.review import replay_render
+from compare.model.replay import NUMERICS_FAILURES, ReplayedOp, ReplayVerdict
 from compare.model.errors import UsageError
 
 _MARKS = {"ok": "✅ ", "fail": "❌ ", "warn": "⚠️ ", "info": ""}
@@ -30,6 +32,7 @@ class Review:
     compared: tuple         # command.Compared, one per op
     unmapped: tuple[Unmapped, ...]
     control: bool = False   # --aa: each op's BASE compared against BASE again
+    replayed: tuple[ReplayedOp, ...] = ()   # the ops no family fits, compared on their tests' calls
 
 
 _SAID = {Change.KERNEL: "kernel {} changed", Change.JIT_HELPER: "jit helper {} {}", Change.KERNEL_ADDED: "kernel {} added",
@@ -62,13 +65,15 @@ def lines(review: Review) -> list[tuple[str, str]]:
                 (" in what could be read (below)" if unsure else ""))]
     else:
         n, k = len(ch.ops), len(ch.changed)
+        compared = [c.label for c in ran] + [r.label for r in review.replayed if r.verdict != ReplayVerdict.NO_CALLS]
         out = [("info", f"{n} op{'s' if n != 1 else ''} changed between {span} ({k} changed kernel{'s' if k != 1 else ''} "
-                        f"among what {'they run' if n != 1 else 'it runs'}); {len(ran)} compared: "
-                        f"{', '.join(c.label for c in ran) or 'none'}")]
+                        f"among what {'they run' if n != 1 else 'it runs'}); {len(compared)} compared: "
+                        f"{', '.join(compared) or 'none'}")]
     if review.control:
         out.append(("info", f"A/A control (--aa): each op at {review.base_rev} compared against itself; any difference "
                             "reported is the measurement's own"))
     out += [("info", f"{c.label}: {changed_text(c.target.what)}") for c in ran]
+    out += [replay_render.summary(r) for r in review.replayed]
     out += [("fail", f"{', '.join(c.target.kernels)}: changed; {c.target.module}:{c.target.callable} could not be "
                      f"compared: {c.error}") for c in review.compared if c.report is None]
     out += [("warn", f"{u.kernel}: changed, not compared: {u.why}" + (
@@ -90,7 +95,14 @@ def unjudged(review: Review) -> list[str]:
     """A line per changed kernel whose change no comparison judged (gates cannot pass on it)."""
     return [f"{u.kernel} changed and was not compared ({u.why})" for u in review.unmapped] + \
            [f"{', '.join(c.target.kernels)} changed and could not be compared" for c in review.compared
-            if c.report is None]
+            if c.report is None] + \
+           [f"{r.op} changed and its replay judged nothing ({r.verdict})" for r in review.replayed
+            if r.verdict in (ReplayVerdict.NO_CALLS, ReplayVerdict.BOTH_FAIL)]
+
+
+def replay_failures(review: Review) -> list[str]:
+    """A line per replayed op whose HEAD brought a difference beyond tolerance or a failure (--fail-on-numerics)."""
+    return [replay_render.summary(r)[1] for r in review.replayed if r.verdict in NUMERICS_FAILURES]
 
 
 def markdown(review: Review, full_written: bool = False) -> str:
@@ -98,6 +110,8 @@ def markdown(review: Review, full_written: bool = False) -> str:
     from compare.render import markdown as md
     text = [f"{md.TITLE}review of {review.base_rev}..{review.head_rev}", ""]
     text += [f"- {_MARKS[level]}{line}" for level, line in lines(review)]
+    for r in review.replayed:
+        text += [""] + replay_render.markdown(r)
     ran = [c for c in review.compared if c.report is not None]
     room = max(md.COMMENT_LIMIT - len("\n".join(text)), 2000) // max(len(ran), 1)
     for c in ran:
@@ -114,7 +128,8 @@ def _json(review: Review) -> str:
     data = {MARKER_KEY: REVIEW_MARKER, "base": review.base, "head": review.head,
             "lines": [{"level": level, "text": text} for level, text in lines(review)],
             "compared": [{"label": c.label, "target": encode(c.target), "error": c.error,
-                          "report": as_data(c.report) if c.report is not None else None} for c in review.compared]}
+                          "report": as_data(c.report) if c.report is not None else None} for c in review.compared],
+            "replayed": [encode(r) for r in review.replayed]}
     return json.dumps(data, indent=2, allow_nan=False) + "\n"
 
 
@@ -191,6 +206,8 @@ def finish(review: Review, args) -> int:
         print(line, file=sys.stderr)
     broken = [line for c in review.compared if c.report is not None for g in c.report.gates
               for line in gates.reasons(g)]
+    if args.fail_on_numerics:
+        broken += replay_failures(review)
     if (args.fail_on_numerics or args.fail_if_slower is not None) and not args.accept_unjudged:
         broken += [f"review could not judge: {line}" for line in unjudged(review)]
     for line in broken:

@@ -1,0 +1,128 @@
+"""The results of replaying an op's recorded calls at two revisions: every output and gradient of BASE
+against HEAD's, with no reference to say which side is right.
+
+An op no family fits is compared on the calls the library's own tests make (compare/review/replay.py
+records and replays them). Each tensor of one call is a `TensorDiff`; each call a `ReplayedCall`; each op a
+`ReplayedOp`, whose verdict is decided once, here, when the record is made: renderers and gates read it.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from compare.model.states import Word
+
+
+class Side(Word):
+    BASE = "BASE"
+    HEAD = "HEAD"
+
+
+class Pass(Word):
+    FORWARD = "forward"
+    BACKWARD = "backward"
+
+
+class Agreement(Word):
+    """One tensor of BASE against the same tensor of HEAD, the strongest statement that holds."""
+
+    IDENTICAL = "identical bits"
+    WITHIN = "differs within tolerance"      # every element within the dtype's rtol/atol (NaN where NaN)
+    BEYOND = "differs beyond tolerance"      # some element is not: which side is right is not known here
+    UNLIKE = "not comparable"                # other shape, dtype or structure: `why` says which
+
+
+class ReplayVerdict(Word):
+    """An op's replay, most telling first among its calls (decide())."""
+
+    IDENTICAL = "identical"                  # every output and gradient of every call the same bits
+    WITHIN = "differs within tolerance"
+    BEYOND = "differs beyond tolerance"
+    HEAD_FAILS = "fails at HEAD only"        # a call BASE runs raises at HEAD
+    BASE_FAILS = "fails at BASE only"
+    BOTH_FAIL = "fails at both"
+    NO_CALLS = "no call recorded"            # no test of the library called it (notes say why)
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorDiff:
+    """One output (or input gradient, or input the op wrote into) of one call: BASE against HEAD."""
+
+    name: str                       # `out`, `out[1]`, `grad X`, `X (written)`
+    dtype: str
+    shape: tuple[int, ...]
+    agreement: Agreement
+    differing: int = 0              # elements whose bits differ
+    beyond: int = 0                 # elements outside the dtype's tolerance (NaN against a number counts)
+    max_abs: float = 0.0            # over elements finite at both
+    max_ulp: float = 0.0            # max |BASE - HEAD| in units in the last place of the dtype at the larger value
+    where: tuple[int, ...] = ()     # the index of the largest difference
+    base_value: float = 0.0         # the two values there
+    head_value: float = 0.0
+    nan_mismatch: int = 0           # NaN or inf at one side where the other has a finite number
+    why: str = ""                   # UNLIKE: what differs (shape, dtype, present at one side only)
+
+
+@dataclasses.dataclass(frozen=True)
+class CallFailure:
+    side: Side
+    stage: Pass
+    error: str                      # the exception's type and first line, as the op raised it
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplayedCall:
+    """One recorded call run at both revisions from fresh copies of the same inputs."""
+
+    index: int
+    signature: str                  # its arguments in short: `X: float32[4, 128] grad, eps=1e-06`
+    test: str                       # the test that made it (pytest's node id)
+    tensors: tuple[TensorDiff, ...] = ()
+    failures: tuple[CallFailure, ...] = ()
+
+    def failed(self, side: Side) -> bool:
+        return any(f.side == side for f in self.failures)
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplayedOp:
+    op: str                         # module:callable
+    label: str
+    tests: tuple[str, ...]          # the test files its calls were recorded from
+    recorded_at: Side
+    calls: tuple[ReplayedCall, ...]
+    notes: tuple[str, ...] = ()     # what the recording or replay could not do, a line each
+    verdict: ReplayVerdict = ReplayVerdict.NO_CALLS
+
+    @classmethod
+    def made(cls, **fields) -> "ReplayedOp":
+        """The record with its verdict decided from its calls (the one place it is)."""
+        return cls(**fields, verdict=decide(fields["calls"]))
+
+    def worst(self) -> TensorDiff | None:
+        """The tensor that differs most: beyond tolerance first, then by ULPs."""
+        found = [t for c in self.calls for t in c.tensors if t.agreement != Agreement.IDENTICAL]
+        order = {Agreement.UNLIKE: 0, Agreement.BEYOND: 1, Agreement.WITHIN: 2}
+        return min(found, key=lambda t: (order[t.agreement], -t.max_ulp), default=None)
+
+
+def decide(calls: tuple[ReplayedCall, ...]) -> ReplayVerdict:
+    """The op's verdict: a side failing where the other runs first, then the largest disagreement."""
+    if not calls:
+        return ReplayVerdict.NO_CALLS
+    base = [c.failed(Side.BASE) for c in calls]
+    head = [c.failed(Side.HEAD) for c in calls]
+    if any(h and not b for b, h in zip(base, head)):
+        return ReplayVerdict.HEAD_FAILS
+    if any(b and not h for b, h in zip(base, head)):
+        return ReplayVerdict.BASE_FAILS
+    ran = [c for c, b in zip(calls, base) if not b]
+    if not ran:
+        return ReplayVerdict.BOTH_FAIL
+    agreements = {t.agreement for c in ran for t in c.tensors}
+    if agreements & {Agreement.BEYOND, Agreement.UNLIKE}:
+        return ReplayVerdict.BEYOND
+    return ReplayVerdict.WITHIN if Agreement.WITHIN in agreements else ReplayVerdict.IDENTICAL
+
+
+# a difference HEAD brings that --fail-on-numerics fails on
+NUMERICS_FAILURES = frozenset({ReplayVerdict.BEYOND, ReplayVerdict.HEAD_FAILS})

@@ -1,0 +1,75 @@
+"""A replayed op (compare/model/replay.py) in the review's words: one line for the summary, a table of its
+calls for the comment. Reads the records' verdicts; decides nothing."""
+from __future__ import annotations
+
+from compare.model.replay import Agreement, ReplayedCall, ReplayedOp, ReplayVerdict, TensorDiff
+
+_LEVEL = {ReplayVerdict.IDENTICAL: "ok", ReplayVerdict.WITHIN: "info", ReplayVerdict.BEYOND: "warn",
+          ReplayVerdict.HEAD_FAILS: "fail", ReplayVerdict.BASE_FAILS: "info", ReplayVerdict.BOTH_FAIL: "warn",
+          ReplayVerdict.NO_CALLS: "warn"}
+NO_REFERENCE = "nothing here says which side is right"
+NOT_RUN = "timing and compiled code are not run on replayed calls"
+
+
+def _where(t: TensorDiff) -> str:
+    return f"[{', '.join(map(str, t.where))}]" if t.where else ""
+
+
+def tensor_text(t: TensorDiff) -> str:
+    """How one tensor of BASE and HEAD differ, in a phrase."""
+    if t.agreement == Agreement.IDENTICAL:
+        return f"{t.name}: identical bits"
+    if t.agreement == Agreement.UNLIKE:
+        return f"{t.name}: not comparable ({t.why})"
+    size = 1
+    for n in t.shape:
+        size *= n
+    nan = f", {t.nan_mismatch} NaN/inf at one side only" if t.nan_mismatch else ""
+    return (f"{t.name}{_where(t)}: {t.base_value:.6g} at BASE, {t.head_value:.6g} at HEAD ({t.max_ulp:.0f} ULP, "
+            f"{t.max_abs:.2e}); {t.differing} of {size} elements differ, {t.beyond} beyond {t.dtype} tolerance{nan}")
+
+
+def _calls(op: ReplayedOp) -> str:
+    n = len(op.calls)
+    return f"{n} call{'s' if n != 1 else ''} recorded from {', '.join(op.tests)}"
+
+
+def _failure(op: ReplayedOp, side: str) -> str:
+    f = next(f for c in op.calls for f in c.failures if f.side == side)
+    return f"its {f.stage} raises at {side}: {f.error}"
+
+
+def summary(op: ReplayedOp) -> tuple[str, str]:
+    """(level, line) of one replayed op for the review's summary."""
+    head = f"{op.label}: replayed (no family fits it)"
+    v = op.verdict
+    if v == ReplayVerdict.NO_CALLS:
+        why = "; ".join(op.notes) or "no call recorded"
+        return _LEVEL[v], f"{head}: changed, not compared: {why}"
+    said = {ReplayVerdict.IDENTICAL: "identical bits in every output and gradient",
+            ReplayVerdict.HEAD_FAILS: lambda: _failure(op, "HEAD") + " (BASE runs it)",
+            ReplayVerdict.BASE_FAILS: lambda: _failure(op, "BASE") + " (HEAD runs it)",
+            ReplayVerdict.BOTH_FAIL: lambda: _failure(op, "BASE") + ", and at HEAD",
+            ReplayVerdict.WITHIN: lambda: f"{v}: {tensor_text(op.worst())}; {NO_REFERENCE}",
+            ReplayVerdict.BEYOND: lambda: f"{v}: {tensor_text(op.worst())}; {NO_REFERENCE}"}[v]
+    return _LEVEL[v], f"{head}, {_calls(op)}: {said() if callable(said) else said}"
+
+
+def _call_row(c: ReplayedCall) -> str:
+    if c.failures:
+        result = "; ".join(f"{f.side}: {f.stage} raises {f.error}" for f in c.failures)
+    else:
+        differing = [t for t in c.tensors if t.agreement != Agreement.IDENTICAL]
+        result = "; ".join(tensor_text(t) for t in differing) or f"identical bits ({len(c.tensors)} tensors)"
+    return f"| {c.index + 1} | `{c.test or '?'}` | `{c.signature}` | {result.replace('|', '/')} |"
+
+
+def markdown(op: ReplayedOp) -> list[str]:
+    """The op's section of the comment: its line, its calls, what could not be done."""
+    level, line = summary(op)
+    text = [f"### `{op.label}`: replayed from the library's tests", "", line, ""]
+    if op.calls:
+        text += ["| call | test | arguments | BASE against HEAD |", "|---|---|---|---|"]
+        text += [_call_row(c) for c in op.calls] + [""]
+    text += [f"- {n}" for n in op.notes] + [f"- {NOT_RUN}", ""]
+    return text

@@ -1,0 +1,250 @@
+"""`python replay_worker.py record|play REQUEST.json`: record an op's calls from a library's tests (pytest in
+this process, each op wrapped: a call of a new signature kept until each op has its calls or the byte
+budget is spent; the manifest rewritten after each, so a process stopped at its limit leaves what it found),
+or play recorded calls at one revision (fresh inputs, then the backward from a seeded upstream gradient).
+Both run a reviewed library's code: never in kernel-ab's own process."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:300]}" if text else type(exc).__name__
+
+
+class Recorder:
+    """Wraps each op; keeps its calls of new signatures until the budget is spent."""
+
+    def __init__(self, request: dict):
+        self.out, self.calls, self.budget = Path(request["out"]), request["calls"], request["bytes"]
+        self.manifest = {"calls": [], "notes": [], "missing": [], "tests_run": 0}
+        self.seen: dict[str, set] = {}
+        self.spent, self.depth = 0, 0
+
+    def full(self, op: str) -> bool:
+        return len(self.seen.get(op, ())) >= self.calls
+
+    def write(self) -> None:
+        path = self.out / "manifest.json"
+        path.with_suffix(".tmp").write_text(json.dumps(self.manifest, indent=1))
+        path.with_suffix(".tmp").replace(path)
+
+    def note(self, text: str) -> None:
+        if text not in self.manifest["notes"]:
+            self.manifest["notes"].append(text)
+            self.write()
+
+    def wrap(self, op: str, fn):
+        def recorded(*args, **kwargs):
+            if self.depth == 0 and not self.full(op):
+                self.depth += 1
+                try:
+                    self.keep(op, fn, args, kwargs)
+                finally:
+                    self.depth -= 1
+            return fn(*args, **kwargs)
+        return recorded
+
+    def keep(self, op: str, fn, args: tuple, kwargs: dict) -> None:
+        import torch
+        from compare.runtime import call_capture as cc
+        names = cc.parameter_names(fn, len(args))
+        sig = cc.signature(names, args, kwargs)
+        if sig in self.seen.setdefault(op, set()):
+            return
+        tensors: list = []
+        try:
+            packed = cc.pack((tuple(args), dict(kwargs)), tensors, {}, "the arguments")
+        except cc.Unrecordable as exc:
+            self.note(f"{op}: a call not recorded: {exc}")
+            return
+        kept = [cc.keep(t) for t in tensors]
+        size = sum(v.numel() * v.element_size() for v, _ in kept)
+        if self.spent + size > self.budget:
+            self.note(f"{op}: a call of {size:,} bytes not recorded: the recording's budget of {self.budget:,} bytes is spent")
+            return
+        self.seen[op].add(sig)
+        self.spent += size
+        index = len(self.manifest["calls"])
+        torch.save({"args": packed, "tensors": [v for v, _ in kept], "meta": [m.__dict__ for _, m in kept],
+                    "names": names}, self.out / f"call_{index}.pt")
+        test = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]
+        self.manifest["calls"].append({"op": op, "file": f"call_{index}.pt", "signature": sig, "test": test,
+                                       "bytes": size})
+        self.write()
+        if all(self.full(o) for o in self.ops):
+            sys.stdout.flush()
+            os._exit(0)   # every op has its calls: the rest of the tests would add nothing
+
+    def install(self, ops: list[dict]) -> None:
+        """Each op wrapped where it is defined, and where modules already imported hold it by name."""
+        from compare.runtime import call_capture as cc
+        self.ops = []
+        for spec in ops:
+            key = f"{spec['module']}:{spec['name']}"
+            try:
+                owner, attribute, fn = cc.resolve(spec["module"], spec["name"])
+            except Exception as exc:  # noqa: BLE001 - the library's import, whatever it raises
+                self._import_failed(key, exc)
+                continue
+            wrapped = self.wrap(key, fn)
+            setattr(owner, attribute, staticmethod(wrapped) if isinstance(owner, type) else wrapped)
+            top = spec["module"].split(".")[0]
+            for name, module in list(sys.modules.items()):
+                if name.split(".")[0] == top and module is not owner:
+                    for attr, value in list(vars(module).items()):
+                        if value is fn:
+                            setattr(module, attr, wrapped)
+            self.ops.append(key)
+
+    def _import_failed(self, key: str, exc: BaseException) -> None:
+        if isinstance(exc, ModuleNotFoundError) and exc.name:
+            self.missing(exc)
+        self.note(f"{key}: could not be imported: {_first_line(exc)}")
+
+    def missing(self, exc: ModuleNotFoundError) -> None:
+        """A package the library's code or tests import that this environment lacks, with the file importing it."""
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if "importlib" not in f.filename]
+        where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+        entry = {"package": exc.name.split(".")[0], "where": where}
+        if entry not in self.manifest["missing"]:
+            self.manifest["missing"].append(entry)
+            self.write()
+
+
+class _Plugin:
+    """pytest hooks: collection errors read from the exception itself, tests counted."""
+
+    def __init__(self, recorder: Recorder):
+        self.recorder = recorder
+
+    def pytest_exception_interact(self, node, call, report):
+        exc = call.excinfo.value if call.excinfo is not None else None
+        if isinstance(exc, ModuleNotFoundError) and exc.name:
+            self.recorder.missing(exc)
+        elif report.when == "collect" and exc is not None:
+            self.recorder.note(f"{node.nodeid}: could not be collected: {_first_line(exc)}")
+
+    def pytest_runtest_logreport(self, report):
+        if report.when == "call":
+            self.recorder.manifest["tests_run"] += 1
+
+
+def record(request: dict) -> int:
+    import pytest
+    recorder = Recorder(request)
+    recorder.write()
+    recorder.install(request["ops"])
+    if not recorder.ops:
+        return 0
+    args = [*request["tests"], "-q", "-p", "no:cacheprovider", "-o", "addopts=", "--rootdir", request["rootdir"],
+            "-W", "ignore"]
+    code = pytest.main(args, plugins=[_Plugin(recorder)])
+    recorder.write()
+    return 0 if code in (0, 1, 5) else 0
+
+
+def _upstream(outputs: dict, seed: int) -> dict:
+    """A seeded upstream gradient for each output that has a graph: drawn on the CPU, the same at both sides."""
+    import torch
+    found = {}
+    for i, (name, t) in enumerate(outputs.items()):
+        if isinstance(t, torch.Tensor) and t.grad_fn is not None and t.is_floating_point():
+            g = torch.Generator().manual_seed(seed + i)
+            found[name] = torch.randn(t.shape, generator=g, dtype=torch.float32).to(t.dtype).to(t.device)
+    return found
+
+
+def _play_one(fn, kept: dict, device: str, seed: int) -> dict:
+    import torch
+    from compare.runtime import call_capture as cc
+    metas = [cc.TensorMeta(**{**m, "shape": tuple(m["shape"]), "stride": tuple(m["stride"])}) for m in kept["meta"]]
+    fresh = [cc.remake(v, m, device if device == "cpu" else None) for v, m in zip(kept["tensors"], metas)]
+    before = [t.detach().clone() for t in fresh]
+    args, kwargs = cc.unpack(kept["args"], fresh)
+    names = kept["names"]
+    result: dict = {"outputs": {}, "grads": {}, "failure": None}
+    torch.manual_seed(seed)
+    try:
+        out = fn(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - the op's own failure, that side's
+        result["failure"] = {"stage": "forward", "error": _first_line(exc)}
+        return result
+    outputs = cc.named_outputs(out)
+    label = _labels(names, args, kwargs, fresh)
+    written = {f"{label[i]} (written)": t for i, t in enumerate(fresh)
+               if not bool((t.detach() == before[i]).all() | (t.isnan() & before[i].isnan()).all())}
+    result["outputs"] = {k: (v.detach().cpu() if isinstance(v, torch.Tensor) else repr(v))
+                         for k, v in {**outputs, **written}.items()}
+    ups = _upstream(outputs, seed)
+    leaves = [(i, t) for i, t in enumerate(fresh) if t.requires_grad]
+    if ups and leaves:
+        try:
+            grads = torch.autograd.grad([outputs[k] for k in ups], [t for _, t in leaves], list(ups.values()),
+                                        allow_unused=True)
+        except Exception as exc:  # noqa: BLE001 - the op's backward, that side's failure
+            result["failure"] = {"stage": "backward", "error": _first_line(exc)}
+            return result
+        result["grads"] = {f"grad {label[i]}": g.detach().cpu() for (i, _), g in zip(leaves, grads) if g is not None}
+    return result
+
+
+def _labels(names: list[str], args, kwargs, fresh: list) -> dict[int, str]:
+    """Each tensor's index -> the argument it is (`X`, `arg2[0]`)."""
+    found: dict[int, str] = {}
+    for name, value in [*zip(names, args), *kwargs.items()]:
+        for sub, t in _tensors(value, name):
+            for i, f in enumerate(fresh):
+                if f is t:
+                    found.setdefault(i, sub)
+    return {i: found.get(i, f"tensor {i}") for i in range(len(fresh))}
+
+
+def _tensors(value, name: str):
+    import torch
+    if isinstance(value, torch.Tensor):
+        yield name, value
+    elif isinstance(value, (tuple, list)):
+        for i, v in enumerate(value):
+            yield from _tensors(v, f"{name}[{i}]")
+
+
+def play(request: dict) -> int:
+    import torch
+    from compare.runtime import call_capture as cc
+    out, unloadable = Path(request["out"]), {}
+    for op in request["ops"]:
+        key = f"{op['module']}:{op['name']}"
+        try:
+            fn = cc.resolve(op["module"], op["name"])[2]
+        except Exception as exc:  # noqa: BLE001 - the library's import, whatever it raises
+            unloadable[key] = _first_line(exc)
+            (out / "unloadable.json").write_text(json.dumps(unloadable))
+            continue
+        for call in op["calls"]:
+            kept = torch.load(Path(request["recording"]) / call, weights_only=False)
+            result = _play_one(fn, kept, request["device"], request["seed"])
+            torch.save(result, out / call.replace("call_", "played_"))
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    mode, request = argv[0], json.loads(Path(argv[1]).read_text())
+    from compare.runtime.backend import configure
+    configure(request["device"])
+    sys.path[:0] = request["roots"]
+    os.chdir(request["rootdir"])
+    return record(request) if mode == "record" else play(request)
+
+
+if __name__ == "__main__":
+    _home = str(Path(__file__).resolve().parents[2])   # kernel-ab's folder, for its own names only
+    sys.path[0] = _home
+    import kernel_ab  # noqa: F401  the finder that resolves compare/variants/main to kernel-ab's files
+    sys.path.remove(_home)
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,166 @@
+"""Any op, no family: review records the calls the library's own tests make and replays them at BASE and HEAD.
+The toy library (tests/replay_library.py) plants a refactor, a bug, a failure, an in-place write, an op no
+test calls, and an op named like a layer norm that is none; the comparison of tensors is tested on its own."""
+from __future__ import annotations
+
+import json
+import math
+import types
+
+import pytest
+import torch
+
+from compare.checks.replay_diff import compare_named, tensor_diff
+from compare.model.family_fit import family_fit
+from compare.model.replay import (Agreement, CallFailure, Pass, ReplayedCall, ReplayedOp, ReplayVerdict, Side,
+                                  TensorDiff, decide)
+from compare.model.states import Failure, Status
+from tests import replay_library
+
+
+# ---------------------------------------------------------------- BASE's tensor against HEAD's
+def test_the_same_bits_are_identical_and_a_negative_zero_is_not():
+    x = torch.tensor([1.0, 0.0, float("nan")])
+    assert tensor_diff("out", x, x.clone()).agreement == Agreement.IDENTICAL
+    d = tensor_diff("out", x, torch.tensor([1.0, -0.0, float("nan")]))
+    assert d.agreement == Agreement.WITHIN and d.differing == 1 and d.beyond == 0
+
+
+def test_a_difference_beyond_tolerance_says_where_by_how_much_and_both_values():
+    base = torch.zeros(3, 4)
+    head = base.clone()
+    head[2, 1] = 1e-3
+    d = tensor_diff("out", base, head)
+    assert d.agreement == Agreement.BEYOND and (d.differing, d.beyond) == (1, 1)
+    assert d.where == (2, 1) and d.base_value == 0.0 and math.isclose(d.head_value, 1e-3, rel_tol=1e-6)
+    assert math.isclose(d.max_abs, 1e-3, rel_tol=1e-6) and d.max_ulp > 1e6   # an ULP at zero is tiny
+
+
+def test_one_ulp_in_bfloat16_is_within_tolerance_and_counted_in_ulps():
+    base = torch.tensor([1.0, 2.0], dtype=torch.bfloat16)
+    head = torch.tensor([1.0078125, 2.0], dtype=torch.bfloat16)   # the next bfloat16 after 1.0
+    d = tensor_diff("grad X", base, head)
+    assert d.agreement == Agreement.WITHIN and d.max_ulp == 1.0 and d.where == (0,)
+
+
+def test_a_nan_at_one_side_only_is_beyond_tolerance_and_counted():
+    d = tensor_diff("out", torch.tensor([1.0, 2.0]), torch.tensor([1.0, float("nan")]))
+    assert d.agreement == Agreement.BEYOND and d.nan_mismatch == 1
+
+
+def test_other_shapes_dtypes_or_a_missing_tensor_are_not_comparable_and_say_why():
+    assert "float32[2] at BASE, float32[3] at HEAD" in tensor_diff("out", torch.zeros(2), torch.zeros(3)).why
+    assert tensor_diff("out", torch.zeros(2), torch.zeros(2, dtype=torch.float16)).agreement == Agreement.UNLIKE
+    assert tensor_diff("out", torch.zeros(2), None).why == "a tensor at BASE only"
+    found = compare_named({"out": torch.zeros(2), "n": 3}, {"out": torch.zeros(2), "n": 4})
+    assert [(t.name, t.agreement) for t in found] == [("out", Agreement.IDENTICAL), ("n", Agreement.UNLIKE)]
+
+
+def test_integer_outputs_must_match_exactly():
+    d = tensor_diff("idx", torch.tensor([1, 2, 3]), torch.tensor([1, 2, 4]))
+    assert d.agreement == Agreement.BEYOND and d.where == (2,) and (d.base_value, d.head_value) == (3.0, 4.0)
+
+
+# ---------------------------------------------------------------- the op's verdict, decided once
+def _call(*agreements, failures=()):
+    return ReplayedCall(0, "x: float32[4]", "t.py::t", tuple(TensorDiff("out", "float32", (4,), a) for a in agreements),
+                        tuple(failures))
+
+
+def test_an_ops_verdict_is_its_worst_call_and_a_side_failing_alone_comes_first():
+    assert decide(()) == ReplayVerdict.NO_CALLS
+    assert decide((_call(Agreement.IDENTICAL), _call(Agreement.IDENTICAL))) == ReplayVerdict.IDENTICAL
+    assert decide((_call(Agreement.IDENTICAL), _call(Agreement.WITHIN))) == ReplayVerdict.WITHIN
+    assert decide((_call(Agreement.WITHIN), _call(Agreement.BEYOND))) == ReplayVerdict.BEYOND
+    head_fails = _call(failures=(CallFailure(Side.HEAD, Pass.FORWARD, "ValueError: no"),))
+    assert decide((_call(Agreement.BEYOND), head_fails)) == ReplayVerdict.HEAD_FAILS
+    both = (CallFailure(Side.BASE, Pass.BACKWARD, "E"), CallFailure(Side.HEAD, Pass.BACKWARD, "E"))
+    assert decide((_call(failures=both),)) == ReplayVerdict.BOTH_FAIL
+    assert decide((_call(failures=both), _call(Agreement.IDENTICAL))) == ReplayVerdict.IDENTICAL
+    op = ReplayedOp.made(op="m:f", label="f", tests=(), recorded_at=Side.HEAD, calls=(head_fails,))
+    assert op.verdict == ReplayVerdict.HEAD_FAILS
+
+
+# ---------------------------------------------------------------- a family checked before it judges
+def _report(*variants, kind="normal"):
+    case = types.SimpleNamespace(direction="forward", input_kind=kind, shape="R4 H8", dtype="float32",
+                                 variants=variants)
+    return types.SimpleNamespace(numerics=types.SimpleNamespace(cases=(case,)))
+
+
+def _numbers(status, failure=Failure.NONE, reasons=(), beyond=0):
+    out = types.SimpleNamespace(output="y", numel=32, beyond_tol=beyond)
+    return types.SimpleNamespace(variant="op.base", status=status, failure=failure, reasons=reasons, outputs=(out,))
+
+
+def test_a_family_fits_when_base_passes_on_a_normal_input_and_not_when_it_raises_or_is_far_off():
+    assert family_fit(_report(_numbers(Status.PASS)), "op.base").fits
+    raised = family_fit(_report(_numbers(Status.ERROR, Failure.LIBRARY, ("AssertionError: W has 3",))), "op.base")
+    assert not raised.fits and "AssertionError: W has 3" in raised.why
+    off = family_fit(_report(_numbers(Status.FAIL, beyond=30)), "op.base")
+    assert not off.fits and "30 of 32 elements of y" in off.why
+    # a crash or a load failure says nothing of the fit; no normal input run leaves the family to judge
+    assert family_fit(_report(_numbers(Status.ERROR, Failure.CRASH)), "op.base").fits
+    assert family_fit(_report(_numbers(Status.FAIL, beyond=30), kind="huge"), "op.base").fits
+
+
+# ---------------------------------------------------------------- the toy library reviewed as typed
+@pytest.fixture(scope="module")
+def reviewed(tmp_path_factory):
+    import subprocess
+    import sys
+    top = replay_library.make(tmp_path_factory.mktemp("toylib"))
+    out = tmp_path_factory.mktemp("out")
+    r = subprocess.run([sys.executable, "main.py", "review", "HEAD~1", "HEAD", "--repo", str(top), "--quiet",
+                        "--json", str(out / "review.json"), "--markdown", str(out / "review.md"),
+                        "--fail-on-numerics"], capture_output=True, text=True, timeout=600,
+                       cwd=replay_library.Path(__file__).resolve().parents[1])
+    data = json.loads((out / "review.json").read_text())
+    return r, {op["label"]: op for op in data["replayed"]}, (out / "review.md").read_text()
+
+
+pytestmark_slow = pytest.mark.slow
+
+
+@pytestmark_slow
+def test_a_refactor_with_the_same_arithmetic_replays_to_identical_bits_outputs_and_gradients(reviewed):
+    _, ops, _ = reviewed
+    scale = ops["ScaleFunction"]
+    assert scale["verdict"] == ReplayVerdict.IDENTICAL.value and len(scale["calls"]) == 3   # 130 twice: one signature
+    names = {t["name"] for c in scale["calls"] for t in c["tensors"]}
+    assert names == {"out", "grad x"}
+    assert scale["tests"] == ["tests/test_ops.py"]
+
+
+@pytestmark_slow
+def test_a_planted_bug_is_beyond_tolerance_at_its_element_and_fails_the_numerics_gate(reviewed):
+    r, ops, md = reviewed
+    shift = ops["shift"]
+    assert shift["verdict"] == ReplayVerdict.BEYOND.value
+    [worst] = [t for c in shift["calls"] for t in c["tensors"] if t["agreement"] != "identical bits"][:1]
+    assert worst["where"] == [3] and worst["beyond"] == 1 and math.isclose(worst["max_abs"], 1e-3, rel_tol=1e-3)
+    assert r.returncode == 1 and "gate failed: shift" in r.stderr
+    assert "nothing here says which side is right" in md
+
+
+@pytestmark_slow
+def test_a_head_that_raises_is_heads_failure_and_the_input_written_into_is_compared(reviewed):
+    _, ops, _ = reviewed
+    assert ops["clip"]["verdict"] == ReplayVerdict.HEAD_FAILS.value
+    [failure] = {json.dumps(f) for c in ops["clip"]["calls"] for f in c["failures"]}
+    assert json.loads(failure) == {"side": "HEAD", "stage": "forward", "error": "ValueError: clip takes no more calls"}
+    acc = ops["accumulate"]
+    written = [t for c in acc["calls"] for t in c["tensors"] if t["name"] == "acc (written)"]
+    assert written and written[0]["agreement"] == Agreement.BEYOND.value
+
+
+@pytestmark_slow
+def test_an_op_no_test_calls_is_not_compared_and_a_layer_norm_by_name_alone_is_replayed(reviewed):
+    r, ops, _ = reviewed
+    assert ops["lonely"]["verdict"] == ReplayVerdict.NO_CALLS.value
+    assert "review could not judge: toylib.ops:lonely" in r.stderr
+    poly = ops["PolyFunction"]
+    assert poly["verdict"] == ReplayVerdict.IDENTICAL.value
+    assert any(n.startswith("family layer_norm does not fit it: BASE's forward") for n in poly["notes"])
+    assert not [label for label in ops if label.startswith("test")]   # the changed test file holds no op
+    assert "1 test or benchmark file changed (calls of ops, not ops): tests/test_ops.py" in r.stdout
