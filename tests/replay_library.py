@@ -135,6 +135,11 @@ def test_scale(n):
     assert torch.allclose(x.grad, torch.full_like(x, 3.0))
 
 
+def test_scale_in_double():
+    x = torch.randn(40, dtype=torch.float64, requires_grad=True)
+    scale(x, 3.0).sum().backward()
+
+
 @pytest.mark.parametrize("n", [64, 200])
 def test_shift_and_clip(n):
     x = torch.randn(n)

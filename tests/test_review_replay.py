@@ -126,7 +126,10 @@ pytestmark_slow = pytest.mark.slow
 def test_a_refactor_with_the_same_arithmetic_replays_to_identical_bits_outputs_and_gradients(reviewed):
     _, ops, _ = reviewed
     scale = ops["ScaleFunction"]
-    assert scale["verdict"] == ReplayVerdict.IDENTICAL.value and len(scale["calls"]) == 3   # 130 twice: one signature
+    assert scale["verdict"] == ReplayVerdict.IDENTICAL.value
+    # two signatures per dtype: 50 and 130 (130 twice is one), then float64's, not float32's third
+    assert [c["signature"] for c in scale["calls"]] == [
+        "x: float32[50] grad, factor=3.0", "x: float32[130] grad, factor=3.0", "x: float64[40] grad, factor=3.0"]
     names = {t["name"] for c in scale["calls"] for t in c["tensors"]}
     assert names == {"out", "grad x"}
     assert scale["tests"] == ["tests/test_ops.py"]

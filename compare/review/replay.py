@@ -27,7 +27,8 @@ MAX_TEST_FILES = 3
 
 @dataclasses.dataclass(frozen=True)
 class Limits:
-    calls: int = 3                      # distinct signatures kept per op
+    calls: int = 6                      # distinct signatures kept per op
+    per_dtypes: int = 2                 # of them, per combination of argument dtypes
     bytes: int = 256 << 20              # of tensors kept, per recording
     record_s: float = 240.0             # the recording process's time limit
     play_s: float = 240.0               # each side's replaying process's
@@ -196,7 +197,8 @@ class Replayer:
         if not ops:
             return 0, ""
         request = {**self._request(side, ops[0], out), "ops": [{"module": op.module, "name": op.name} for op in ops],
-                   "tests": tests, "calls": self.limits.calls, "bytes": self.limits.bytes}
+                   "tests": tests, "calls": self.limits.calls, "per_dtypes": self.limits.per_dtypes,
+                   "bytes": self.limits.bytes}
         return _run("record", request, out, self.limits.record_s)
 
     def _play(self, side: Side, ops: list[OpToReplay], calls: dict, recording: Path) -> tuple[Path, dict]:

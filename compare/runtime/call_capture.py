@@ -123,6 +123,20 @@ def signature(names: list[str], args: tuple, kwargs: dict) -> str:
     return ", ".join(said)
 
 
+def dtypes(args: tuple, kwargs: dict) -> tuple[str, ...]:
+    """The dtypes of a call's tensor arguments, in order: calls in other dtypes test other code paths."""
+    def walk(value):
+        if isinstance(value, torch.Tensor):
+            yield _dtype_name(value.dtype)
+        elif isinstance(value, (tuple, list)):
+            for v in value:
+                yield from walk(v)
+        elif isinstance(value, dict):
+            for v in value.values():
+                yield from walk(v)
+    return tuple(walk((args, kwargs)))
+
+
 def named_outputs(value, name: str = "out") -> dict[str, Any]:
     """Every tensor (and other leaf value) of an op's result, named by where it lies in it."""
     if isinstance(value, torch.Tensor):

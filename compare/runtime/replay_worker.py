@@ -22,8 +22,10 @@ class Recorder:
 
     def __init__(self, request: dict):
         self.out, self.calls, self.budget = Path(request["out"]), request["calls"], request["bytes"]
+        self.per_dtypes = request["per_dtypes"]   # calls kept per combination of argument dtypes
         self.manifest = {"calls": [], "notes": [], "missing": [], "tests_run": 0}
         self.seen: dict[str, set] = {}
+        self.kinds: dict[str, dict] = {}
         self.spent, self.depth = 0, 0
 
     def full(self, op: str) -> bool:
@@ -55,8 +57,10 @@ class Recorder:
         from compare.runtime import call_capture as cc
         names = cc.parameter_names(fn, len(args))
         sig = cc.signature(names, args, kwargs)
-        if sig in self.seen.setdefault(op, set()):
-            return
+        dtypes = cc.dtypes(args, kwargs)
+        kinds = self.kinds.setdefault(op, {})
+        if sig in self.seen.setdefault(op, set()) or kinds.get(dtypes, 0) >= self.per_dtypes:
+            return   # another signature of dtypes already kept twice adds less than the next dtype will
         tensors: list = []
         try:
             packed = cc.pack((tuple(args), dict(kwargs)), tensors, {}, "the arguments")
@@ -69,6 +73,7 @@ class Recorder:
             self.note(f"{op}: a call of {size:,} bytes not recorded: the recording's budget of {self.budget:,} bytes is spent")
             return
         self.seen[op].add(sig)
+        kinds[dtypes] = kinds.get(dtypes, 0) + 1
         self.spent += size
         index = len(self.manifest["calls"])
         torch.save({"args": packed, "tensors": [v for v, _ in kept], "meta": [m.__dict__ for _, m in kept],
@@ -177,8 +182,7 @@ def _play_one(fn, kept: dict, device: str, seed: int) -> dict:
         return result
     outputs = cc.named_outputs(out)
     label = _labels(names, args, kwargs, fresh)
-    written = {f"{label[i]} (written)": t for i, t in enumerate(fresh)
-               if not bool((t.detach() == before[i]).all() | (t.isnan() & before[i].isnan()).all())}
+    written = {f"{label[i]} (written)": t for i, t in enumerate(fresh) if not _same(t.detach(), before[i])}
     result["outputs"] = {k: (v.detach().cpu() if isinstance(v, torch.Tensor) else repr(v))
                          for k, v in {**outputs, **written}.items()}
     ups = _upstream(outputs, seed)
@@ -192,6 +196,15 @@ def _play_one(fn, kept: dict, device: str, seed: int) -> dict:
             return result
         result["grads"] = {f"grad {label[i]}": g.detach().cpu() for (i, _), g in zip(leaves, grads) if g is not None}
     return result
+
+
+def _same(a, b) -> bool:
+    """The same shape and bits (NaN payloads and -0.0 included): an input the op did not write into."""
+    from compare.runtime.sealing import int_view
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    view = int_view(a)
+    return bool((a == b).all()) if view is None else bool((a.contiguous().view(view) == b.contiguous().view(view)).all())
 
 
 def _labels(names: list[str], args, kwargs, fresh: list) -> dict[int, str]:
