@@ -12,7 +12,9 @@ import types
 from pathlib import Path
 from typing import Any, Callable
 
-from compare.runtime.process_flags import MISSING, Watch, in_platform, process_flags, torch_flags, watch_atexit
+from compare.model.habits import Act, ImportAct
+from compare.runtime.process_flags import (MISSING, Watch, environ, in_platform, library_environ, process_flags,
+                                           torch_flags, watch_atexit)
 
 # namespaces whose attributes are compared by identity: (label, module name, attribute path or "")
 _MODULES = (("torch", "torch", ""), ("torch.nn", "torch", "nn"), ("torch.nn.functional", "torch", "nn.functional"),
@@ -20,7 +22,8 @@ _MODULES = (("torch", "torch", ""), ("torch.nn", "torch", "nn"), ("torch.nn.func
             ("torch.cuda", "torch", "cuda"), ("torch.library", "torch", "library"), ("numpy", "numpy", ""),
             ("triton", "triton", ""), ("triton.language", "triton", "language"),
             ("triton.language.math", "triton", "language.math"), ("math", "math", ""), ("builtins", "builtins", ""),
-            ("os", "os", ""), ("sys", "sys", ""), ("atexit", "atexit", ""), ("signal", "signal", ""))
+            ("os", "os", ""), ("sys", "sys", ""), ("atexit", "atexit", ""), ("signal", "signal", ""),
+            ("time", "time", ""))   # the timer's clocks
 # those whose functions are Python's (their code can be swapped): the functions kernel-ab's reference calls
 _CODES = frozenset({"torch.nn.functional", "torch.Tensor", "triton.language", "triton.language.math"})
 _CLASSES = (("torch.Tensor", "torch", "Tensor"), ("torch.cuda.Event", "torch", "cuda.Event"),
@@ -28,6 +31,8 @@ _CLASSES = (("torch.Tensor", "torch", "Tensor"), ("torch.cuda.Event", "torch", "
             ("torch.autograd.Function", "torch", "autograd.Function"),
             ("triton.runtime.jit.JITFunction", "triton", "runtime.jit.JITFunction"))
 _CONSTANTS = (int, float, str, bytes, tuple, frozenset, type(None))   # a module's values that are no cache
+ENVIRON = "os.environ"   # the environment's watch
+_STREAMS = ("stdout", "stderr")
 
 
 def _resolve(module: str, path: str):
@@ -186,6 +191,7 @@ class Guard:
                                              allowed=_third_party, codes=label in _CODES)
         for n, watch in enumerate(torch_flags() + process_flags()):
             self.watches[f"flag {n}"] = watch
+        self.watches[ENVIRON] = environ()
         self.seconds, self.count = 0.0, 0   # time spent taking snapshots and comparing (the cost, measured)
         self._modules_seen = 0
 
@@ -212,6 +218,20 @@ class Guard:
         snapshot = {key: w.read() for key, w in self.watches.items()}
         self.seconds += time.perf_counter() - start
         return snapshot
+
+    def library_acts(self, before: dict[str, Any]) -> list[ImportAct]:
+        """What an import did since `before` that is a library's habit, not a change reaching a measurement:
+        its own environment variables (kept: its code reads them) and sys.stdout or sys.stderr replaced (put
+        back, so that kernel-ab's report and progress go where they went). Called before `undo`, which then
+        sees neither."""
+        acts = [ImportAct(Act.ENVIRON, k) for k in library_environ(before[ENVIRON], dict(os.environ))]
+        saved = before.get("sys") or {}
+        for name in _STREAMS:
+            old, new = saved.get(name), getattr(sys, name, None)
+            if old is not None and new is not old and callable(getattr(new, "write", None)):
+                setattr(sys, name, old)
+                acts.append(ImportAct(Act.STREAM, f"sys.{name}"))
+        return acts
 
     def undo(self, before: dict[str, Any]) -> list[str]:
         """What differs from `before`, one phrase each; every difference is put back."""
