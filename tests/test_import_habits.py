@@ -1,6 +1,6 @@
 """A library's import habits (compare/runtime/import_acts.py, compare/model/habits.py): what every revision's
 import of a module does alike and cannot reach a measurement (an environment variable of its own, sys.stderr
-replaced by a filter) is said once as the library's and the op is compared; a package the library needs
+replaced by a filter, its own warnings made errors) is said once as the library's and the op is compared; a package the library needs
 that this environment lacks is one typed line, the first; what reaches a measurement (torch patched, the
 timer, a variable Triton reads) or what one revision's import does alone still names the variant."""
 from __future__ import annotations
@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -92,6 +93,18 @@ def test_an_import_that_replaces_stderr_with_a_filter_is_the_librarys_and_kernel
     assert f"wrote {tmp_path / 'review'}.json" in err   # kernel-ab's own lines were not swallowed
 
 
+def test_an_import_that_makes_its_own_warnings_errors_is_the_librarys(tmp_path):
+    repo = make_repo(tmp_path, table=False, init='import warnings\nwarnings.filterwarnings("error", module="mylib")\n')
+    filters = list(warnings.filters)
+    try:
+        code, data, _, err = _review(repo, tmp_path, "v1", "v2")
+    finally:
+        warnings.filters[:] = filters
+    assert code == 0, err
+    assert _statuses(data) == {"RMSNormFunction.base": "ok", "RMSNormFunction.head": "ok"}
+    assert "the library's import (mylib/rms.py) made warnings of mylib errors at every revision" in json.dumps(data)
+
+
 def test_a_package_the_library_needs_and_the_environment_lacks_is_the_reviews_first_line(tmp_path):
     repo = make_repo(tmp_path, table=False, init="import os\nimport nosuchpkg_kab\n")
     code, data, markdown, _ = _review(repo, tmp_path, "v1", "v2")
@@ -125,7 +138,8 @@ def test_the_missing_package_is_read_from_the_errors_name_and_traceback_never_it
     ("import torch\ntorch.sum = lambda *a, **k: 0\n", "patched torch.sum"),
     ("import time\ntime.perf_counter = lambda: 0.0\n", "patched time.perf_counter"),
     ("import os\nos.environ['TRITON_F32_DEFAULT'] = 'ieee'\n", "changed os.environ (TRITON_F32_DEFAULT)"),
-], ids=["torch_sum", "perf_counter", "triton_variable"])
+    ("import warnings\nwarnings.simplefilter('error')\n", "made warnings errors"),
+], ids=["torch_sum", "perf_counter", "triton_variable", "every_warning_an_error"])
 def test_an_import_act_that_reaches_the_measurement_names_the_variant_though_every_revision_does_it(
         tmp_path, act, culprit):
     repo = make_repo(tmp_path, table=False, init=act)

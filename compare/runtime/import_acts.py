@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import warnings
 
 from compare.model.habits import Act, ImportAct, LibraryImport
+from compare.runtime.process_flags import library_filter
 
 ACTS: dict[str, tuple[str, tuple[ImportAct, ...]]] = {}   # variant -> (what it ran, what its import did)
 _SHARED: list[LibraryImport] = []
@@ -28,16 +30,21 @@ def record(names, what: str, acts: list[ImportAct]) -> None:
 
 @contextlib.contextmanager
 def lifted():
-    """Around an import: the variables earlier imports set as their library's are out of os.environ while it
-    runs, so that each import's acts are seen whole (one that sets what an earlier one set, to the same value,
-    would change nothing seen); those it did not set come back after it."""
-    names = {a.name for _, acts in ACTS.values() for a in acts if a.act is Act.ENVIRON}
-    saved = {k: os.environ.pop(k) for k in sorted(names) if k in os.environ}
+    """Around an import: the variables and warnings filters earlier imports set as their library's are out of
+    the process while it runs, so that each import's acts are seen whole (one that sets what an earlier one
+    set, to the same value, would change nothing seen); those it did not set again come back after it."""
+    names = {(a.act, a.name) for _, acts in ACTS.values() for a in acts}
+    saved = {k: os.environ.pop(k) for k in sorted(n for act, n in names if act is Act.ENVIRON) if k in os.environ}
+    filters = [f for f in warnings.filters if (Act.WARNINGS, library_filter(f)) in names]
+    warnings.filters[:] = [f for f in warnings.filters if f not in filters]
+    warnings._filters_mutated()
     try:
         yield
     finally:
         for k, v in saved.items():
             os.environ.setdefault(k, v)
+        warnings.filters[:] = [f for f in filters if f not in warnings.filters] + warnings.filters
+        warnings._filters_mutated()
 
 
 def decide(modules: dict[str, str]) -> list[tuple[str, str, str]]:

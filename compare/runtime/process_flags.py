@@ -269,7 +269,7 @@ def process_flags() -> list[Watch]:
         value(lambda: (gc.isenabled(), gc.get_threshold(), len(gc.callbacks)),
               lambda o, n: "changed the garbage collector (gc.disable, set_threshold, callbacks)", _put_gc),
         value(lambda: tuple(warnings.filters), lambda o, n: "made warnings errors (warnings.simplefilter('error'))",
-              _put_filters, lambda o, n: any(f[0] == "error" for f in n if f not in o)),
+              _put_filters, lambda o, n: any(f[0] == "error" and not library_filter(f) for f in n if f not in o)),
         # libraries add finders of their own when imported (transformers, torch's lazy modules on a GPU host):
         # only a finder or hook taken away, or replaced, is a change of the variant's
         value(lambda: (_identities(sys.meta_path), _identities(sys.path_hooks)),
@@ -290,6 +290,20 @@ def _put_gc(old) -> None:
     (gc.enable if old[0] else gc.disable)()
     gc.set_threshold(*old[1])
     del gc.callbacks[old[2]:]
+
+
+_MEASURING_MODULES = ("torch", "triton", "numpy", "compare", "variants", "kernel_ab", "__main__")
+
+
+def library_filter(f: tuple) -> str:
+    """The module pattern of a warnings filter that makes only a library's own warnings errors (its `module`
+    matches none of torch's, Triton's, numpy's or kernel-ab's), else ""."""
+    module = f[3]
+    if f[0] != "error" or module is None or not module.pattern:
+        return ""
+    if any(module.match(m) or module.match(m + ".x") for m in _MEASURING_MODULES):
+        return ""
+    return module.pattern.removesuffix("\\Z")
 
 
 def _put_filters(old) -> None:

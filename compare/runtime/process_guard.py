@@ -9,12 +9,13 @@ import os
 import sys
 import time
 import types
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
 from compare.model.habits import Act, ImportAct
-from compare.runtime.process_flags import (MISSING, Watch, environ, in_platform, library_environ, process_flags,
-                                           torch_flags, watch_atexit)
+from compare.runtime.process_flags import (MISSING, Watch, environ, in_platform, library_environ, library_filter,
+                                           process_flags, torch_flags, watch_atexit)
 
 # namespaces whose attributes are compared by identity: (label, module name, attribute path or "")
 _MODULES = (("torch", "torch", ""), ("torch.nn", "torch", "nn"), ("torch.nn.functional", "torch", "nn.functional"),
@@ -31,7 +32,7 @@ _CLASSES = (("torch.Tensor", "torch", "Tensor"), ("torch.cuda.Event", "torch", "
             ("torch.autograd.Function", "torch", "autograd.Function"),
             ("triton.runtime.jit.JITFunction", "triton", "runtime.jit.JITFunction"))
 _CONSTANTS = (int, float, str, bytes, tuple, frozenset, type(None))   # a module's values that are no cache
-ENVIRON = "os.environ"   # the environment's watch
+ENVIRON, FILTERS = "os.environ", "warnings.filters"   # the environment's watch, the warnings filters' snapshot
 _STREAMS = ("stdout", "stderr")
 
 
@@ -192,6 +193,7 @@ class Guard:
         for n, watch in enumerate(torch_flags() + process_flags()):
             self.watches[f"flag {n}"] = watch
         self.watches[ENVIRON] = environ()
+        self.watches[FILTERS] = Watch(lambda: tuple(warnings.filters), lambda o, n: [], lambda o, n: None)
         self.seconds, self.count = 0.0, 0   # time spent taking snapshots and comparing (the cost, measured)
         self._modules_seen = 0
 
@@ -221,10 +223,12 @@ class Guard:
 
     def library_acts(self, before: dict[str, Any]) -> list[ImportAct]:
         """What an import did since `before` that is a library's habit, not a change reaching a measurement:
-        its own environment variables (kept: its code reads them) and sys.stdout or sys.stderr replaced (put
-        back, so that kernel-ab's report and progress go where they went). Called before `undo`, which then
-        sees neither."""
+        its own environment variables (kept: its code reads them), warnings of its own modules made errors
+        (kept), and sys.stdout or sys.stderr replaced (put back, so that kernel-ab's report and progress go
+        where they went). Called before `undo`, which then sees none of them."""
         acts = [ImportAct(Act.ENVIRON, k) for k in library_environ(before[ENVIRON], dict(os.environ))]
+        acts += [ImportAct(Act.WARNINGS, library_filter(f)) for f in warnings.filters
+                 if f not in before[FILTERS] and library_filter(f)]
         saved = before.get("sys") or {}
         for name in _STREAMS:
             old, new = saved.get(name), getattr(sys, name, None)
