@@ -101,10 +101,10 @@ def git(repo: Path, *args: str) -> str:
                            "-c", "commit.gpgsign=false", *args], check=True, capture_output=True, text=True).stdout
 
 
-def _write(repo: Path, state: str) -> None:
+def _write(repo: Path, state: str, init: str = "") -> None:
     pkg = repo / "mylib"
     pkg.mkdir(parents=True, exist_ok=True)
-    (pkg / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text(init)
     (pkg / "rms.py").write_text(RMS.replace("{rstd}", RSTD[state]))
     after = state == "after"
     (pkg / "scale.py").write_text(SCALE.replace("{comment}", "# scales a vector\n" if after else "")
@@ -112,18 +112,19 @@ def _write(repo: Path, state: str) -> None:
     (pkg / "act.py").write_text(ACT.replace("{name}", "_relu_fwd_kernel" if after else "_relu_kernel"))
 
 
-def make_repo(folder: Path, table: bool) -> Path:
+def make_repo(folder: Path, table: bool, init: str = "") -> Path:
     """The repository at tags v1 and v2 (see the module docstring), with pyproject.toml's kernel table if
-    `table`; then v3: `_scale_kernel`'s body changed, which no family's parameters fit."""
+    `table`; then v3: `_scale_kernel`'s body changed, which no family's parameters fit. `init`: the package's
+    `__init__.py` at every commit (a library's import habits)."""
     repo = folder / ("mylib-table" if table else "mylib-plain")
     repo.mkdir()
     git(repo, "init", "-q")
-    _write(repo, "before")
+    _write(repo, "before", init)
     (repo / "pyproject.toml").write_text(TABLE if table else '[project]\nname = "mylib"\n')
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "mylib")
     git(repo, "tag", "v1")
-    _write(repo, "after")
+    _write(repo, "after", init)
     git(repo, "commit", "-q", "-am", "rstd by rsqrt; a comment; relu's kernel renamed")
     git(repo, "tag", "v2")
     scale = repo / "mylib" / "scale.py"

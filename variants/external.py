@@ -23,7 +23,8 @@ from pathlib import Path
 from variants.catalog import Registry
 from variants.family import Family, UnknownName
 from variants.git_tree import Tree, TreeError, materialize, needed_paths
-from variants.isolation import _package_root, import_isolated  # noqa: F401 (import_isolated re-exported)
+from compare.model.habits import MissingPackage
+from variants.isolation import _own_names, _package_root, _top_names, import_isolated  # noqa: F401 (re-exported)
 from variants.kernel_checks import _is_triton_kernel, compile_failures, kernel_role  # noqa: F401 (re-exported)
 from variants.ops import op_variant
 from variants.spec import BadSpec, Spec, parse  # noqa: F401 (BadSpec re-exported)
@@ -43,6 +44,7 @@ class FailedLoad:
     origin: str
     error: str
     crashed: bool = False   # not loaded because an earlier run of it crashed the process (`skip`)
+    needs: MissingPackage | None = None   # a package its import needs that this environment lacks
 
 
 def _git(repo: Path, *args: str, binary: bool = False) -> subprocess.CompletedProcess:
@@ -70,6 +72,29 @@ def _error_lines(exc: BaseException, roots, replace: dict[str, str]) -> str:
     for prefix, label in sorted(replace.items(), key=lambda kv: -len(kv[0])):
         out = out.replace(prefix, label)
     return out
+
+
+def _missing_package(exc: BaseException, roots) -> MissingPackage | None:
+    """The package a ModuleNotFoundError (its `name`) says the library imports and this environment lacks: a top
+    level name none of the library's trees nor kernel-ab provides, and not installed; with the innermost frame
+    of the library's trees in its traceback, the line importing it. None for any other error."""
+    if not isinstance(exc, ModuleNotFoundError) or not exc.name:
+        return None
+    top = exc.name.partition(".")[0]
+    if top in _own_names() or any(top in _top_names(Path(r)) for r in roots):
+        return None
+    try:
+        if importlib.util.find_spec(top) is not None:   # installed: a module of it is missing, not the package
+            return None
+    except (ImportError, ValueError):
+        pass
+    def holding(filename: str) -> list[str]:
+        return [str(r) for r in roots if filename.startswith(str(r) + os.sep)]
+    inside = [f for f in traceback.extract_tb(exc.__traceback__) if holding(f.filename)]
+    if not inside:
+        return None
+    frame, root = inside[-1], min(holding(inside[-1].filename), key=len)   # the path from the library's top
+    return MissingPackage(top, os.path.relpath(frame.filename, root), frame.lineno or 0)
 
 
 def _working_tree_note(file: Path) -> str:
@@ -194,7 +219,8 @@ class ExternalKernels:
         # code raises too; the user's own signals are no KeyboardInterrupt: compare.runtime.supervisor.Stopped)
         except (Exception, SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
             return FailedLoad(spec.name, family.name, spec.where, origin,
-                              f"import of {spec.path} failed: {_error_lines(exc, roots, labels)}")
+                              f"import of {spec.path} failed: {_error_lines(exc, roots, labels)}",
+                              needs=_missing_package(exc, roots))
         return self._from_module(spec, family, module, origin, tuple(str(r) for r in roots))
 
     def _load_installed(self, spec: Spec, family: Family) -> Variant | FailedLoad:
@@ -215,7 +241,8 @@ class ExternalKernels:
             if missing and (spec.path + ".").startswith(missing + "."):   # the spec's module, not one it imports
                 raise BadSpec(f"--variant {spec.name}: no module {missing} in the installed {top}") from None
             return FailedLoad(spec.name, family.name, spec.where, origin,
-                              f"import of {spec.path} failed: {_error_lines(exc, (folder,), {})}")
+                              f"import of {spec.path} failed: {_error_lines(exc, (folder,), {})}",
+                              needs=_missing_package(exc, (folder,)))
         return self._from_module(spec, family, module, origin, ())
 
     def _from_module(self, spec: Spec, family: Family, module, origin: str, roots_text: tuple) -> Variant:

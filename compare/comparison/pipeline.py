@@ -8,8 +8,9 @@ from typing import Iterator, Optional
 
 from compare.checks import numerics
 from compare.checks.draws import Draws
-from compare.runtime import supervisor
-from compare.comparison import timing_run
+from compare.runtime import import_acts, supervisor
+from compare.comparison import loading, timing_run
+from compare.comparison.loading import NothingToCompare, UnloadableSpec  # noqa: F401 (re-exported)
 from compare.runtime.backend import Backend
 from compare.comparison.pace import Pace, case_work
 from compare.comparison.environment import collect
@@ -34,14 +35,6 @@ class _StoppedInNumerics(BaseException):
     def __init__(self, cases: list, stop: supervisor.Stopped):
         super().__init__(str(stop))
         self.cases, self.stop = cases, stop
-
-
-class NothingToCompare(RuntimeError):
-    """Every variant asked for failed to load; the message says which and why, one line each."""
-
-
-class UnloadableSpec(UsageError):
-    """A --variant spec whose code cannot be found or loaded: the user's error, but one op's failure in review."""
 
 
 def count_steps(plan: Plan, backend: Backend) -> int:
@@ -85,16 +78,17 @@ def loaded(request: Request, registry: Registry,
         yield request, registry, ()
         return
     from variants.external import BadSpec, ExternalKernels, add_to
-    with ExternalKernels(request.repo, guard=lambda name, what: supervisor.running((name,), what)) as kernels:
+    loading.begin()
+    with ExternalKernels(request.repo, guard=loading.launch) as kernels:
         try:
             joined = _joined_family(request, registry)
             registry, names, failed = add_to(registry, kernels, request.external, joined, dict(excluded))
         except (BadSpec, ValueError) as exc:
             raise UnloadableSpec(str(exc)) from None
+        loading.settle(request.external, names)
         infos = tuple(VariantInfo(f.name, f.family, "triton", f"{f.where.rpartition('::')[2]}, loaded with --variant",
-                                  f.origin, status=LoadStatus.FAILED, error=f.error,
-                                  failure=excluded_failure(f.name) if f.crashed else Failure.LOAD)
-                      for f in failed)
+                                  f.origin, status=LoadStatus.FAILED, error=f.error, needs=f.needs,
+                                  failure=excluded_failure(f.name) if f.crashed else Failure.LOAD) for f in failed)
         if not set(request.variants) - {f.name for f in failed} and not names:
             raise _nothing_left(infos)
         # a --variant name may also be among the names, to set its place (e.g. make it the baseline)
@@ -159,7 +153,7 @@ def excluded_failure(name: str, kinds: dict | None = None) -> Failure:
 
 
 def _nothing_left(failed: tuple[VariantInfo, ...]) -> NothingToCompare:
-    return NothingToCompare("; ".join(f"{i.name} could not be loaded: {i.error.splitlines()[0]}" for i in failed))
+    return NothingToCompare("; ".join(f"{i.name} could not be loaded: {i.error.splitlines()[0]}" for i in failed), failed)
 
 
 def _compiled(family, chosen: list, shape, dtype, backend: Backend, failed: tuple[VariantInfo, ...],
@@ -170,8 +164,7 @@ def _compiled(family, chosen: list, shape, dtype, backend: Backend, failed: tupl
     from variants.external import compile_failures
     broken = compile_failures(family, chosen, shape, dtype, backend.device, step)
     failed += tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, status=LoadStatus.FAILED, error=broken[v.name],
-                                kernels=v.own_kernels, failure=Failure.LOAD)
-                    for v in chosen if v.name in broken)
+                                kernels=v.own_kernels, failure=Failure.LOAD) for v in chosen if v.name in broken)
     chosen = [v for v in chosen if v.name not in broken]
     if not chosen:
         raise _nothing_left(failed)
@@ -267,7 +260,8 @@ def _report(plan: Plan, backend, infos, numerics_section, timing_section, ir_sec
     family, preset = plan.family, plan.preset
     dtype_names = ",".join(str(d).removeprefix("torch.") for d in plan.dtypes)
     return settled(Report(family=family.name, preset=preset.name, dtype=dtype_names, baseline=plan.variants[0].name,
-                          incidents=supervisor.left_behind() + (distributed.incidents() if distributed else ()), variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
+                          incidents=supervisor.left_behind() + (distributed.incidents() if distributed else ()),
+                          library=import_acts.library(), variants=infos, environment=collect(backend), shapes=tuple(s.label for s in preset.shapes),
                           x_name=preset.x_name, x_values=tuple(float(preset.x_value(s)) for s in preset.shapes),
                           shape_params=tuple(ShapeParams(_shape_params(s, twice))
                                              for s, twice in zip(preset.shapes, plan.reads_x_twice)),

@@ -12,6 +12,7 @@ import math
 from typing import Any, Optional
 
 from compare.model.fouls import Finding, Foul  # noqa: F401  re-exported: one result model
+from compare.model.habits import LibraryImport, MissingPackage  # noqa: F401  re-exported: one result model
 from compare.model.jsonform import ReportFormatError, TextForm, _decode, _encode, _kind  # noqa: F401 (re-exported)
 from compare.model.migrations import MIGRATIONS
 from compare.model.results_gates import Gate  # noqa: F401  re-exported: one result model
@@ -293,6 +294,7 @@ class VariantInfo:
                                       # TAMPER (it changed the process's shared state; `error` says what)
     kernels: tuple[str, ...] = ()   # the passes whose Triton kernel the variant brings (forward, backward);
                                     # for the others it runs the family's shared kernel
+    needs: Optional[MissingPackage] = None   # failure LOAD: a package its import needs that this environment lacks
 
 
 @dataclasses.dataclass(frozen=True)
@@ -335,6 +337,7 @@ class Report:
     schema_version: int = SCHEMA_VERSION
     incidents: tuple[str, ...] = ()  # what variants did to the process beyond their results (threads left running)
     gates: tuple[Gate, ...] = ()     # the exit-code gates asked for and how each ended (compare/model/gates.py)
+    library: tuple[LibraryImport, ...] = ()   # what the libraries' imports did alike at every revision: their own
 
     @property
     def ir_sections(self) -> tuple[IRSection, ...]:

@@ -266,8 +266,9 @@ def build(report: Report, head=None) -> tuple[Summary, list[Section]]:
     for v in failed:
         error = " / ".join(v.error.splitlines())
         how = error if v.failure in (Failure.CRASH, Failure.TAMPER) else f"could not be loaded: {error}"
-        summary.append(("fail", f"variant {v.name} {how}"))
+        summary.append(("fail", f"variant {v.name} {v.needs.text() if v.needs else how}"))
     summary.extend(("warn", f"variant {line}") for line in report.incidents)
+    summary.extend(("info", library.line()) for library in report.library)
     if report.numerics is not None:
         n = report.numerics
         tables = [t for case in n.cases for t in _numerics_tables(case, n)]

@@ -24,6 +24,7 @@ class Compared:
     label: str                 # the variants are LABEL.base and LABEL.head
     report: object = None      # the compare Report (None: it could not run)
     error: str = ""            # why it could not run
+    needs: tuple = ()          # compare.model.habits.MissingPackage: what its imports lack, where it could not run
 
 
 def register(subparsers, more_options=()) -> None:
@@ -105,7 +106,7 @@ def run(args, registry, backend) -> int:
         # each op's request as `compare` would resolve it; the review writes the files itself
         request, _ = as_compare(args, external=specs, repo=str(repo.top), family=target.family, variants=[],
                                 preset=_preset(args, registry.family(target.family), backend))
-        report, error = _compare(request, registry, backend, args.quiet, supervisor.excluded())
+        report, error, needs = _compare(request, registry, backend, args.quiet, supervisor.excluded())
         fit = family_fit(report, f"{label}.base") if report is not None and target.by_names else None
         if fit is not None and not fit.fits:
             misfits.append((target, label, f"family {target.family} does not fit it: {fit.why}"))
@@ -113,7 +114,7 @@ def run(args, registry, backend) -> int:
         if report is not None:
             report = dataclasses.replace(report, gates=gates.decide(report, args.fail_on_numerics,
                                                                     args.fail_if_slower, args.accept_unjudged))
-        done.append(Compared(target, label, report, error))
+        done.append(Compared(target, label, report, error, needs))
     replayed = _replayed(repo, base, head if not args.aa else base, found, unmapped, misfits, backend, args.quiet)
     left = tuple(u for u in unmapped if u.kernel not in {r.op for r in replayed})
     review = render.Review(args.base, args.head, base, head, found, tuple(done), left, control=args.aa,
@@ -121,9 +122,9 @@ def run(args, registry, backend) -> int:
     return render.finish(review, args)
 
 
-def _compare(request, registry, backend, quiet: bool, excluded) -> tuple[object, str]:
-    """(report, "") of one op's comparison, or (None, why) when neither revision's code could be loaded.
-    A bad --preset or --shape for its family is the user's: UsageError."""
+def _compare(request, registry, backend, quiet: bool, excluded) -> tuple[object, str, tuple]:
+    """(report, "", ()) of one op's comparison, or (None, why, the packages its imports lack) when neither
+    revision's code could be loaded. A bad --preset or --shape for its family is the user's: UsageError."""
     from compare.comparison import pipeline
     from compare.runtime import supervisor
     from compare.runtime.progress import reporter
@@ -132,9 +133,9 @@ def _compare(request, registry, backend, quiet: bool, excluded) -> tuple[object,
             the_plan, failed = stack.enter_context(pipeline.planned(
                 request, registry, excluded=excluded, backend=backend, no_timing=supervisor.timing_left_out()))
         except (pipeline.UnloadableSpec, pipeline.NothingToCompare) as exc:
-            return None, str(exc)
+            return None, str(exc), tuple(dict.fromkeys(i.needs for i in getattr(exc, "failed", ()) if i.needs))
         with reporter(pipeline.count_steps(the_plan, backend), not quiet) as step:
-            return pipeline.execute(the_plan, backend, step, failed=failed), ""
+            return pipeline.execute(the_plan, backend, step, failed=failed), "", ()
 
 
 def _replayed(repo, base: str, head: str, found, unmapped, misfits, backend, quiet: bool) -> list:

@@ -69,13 +69,15 @@ def lines(review: Review) -> list[tuple[str, str]]:
         out = [("info", f"{n} op{'s' if n != 1 else ''} changed between {span} ({k} changed kernel{'s' if k != 1 else ''} "
                         f"among what {'they run' if n != 1 else 'it runs'}); {len(compared)} compared: "
                         f"{', '.join(compared) or 'none'}")]
+    needs, habits = _environment(review)
+    out = needs + out + habits
     if review.control:
         out.append(("info", f"A/A control (--aa): each op at {review.base_rev} compared against itself; any difference "
                             "reported is the measurement's own"))
     out += [("info", f"{c.label}: {changed_text(c.target.what)}") for c in ran]
     out += [replay_render.summary(r) for r in review.replayed]
     out += [("fail", f"{', '.join(c.target.kernels)}: changed; {c.target.module}:{c.target.callable} could not be "
-                     f"compared: {c.error}") for c in review.compared if c.report is None]
+                     f"compared: {_why_not(c)}") for c in review.compared if c.report is None]
     out += [("warn", f"{u.kernel}: changed, not compared: {u.why}" + (
         "; compare its op by hand: compare --variant NAME=git:REV:PATH::OP(ARGS)" if u.mapped else
         f"; a line of {TABLE} (in the repository's pyproject.toml, or a --mapping file) would map it: {u.fix}"))
@@ -89,6 +91,26 @@ def lines(review: Review) -> list[tuple[str, str]]:
     out += [("warn", f"not read (does not parse): {u}") for u in ch.unreadable]
     out += [("warn", f"a kernel that cannot be read statically: {u}") for u in ch.unresolved]
     return out
+
+
+def _environment(review: Review) -> tuple[list, list]:
+    """Once each, (level, text): a package the libraries need that this environment lacks (the review's first
+    line), and what their imports do alike at every revision (their own habits, in no op's report again)."""
+    reports = [c.report for c in review.compared if c.report is not None]
+    needs = [n for c in review.compared for n in c.needs] + [v.needs for r in reports for v in r.variants if v.needs]
+    habits = [library for r in reports for library in r.library]
+    return [("fail", n.text()) for n in dict.fromkeys(needs)], [("info", h.line()) for h in dict.fromkeys(habits)]
+
+
+def _why_not(c) -> str:
+    if c.needs:
+        return f"its import {', '.join(f'needs package {n.package}' for n in dict.fromkeys(c.needs))} (above)"
+    return c.error
+
+
+def _in_review(report):
+    """An op's report as the review shows it: its libraries' habits said once, in the review's lines."""
+    return dataclasses.replace(report, library=())
 
 
 def unjudged(review: Review) -> list[str]:
@@ -115,7 +137,7 @@ def markdown(review: Review, full_written: bool = False) -> str:
     ran = [c for c in review.compared if c.report is not None]
     room = max(md.COMMENT_LIMIT - len("\n".join(text)), 2000) // max(len(ran), 1)
     for c in ran:
-        body = md.render(c.report, limit=room, full_written=full_written).replace(md.TITLE, "#### ", 1)
+        body = md.render(_in_review(c.report), limit=room, full_written=full_written).replace(md.TITLE, "#### ", 1)
         text += ["", f"### `{c.label}`: {title(c)}", "", body]
     return "\n".join(text) + "\n"
 
@@ -144,7 +166,7 @@ def _terminal(review: Review, verbose: bool = False) -> None:
         if c.report is not None:
             console.rule(Text(f"review: {c.label}"))
             console.print(Text(title(c)))   # whole, wrapped: a rule's title is cut to one line
-            terminal.render(c.report, console, verbose=verbose)
+            terminal.render(_in_review(c.report), console, verbose=verbose)
 
 
 def check_outputs(args, labels=(), timed: bool = False) -> None:

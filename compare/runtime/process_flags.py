@@ -151,15 +151,37 @@ def _aten_impls() -> frozenset:
     return _IMPLS[len(impls)]
 
 
+# environment variables torch, Triton, CUDA and the math libraries under them read (set by a variant, they
+# change what is measured, here or in the processes kernel-ab starts), and kernel-ab's own
+MEASURED_PREFIXES = ("TORCH", "PYTORCH", "TRITON", "CUDA", "CUBLAS", "CUDNN", "NCCL", "NVIDIA", "NV_", "OMP_", "KMP_",
+                     "MKL", "OPENBLAS", "GOMP_", "HIP", "ROCM", "HSA_", "LD_", "PYTHON", "KERNEL_AB_")
+# of those, the ones the platform sets by itself (torch's inductor: its cache folders, ptxas and libdevice, and
+# cuBLAS's workspace when its numeric checks are imported)
+PLATFORM_SETS = frozenset({"TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "TRITON_PTXAS_PATH", "TRITON_LIBDEVICE_PATH",
+                           "CUBLAS_WORKSPACE_CONFIG", "KMP_DUPLICATE_LIB_OK", "CUDA_HOME"})
+_START_ENV: dict[str, str] = {}   # os.environ when the guard began: what the user set
+
+
 def _environ() -> dict:
-    """os.environ as far as it is watched: every variable set at the start (a library adds its own lazily:
-    torch.compile its cache folder), and kernel-ab's, which no library sets."""
     return dict(os.environ)
 
 
+def _measured(name: str, old: dict, new: dict) -> bool:
+    """A change of `name` that reaches kernel-ab's measurements: a variable the user set, or one torch,
+    Triton, CUDA or kernel-ab reads (set by anyone but the platform)."""
+    return old.get(name) != new.get(name) and (
+        name in _START_ENV or (name.startswith(MEASURED_PREFIXES) and name not in PLATFORM_SETS))
+
+
 def _environ_changes(old: dict, new: dict) -> list[str]:
-    return sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k)
-                  and (k in old or k.startswith("KERNEL_AB_")))
+    return sorted(k for k in old.keys() | new.keys() if _measured(k, old, new))
+
+
+def library_environ(old: dict, new: dict) -> list[str]:
+    """The variables of its own a library set or changed between `old` and `new` (os.environ's snapshots):
+    none the user set, none that reaches a measurement, none the platform sets by itself."""
+    return sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k) and not _measured(k, old, new)
+                  and k not in PLATFORM_SETS)
 
 
 def _environ_say(old: dict, new: dict) -> str:
@@ -173,6 +195,14 @@ def _put_environ(old: dict) -> None:
     for k, v in old.items():
         if os.environ.get(k) != v:
             os.environ[k] = v
+
+
+def environ() -> Watch:
+    """os.environ: the variables set at the start (the user's) and those that reach a measurement; a
+    library's own variables are its own (compare.runtime.import_acts says those its import sets)."""
+    if not _START_ENV:
+        _START_ENV.update(os.environ)
+    return value(_environ, _environ_say, _put_environ, lambda o, n: bool(_environ_changes(o, n)))
 
 
 def _handlers() -> dict:
@@ -223,7 +253,6 @@ def process_flags() -> list[Watch]:
         value(sys.getrecursionlimit, lambda o, n: f"set the recursion limit from {o} to {n}", sys.setrecursionlimit,
               lambda o, n: n < o),   # torch.compile raises it; a lower one fails kernel-ab's own code
         value(os.getcwd, lambda o, n: f"changed the working directory to {n} (os.chdir)", os.chdir),
-        value(_environ, _environ_say, _put_environ, lambda o, n: bool(_environ_changes(o, n))),
         value(_handlers, _handlers_say, _put_handlers),
         value(lambda: frozenset(signal.pthread_sigmask(signal.SIG_BLOCK, ())), lambda o, n: "blocked signals "
               f"({', '.join(sorted(signal.Signals(s).name for s in n - o)) or 'changed the mask'})",
@@ -240,7 +269,7 @@ def process_flags() -> list[Watch]:
         value(lambda: (gc.isenabled(), gc.get_threshold(), len(gc.callbacks)),
               lambda o, n: "changed the garbage collector (gc.disable, set_threshold, callbacks)", _put_gc),
         value(lambda: tuple(warnings.filters), lambda o, n: "made warnings errors (warnings.simplefilter('error'))",
-              _put_filters, lambda o, n: any(f[0] == "error" for f in n if f not in o)),
+              _put_filters, lambda o, n: any(f[0] == "error" and not library_filter(f) for f in n if f not in o)),
         # libraries add finders of their own when imported (transformers, torch's lazy modules on a GPU host):
         # only a finder or hook taken away, or replaced, is a change of the variant's
         value(lambda: (_identities(sys.meta_path), _identities(sys.path_hooks)),
@@ -261,6 +290,20 @@ def _put_gc(old) -> None:
     (gc.enable if old[0] else gc.disable)()
     gc.set_threshold(*old[1])
     del gc.callbacks[old[2]:]
+
+
+_MEASURING_MODULES = ("torch", "triton", "numpy", "compare", "variants", "kernel_ab", "__main__")
+
+
+def library_filter(f: tuple) -> str:
+    """The module pattern of a warnings filter that makes only a library's own warnings errors (its `module`
+    matches none of torch's, Triton's, numpy's or kernel-ab's), else ""."""
+    module = f[3]
+    if f[0] != "error" or module is None or not module.pattern:
+        return ""
+    if any(module.match(m) or module.match(m + ".x") for m in _MEASURING_MODULES):
+        return ""
+    return module.pattern.removesuffix("\\Z")
 
 
 def _put_filters(old) -> None:

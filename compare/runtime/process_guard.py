@@ -9,10 +9,13 @@ import os
 import sys
 import time
 import types
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
-from compare.runtime.process_flags import MISSING, Watch, in_platform, process_flags, torch_flags, watch_atexit
+from compare.model.habits import Act, ImportAct
+from compare.runtime.process_flags import (MISSING, Watch, environ, in_platform, library_environ, library_filter,
+                                           process_flags, torch_flags, watch_atexit)
 
 # namespaces whose attributes are compared by identity: (label, module name, attribute path or "")
 _MODULES = (("torch", "torch", ""), ("torch.nn", "torch", "nn"), ("torch.nn.functional", "torch", "nn.functional"),
@@ -20,7 +23,8 @@ _MODULES = (("torch", "torch", ""), ("torch.nn", "torch", "nn"), ("torch.nn.func
             ("torch.cuda", "torch", "cuda"), ("torch.library", "torch", "library"), ("numpy", "numpy", ""),
             ("triton", "triton", ""), ("triton.language", "triton", "language"),
             ("triton.language.math", "triton", "language.math"), ("math", "math", ""), ("builtins", "builtins", ""),
-            ("os", "os", ""), ("sys", "sys", ""), ("atexit", "atexit", ""), ("signal", "signal", ""))
+            ("os", "os", ""), ("sys", "sys", ""), ("atexit", "atexit", ""), ("signal", "signal", ""),
+            ("time", "time", ""))   # the timer's clocks
 # those whose functions are Python's (their code can be swapped): the functions kernel-ab's reference calls
 _CODES = frozenset({"torch.nn.functional", "torch.Tensor", "triton.language", "triton.language.math"})
 _CLASSES = (("torch.Tensor", "torch", "Tensor"), ("torch.cuda.Event", "torch", "cuda.Event"),
@@ -28,6 +32,8 @@ _CLASSES = (("torch.Tensor", "torch", "Tensor"), ("torch.cuda.Event", "torch", "
             ("torch.autograd.Function", "torch", "autograd.Function"),
             ("triton.runtime.jit.JITFunction", "triton", "runtime.jit.JITFunction"))
 _CONSTANTS = (int, float, str, bytes, tuple, frozenset, type(None))   # a module's values that are no cache
+ENVIRON, FILTERS = "os.environ", "warnings.filters"   # the environment's watch, the warnings filters' snapshot
+_STREAMS = ("stdout", "stderr")
 
 
 def _resolve(module: str, path: str):
@@ -186,6 +192,8 @@ class Guard:
                                              allowed=_third_party, codes=label in _CODES)
         for n, watch in enumerate(torch_flags() + process_flags()):
             self.watches[f"flag {n}"] = watch
+        self.watches[ENVIRON] = environ()
+        self.watches[FILTERS] = Watch(lambda: tuple(warnings.filters), lambda o, n: [], lambda o, n: None)
         self.seconds, self.count = 0.0, 0   # time spent taking snapshots and comparing (the cost, measured)
         self._modules_seen = 0
 
@@ -212,6 +220,22 @@ class Guard:
         snapshot = {key: w.read() for key, w in self.watches.items()}
         self.seconds += time.perf_counter() - start
         return snapshot
+
+    def library_acts(self, before: dict[str, Any]) -> list[ImportAct]:
+        """What an import did since `before` that is a library's habit, not a change reaching a measurement:
+        its own environment variables (kept: its code reads them), warnings of its own modules made errors
+        (kept), and sys.stdout or sys.stderr replaced (put back, so that kernel-ab's report and progress go
+        where they went). Called before `undo`, which then sees none of them."""
+        acts = [ImportAct(Act.ENVIRON, k) for k in library_environ(before[ENVIRON], dict(os.environ))]
+        acts += [ImportAct(Act.WARNINGS, library_filter(f)) for f in warnings.filters
+                 if f not in before[FILTERS] and library_filter(f)]
+        saved = before.get("sys") or {}
+        for name in _STREAMS:
+            old, new = saved.get(name), getattr(sys, name, None)
+            if old is not None and new is not old and callable(getattr(new, "write", None)):
+                setattr(sys, name, old)
+                acts.append(ImportAct(Act.STREAM, f"sys.{name}"))
+        return acts
 
     def undo(self, before: dict[str, Any]) -> list[str]:
         """What differs from `before`, one phrase each; every difference is put back."""

@@ -265,11 +265,13 @@ def check(before, names, what: str, more: list[str] = ()) -> None:
 
 
 @contextlib.contextmanager
-def running(names: tuple[str, ...] | list[str], what: str, launches: int = 1, extra_s: float = 0.0):
+def running(names: tuple[str, ...] | list[str], what: str, launches: int = 1, extra_s: float = 0.0,
+            importing: bool = False):
     """Say, for a supervisor, that `names` (usually one variant) run `what` for the length of the block,
     allowed `launches` times the launch limit and `extra_s` more; note threads and processes it leaves.
     What the block changed in the process's shared state (compare.runtime.process_guard) is put back and
-    ends the process as poisoned (`tampered`): the supervisor runs again without the variant."""
+    ends the process as poisoned (`tampered`): the supervisor runs again without the variant. `importing`:
+    the block imports a library, whose habits are its own (compare.runtime.import_acts)."""
     before = snapshot()
     _NOW.update(what=what, names=tuple(names))
     threads = set(threading.enumerate())
@@ -292,6 +294,9 @@ def running(names: tuple[str, ...] | list[str], what: str, launches: int = 1, ex
             for name in names:
                 LEFT_BEHIND.setdefault(name, []).extend(said)
         if error is None or is_variant_fault(error):   # a stop or a poisoned context ends the run anyway
+            if importing and before is not None:
+                from compare.runtime import import_acts
+                import_acts.record(names, what, before[0].library_acts(before[1]))
             check(before, names, what, _escaped(new_children))
     _raise_pending()
 

@@ -1,0 +1,52 @@
+"""Loading the --variant kernels: their modules' imports as launches of the variants' code
+(compare.runtime.supervisor.running), with their libraries' habits set apart (compare.runtime.import_acts):
+what every revision's import of one module did alike is the library's; what one did alone is that variant's
+change of the process, which ends the run as tampered with, and the supervisor runs it again without that
+variant. And what is raised when a spec cannot be loaded, or nothing can."""
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from compare.model.errors import UsageError
+from compare.model.results import VariantInfo
+from compare.runtime import import_acts, supervisor
+from variants.spec import parse
+
+
+class NothingToCompare(RuntimeError):
+    """Every variant asked for failed to load; the message says which and why, one line each; `failed`: their
+    records (a package one needs that this environment lacks among them)."""
+
+    def __init__(self, message: str, failed: tuple[VariantInfo, ...] = ()):
+        super().__init__(message)
+        self.failed = failed
+
+
+class UnloadableSpec(UsageError):
+    """A --variant spec whose code cannot be found or loaded: the user's error, but one op's failure in review."""
+
+
+def begin() -> None:
+    import_acts.begin()
+
+
+@contextlib.contextmanager
+def launch(name: str, what: str):
+    """The import of variant `name`'s module (`what` says it)."""
+    with import_acts.lifted(), supervisor.running((name,), what, importing=True):
+        yield
+
+
+def _module(spec) -> str:
+    """What a spec imports, alike at every revision: its path in the repository (or an installed module's
+    name); a file outside git is a module of its own."""
+    return spec.path if spec.rev is not None or spec.installed else str(Path(spec.path).resolve())
+
+
+def settle(texts, names) -> None:
+    """After the --variant specs `texts` were loaded (`names`: those that did): a variant whose import did an
+    act the others of its module did not is ended as having tampered (supervisor.tampered)."""
+    specs = [parse(text) for text in texts]
+    for name, changes, what in import_acts.decide({s.name: _module(s) for s in specs if s.name in names}):
+        supervisor.tampered((name,), changes, what)
