@@ -56,6 +56,16 @@ def test_other_shapes_dtypes_or_a_missing_tensor_are_not_comparable_and_say_why(
     assert [(t.name, t.agreement) for t in found] == [("out", Agreement.IDENTICAL), ("n", Agreement.UNLIKE)]
 
 
+def test_a_difference_no_larger_than_bases_own_run_to_run_spread_is_said_as_spread():
+    base, again = torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 2.0 + 4e-6, 3.0])   # BASE run twice
+    [small] = compare_named({"out": base}, {"out": torch.tensor([1.0, 2.0 - 4e-6, 3.0])}, {"out": again})
+    assert small.agreement == Agreement.SPREAD and math.isclose(small.spread, 4e-6, rel_tol=5e-2)   # float32 near 2.0
+    [large] = compare_named({"out": base}, {"out": torch.tensor([1.0, 2.0, 3.1])}, {"out": again})
+    assert large.agreement == Agreement.BEYOND and large.spread > 0   # far beyond what BASE does to itself
+    [steady] = compare_named({"out": base}, {"out": torch.tensor([1.0, 2.0 + 4e-6, 3.0])}, {"out": base.clone()})
+    assert steady.agreement == Agreement.WITHIN and steady.spread == 0.0   # BASE is deterministic: the change's
+
+
 def test_integer_outputs_must_match_exactly():
     d = tensor_diff("idx", torch.tensor([1, 2, 3]), torch.tensor([1, 2, 4]))
     assert d.agreement == Agreement.BEYOND and d.where == (2,) and (d.base_value, d.head_value) == (3.0, 4.0)
@@ -72,6 +82,8 @@ def test_an_ops_verdict_is_its_worst_call_and_a_side_failing_alone_comes_first()
     assert decide((_call(Agreement.IDENTICAL), _call(Agreement.IDENTICAL))) == ReplayVerdict.IDENTICAL
     assert decide((_call(Agreement.IDENTICAL), _call(Agreement.WITHIN))) == ReplayVerdict.WITHIN
     assert decide((_call(Agreement.WITHIN), _call(Agreement.BEYOND))) == ReplayVerdict.BEYOND
+    assert decide((_call(Agreement.IDENTICAL), _call(Agreement.SPREAD))) == ReplayVerdict.SPREAD
+    assert decide((_call(Agreement.SPREAD), _call(Agreement.WITHIN))) == ReplayVerdict.WITHIN
     head_fails = _call(failures=(CallFailure(Side.HEAD, Pass.FORWARD, "ValueError: no"),))
     assert decide((_call(Agreement.BEYOND), head_fails)) == ReplayVerdict.HEAD_FAILS
     both = (CallFailure(Side.BASE, Pass.BACKWARD, "E"), CallFailure(Side.HEAD, Pass.BACKWARD, "E"))

@@ -2,10 +2,14 @@
 else how far apart, where, and whether beyond the dtype's tolerance. Neither side is the reference."""
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import torch
 
 from compare.checks.numerics import TOLERANCES, same_bits, ulp
 from compare.model.replay import Agreement, TensorDiff
+from compare.model.results import SPREAD_FACTOR
 
 
 def _dtype(t: torch.Tensor) -> str:
@@ -58,7 +62,8 @@ def _float_diff(name: str, base: torch.Tensor, head: torch.Tensor, differing: in
     units = gap / ulp(torch.where(finite, torch.maximum(a.abs(), b.abs()), torch.ones_like(a)), base.dtype)
     return TensorDiff(name, _dtype(base), tuple(base.shape), Agreement.BEYOND if beyond else Agreement.WITHIN,
                       differing, beyond, max_abs, float(units.max()) if units.numel() else 0.0, where,
-                      float(a.reshape(-1)[flat]), float(b.reshape(-1)[flat]), nan_mismatch)
+                      float(a.reshape(-1)[flat]), float(b.reshape(-1)[flat]),
+                      float(units.reshape(-1)[flat]) if units.numel() else 0.0, nan_mismatch)
 
 
 def value_diff(name: str, base, head) -> TensorDiff:
@@ -68,9 +73,27 @@ def value_diff(name: str, base, head) -> TensorDiff:
     return TensorDiff(name, "", (), Agreement.UNLIKE, why=f"{base!r:.40} at BASE, {head!r:.40} at HEAD")
 
 
-def compare_named(base: dict, head: dict) -> tuple[TensorDiff, ...]:
-    """Each result named at either side, BASE's order first."""
-    return tuple(tensor_diff(n, base.get(n), head.get(n))
-                 if isinstance(base.get(n), torch.Tensor) or isinstance(head.get(n), torch.Tensor)
-                 else value_diff(n, base.get(n, "<absent>"), head.get(n, "<absent>"))
-                 for n in dict.fromkeys([*base, *head]))
+def within_spread(d: TensorDiff, base, again) -> TensorDiff:
+    """`d` with BASE's run-to-run spread on it (`again`: BASE's second run); a difference from HEAD no larger
+    than SPREAD_FACTOR times that spread is the measurement's own, not the change's."""
+    if not isinstance(again, torch.Tensor) or d.agreement == Agreement.UNLIKE:
+        return d
+    own = tensor_diff(d.name, base, again)
+    if own.agreement == Agreement.UNLIKE:
+        return d
+    spread = math.inf if own.nan_mismatch else own.max_abs
+    if d.agreement != Agreement.IDENTICAL and own.differing and d.nan_mismatch == 0 and d.max_abs <= SPREAD_FACTOR * spread:
+        return dataclasses.replace(d, agreement=Agreement.SPREAD, spread=spread)
+    return dataclasses.replace(d, spread=spread)
+
+
+def compare_named(base: dict, head: dict, again: dict | None = None) -> tuple[TensorDiff, ...]:
+    """Each result named at either side, BASE's order first; `again`: BASE's second run, if it ran twice."""
+    found = []
+    for n in dict.fromkeys([*base, *head]):
+        if isinstance(base.get(n), torch.Tensor) or isinstance(head.get(n), torch.Tensor):
+            d = tensor_diff(n, base.get(n), head.get(n))
+            found.append(within_spread(d, base.get(n), (again or {}).get(n)) if again else d)
+        else:
+            found.append(value_diff(n, base.get(n, "<absent>"), head.get(n, "<absent>")))
+    return tuple(found)

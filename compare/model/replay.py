@@ -26,6 +26,7 @@ class Agreement(Word):
     """One tensor of BASE against the same tensor of HEAD, the strongest statement that holds."""
 
     IDENTICAL = "identical bits"
+    SPREAD = "differs within run-to-run spread"   # no more than BASE differs from itself run twice
     WITHIN = "differs within tolerance"      # every element within the dtype's rtol/atol (NaN where NaN)
     BEYOND = "differs beyond tolerance"      # some element is not: which side is right is not known here
     UNLIKE = "not comparable"                # other shape, dtype or structure: `why` says which
@@ -35,6 +36,7 @@ class ReplayVerdict(Word):
     """An op's replay, most telling first among its calls (decide())."""
 
     IDENTICAL = "identical"                  # every output and gradient of every call the same bits
+    SPREAD = "differs within run-to-run spread"   # only as much as BASE differs from itself
     WITHIN = "differs within tolerance"
     BEYOND = "differs beyond tolerance"
     HEAD_FAILS = "fails at HEAD only"        # a call BASE runs raises at HEAD
@@ -55,11 +57,13 @@ class TensorDiff:
     beyond: int = 0                 # elements outside the dtype's tolerance (NaN against a number counts)
     max_abs: float = 0.0            # over elements finite at both
     max_ulp: float = 0.0            # max |BASE - HEAD| in units in the last place of the dtype at the larger value
-    where: tuple[int, ...] = ()     # the index of the largest difference
+    where: tuple[int, ...] = ()     # the index of the largest absolute difference
     base_value: float = 0.0         # the two values there
     head_value: float = 0.0
+    ulp_where: float = 0.0          # that difference in units in the last place there
     nan_mismatch: int = 0           # NaN or inf at one side where the other has a finite number
     why: str = ""                   # UNLIKE: what differs (shape, dtype, present at one side only)
+    spread: float = -1.0            # BASE's largest |run 1 - run 2| on it (-1: not run twice)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,8 +105,8 @@ class ReplayedOp:
     def worst(self) -> TensorDiff | None:
         """The tensor that differs most: beyond tolerance first, then by ULPs."""
         found = [t for c in self.calls for t in c.tensors if t.agreement != Agreement.IDENTICAL]
-        order = {Agreement.UNLIKE: 0, Agreement.BEYOND: 1, Agreement.WITHIN: 2}
-        return min(found, key=lambda t: (order[t.agreement], -t.max_ulp), default=None)
+        order = {Agreement.UNLIKE: 0, Agreement.BEYOND: 1, Agreement.WITHIN: 2, Agreement.SPREAD: 3}
+        return min(found, key=lambda t: (order[t.agreement], -t.beyond, -t.ulp_where), default=None)
 
 
 def decide(calls: tuple[ReplayedCall, ...]) -> ReplayVerdict:
@@ -121,7 +125,9 @@ def decide(calls: tuple[ReplayedCall, ...]) -> ReplayVerdict:
     agreements = {t.agreement for c in ran for t in c.tensors}
     if agreements & {Agreement.BEYOND, Agreement.UNLIKE}:
         return ReplayVerdict.BEYOND
-    return ReplayVerdict.WITHIN if Agreement.WITHIN in agreements else ReplayVerdict.IDENTICAL
+    if Agreement.WITHIN in agreements:
+        return ReplayVerdict.WITHIN
+    return ReplayVerdict.SPREAD if Agreement.SPREAD in agreements else ReplayVerdict.IDENTICAL
 
 
 # a difference HEAD brings that --fail-on-numerics fails on

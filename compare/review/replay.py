@@ -205,7 +205,7 @@ class Replayer:
         """(the folder of what each call gave at `side`, {op: notes on what the replay could not do})."""
         out = recording / f"played-{side.value.lower()}"
         out.mkdir()
-        request = {**self._request(side, ops[0], out), "recording": str(recording), "seed": 0,
+        request = {**self._request(side, ops[0], out), "recording": str(recording), "seed": 0, "again": side == Side.BASE,
                    "ops": [{"module": op.module, "name": op.name, "calls": [c["file"] for c in calls[op.key]]}
                            for op in ops]}
         code, tail = _run("play", request, out, self.limits.play_s)
@@ -262,5 +262,14 @@ def _compared(index: int, call: dict, played: dict) -> ReplayedCall:
     tensors = ()
     if len(results) == 2 and not failures:
         b, h = results[Side.BASE], results[Side.HEAD]
-        tensors = compare_named({**b["outputs"], **b["grads"]}, {**h["outputs"], **h["grads"]})
+        tensors = compare_named({**b["outputs"], **b["grads"]}, {**h["outputs"], **h["grads"]},
+                                _spread(played[Side.BASE][0], call["file"], b))
     return ReplayedCall(index, call["signature"], call["test"], tensors, tuple(failures))
+
+
+def _spread(folder: Path, file: str, first: dict) -> dict:
+    """What the call gave when run a second time at BASE ({} where it was not, or failed)."""
+    import torch
+    path = folder / file.replace("call_", "again_")
+    again = torch.load(path, weights_only=False) if path.is_file() else {"failure": "absent"}
+    return {} if again["failure"] else {**again["outputs"], **again["grads"]}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from compare.model.replay import Agreement, ReplayedCall, ReplayedOp, ReplayVerdict, TensorDiff
 
-_LEVEL = {ReplayVerdict.IDENTICAL: "ok", ReplayVerdict.WITHIN: "info", ReplayVerdict.BEYOND: "warn",
+_LEVEL = {ReplayVerdict.IDENTICAL: "ok", ReplayVerdict.SPREAD: "ok", ReplayVerdict.WITHIN: "info", ReplayVerdict.BEYOND: "warn",
           ReplayVerdict.HEAD_FAILS: "fail", ReplayVerdict.BASE_FAILS: "info", ReplayVerdict.BOTH_FAIL: "warn",
           ReplayVerdict.NO_CALLS: "warn"}
 NO_REFERENCE = "nothing here says which side is right"
@@ -25,8 +25,12 @@ def tensor_text(t: TensorDiff) -> str:
     for n in t.shape:
         size *= n
     nan = f", {t.nan_mismatch} NaN/inf at one side only" if t.nan_mismatch else ""
-    return (f"{t.name}{_where(t)}: {t.base_value:.6g} at BASE, {t.head_value:.6g} at HEAD ({t.max_ulp:.0f} ULP, "
-            f"{t.max_abs:.2e}); {t.differing} of {size} elements differ, {t.beyond} beyond {t.dtype} tolerance{nan}")
+    elsewhere = f", up to {t.max_ulp:.0f} ULP elsewhere" if t.max_ulp > max(2 * t.ulp_where, t.ulp_where + 1) else ""
+    if t.spread >= 0:
+        elsewhere += f"; BASE run twice differs by up to {t.spread:.2e}"
+    return (f"{t.name}{_where(t)}: {t.base_value:.9g} at BASE, {t.head_value:.9g} at HEAD (the largest difference, "
+            f"{t.max_abs:.2e}, {t.ulp_where:.0f} ULP{elsewhere}); {t.differing} of {size} elements differ, "
+            f"{t.beyond} beyond {t.dtype} tolerance{nan}")
 
 
 def _calls(op: ReplayedOp) -> str:
@@ -50,6 +54,7 @@ def summary(op: ReplayedOp) -> tuple[str, str]:
             ReplayVerdict.HEAD_FAILS: lambda: _failure(op, "HEAD") + " (BASE runs it)",
             ReplayVerdict.BASE_FAILS: lambda: _failure(op, "BASE") + " (HEAD runs it)",
             ReplayVerdict.BOTH_FAIL: lambda: _failure(op, "BASE") + ", and at HEAD",
+            ReplayVerdict.SPREAD: lambda: f"{v}: {tensor_text(op.worst())}",
             ReplayVerdict.WITHIN: lambda: f"{v}: {tensor_text(op.worst())}; {NO_REFERENCE}",
             ReplayVerdict.BEYOND: lambda: f"{v}: {tensor_text(op.worst())}; {NO_REFERENCE}"}[v]
     return _LEVEL[v], f"{head}, {_calls(op)}: {said() if callable(said) else said}"

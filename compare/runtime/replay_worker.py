@@ -243,6 +243,8 @@ def play(request: dict) -> int:
             kept = torch.load(Path(request["recording"]) / call, weights_only=False)
             result = _play_one(fn, kept, request["device"], request["seed"])
             torch.save(result, out / call.replace("call_", "played_"))
+            if request["again"]:   # the same call once more: what differs between the two is run-to-run spread
+                torch.save(_play_one(fn, kept, request["device"], request["seed"]), out / call.replace("call_", "again_"))
     return 0
 
 
