@@ -132,3 +132,17 @@ def make_repo(folder: Path, table: bool, init: str = "") -> Path:
     git(repo, "commit", "-q", "-am", "scale twice")
     git(repo, "tag", "v3")
     return repo
+
+
+def two_revisions(repo: Path, before: dict[str, str], after: dict[str, str]) -> Path:
+    """A repository at tags v1 (the files `before`, by path) and v2 (`after`'s written over them)."""
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q")
+    for tag, files in (("v1", before), ("v2", after)):
+        for name, text in files.items():
+            (repo / name).parent.mkdir(parents=True, exist_ok=True)
+            (repo / name).write_text(text)
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", tag)
+        git(repo, "tag", tag)
+    return repo

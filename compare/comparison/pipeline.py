@@ -8,7 +8,7 @@ from typing import Iterator, Optional
 
 from compare.checks import numerics
 from compare.checks.draws import Draws
-from compare.runtime import import_acts, supervisor
+from compare.runtime import import_acts, interpreted_autotune, supervisor
 from compare.comparison import loading, timing_run
 from compare.comparison.loading import NothingToCompare, UnloadableSpec  # noqa: F401 (re-exported)
 from compare.runtime.backend import Backend
@@ -367,15 +367,15 @@ def run_numerics(plan: Plan, backend: Backend, step: Step = Step(), cases=None, 
         plan_lines.append(f"op-level variants ({', '.join(ops)}) are called as their users call them: forward, the "
                           f"op's result ({family.outputs[0]}) alone; backward, every gradient through autograd")
     def section(done) -> NumericsSection:
-        return NumericsSection(backend.device, backend.note, tuple(done), numerics.VERDICT_FACTOR, added,
-                               tuple(plan_lines), family.forward_legend, family.backward_legend,
-                               family.backward_pairs_legend)
+        return NumericsSection(backend.device, backend.note, tuple(done), numerics.VERDICT_FACTOR, added, tuple(plan_lines)
+                               + interpreted_autotune.said(used), family.forward_legend, family.backward_legend, family.backward_pairs_legend)
     # `cases`: the cases run elsewhere (compare.processes.distributed), in the plan's order; `finished`: those done
     done = []
-    try:
-        done = cases() if cases else _run_cases(plan, variants, backend, step, reference, done)
-    except supervisor.Stopped as stop:   # the report of the cases finished comes out all the same
-        raise _StoppedInNumerics(section(finished() if finished else done), stop) from None
+    with interpreted_autotune.recording() as used:
+        try:
+            done = cases() if cases else _run_cases(plan, variants, backend, step, reference, done)
+        except supervisor.Stopped as stop:   # the report of the cases finished comes out all the same
+            raise _StoppedInNumerics(section(finished() if finished else done), stop) from None
     return section(done)
 
 

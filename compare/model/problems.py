@@ -74,7 +74,8 @@ def said_once(section: Optional[NumericsSection], name: str) -> tuple[SaidOnce, 
     return tuple(found)
 
 
-def _said(once: tuple[SaidOnce, ...], case: NumericsCase) -> bool:
+def covered(once: tuple[SaidOnce, ...], case: NumericsCase) -> bool:
+    """Whether a failure said once (`once`, said_once's) covers `case`: it is no problem of that case."""
     return any(s.direction in ("", case.direction) for s in once)
 
 
@@ -216,7 +217,7 @@ def lists(report: Report) -> Lists:
     fixed: dict[str, set[Problem]] = {n: set() for n in others}
 
     def counted(c: NumericsCase, n: str) -> bool:
-        return ran(variant_of(c, n)) and not _said(once[n], c)
+        return ran(variant_of(c, n)) and not covered(once[n], c)
     for c in section.cases if section else ():
         mine = problems(c, base) if counted(c, base) else set()
         for n in others:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 
-from compare.model.problems import NOT_RUN, Lists, describe, input_kinds, lists
+from compare.model.problems import NOT_RUN, Lists, covered, describe, input_kinds, lists, produced, variant_of
 from compare.render import ir_tables
 from compare.render.table import Section, Summary, Table, section_legend  # noqa: F401 (re-exported)
 from compare.model.results import Failure, IRSection, NumericsCase, NumericsSection, Report, Skip
@@ -132,8 +132,8 @@ def numerics_summary(section: NumericsSection, found: Lists) -> list[tuple[str, 
         label = f"{name} (reference point)" if name == section.added_reference else name
         not_run = [(c, v) for c, v in results if v.status == Status.NOT_RUN]
         untrusted = [(c, v) for c, v in results if v.status == Status.UNTRUSTED]
-        failed = [(c, v) for c, v in results if v.status == Status.ERROR and v.failure in NOT_RUN]
-        ran = len(results) - len(not_run) - len(untrusted) - len(failed)
+        failed, counted = _counted(found, name, results)
+        ran = len(counted)
         if any(c.reference == name for c, _ in results):   # the yardstick: shown for scale, never judged
             outside = [(c, v) for c, v in results if v.status == Status.FAIL]
             crashed = [(c, v) for c, v in results if v.status == Status.ERROR]
@@ -147,15 +147,8 @@ def numerics_summary(section: NumericsSection, found: Lists) -> list[tuple[str, 
         elif name == base and ran:
             lines.append(_baseline_line(found, label, ran))
         elif name in found.others and ran:
-            introduced, fixed = found.introduced[name], found.fixed[name]
-            if introduced:
-                lines.append(("fail", f"numerics: {label} introduced (not in {base}): " + " | ".join(
-                    describe(introduced, kinds))))
-            else:
-                lines.append(("ok", f"numerics: {label} introduced no problem against {base} in {_all(ran)}"))
-            if fixed:
-                lines.append(("ok", f"numerics: {label} fixed (in {base}, not in {label}): " + " | ".join(
-                    describe(fixed, kinds))))
+            against = sum(produced(variant_of(c, base)) for c in counted)   # where the baseline gave numbers too
+            lines += _against(found, name, label, kinds, against, ran)
         if untrusted:
             dts = sorted({c.dtype for c, _ in untrusted})
             lines.append(("warn", f"numerics: {label} in {', '.join(dts)} ({len(untrusted)} cases): "
@@ -164,8 +157,8 @@ def numerics_summary(section: NumericsSection, found: Lists) -> list[tuple[str, 
             lines.append(("warn", f"numerics: {label} not run in {len(not_run)} cases: {not_run[0][1].reasons[0]}"))
         for kind in dict.fromkeys(v.failure for _, v in failed):
             these = [v for _, v in failed if v.failure == kind]
-            lines.append(("warn", f"numerics: {label} not run ({kind.value}) in {len(these)} cases: "
-                                  f"{these[0].reasons[0] if these[0].reasons else '?'}"))
+            lines.append(("warn", f"numerics: {label} {'not run' if kind in NOT_RUN else 'failed'} ({kind.value}) in "
+                                  f"{len(these)} cases: {these[0].reasons[0] if these[0].reasons else '?'}"))
     if found.shared:
         title = "its own" if only else "shared by every variant (not introduced by this change)"
         lines.append(("fail" if only else "warn", f"numerics: {base}'s problems, {title}: "
@@ -175,6 +168,31 @@ def numerics_summary(section: NumericsSection, found: Lists) -> list[tuple[str, 
                               f"{', '.join(found.fixers(ps))}): " + " | ".join(describe(ps, kinds))))
     lines.extend(_reference_callouts(section))
     lines.extend(_bitwise_lines(section, base))
+    return lines
+
+
+def _counted(found: Lists, name: str, results: list) -> tuple[list, list]:
+    """(the (case, result) pairs of `name` that failed without running, the cases it ran in): a failure said
+    once (the same in every case of a pass) is no case run, as the interpreter's limit is none: no number of it
+    was judged."""
+    once = found.once.get(name, ())
+    failed = [(c, v) for c, v in results if v.status == Status.ERROR and (v.failure in NOT_RUN or covered(once, c))]
+    skipped = {id(v) for _, v in failed}
+    return failed, [c for c, v in results if v.status not in (Status.NOT_RUN, Status.UNTRUSTED) and id(v) not in skipped]
+
+
+def _against(found: Lists, name: str, label: str, kinds, against: int, ran: int) -> list[tuple[str, str]]:
+    """What `name` introduced and fixed against the baseline (`against` of the `ran` cases it ran: those where
+    the baseline gave numbers too)."""
+    base, introduced, fixed = found.baseline, found.introduced[name], found.fixed[name]
+    lines = []
+    if introduced:
+        lines.append(("fail", f"numerics: {label} introduced (not in {base}): " + " | ".join(describe(introduced, kinds))))
+    elif against:
+        where = _all(against) if against == ran else f"the {against} of its {ran} cases run where {base} ran too"
+        lines.append(("ok", f"numerics: {label} introduced no problem against {base} in {where}"))
+    if fixed:
+        lines.append(("ok", f"numerics: {label} fixed (in {base}, not in {label}): " + " | ".join(describe(fixed, kinds))))
     return lines
 
 

@@ -50,6 +50,8 @@ def configure(requested: str = "auto") -> Backend:
         os.environ["TRITON_INTERPRET"] = "1"
         from compare.runtime import libdevice_bridge
         libdevice_bridge.install()   # kernels calling libdevice math run on the interpreter too
+        from compare.runtime import interpreted_autotune
+        interpreted_autotune.install()   # an autotuned kernel runs with its first configuration, said in the report
         note = ("no GPU: Triton kernels ran through Triton's CPU interpreter (numpy), not compiled code; "
                 "numerics there are the interpreter's, timing is skipped")
         return Backend("cpu", True, note)
