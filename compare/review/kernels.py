@@ -1,8 +1,8 @@
 """The Triton kernels of two revisions, found with `ast`, and what changed between them.
 
 A kernel is a `@triton.jit` function anywhere in a module (guarded, a method, nested, or `k = triton.jit(f)`);
-two versions are the same when their syntax trees and those of the jit helpers they call are, so a change to
-comments or layout alone is none. Ops (compare/review/ops_changed.py) are the functions and autograd
+two versions are the same when their syntax trees, those of the jit helpers they call and of the module-level
+constants these read are, so a change to comments or layout alone is none. Ops (compare/review/ops_changed.py) are the functions and autograd
 Functions whose closure changed: a kernel, a launch, a helper or a constant they reach.
 """
 from __future__ import annotations
@@ -27,6 +27,7 @@ class Kernel:
     ops: tuple[Op, ...] = ()     # what launches it in its module, nearest first
     helpers: str = ""            # the code of the jit helpers it calls in its module (theirs is its change too)
     readable: bool = True        # False: `triton.jit(...)` wraps what cannot be read statically
+    constants: str = ""          # the module-level constants it and those helpers read (a value baked into its code)
 
     @property
     def key(self) -> str:
@@ -74,8 +75,21 @@ def kernels_of(mod: Module) -> list[Kernel]:
                     todo.append(r)
         found.append(Kernel(mod.path, mod.module, name, m.params, m.required, m.tuned, m.body,
                             tuple(mod.ops[d] for d in reached if d in mod.ops),
-                            "\n".join(f"{h}: {c}" for h, c in sorted(helpers.items())), m.readable))
+                            "\n".join(f"{h}: {c}" for h, c in sorted(helpers.items())), m.readable,
+                            _constants(mod, [name, *helpers])))
     return found
+
+
+def _constants(mod: Module, names: list[str]) -> str:
+    """The code of the module-level constants `names` read, and of those these read in turn."""
+    found, todo = {}, list(names)
+    while todo:
+        for r in sorted(mod.members[todo.pop()].refs):
+            member = mod.members.get(r)
+            if member is not None and member.kind == Kind.CONSTANT and r not in found:
+                found[r] = member.code
+                todo.append(r)
+    return "\n".join(f"{n}: {c}" for n, c in sorted(found.items()))
 
 
 def kernels_in(source: str, path: str, module: str) -> list[Kernel]:
@@ -102,7 +116,7 @@ def changes(repo: Repository, base: str, head: str) -> Changes:
         found.append({k.key: k for m in mods for k in kernels_of(m)})
     old, new = found
     out.changed = [(old[k], new[k]) for k in new if k in old and
-                   (old[k].code, old[k].helpers) != (new[k].code, new[k].helpers)]
+                   (old[k].code, old[k].helpers, old[k].constants) != (new[k].code, new[k].helpers, new[k].constants)]
     gone = [old[k] for k in old if k not in new]
     for k in [new[k] for k in new if k not in old]:
         twin = next((g for g in gone if g.code == k.code), None)

@@ -180,12 +180,26 @@ def _news(key: tuple[str, str], closure: Closure, op: tuple[str, str], new: set)
     return key[0] == op[0] or any(key in targets and k not in new for k, targets in closure.edges.items())
 
 
+def _read(edges: dict, key: tuple[str, str], members: dict) -> tuple:
+    """The code of the constants jit member `key` reads (through constants, and imports of them): a value a
+    kernel reads is compiled into it, so a change to it is the kernel's."""
+    found, todo = {}, [key]
+    while todo:
+        for t in edges.get(todo.pop(), ()):
+            m = members.get(t)
+            if t not in found and m is not None and m.kind in (Kind.CONSTANT, Kind.IMPORT):
+                found[t] = m.code
+                todo.append(t)
+    return tuple(sorted(found.items()))
+
+
 def _what(op: tuple[str, str], now: Closure, then: Closure | None, base: Side) -> list[What]:
     """What differs in `op`'s closure: `now` at HEAD, `then` at BASE (None for a new op: each member as
     BASE defines it, if it does)."""
     kernels_now = set(now.kernels())
     before = then.members if then is not None else \
         {k: m for k in now.members if (m := _defined(base, k)) is not None}
+    then_edges = then.edges if then is not None else now.edges
     found = []
     for key, m in now.members.items():
         old, name = before.get(key), _label(key, op[0])
@@ -193,7 +207,7 @@ def _what(op: tuple[str, str], now: Closure, then: Closure | None, base: Side) -
             if old is None:
                 found.append(What(Change.KERNEL_ADDED, name) if key in kernels_now else
                              What(Change.JIT_HELPER, name, "added"))
-            elif old.code != m.code:
+            elif old.code != m.code or _read(now.edges, key, now.members) != _read(then_edges, key, before):
                 found.append(What(Change.KERNEL if key in kernels_now else Change.JIT_HELPER, name))
             continue
         if old is None:
