@@ -26,7 +26,7 @@ class Change(str, enum.Enum):
     OWN_CODE = "own code"              # the op's own body (apart from launches)
 
 
-_FIRST = (Change.KERNEL, Change.JIT_HELPER, Change.KERNEL_ADDED, Change.KERNEL_REMOVED)
+CODE = (Change.KERNEL, Change.JIT_HELPER, Change.KERNEL_ADDED, Change.KERNEL_REMOVED)   # what changes kernel code run
 
 
 @dataclasses.dataclass(frozen=True)
@@ -229,7 +229,7 @@ def _what(op: tuple[str, str], now: Closure, then: Closure | None, base: Side) -
 
 
 def _ordered(found: list[What]) -> list[What]:
-    return sorted(dict.fromkeys(found), key=lambda w: 0 if w.kind in _FIRST else 1 if w.kind == Change.LAUNCH else 2)
+    return sorted(dict.fromkeys(found), key=lambda w: 0 if w.kind in CODE else 1 if w.kind == Change.LAUNCH else 2)
 
 
 def importers(side: Side, paths: list[str]) -> list[str]:

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from compare.review.kernels import Change, Changes, What
+from compare.review.ops_changed import CODE
 from compare.review.mapping import TABLE, Unmapped
 from compare.review import replay_render
 from compare.model.replay import NUMERICS_FAILURES, ReplayedOp, ReplayVerdict
@@ -53,6 +54,13 @@ def title(c) -> str:
     return f"{t.module}:{t.callable} in family {t.family} (changed: {changed_text(t.what)}; {t.how})"
 
 
+def changed_kernels(target) -> str:
+    """The kernels (and jit helpers) of `target` whose code changed, as module:name; the op itself where none
+    did (a launcher's change)."""
+    names = [w.name if ":" in w.name else f"{target.module}:{w.name}" for w in target.what if w.kind in CODE]
+    return ", ".join(dict.fromkeys(names)) or f"{target.module}:{target.callable}"
+
+
 def lines(review: Review) -> list[tuple[str, str]]:
     """(level, text) of what the review found, apart from each op's report."""
     ch = review.changes
@@ -76,7 +84,7 @@ def lines(review: Review) -> list[tuple[str, str]]:
                             "reported is the measurement's own"))
     out += [("info", f"{c.label}: {changed_text(c.target.what)}") for c in ran]
     out += [replay_render.summary(r) for r in review.replayed]
-    out += [("fail", f"{', '.join(c.target.kernels)}: changed; {c.target.module}:{c.target.callable} could not be "
+    out += [("fail", f"{changed_kernels(c.target)}: changed; {c.target.module}:{c.target.callable} could not be "
                      f"compared: {_why_not(c)}") for c in review.compared if c.report is None]
     out += [("warn", f"{u.kernel}: changed, not compared: {u.why}" + (
         "; compare its op by hand: compare --variant NAME=git:REV:PATH::OP(ARGS)" if u.mapped else
@@ -116,7 +124,7 @@ def _in_review(report):
 def unjudged(review: Review) -> list[str]:
     """A line per changed kernel whose change no comparison judged (gates cannot pass on it)."""
     return [f"{u.kernel} changed and was not compared ({u.why})" for u in review.unmapped] + \
-           [f"{', '.join(c.target.kernels)} changed and could not be compared" for c in review.compared
+           [f"{changed_kernels(c.target)} changed and could not be compared" for c in review.compared
             if c.report is None] + \
            [f"{r.op} changed and its replay judged nothing ({r.verdict})" for r in review.replayed
             if r.verdict in (ReplayVerdict.NO_CALLS, ReplayVerdict.BOTH_FAIL)]
