@@ -12,7 +12,7 @@ from compare.model.problems import bits, lists, variant_of
 from compare.model.states import Accuracy, Bits, IRStatus, ProblemKind, TimingVerdict
 from compare.model.ratios import ratio_span
 from compare.model.results import IRSection, NumericsSection, Report
-from compare.model.results_ir import NOT_RUN
+from compare.model.results_ir import NOT_RUN, failed_at
 from compare.model.same_code import same_code, timing_groups
 from compare.model.vocabulary import STAGE_TITLES
 
@@ -121,6 +121,13 @@ def _pointers(v) -> int:
     return sum(l.carried_pointers for l in stage.loops) if stage else 0
 
 
+def _failed_where(section: IRSection, failed: list[str], ops: tuple[str, str]) -> str:
+    """'OP.head: k1, k2': the kernels `failed` by the op (of `ops`) whose compile of them failed."""
+    by_op = {op: [k for k in failed if op in failed_at(section.variants, k, ops)] for op in ops}
+    said = [f"{op}: {', '.join(kernels)}" for op, kernels in by_op.items() if kernels]
+    return "; ".join(said) or ", ".join(failed)
+
+
 def _ir(section: IRSection, report: Report, a: str, b: str, check: str) -> Row:
     level = hl._ir_line(section, a, b, report.skipped).level
     va = next((v for v in section.variants if v.variant == a), None)
@@ -129,12 +136,16 @@ def _ir(section: IRSection, report: Report, a: str, b: str, check: str) -> Row:
     if matches:
         changed = [m.kernel for m in matches if m.status == "changed"]
         failed = [m.kernel for m in matches if m.status == "failed"]
-        verdict = "failed" if failed else "changed" if changed else "identical"
-        return Row(b, check, verdict, f"{len(failed or changed)} of {_n(len(matches), 'kernel')}",
-                   ", ".join(failed or changed) or "every launched kernel", level)
-    if va is None or vb is None:
+        if failed:
+            return Row(b, check, "did not compile", f"{len(failed)} of {_n(len(matches), 'kernel')}",
+                       _failed_where(section, failed, (b, a)), level)
+        verdict = "changed" if changed else "identical"
+        return Row(b, check, verdict, f"{len(changed)} of {_n(len(matches), 'kernel')}",
+                   ", ".join(changed) or "every launched kernel", level)
+    # the side whose row says it failed (did not compile, or its op failed when run) before a side with no row
+    broken = next((v for v in (vb, va) if v is not None and v.status != IRStatus.OK), None)
+    if broken is None and (va is None or vb is None):
         return Row(b, check, "not compared", "", f"no Triton kernel of {b if vb is None else a} here", level)
-    broken = next((v for v in (vb, va) if v.status != IRStatus.OK), None)
     if broken is not None:
         why = _first(broken.error.splitlines()[0]) if broken.error else ""
         return Row(b, check, "not found" if broken.status == NOT_RUN else "did not compile", "",

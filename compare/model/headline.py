@@ -14,7 +14,7 @@ from compare.model.fouls import fouled, said
 from compare.model.problems import (Lists, Problem, SaidOnce, bits, brief, describe, input_kinds, judged, lists,
                                     ran, variant_of)
 from compare.model.results import IRSection, IRVariant, NumericsCase, NumericsSection, PassStatus, Report
-from compare.model.results_ir import NOT_RUN, op_kernel
+from compare.model.results_ir import NOT_RUN, failed_at, op_kernel
 from compare.model.same_code import SameCode, same_code, timing_groups
 from compare.model.skips import Skip, why_not_run
 from compare.model.states import Accuracy, Bits, Failure, IRStatus, Status, TimingVerdict
@@ -292,17 +292,21 @@ def _op_line(section: IRSection, a: str, b: str, matches: list) -> Line:
     """The launched kernels of two ops, paired by name: each one's status, a changed one's loops (carried
     pointers at both sides, see loop_claims) and resources, then the passes whose kernels were not found."""
     rows = {v.variant: v for v in section.variants if v.status == IRStatus.OK}
-    said = []
+    said, broken = [], set()
     for m in matches:
+        failed = failed_at(section.variants, m.kernel, (a, b)) if m.status == "failed" else ()
+        broken.update(failed)
         text = f"{m.kernel} {m.status}" + (f" ({', '.join(_STAGE.get(x, x) for x in m.changed_stages)})"
-                                           if m.changed_stages else "")
+                                           if m.changed_stages else "") + \
+            (f" (did not compile in {' and '.join(failed)})" if failed else "")
         va, vb = rows.get(op_kernel(a, m.kernel)), rows.get(op_kernel(b, m.kernel))
         claims = loop_claims(section, va, vb, names=(a, b)) + _resources(va, vb) \
             if m.status == "changed" and va is not None and vb is not None else []
         text += f" [{'; '.join(claims)}]" if claims else ""
         said.append(text)
     said += not_found(section, (a, b))
-    level = "fail" if any(m.status == "failed" for m in matches) else "info"
+    # the variant's kernel that does not compile fails it; the baseline's alone is what the change fixed or kept
+    level = "info" if not any(m.status == "failed" for m in matches) else "warn" if broken == {a} else "fail"
     return Line("compiled code", level, "compiled code: launched kernels, paired by name: " + "; ".join(said))
 
 

@@ -18,6 +18,12 @@ def op_kernel(op: str, kernel: str) -> str:
     return f"{op}{OP_KERNEL_SEPARATOR}{kernel}"
 
 
+def failed_at(variants, kernel: str, ops: tuple[str, ...]) -> tuple[str, ...]:
+    """Which of `ops` could not compile their launched `kernel`, read from their IRVariant rows (`variants`)."""
+    status = {v.variant: v.status for v in variants}
+    return tuple(op for op in ops if status.get(op_kernel(op, kernel)) == IRStatus.FAILED)
+
+
 @dataclasses.dataclass(frozen=True)
 class IRCarried:
     """One value a loop carries from one iteration to the next."""
