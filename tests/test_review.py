@@ -140,7 +140,7 @@ def test_a_kernel_the_table_maps_whose_op_does_not_fit_the_family_says_why():
     [], [unmapped] = mapping.plan(_changed(kernel), {"m:k": "rms_norm"}, registry().families)
     assert unmapped.kernel == "m:f" and unmapped.why == ("[tool.kernel-ab.kernels] maps m:k to rms_norm, but f(a): no "
                                                          "rms_norm op argument matches a")
-    assert unmapped.fix == '"m:f" = { family = "rms_norm", call = "(a)" }'
+    assert unmapped.refused.startswith("rms_norm's op has no argument a (its arguments: X, W, eps")
 
 
 def test_a_table_naming_an_unknown_family_is_said_with_the_known_ones():

@@ -155,10 +155,12 @@ def test_a_call_naming_no_argument_of_the_family_is_a_usage_error_naming_the_key
 def test_an_op_nothing_fits_is_unmapped_with_the_line_that_maps_it(families):
     [], [unmapped] = _plan(families, _changed("f", "X, W, eps, offset, foo"))
     assert unmapped.family == "rms_norm" and unmapped.why.endswith("no rms_norm op argument matches foo")
-    assert unmapped.fix == '"lib.ops:f" = { family = "rms_norm", call = "(X, W, eps, offset, foo)" }'
+    assert unmapped.refused.startswith("rms_norm's op has no argument foo (its arguments: X, W, eps")
     [], [none] = _plan(families, _changed("scale", "x, factor"))
     assert "factor matches no op argument of" in none.why
-    assert none.fix == '"lib.ops:scale" = { family = "<family>", call = "(X, factor)" }'
+    assert none.refused == "no registered family's op takes factor"
+    [], [lacking] = _plan(families, _changed("f", "X, eps"))
+    assert lacking.fix == '"lib.ops:f" = { family = "<family>", call = "(X, eps)" }' and not lacking.refused
 
 
 def test_of_two_ops_standing_for_the_same_change_the_better_fit_is_compared_and_the_other_not_listed(families):

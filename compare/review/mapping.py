@@ -56,6 +56,7 @@ class Unmapped:
     family: str = "<family>"   # the closest family, for the line that would fix it
     mapped: bool = False       # a table maps it already: another line would not help
     call: str = ""             # a starting point for the line's call (an op's)
+    refused: str = ""          # why no line maps it: `fix`, read as a --mapping file's line, is refused so
 
     @property
     def fix(self) -> str:
@@ -136,6 +137,34 @@ class _Known:
         return self._tensors[family.name]
 
 
+def _unknown(entry: TableEntry, arguments: tuple[str, ...]) -> list[str]:
+    """The names `entry`'s call passes that are no argument of its family's op (`arguments`: the op's)."""
+    return [n for n in entry.call.names if n not in arguments] if entry.call is not None else []
+
+
+def _checked(u: Unmapped, families, known: _Known) -> Unmapped:
+    """`u`, its line read back as a --mapping file's line is (read_table, then its call's names against the
+    family's op: `_unknown`); a line that would be refused is not offered, `refused` saying what the op takes
+    that the family's does not. The placeholder family's line must fit some registered family."""
+    if u.mapped:
+        return u
+    try:
+        [entry] = read_table(f"{TABLE}\n{u.fix}\n", "the line").values()
+    except ValueError as exc:
+        return dataclasses.replace(u, refused=str(exc))
+    named = entry.family in families
+    fitting = [families[entry.family]] if named else [f for f in families.values() if getattr(f, "op_params", ())]
+    unknown = [_unknown(entry, known(f)) for f in fitting]
+    if entry.call is None or (unknown and not all(unknown)):
+        return u
+    if named:
+        lacks = f"{entry.family}'s op has no argument {', '.join(unknown[0])} (its arguments: {', '.join(known(fitting[0]))})"
+    else:   # each family lacks some name: those none has, else all of them together
+        names = [n for n in entry.call.names if all(n not in known(f) for f in fitting)]
+        lacks = f"no registered family's op takes {', '.join(names) or 'all of ' + ', '.join(entry.call.names)}"
+    return dataclasses.replace(u, refused=lacks)
+
+
 def _line(keys: list[str], table: dict[str, TableEntry]) -> tuple[str, TableEntry] | None:
     """The table line for the first of `keys` (the op's own, then its kernels'), the reviewer's first."""
     found = [(k, table[k]) for k in keys if k in table]
@@ -185,8 +214,7 @@ def _by_table(changed: ChangedOp, key: str, entry: TableEntry, families, known: 
     family = families[entry.family]
     said = f"{entry.prefix} maps {key} to {entry.family}"
     if entry.call is not None and key == op_key:
-        unknown = [n for n in entry.call.names if n not in known(family)]
-        if unknown:
+        if unknown := _unknown(entry, known(family)):
             raise UsageError(f'{entry.source}: {TABLE} "{key}": the call {entry.call.text()} names {unknown[0]!r}, '
                              f"no argument of {entry.family}'s op (arguments: {', '.join(known(family))})")
         return _target(changed, entry.family, entry.call, f"{said} with the call {entry.call.text()}", 13)
@@ -293,6 +321,7 @@ def plan(changes, table: dict, families) -> tuple[list[Target], list[Unmapped]]:
     # an op that cannot be compared is not listed when what changed in it is compared through other ops
     unmapped = [r for changed, r in by_op if isinstance(r, Unmapped) and not (changed.what and set(changed.what) <= compared)]
     unmapped += [r for r in by_kernel if isinstance(r, Unmapped)]
+    unmapped = [_checked(u, families, known) for u in unmapped]
     targets: dict[tuple[str, str], Target] = {}
     for r in best.values():
         place = (r.target.path, r.target.callable)

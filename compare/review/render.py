@@ -88,6 +88,8 @@ def lines(review: Review) -> list[tuple[str, str]]:
                      f"compared: {_why_not(c)}") for c in review.compared if c.report is None]
     out += [("warn", f"{u.kernel}: changed, not compared: {u.why}" + (
         "; compare its op by hand: compare --variant NAME=git:REV:PATH::OP(ARGS)" if u.mapped else
+        f"; no line of {TABLE} maps it ({u.refused}); compare its op by hand: compare --variant "
+        "NAME=git:REV:PATH::OP(ARGS)" if u.refused else
         f"; a line of {TABLE} (in the repository's pyproject.toml, or a --mapping file) would map it: {u.fix}"))
         for u in review.unmapped]
     out += [("info", f"renamed: {a.key} -> {b.key} (the same code; not compared)") for a, b in ch.renamed]
