@@ -51,11 +51,11 @@ BEFORE = "1.0 / tl.sqrt(tl.sum(acc, axis=0) / n_cols + eps)"
 AFTER = "tl.rsqrt(tl.sum(acc, axis=0) / n_cols + eps)"
 
 
-def _review(repo, tmp) -> dict:
+def _review(repo, tmp, *checks: str) -> dict:
     out = tmp / "review.json"
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         main.main(["review", "v1", "v2", "--repo", str(repo), "--json", str(out), "--shape", "4,64",
-                   "--check", "numerics", "--trials", "1", "--inputs", "normal,large_mean", "--quiet"])
+                   "--check", "numerics", *checks, "--trials", "1", "--inputs", "normal,large_mean", "--quiet"])
     return json.loads(out.read_text())
 
 
@@ -69,7 +69,7 @@ def _library(tmp, name: str, raising: bool):
 @pytest.fixture(scope="module")
 def tuned(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("tuned")
-    [compared] = _review(_library(tmp, "tuned", raising=False), tmp)["compared"]
+    [compared] = _review(_library(tmp, "tuned", raising=False), tmp, "--check", "ir")["compared"]
     return from_dict(compared["report"])
 
 
@@ -96,3 +96,8 @@ def test_no_verbose_line_claims_cases_a_variant_did_not_run(tmp_path):
     assert not [s for s in said if "rms_norm." in s and "cases run" in s], said
     assert not [s for s in said if "introduced no problem" in s], said
     assert [s for s in said if s.startswith("numerics: rms_norm.head failed (library) in 2 cases: RuntimeError: this op")]
+
+
+def test_an_autotuned_kernels_compiled_code_is_compared_at_the_configuration_it_ran_with(tuned):
+    [match] = tuned.ir.kernels
+    assert (match.kernel, match.status) == ("_rms_norm_fwd", "changed")   # 1/sqrt against rsqrt

@@ -40,7 +40,8 @@ def load_kernel(spec: dict):
         from variants.isolation import import_isolated
         roots = tuple(Path(r) for r in spec["import_roots"])
         # a family's folder (variants/discovery.py) builds on kernel-ab's own modules; a reviewed tree never does
-        return getattr(import_isolated(module_name, roots, share_own=set(roots) <= family_folders()), spec["function"])
+        return _jitted(getattr(import_isolated(module_name, roots, share_own=set(roots) <= family_folders()),
+                               spec["function"]))
     module = None
     if module_name and not module_name.startswith("__"):
         try:
@@ -55,7 +56,16 @@ def load_kernel(spec: dict):
         module = importlib.util.module_from_spec(loader_spec)
         sys.modules[unique] = module
         loader_spec.loader.exec_module(module)
-    return getattr(module, spec["function"])
+    return _jitted(getattr(module, spec["function"]))
+
+
+def _jitted(found):
+    """The @triton.jit function under `found`'s @triton.autotune or @triton.heuristics (each keeps what it
+    wraps as `fn`): the launch was recorded at the function itself, with the configuration's arguments."""
+    from triton.runtime.jit import JITFunction
+    while not isinstance(found, JITFunction) and hasattr(found, "fn"):
+        found = found.fn
+    return found
 
 
 def resource_usage(cubin: bytes) -> dict:
