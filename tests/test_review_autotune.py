@@ -61,7 +61,9 @@ def _review(repo, tmp, *checks: str) -> dict:
 
 def _library(tmp, name: str, raising: bool):
     text = TUNED.replace("RAISE", 'raise RuntimeError("this op is broken")' if raising else "pass")
-    files = {"mylib/__init__.py": "", "pyproject.toml": '[project]\nname = "mylib"\n'}
+    # the table maps the op, so an op that raises is compared in the family still (not replayed as a misfit)
+    table = '\n[tool.kernel-ab.kernels]\n"mylib.ops:rms_norm" = "rms_norm"\n' if raising else ""
+    files = {"mylib/__init__.py": "", "pyproject.toml": '[project]\nname = "mylib"\n' + table}
     return two_revisions(tmp / name, {**files, "mylib/ops.py": text.replace("RSTD", BEFORE)},
                          {"mylib/ops.py": text.replace("RSTD", AFTER)})
 

@@ -3,16 +3,12 @@ own parser and checks (compare/review/mapping.py) without a refusal; a line thos
 what no family's op takes) is not printed, and the line says what the family's op lacks instead."""
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 import re
 
 import pytest
 
-import main
 from compare.model.errors import UsageError
-from compare.review import mapping
+from compare.review import mapping, render
 from compare.review.kernels import changes
 from compare.review.revisions import Repository
 from tests.review_repo import two_revisions
@@ -56,23 +52,27 @@ WOULD_MAP = re.compile(r"would map it: (.*)$")
 
 @pytest.fixture(scope="module")
 def review(tmp_path_factory):
+    """(the changes, the review's lines for what no family maps): rendered from the mapping's plan, as the review
+    renders what it leaves unmapped (the command replays ops that exist at BASE; their lines are the replay's)."""
+    from variants import registry
     tmp = tmp_path_factory.mktemp("suggested")
     files = {"mylib/__init__.py": "", "pyproject.toml": '[project]\nname = "mylib"\n'}
     repo = two_revisions(tmp / "lib", {**files, "mylib/ops.py": OPS.format(factor="2.0")},
                          {"mylib/ops.py": OPS.format(factor="3.0").replace("    pass\n", "    a = a\n", 1)})
-    out = tmp / "review.json"
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        main.main(["review", "v1", "v2", "--repo", str(repo), "--json", str(out), "--quiet"])
-    return repo, [line["text"] for line in json.loads(out.read_text())["lines"]], tmp
+    r = Repository(str(repo))
+    base, head = r.commit("v1", "BASE"), r.commit("v2", "HEAD")
+    found = changes(r, base, head)
+    targets, unmapped = mapping.plan(found, {}, registry().families)
+    assert targets == []
+    said = [text for _, text in render.lines(render.Review("v1", "v2", base, head, found, (), tuple(unmapped)))]
+    return found, said, tmp
 
 
 def test_every_suggested_line_passes_the_mapping_files_own_parser_and_checks(review):
     from variants import registry
-    repo, said, tmp = review
+    found, said, tmp = review
     offered = [m.group(1) for text in said if (m := WOULD_MAP.search(text))]
     assert sorted(line.split(" = ")[0] for line in offered) == ['"mylib.ops:_lone"', '"mylib.ops:norm_eps"'], said
-    r = Repository(str(repo))
-    found = changes(r, r.commit("v1", "BASE"), r.commit("v2", "HEAD"))
     for line in offered:
         path = tmp / f"{len(line)}.toml"
         path.write_text(f"{mapping.TABLE}\n{line}\n")
@@ -84,7 +84,7 @@ def test_every_suggested_line_passes_the_mapping_files_own_parser_and_checks(rev
     ("scale", "no registered family's op takes factor"),
 ])
 def test_a_line_the_checks_would_refuse_is_not_printed_and_what_is_lacking_is_said(review, op, lacks):
-    repo, said, tmp = review
+    _, said, _ = review
     [line] = [text for text in said if text.startswith(f"mylib.ops:{op}: changed, not compared")]
     assert f"no line of {mapping.TABLE} maps it ({lacks}" in line and "would map it" not in line, line
     assert " = {" not in line
@@ -92,9 +92,7 @@ def test_a_line_the_checks_would_refuse_is_not_printed_and_what_is_lacking_is_sa
 
 def test_the_line_refused_would_indeed_be_refused_by_a_mapping_file(review, tmp_path):
     from variants import registry
-    repo, _, _ = review
-    r = Repository(str(repo))
-    found = changes(r, r.commit("v1", "BASE"), r.commit("v2", "HEAD"))
+    found, _, _ = review
     [fused] = [u for u in mapping.plan(found, {}, registry().families)[1] if u.kernel.endswith(":fused_add_rms_norm")]
     (tmp_path / "m.toml").write_text(f"{mapping.TABLE}\n{fused.fix}\n")
     with pytest.raises(UsageError, match="names 'R', no argument of rms_norm's op"):
