@@ -5,7 +5,7 @@
 #   bash benchmarks/replay_library.sh liger [BUNDLE]   Liger-Kernel's eight (BUNDLE: liger-kernel-prs.bundle)
 #   bash benchmarks/replay_library.sh fla [BUNDLE]     flash-linear-attention's four (fla-prs.bundle)
 # Each review's wall time and exit code land in steps.txt; its --json and --markdown beside it; the part packs
-# into $OUT/replay_<part>.tgz, stopping its steps by BUDGET_S (default 560 s).
+# into $OUT/replay_<part>.tgz, stopping its steps by BUDGET_S (default 560 s). PRS="a b" reviews those alone.
 set -uo pipefail
 part=${1:?part: liger or fla}
 corpus=${KERNEL_AB_CORPUS:-$(dirname "$0")/../../shared/corpus}
@@ -14,6 +14,7 @@ case "$part" in
     fla) bundle=${2:-$corpus/fla-prs.bundle}; prs="fla795 fla921 fla1095 fla745";;
     *) echo "part: liger or fla"; exit 2;;
 esac
+prs=${PRS:-$prs}
 source "$(dirname "$0")/steps.sh"
 start_part
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" >> "$W/gpu.txt" 2>&1

@@ -30,8 +30,12 @@ class Limits:
     calls: int = 6                      # distinct signatures kept per op
     per_dtypes: int = 2                 # of them, per combination of argument dtypes
     bytes: int = 256 << 20              # of tensors kept, per recording
-    record_s: float = 240.0             # the recording process's time limit
+    record_s: float = 240.0             # the recording process's time limit (its calls kept when it is reached)
     play_s: float = 240.0               # each side's replaying process's
+
+
+# compiled kernels run a test file in seconds where the interpreter takes minutes: a review's minute on a GPU
+GPU_LIMITS = Limits(record_s=75.0, play_s=150.0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,8 +138,9 @@ class Replayer:
     """One review's replays: each revision's whole tree materialized once; the ops recorded in one process per
     side they are recorded at, then every recorded call played in one process per revision."""
 
-    def __init__(self, repo: Repository, base: str, head: str, device: str, limits: Limits = Limits()):
-        self.repo, self.device, self.limits = repo, device, limits
+    def __init__(self, repo: Repository, base: str, head: str, device: str, limits: Limits | None = None):
+        self.repo, self.device = repo, device
+        self.limits = limits or (GPU_LIMITS if device == "cuda" else Limits())
         self.commits = {Side.BASE: base, Side.HEAD: head}
         self.files = {s: repo.files(c) for s, c in self.commits.items()}
         self.work = Path(tempfile.mkdtemp(prefix="kernel-ab-replay-"))
