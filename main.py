@@ -342,7 +342,8 @@ def _main(argv: list[str], prog: str) -> int:
     except (UsageError, BackendError, FamilyError) as exc:
         return _fail(str(exc))
     except NothingToCompare as exc:
-        for needs in dict.fromkeys(i.needs for i in exc.failed if i.needs):   # first: the one thing to install
+        from compare.model.habits import MissingPackage
+        for needs in dict.fromkeys(MissingPackage.of(i.needs) for i in exc.failed if i.needs):   # first: what to install
             print(f"kernel-ab: {needs.text()}", file=sys.stderr)
         print(f"kernel-ab: nothing to compare: {exc}", file=sys.stderr)
         return 1

@@ -12,7 +12,8 @@ REQUIRE_ENV = "KERNEL_AB_REQUIRE_EXTRAS"
 
 # the module each distribution of an extra installs, by extra (pyproject.toml's optional-dependencies;
 # tests/test_extras.py keeps the two in step)
-MODULES = {"test": {"pytest": "pytest", "pytest-xdist": "xdist", "pyyaml": "yaml", "setuptools": "setuptools"},
+MODULES = {"test": {"pytest": "pytest", "pytest-xdist": "xdist", "pyyaml": "yaml", "setuptools": "setuptools",
+                    "transformers": "transformers", "einops": "einops"},
            "plot": {"matplotlib": "matplotlib"},
            "dask": {"dask": "dask", "distributed": "distributed"}}
 EXTRA_OF = {module: extra for extra, modules in MODULES.items() for module in modules.values()}

@@ -27,7 +27,7 @@ BUNDLE = CORPUS / "liger-kernel-prs.bundle"
 KEPT_ENVIRONMENT = ("device",)   # the backend the run chose: behaviour, not host
 DURATIONS = ("compile_seconds", "audit_seconds")
 # fields the model gained after the recording, and the value saying nothing happened (a failure's kind)
-ADDED = {"failure": "", "failed_at": "", "fouls": []}
+ADDED = {"failure": "", "failed_at": "", "fouls": [], "needs": None, "library": []}
 # the recorded runs (at commit 80aadd0, the CPU interpreter, offline IR for sm_90; the review at c89c9c1)
 RUNS = {
     "default": ["compare"],

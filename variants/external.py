@@ -23,13 +23,22 @@ from pathlib import Path
 from variants.catalog import Registry
 from variants.family import Family, UnknownName
 from variants.git_tree import Tree, TreeError, materialize, needed_paths
-from compare.model.habits import MissingPackage
 from variants.isolation import _own_names, _package_root, _top_names, import_isolated  # noqa: F401 (re-exported)
 from variants.kernel_checks import _is_triton_kernel, compile_failures, kernel_role  # noqa: F401 (re-exported)
 from variants.ops import op_variant
 from variants.spec import BadSpec, Spec, parse  # noqa: F401 (BadSpec re-exported)
 from variants.torch_modules import import_read_submodules
 from variants.variant import Variant
+
+@dataclasses.dataclass(frozen=True)
+class MissingImport:
+    """A package a variant's import needs that this environment lacks (compare.model.habits.MissingPackage
+    is its record in a report)."""
+
+    package: str
+    file: str       # relative to the library's tree
+    line: int
+
 
 ERROR_LINES = 3          # lines of an import error kept in the report
 
@@ -44,7 +53,7 @@ class FailedLoad:
     origin: str
     error: str
     crashed: bool = False   # not loaded because an earlier run of it crashed the process (`skip`)
-    needs: MissingPackage | None = None   # a package its import needs that this environment lacks
+    needs: MissingImport | None = None   # a package its import needs that this environment lacks
 
 
 def _git(repo: Path, *args: str, binary: bool = False) -> subprocess.CompletedProcess:
@@ -74,7 +83,7 @@ def _error_lines(exc: BaseException, roots, replace: dict[str, str]) -> str:
     return out
 
 
-def _missing_package(exc: BaseException, roots) -> MissingPackage | None:
+def _missing_package(exc: BaseException, roots) -> MissingImport | None:
     """The package a ModuleNotFoundError (its `name`) says the library imports and this environment lacks: a top
     level name none of the library's trees nor kernel-ab provides, and not installed; with the innermost frame
     of the library's trees in its traceback, the line importing it. None for any other error."""
@@ -94,7 +103,7 @@ def _missing_package(exc: BaseException, roots) -> MissingPackage | None:
     if not inside:
         return None
     frame, root = inside[-1], min(holding(inside[-1].filename), key=len)   # the path from the library's top
-    return MissingPackage(top, os.path.relpath(frame.filename, root), frame.lineno or 0)
+    return MissingImport(top, os.path.relpath(frame.filename, root), frame.lineno or 0)
 
 
 def _working_tree_note(file: Path) -> str:

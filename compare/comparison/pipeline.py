@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 from typing import Iterator, Optional
 
+from compare.model.habits import MissingPackage
 from compare.checks import numerics
 from compare.checks.draws import Draws
 from compare.runtime import import_acts, interpreted_autotune, supervisor
@@ -87,7 +88,7 @@ def loaded(request: Request, registry: Registry,
             raise UnloadableSpec(str(exc)) from None
         loading.settle(request.external, names)
         infos = tuple(VariantInfo(f.name, f.family, "triton", f"{f.where.rpartition('::')[2]}, loaded with --variant",
-                                  f.origin, status=LoadStatus.FAILED, error=f.error, needs=f.needs,
+                                  f.origin, status=LoadStatus.FAILED, error=f.error, needs=MissingPackage.of(f.needs),
                                   failure=excluded_failure(f.name) if f.crashed else Failure.LOAD) for f in failed)
         if not set(request.variants) - {f.name for f in failed} and not names:
             raise _nothing_left(infos)

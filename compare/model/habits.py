@@ -55,5 +55,10 @@ class MissingPackage:
     file: str       # relative to the library's tree
     line: int
 
+    @classmethod
+    def of(cls, found) -> "MissingPackage | None":
+        """The record of what loading found (variants.external.MissingImport: package, file, line), or None."""
+        return None if found is None else cls(found.package, found.file, found.line)
+
     def text(self) -> str:
         return f"needs package {self.package} (imported by {self.file}:{self.line}), which this environment lacks"

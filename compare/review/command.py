@@ -12,6 +12,7 @@ import dataclasses
 from pathlib import Path
 
 from compare.model.family_fit import family_fit
+from compare.model.habits import MissingPackage
 from compare.review import mapping
 from compare.review.kernels import changes
 from compare.review.revisions import Repository
@@ -133,7 +134,8 @@ def _compare(request, registry, backend, quiet: bool, excluded) -> tuple[object,
             the_plan, failed = stack.enter_context(pipeline.planned(
                 request, registry, excluded=excluded, backend=backend, no_timing=supervisor.timing_left_out()))
         except (pipeline.UnloadableSpec, pipeline.NothingToCompare) as exc:
-            return None, str(exc), tuple(dict.fromkeys(i.needs for i in getattr(exc, "failed", ()) if i.needs))
+            return None, str(exc), tuple(dict.fromkeys(MissingPackage.of(i.needs) for i in getattr(exc, "failed", ())
+                                                       if i.needs))
         with reporter(pipeline.count_steps(the_plan, backend), not quiet) as step:
             return pipeline.execute(the_plan, backend, step, failed=failed), "", ()
 

@@ -157,7 +157,7 @@ MEASURED_PREFIXES = ("TORCH", "PYTORCH", "TRITON", "CUDA", "CUBLAS", "CUDNN", "N
                      "MKL", "OPENBLAS", "GOMP_", "HIP", "ROCM", "HSA_", "LD_", "PYTHON", "KERNEL_AB_")
 # of those, the ones the platform sets by itself (torch's inductor: its cache folders, ptxas and libdevice,
 # cuBLAS's workspace when its numeric checks are imported, and the OpenMP runtime when a library loads it:
-# KMP_INIT_AT_FORK, seen on the H200 importing Liger's rms_norm, geglu and poly_norm)
+# KMP_INIT_AT_FORK, seen on the H200 importing three of a real library's op modules)
 PLATFORM_SETS = frozenset({"TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "TRITON_PTXAS_PATH", "TRITON_LIBDEVICE_PATH",
                            "CUBLAS_WORKSPACE_CONFIG", "KMP_DUPLICATE_LIB_OK", "KMP_INIT_AT_FORK", "CUDA_HOME"})
 _START_ENV: dict[str, str] = {}   # os.environ when the guard began: what the user set

@@ -13,8 +13,13 @@ from pathlib import Path
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0][:300]}" if text else type(exc).__name__
+    """The exception in one line; one whose first line only points at a place (Triton's `at 31:19:`) gets its
+    last line too, which says what is wrong there."""
+    text = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
+    if not text:
+        return type(exc).__name__
+    said = text[0] if not text[0].endswith(":") or len(text) == 1 else f"{text[0]} {text[-1]}"
+    return f"{type(exc).__name__}: {said[:300]}"
 
 
 class Recorder:
