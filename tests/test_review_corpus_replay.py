@@ -48,7 +48,7 @@ def test_a_refactor_replays_to_identical_bits_in_every_output_and_gradient(liger
     _, review = _review(liger, pr, tmp_path)
     [replayed] = [r for r in review["replayed"] if r["label"] == op]
     assert replayed["verdict"] == "identical" and replayed["tests"] == [test], replayed
-    assert len(replayed["calls"]) >= 2 and all(c["tensors"] and not c["failures"] for c in replayed["calls"])
+    assert replayed["calls"] and all(c["tensors"] and not c["failures"] for c in replayed["calls"])
     grads = {t["name"] for c in replayed["calls"] for t in c["tensors"] if t["name"].startswith("grad ")}
     assert grads or pr == "kl654", replayed   # the norms' backward is replayed too
     assert review["compared"] == []   # no family judged it

@@ -179,3 +179,26 @@ def test_an_op_no_test_calls_is_not_compared_and_a_layer_norm_by_name_alone_is_r
     assert any(n.startswith("family layer_norm does not fit it: BASE's forward") for n in poly["notes"])
     assert not [label for label in ops if label.startswith("test")]   # the changed test file holds no op
     assert "1 test or benchmark file changed (calls of ops, not ops): tests/test_ops.py" in r.stdout
+
+
+def test_the_recorder_wraps_an_op_where_a_module_holds_its_apply_under_another_name(tmp_path):
+    import sys
+    (tmp_path / "aliaslib").mkdir()
+    (tmp_path / "aliaslib" / "__init__.py").write_text("")
+    (tmp_path / "aliaslib" / "ops.py").write_text(
+        "import torch\n\nclass Twice(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
+        "        return x * 2\n\n    @staticmethod\n    def backward(ctx, g):\n        return g * 2\n\n"
+        "twice = Twice.apply\n")
+    from compare.runtime.replay_worker import Recorder
+    sys.path.insert(0, str(tmp_path))
+    try:
+        recorder = Recorder({"out": str(tmp_path), "calls": 6, "per_dtypes": 2, "bytes": 1 << 20})
+        recorder.install([{"module": "aliaslib.ops", "name": "Twice.apply"}])
+        import aliaslib.ops as ops
+        ops.twice(torch.ones(3))   # through the alias a module made at import
+        ops.Twice.apply(torch.ones(4))
+        assert [c["signature"] for c in recorder.manifest["calls"]] == ["x: float32[3]", "x: float32[4]"]
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in [m for m in sys.modules if m.startswith("aliaslib")]:
+            del sys.modules[name]

@@ -108,7 +108,7 @@ class Recorder:
             for name, module in list(sys.modules.items()):
                 if name.split(".")[0] == top and module is not owner:
                     for attr, value in list(vars(module).items()):
-                        if value is fn:
+                        if _same_callable(value, fn):   # `sigmoid = SigmoidFunction.apply` at module level
                             setattr(module, attr, wrapped)
             self.ops.append(key)
 
@@ -125,6 +125,15 @@ class Recorder:
         if entry not in self.manifest["missing"]:
             self.manifest["missing"].append(entry)
             self.write()
+
+
+def _same_callable(value, fn) -> bool:
+    """`value` is `fn`: the same object, or (an autograd Function's apply, made anew at each access) the same
+    method of the same class."""
+    if value is fn:
+        return True
+    func, owner = getattr(fn, "__func__", None), getattr(fn, "__self__", None)
+    return func is not None and getattr(value, "__func__", None) is func and getattr(value, "__self__", None) is owner
 
 
 class _Plugin:
