@@ -39,7 +39,7 @@ def int_view(t: torch.Tensor) -> torch.dtype | None:
     return None if t.dtype == torch.bool else _INT_VIEW.get(t.element_size())
 
 
-def _changed(a: torch.Tensor, b: torch.Tensor) -> int:
+def changed_elements(a: torch.Tensor, b: torch.Tensor) -> int:
     """Elements whose raw bits differ (a NaN rewritten with the same bits is no change)."""
     if a.shape != b.shape or a.dtype != b.dtype:
         return a.numel()
@@ -56,7 +56,7 @@ def writes(original, used, expected=()) -> tuple[InputWrite, ...]:
     found = []
     for name, t in old.items():
         if name in new and name not in expected and t.device.type != "meta":
-            n = _changed(t, new[name])
+            n = changed_elements(t, new[name])
             if n:
                 found.append(InputWrite(name, n, t.numel()))
     return tuple(found)
