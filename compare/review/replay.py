@@ -70,42 +70,58 @@ def _words(op: OpToReplay) -> list[tuple[str, int]]:
     return [(op.name.split(".")[0], 3), (op.module, 3), (op.module.rsplit(".", 1)[-1], 1)]
 
 
-def tests_for(repo: Repository, files: dict[str, str], op: OpToReplay, wrappers: list[str]) -> list[str]:
+def tests_for(repo: Repository, files: dict[str, str], op: OpToReplay, wrappers: dict[str, int]) -> list[str]:
     """The library's test files that reach `op`, the most pointed first: those naming it or a public wrapper
-    of it in an import or a call, then those named after its module."""
+    of it (`wrappers`: name -> steps from the op; a near one points as the op's own name does, a far one less),
+    more if named after its module; those pointing about as much as the most pointed one."""
     tests = [p for p in files if p.endswith(".py") and role(p) == Role.TEST and Path(p).name.startswith("test")]
     texts = repo.read([files[p] for p in tests])
-    words = _words(op) + [(w, 2) for w in wrappers]
+    words = _words(op) + [(w, 3 if steps <= 2 else 2) for w, steps in wrappers.items()]
     scored = []
     for p in tests:
         text = texts.get(files[p], "")
-        score = sum(weight for word, weight in words if re.search(rf"\b{re.escape(word)}\b", text))
-        score += 2 * (op.module.rsplit(".", 1)[-1] in Path(p).stem)
+        named = [weight for word, weight in words if re.search(rf"\b{re.escape(word)}\b", text)]
+        # its most pointed name, not their sum: a test of whole models names many far wrappers at once
+        score = max(named, default=0) + 2 * (op.module.rsplit(".", 1)[-1] in Path(p).stem)
         if score >= 3:
-            scored.append((-score, p))
-    return [p for _, p in sorted(scored)[:MAX_TEST_FILES]]
+            scored.append((-score, -len(named), p))
+    best = min(scored, default=(0,))[0]
+    # the most pointed alone: a test that merely uses the op inside a model or a patch runs long for no new call
+    return [p for score, _, p in sorted(scored)[:MAX_TEST_FILES] if score <= best + 1]
 
 
-def wrappers_of(repo: Repository, files: dict[str, str], op: OpToReplay) -> list[str]:
-    """Public functions and classes of the library's other modules whose code names the op (`LigerPolyNorm`
-    around `LigerPolyNormFunction`): tests reach the op through them."""
-    top = op.name.split(".")[0]
-    lib = [p for p in files if p.endswith(".py") and role(p) == Role.LIBRARY and p != op.path]
+def wrappers_of(repo: Repository, files: dict[str, str], op: OpToReplay, depth: int = 3) -> dict[str, int]:
+    """Public functions and classes of the library whose code names the op or, up to `depth` steps, a wrapper
+    of it (`FusedLayerNormGated` calling `layer_norm_gated` calling `LayerNormGatedFunction.apply`, in the op's
+    module or another), each with its steps from the op: tests reach the op through them. At most 20."""
+    lib = [p for p in files if p.endswith(".py") and role(p) == Role.LIBRARY]
     texts = repo.read([files[p] for p in lib])
-    found = []
-    for p in lib:
-        text = texts.get(files[p], "")
-        if not re.search(rf"\b{re.escape(top)}\b", text):
-            continue
+    trees: dict[str, ast.Module | None] = {}
+    named, found = {op.name.split(".")[0]}, {}
+    for steps in range(1, depth + 1):
+        new = [name for p in lib for name in _naming(p, texts.get(files[p], ""), named, trees) if name not in named]
+        if not new:
+            break
+        found.update((name, steps) for name in new if name not in found)
+        named |= set(new)
+    return dict(list(found.items())[:20])
+
+
+def _naming(path: str, text: str, names: set[str], trees: dict) -> list[str]:
+    """The public top-level functions and classes of `text` whose code names one of `names`."""
+    if not any(re.search(rf"\b{re.escape(n)}\b", text) for n in names):
+        return []
+    if path not in trees:
         try:
-            tree = ast.parse(text)
+            trees[path] = ast.parse(text)
         except (SyntaxError, ValueError):
-            continue
-        found += [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))
-                  and not node.name.startswith("_") and any(isinstance(n, ast.Name) and n.id == top or
-                                                            isinstance(n, ast.Attribute) and n.attr == top
-                                                            for n in ast.walk(node))]
-    return list(dict.fromkeys(found))[:20]
+            trees[path] = None
+    tree = trees[path]
+    return [] if tree is None else [
+        node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))
+        and not node.name.startswith("_") and node.name not in names
+        and any(isinstance(n, ast.Name) and n.id in names or isinstance(n, ast.Attribute) and n.attr in names
+                for n in ast.walk(node))]
 
 
 def roots(files: dict[str, str], path: str, folder: Path) -> list[str]:
