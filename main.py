@@ -1,4 +1,4 @@
-"""kernel-ab's command line: list, compare, ir, review, report, pairwise (`python3 main.py COMMAND --help`).
+"""kernel-ab's command line: list, compare, ir, review, report, pairwise, diff (`python3 main.py COMMAND --help`).
 
 Exit codes (compare.runtime.exit_codes; the table: docs/reports-and-gates.md): 0 every gate holds; 1 a gate
 failed or could not be judged; 2 bad input; 3 kernel-ab's own error or a missing dependency; 74 a report file
@@ -162,6 +162,8 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     _timing_options(c)
     _ir_options(c)
     _output_options(c)
+    from compare.command_line import baseline
+    baseline.add_option(c)
     from compare.command_line.distributed_options import add_options as add_distributed_options
     add_distributed_options(c)
     i = sub.add_parser("ir", help="compare the compiled code of Triton variants, stage by stage "
@@ -179,6 +181,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     r.add_argument("--verbose", action="store_true", help="terminal: every section after the glance")
     from compare.checks import pairwise
     pairwise.add_parser(sub)
+    baseline.add_parser(sub)
     return p
 
 
@@ -187,7 +190,7 @@ def _fail(message: str) -> int:
     return 2
 
 
-def cmd_compare(request, options, registry, backend, distributed=None) -> int:
+def cmd_compare(request, options, registry, backend, distributed=None, saved=None) -> int:
     import dataclasses
     from compare.model import gates
     from compare.comparison import pipeline
@@ -196,6 +199,8 @@ def cmd_compare(request, options, registry, backend, distributed=None) -> int:
     from compare.runtime import supervisor
     with pipeline.planned(request, registry, options, excluded=supervisor.excluded(), backend=backend,
                           no_timing=supervisor.timing_left_out()) as (the_plan, failed):   # unloaded at exit
+        if saved is not None:   # --baseline: a saved run that could share no case is refused before the work
+            saved.refuse_before_work(the_plan)
         from compare.command_line import distributed_options   # --jobs, --scheduler: the checks as tasks (docs/sweeps.md)
         if distributed is not None and distributed.dry_run:
             return distributed_options.dry_run(distributed, the_plan, backend)
@@ -219,9 +224,10 @@ def cmd_compare(request, options, registry, backend, distributed=None) -> int:
     broken = [line for g in report.gates for line in gates.reasons(g)]
     for line in broken:
         print(f"kernel-ab: gate failed: {line}", file=sys.stderr)
+    across = saved.after_run(report, options.verbose) if saved is not None else 0
     if stopped is not None:
         return stopped.exit_code
-    return files.WRITE_FAILED if unwritten else 1 if any(g.fails for g in report.gates) else 0
+    return files.WRITE_FAILED if unwritten else 1 if any(g.fails for g in report.gates) else across
 
 
 def cmd_report(args) -> int:
@@ -316,6 +322,9 @@ def _main(argv: list[str], prog: str) -> int:
         if args.command == "pairwise":
             from compare.checks import pairwise
             return pairwise.run(args)
+        from compare.command_line import baseline
+        if args.command == "diff":
+            return baseline.run_diff(args)
         from variants import discovery, registry
         if args.command == "list":
             configure("auto")
@@ -328,6 +337,7 @@ def _main(argv: list[str], prog: str) -> int:
             options = None
         else:
             request, options = from_args(args)   # every value checked, before any work
+        saved = baseline.saved(args)   # compare --baseline: read before any work
         from compare.command_line import distributed_options
         distributed = distributed_options.from_args(args)
         # read by every launch's status record (compare.runtime.supervisor)
@@ -338,7 +348,7 @@ def _main(argv: list[str], prog: str) -> int:
             if args.command == "review":
                 from compare.review.command import run as cmd_review
                 return cmd_review(args, reg, backend)
-            return cmd_compare(request, options, reg, backend, distributed)
+            return cmd_compare(request, options, reg, backend, distributed, saved)
     except (UsageError, BackendError, FamilyError) as exc:
         return _fail(str(exc))
     except NothingToCompare as exc:
