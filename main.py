@@ -162,8 +162,6 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     _timing_options(c)
     _ir_options(c)
     _output_options(c)
-    from compare.command_line import baseline
-    baseline.add_option(c)
     from compare.command_line.distributed_options import add_options as add_distributed_options
     add_distributed_options(c)
     i = sub.add_parser("ir", help="compare the compiled code of Triton variants, stage by stage "
@@ -179,9 +177,11 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     r.add_argument("--format", default="terminal", choices=("terminal", "markdown", "markdown-full"),
                    help="markdown: the comment (report.md); markdown-full: nothing cut (report-full.md)")
     r.add_argument("--verbose", action="store_true", help="terminal: every section after the glance")
+    r.set_defaults(alone=cmd_report)
     from compare.checks import pairwise
     pairwise.add_parser(sub)
-    baseline.add_parser(sub)
+    from compare.command_line import baseline
+    baseline.add_parsers(sub, c)   # diff, and compare's --baseline
     return p
 
 
@@ -317,14 +317,8 @@ def _main(argv: list[str], prog: str) -> int:
     from variants.discovery import FamilyError
     from compare.processes.distributed import TaskFailed
     try:
-        if args.command == "report":
-            return cmd_report(args)
-        if args.command == "pairwise":
-            from compare.checks import pairwise
-            return pairwise.run(args)
-        from compare.command_line import baseline
-        if args.command == "diff":
-            return baseline.run_diff(args)
+        if getattr(args, "alone", None) is not None:   # report, pairwise, diff: they read saved reports only
+            return args.alone(args)
         from variants import discovery, registry
         if args.command == "list":
             configure("auto")
@@ -337,7 +331,6 @@ def _main(argv: list[str], prog: str) -> int:
             options = None
         else:
             request, options = from_args(args)   # every value checked, before any work
-        saved = baseline.saved(args)   # compare --baseline: read before any work
         from compare.command_line import distributed_options
         distributed = distributed_options.from_args(args)
         # read by every launch's status record (compare.runtime.supervisor)
@@ -348,7 +341,7 @@ def _main(argv: list[str], prog: str) -> int:
             if args.command == "review":
                 from compare.review.command import run as cmd_review
                 return cmd_review(args, reg, backend)
-            return cmd_compare(request, options, reg, backend, distributed, saved)
+            return cmd_compare(request, options, reg, backend, distributed, getattr(args, "baseline", None))
     except (UsageError, BackendError, FamilyError) as exc:
         return _fail(str(exc))
     except NothingToCompare as exc:

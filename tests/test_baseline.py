@@ -51,3 +51,12 @@ def test_a_saved_run_sharing_no_case_is_refused_before_any_work(saved, capsys, a
     captured = capsys.readouterr()
     err = captured.err.strip().splitlines()
     assert captured.out == "" and len(err) == 1 and said in err[0], err
+
+
+def test_a_baseline_that_is_not_a_report_is_one_line_before_any_work(tmp_path, capsys):
+    (tmp_path / "notes.json").write_text('{"hello": 1}')
+    for path, said in ((tmp_path / "missing.json", "does not exist"), (tmp_path / "notes.json", "not a kernel-ab report")):
+        assert main.main([*RUN, "--baseline", str(path)]) == 2
+        captured = capsys.readouterr()
+        err = captured.err.strip().splitlines()
+        assert captured.out == "" and len(err) == 1 and "argument --baseline: " in err[0] and said in err[0], err

@@ -3,6 +3,7 @@
 compare.checks.across_runs and print compare.render.runs's section. Bad input is one line, exit 2."""
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import sys
@@ -13,20 +14,17 @@ from compare.model.errors import UsageError
 FORMATS = ("terminal", "markdown", "json")
 
 
-def add_option(parser) -> None:
-    """compare's --baseline."""
-    parser.add_argument("--baseline", type=Path, metavar="SAVED.json",
-                        help="also compare this run, case by case and variant by variant, with a saved run (a "
-                             "report.json of compare --out or --json): timing across the two runs, each variant's "
-                             "errors against the reference; the family must match")
-
-
-def add_parser(sub) -> None:
-    """`diff SAVED NEW` on main.py's subparsers."""
+def add_parsers(sub, compare) -> None:
+    """`diff SAVED NEW` on main.py's subparsers, and --baseline on its `compare` parser."""
+    compare.add_argument("--baseline", type=read, metavar="SAVED.json",
+                         help="also compare this run, case by case and variant by variant, with a saved run (a "
+                              "report.json of compare --out or --json): each variant's time across the two runs, "
+                              "its errors against the reference; the family must match")
     p = sub.add_parser("diff", help="compare two saved runs (report.json files), as compare --baseline does")
     p.add_argument("old", type=Path, metavar="SAVED.json", help="the saved run (the one before the change)")
     p.add_argument("new", type=Path, metavar="NEW.json", help="the new run")
     p.add_argument("--format", default="terminal", choices=FORMATS)
+    p.set_defaults(alone=run_diff)
 
 
 def load(path: Path):
@@ -68,10 +66,12 @@ class Saved:
         return 0
 
 
-def saved(args) -> Saved | None:
-    """compare's --baseline read (UsageError, one line, where it is not a report), else None."""
-    path = getattr(args, "baseline", None)
-    return None if path is None else Saved(path, load(path))
+def read(text: str) -> Saved:
+    """--baseline's value, read while the command line is parsed: before any work; a bad one is one line."""
+    try:
+        return Saved(Path(text), load(Path(text)))
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def show(comparison, form: str = "terminal", tables: bool = True) -> None:
