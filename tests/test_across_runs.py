@@ -152,3 +152,20 @@ def test_mismatched_runs_are_one_line_and_exit_2(tmp_path, capsys):
     with pytest.raises(UsageError, match="share no case"):
         no_timing = dataclasses.replace(_run(2), numerics=None)
         compare_runs(dataclasses.replace(_run(1), timing=None), no_timing, "s", "n")
+
+
+def test_a_variant_not_timed_or_withheld_in_either_run_has_no_verdict_and_says_why():
+    new = _run(2)
+    case = new.timing.cases[0]
+    failed = dataclasses.replace(case.variants[1], status="error", reason="CompilationError: out of resources",
+                                 samples_ms=(), rounds=0)
+    fouled = dataclasses.replace(case.comparisons[0], verdict="n/a", reason="foul: answered from a cache")
+    new = dataclasses.replace(new, timing=dataclasses.replace(new.timing, cases=(
+        dataclasses.replace(case, variants=(case.variants[0], failed)),)))
+    b = next(v for v in compare_runs(_run(1), new, "s", "n").timing[0].variants if v.variant == "B")
+    assert b.verdict is TimingVerdict.NA and b.reason == "not timed in the new run: CompilationError: out of resources"
+    old = _run(1)
+    old = dataclasses.replace(old, timing=dataclasses.replace(old.timing, cases=(
+        dataclasses.replace(old.timing.cases[0], comparisons=(fouled,)),)))
+    b = next(v for v in compare_runs(old, _run(2), "s", "n").timing[0].variants if v.variant == "B")
+    assert b.verdict is TimingVerdict.NA and b.reason == "the saved run withheld it (foul: answered from a cache)"

@@ -68,8 +68,10 @@ def _timed_variant(name: str, old: TimingCase, new: TimingCase, noise: float, co
     a = next(v for v in old.variants if v.variant == name)
     b = next(v for v in new.variants if v.variant == name)
     for side, v, case in (("saved", a, old), ("new", b, new)):
-        if v.status != TimingStatus.OK or v.rounds < 2 or v.calls_per_round < 1:
+        if v.status != TimingStatus.OK:
             return TimingAcross(name, TimingVerdict.NA, reason=f"not timed in the {side} run: {v.reason or v.status}")
+        if v.rounds < 2 or v.calls_per_round < 1 or len(v.samples_ms) < v.rounds * v.calls_per_round:
+            return TimingAcross(name, TimingVerdict.NA, reason=f"the {side} run's report holds too few of its samples")
         if _withheld(case, name):
             return TimingAcross(name, TimingVerdict.NA, reason=f"the {side} run withheld it ({_withheld(case, name)})")
     est = stats.ratio_across_runs(_rounds(a), _rounds(b), confidence=confidence)

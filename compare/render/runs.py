@@ -65,31 +65,37 @@ def _numerics_lines(c: RunsComparison) -> list[tuple[str, str]]:
     return lines
 
 
-def _timing_row(case, v) -> tuple[str, ...]:
-    where = f"{case.shape} {case.dtype} {case.mode}"
+TIMING_LEGEND = ("change: the new run's median time against the saved run's; faster/slower only when p < 0.05 and "
+                 "the whole interval lies outside the margin: the larger of the noise band and the two runs' A/A "
+                 "controls (compare.checks.stats.decide)",)
+NUMERICS_LEGEND = ("report.json keeps each output's errors against the float64 reference, not the outputs: equal "
+                   "errors on the same inputs are consistent with identical bits, not proof of them",)
+
+
+def _timing_row(v) -> tuple[str, ...]:
     if v.verdict == TimingVerdict.NA:
-        return where, v.variant, "-", "-", "-", "-", "-", f"{v.verdict}: {v.reason}", "-"
-    return (where, v.variant, f"{v.old_median_ms:.4g}", f"{v.new_median_ms:.4g}", _pct(v.ratio),
-            f"{_pct(v.ci_low)} to {_pct(v.ci_high)}", f"{v.p_value:.3g}", str(v.verdict),
+        return v.variant, "-", "-", "-", "-", "-", f"{v.verdict}: {v.reason}", "-"
+    return (v.variant, f"{v.old_median_ms:.4g}", f"{v.new_median_ms:.4g}", _pct(v.ratio),
+            f"{_pct(v.ci_low)} to {_pct(v.ci_high)}", f"{v.p_value:.2g}", str(v.verdict),
             f"±{100 * v.margin:.1f}% {v.basis}")
 
 
+def _status(v) -> str:
+    return str(v.new_status) if v.old_status == v.new_status else f"{v.old_status} -> {v.new_status}"
+
+
 def _tables(c: RunsComparison) -> tuple[Table, ...]:
-    timing = Table("timing across runs", ("case", "variant", "saved ms", "new ms", "change", "95% interval", "p",
-                                          "verdict", "margin"),
-                   tuple(_timing_row(case, v) for case in c.timing for v in case.variants),
-                   legend=("change: the new run's median time against the saved run's; faster/slower only when "
-                           "p < 0.05 and the whole interval lies outside the margin: the larger of the noise band "
-                           "and the two runs' A/A controls (compare.checks.stats.decide)",),
-                   aside=tuple(f"{case.shape} {case.dtype} {case.mode}: {case.note}" for case in c.timing if case.note))
-    numerics = Table("numerics across runs (errors against the reference)",
-                     ("case", "variant", "saved", "new", "change", "outputs whose errors differ"),
-                     tuple((f"{case.shape} {case.dtype} {case.input_kind} {case.direction}", v.variant,
-                            str(v.old_status), str(v.new_status), str(v.change), ", ".join(v.differing) or "-")
-                           for case in c.numerics for v in case.variants),
-                     legend=("report.json keeps each output's errors against the float64 reference, not the outputs: "
-                             "equal errors on the same inputs are consistent with identical bits, not proof of them",))
-    return tuple(t for t in (timing, numerics) if t.rows)
+    """A table per case (its rows fit a comment's width): timing's, then numerics'."""
+    timing = [Table(f"timing across runs: {case.shape} {case.dtype} {case.mode}",
+                    ("variant", "saved ms", "new ms", "change", "95% interval", "p", "verdict", "margin"),
+                    tuple(_timing_row(v) for v in case.variants), legend=TIMING_LEGEND,
+                    aside=(case.note,) if case.note else ()) for case in c.timing if case.variants]
+    numerics = [Table(f"numerics across runs: {case.shape} {case.dtype} {case.input_kind} {case.direction}",
+                      ("variant", "status", "change", "outputs whose errors differ"),
+                      tuple((v.variant, _status(v), str(v.change), ", ".join(v.differing) or "-") for v in case.variants),
+                      legend=NUMERICS_LEGEND, aside=() if case.same_inputs else ("other seeds: other inputs",))
+                for case in c.numerics if case.variants]
+    return (*timing, *numerics)
 
 
 def _caveat_level(c: RunsComparison) -> str:
