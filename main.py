@@ -1,4 +1,4 @@
-"""kernel-ab's command line: list, compare, ir, review, report, pairwise (`python3 main.py COMMAND --help`).
+"""kernel-ab's command line: list, compare, ir, review, report, pairwise, diff (`python3 main.py COMMAND --help`).
 
 Exit codes (compare.runtime.exit_codes; the table: docs/reports-and-gates.md): 0 every gate holds; 1 a gate
 failed or could not be judged; 2 bad input; 3 kernel-ab's own error or a missing dependency; 74 a report file
@@ -177,8 +177,11 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     r.add_argument("--format", default="terminal", choices=("terminal", "markdown", "markdown-full"),
                    help="markdown: the comment (report.md); markdown-full: nothing cut (report-full.md)")
     r.add_argument("--verbose", action="store_true", help="terminal: every section after the glance")
+    r.set_defaults(alone=cmd_report)
     from compare.checks import pairwise
     pairwise.add_parser(sub)
+    from compare.command_line import baseline
+    baseline.add_parsers(sub, c)   # diff, and compare's --baseline
     return p
 
 
@@ -187,7 +190,7 @@ def _fail(message: str) -> int:
     return 2
 
 
-def cmd_compare(request, options, registry, backend, distributed=None) -> int:
+def cmd_compare(request, options, registry, backend, distributed=None, saved=None) -> int:
     import dataclasses
     from compare.model import gates
     from compare.comparison import pipeline
@@ -196,6 +199,8 @@ def cmd_compare(request, options, registry, backend, distributed=None) -> int:
     from compare.runtime import supervisor
     with pipeline.planned(request, registry, options, excluded=supervisor.excluded(), backend=backend,
                           no_timing=supervisor.timing_left_out()) as (the_plan, failed):   # unloaded at exit
+        if saved is not None:   # --baseline: a saved run that could share no case is refused before the work
+            saved.refuse_before_work(the_plan)
         from compare.command_line import distributed_options   # --jobs, --scheduler: the checks as tasks (docs/sweeps.md)
         if distributed is not None and distributed.dry_run:
             return distributed_options.dry_run(distributed, the_plan, backend)
@@ -219,9 +224,10 @@ def cmd_compare(request, options, registry, backend, distributed=None) -> int:
     broken = [line for g in report.gates for line in gates.reasons(g)]
     for line in broken:
         print(f"kernel-ab: gate failed: {line}", file=sys.stderr)
+    across = saved.after_run(report, options.verbose) if saved is not None else 0
     if stopped is not None:
         return stopped.exit_code
-    return files.WRITE_FAILED if unwritten else 1 if any(g.fails for g in report.gates) else 0
+    return files.WRITE_FAILED if unwritten else 1 if any(g.fails for g in report.gates) else across
 
 
 def cmd_report(args) -> int:
@@ -311,11 +317,8 @@ def _main(argv: list[str], prog: str) -> int:
     from variants.discovery import FamilyError
     from compare.processes.distributed import TaskFailed
     try:
-        if args.command == "report":
-            return cmd_report(args)
-        if args.command == "pairwise":
-            from compare.checks import pairwise
-            return pairwise.run(args)
+        if getattr(args, "alone", None) is not None:   # report, pairwise, diff: they read saved reports only
+            return args.alone(args)
         from variants import discovery, registry
         if args.command == "list":
             configure("auto")
@@ -338,7 +341,7 @@ def _main(argv: list[str], prog: str) -> int:
             if args.command == "review":
                 from compare.review.command import run as cmd_review
                 return cmd_review(args, reg, backend)
-            return cmd_compare(request, options, reg, backend, distributed)
+            return cmd_compare(request, options, reg, backend, distributed, getattr(args, "baseline", None))
     except (UsageError, BackendError, FamilyError) as exc:
         return _fail(str(exc))
     except NothingToCompare as exc:

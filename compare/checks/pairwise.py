@@ -20,6 +20,7 @@ def add_parser(sub) -> None:
     p.add_argument("file", type=Path, help="a report.json written by compare with the timing check")
     p.add_argument("b", metavar="B", help="the variant judged")
     p.add_argument("others", nargs="+", metavar="A", help="the variants B is judged against")
+    p.set_defaults(alone=run)
 
 
 def rounds_of(entry: dict) -> list[list[float]]:

@@ -64,6 +64,31 @@ def ratio_with_interval(a: list[list[float]], b: list[list[float]], confidence: 
     return RatioEstimate(ratio, lo, hi, p, rounds)
 
 
+def ratio_across_runs(a: list[list[float]], b: list[list[float]], confidence: float = 0.95,
+                      n_boot: int = 2000, n_perm: int = 2000, seed: int = 0) -> RatioEstimate:
+    """Ratio of medians B/A for rounds of two runs (A: the saved run, B: the new one), which were not
+    interleaved: a bootstrap resampling each run's rounds on its own, and a permutation p-value on the
+    per-round log medians with the run labels shuffled. `rounds` is the smaller run's count."""
+    if len(a) < 2 or len(b) < 2:
+        raise ValueError(f"need at least 2 rounds in each run, got {len(a)} and {len(b)}")
+    ta, tb = _as_rounds(a), _as_rounds(b)
+    na, nb = ta.shape[0], tb.shape[0]
+    gen = torch.Generator().manual_seed(seed)
+    ratio = float(tb.flatten().median() / ta.flatten().median())
+    pick_a, pick_b = (torch.randint(0, n, (n_boot, n), generator=gen) for n in (na, nb))
+    boot = torch.sort(ta[pick_a].reshape(n_boot, -1).median(dim=1).values.reciprocal()
+                      * tb[pick_b].reshape(n_boot, -1).median(dim=1).values).values
+    tail = (1 - confidence) / 2
+    lo = float(boot[int(math.floor(tail * (n_boot - 1)))])
+    hi = float(boot[int(math.ceil((1 - tail) * (n_boot - 1)))])
+    logs = torch.cat([ta.median(dim=1).values, tb.median(dim=1).values]).log()
+    observed = (logs[na:].mean() - logs[:na].mean()).abs()
+    picked = logs[torch.rand(n_perm, na + nb, generator=gen).topk(nb, dim=1, sorted=False).indices].sum(dim=1)
+    flipped = (picked / nb - (logs.sum() - picked) / na).abs()   # a random nb of the rounds called the new run's
+    p = (int((flipped >= observed - 1e-15).sum()) + 1) / (n_perm + 1)
+    return RatioEstimate(ratio, lo, hi, p, min(na, nb))
+
+
 NO_DIFFERENCE = TimingVerdict.NO_DIFFERENCE
 
 

@@ -224,3 +224,8 @@ def render(report: Report, limit: int | None = COMMENT_LIMIT, full_written: bool
 def full(report: Report) -> str:
     """The whole report in Markdown, nothing cut (report-full.md): too long for a comment, for reading."""
     return render(report, limit=None)
+
+
+def section_text(section) -> str:
+    """One section's Markdown, uncut (a section outside a report: `diff`, `compare --baseline`)."""
+    return _section(section)

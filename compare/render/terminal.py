@@ -239,16 +239,21 @@ def render(report: Report, console: Console | None = None, verbose: bool = False
     _table(console, variants)
     _legend(console, [variants])
     for section in sections:
-        console.rule(Text(section.title))
-        for level, text in section.lines:
-            _line(console, level, text)
-        for line in section.intro:
-            console.print(Text(line))
-        for table in section.tables:
-            _table(console, table)
-        _legend(console, section.tables)
+        print_section(console, section)
     if report.ir_sections:
         _ir_diffs(console, report)
     console.rule(Text("Environment"))
     for line in environment_lines(report):
         console.print(Text(line))
+
+
+def print_section(console: Console, section, tables: bool = True) -> None:
+    """A section: its title, verdict lines, intro, then (`tables`) its tables and, once, their legend."""
+    console.rule(Text(section.title))
+    for level, text in section.lines:
+        _line(console, level, text)
+    for line in section.intro:
+        console.print(Text(line))
+    for table in section.tables if tables else ():
+        _table(console, table)
+    _legend(console, section.tables if tables else ())

@@ -1,0 +1,177 @@
+"""A new run against a saved one (`compare --baseline`, `diff`), case by case, variant by variant.
+
+Cases match by family, shape (its label and parameters), dtype, and input kind and pass (numerics) or
+mode (timing); variants by name. Timing: each variant's new rounds against its saved rounds
+(stats.ratio_across_runs: the runs were not interleaved), the verdict by stats.decide, the rule of every
+report. Numerics: report.json keeps each output's errors against the reference, not the outputs."""
+from __future__ import annotations
+
+import torch
+
+from compare.checks import accuracy, stats
+from compare.model.errors import UsageError
+from compare.model.results import NumericsCase, Report, TimingCase, TimingComparison, VariantNumerics
+from compare.model.runs import (NumericsAcross, NumericsCaseAcross, NumericsChange, RunsComparison,
+                                TimingAcross, TimingCaseAcross, environment_changes)
+from compare.model.states import Accuracy, Status, TimingStatus, TimingVerdict
+
+_ACCURACY = {Accuracy.MORE: NumericsChange.MORE, Accuracy.AS: NumericsChange.AS, Accuracy.LESS: NumericsChange.LESS}
+
+
+def _params(report: Report) -> dict[str, str]:
+    """Each shape label's parameters, as text (empty where the report keeps none)."""
+    texts = [p.text() for p in report.shape_params]
+    return {label: texts[i] if i < len(texts) else "" for i, label in enumerate(report.shapes)}
+
+
+def _other_shapes(old: Report, new: Report) -> set[str]:
+    """The labels both runs have with other parameters under them (say, another eps): not one case."""
+    a, b = _params(old), _params(new)
+    return {label for label in a.keys() & b.keys() if a[label] and b[label] and a[label] != b[label]}
+
+
+def refuse_mismatch(saved: Report, saved_name: str, family: str, shapes, dtypes, other: str = "this run") -> None:
+    """UsageError (one line) when `other`, a run of `family` on `shapes` and `dtypes`, could share no case with
+    `saved`."""
+    if saved.family != family:
+        raise UsageError(f"{saved_name} is a run of family {saved.family}, {other} of {family}; "
+                         "give a saved run of the same family")
+    if not set(shapes) & set(saved.shapes) or not set(dtypes) & _dtypes(saved):
+        raise UsageError(f"{saved_name} shares no case with {other}: it has shapes {', '.join(saved.shapes)} "
+                         f"in {', '.join(sorted(_dtypes(saved)))}; give the same preset (or --shape) and dtype")
+
+
+def _dtypes(report: Report) -> set[str]:
+    cases = [*(report.numerics.cases if report.numerics else ()), *(report.timing.cases if report.timing else ())]
+    return {c.dtype or report.dtype for c in cases} or {report.dtype}
+
+
+def _control(case: TimingCase):
+    c = case.control
+    if c is None or c.verdict == TimingVerdict.NA:
+        return None
+    return stats.RatioEstimate(c.ratio, c.ci_low, c.ci_high, c.p_value, c.rounds)
+
+
+def _withheld(case: TimingCase, name: str) -> str:
+    """Why the run's own verdict for `name` was withheld (a foul), else ''."""
+    found: list[TimingComparison] = [c for c in case.comparisons if c.variant == name and c.reason.startswith("foul")]
+    return found[0].reason if found else ""
+
+
+def _rounds(v) -> list[list[float]]:
+    per = v.calls_per_round
+    return [list(v.samples_ms[i:i + per]) for i in range(0, per * v.rounds, per)]
+
+
+def _timed_variant(name: str, old: TimingCase, new: TimingCase, noise: float, confidence: float) -> TimingAcross:
+    a = next(v for v in old.variants if v.variant == name)
+    b = next(v for v in new.variants if v.variant == name)
+    for side, v, case in (("saved", a, old), ("new", b, new)):
+        if v.status != TimingStatus.OK:
+            return TimingAcross(name, TimingVerdict.NA, reason=f"not timed in the {side} run: {v.reason or v.status}")
+        if v.rounds < 2 or v.calls_per_round < 1 or len(v.samples_ms) < v.rounds * v.calls_per_round:
+            return TimingAcross(name, TimingVerdict.NA, reason=f"the {side} run's report holds too few of its samples")
+        if _withheld(case, name):
+            return TimingAcross(name, TimingVerdict.NA, reason=f"the {side} run withheld it ({_withheld(case, name)})")
+    est = stats.ratio_across_runs(_rounds(a), _rounds(b), confidence=confidence)
+    controls = [c for c in (_control(old), _control(new)) if c is not None]
+    control = max(controls, key=stats.control_deviation) if controls else None
+    decision = stats.decide(est, noise, control)
+    return TimingAcross(name, decision.verdict, est.ratio, est.ci_low, est.ci_high, est.p_value, decision.margin,
+                        decision.basis, a.median_ms, b.median_ms)
+
+
+def _matched(what: str, old: Report, new: Report, old_cases, new_cases, key, only: list[str]) -> list[tuple]:
+    """(key, saved case, new case) for the cases both runs have, in the new run's order; a line in `only`
+    for each case of one run alone. Shapes in `_other_shapes` are left out (said once, as a shape)."""
+    skip = _other_shapes(old, new)
+    saved = {key(old, c): c for c in old_cases if c.shape not in skip}
+    pairs = []
+    for case in (c for c in new_cases if c.shape not in skip):
+        k = key(new, case)
+        if k in saved:
+            pairs.append((k, saved.pop(k), case))
+        else:
+            only.append(f"{what} {' '.join(k)}: only in the new run")
+    only.extend(f"{what} {' '.join(k)}: only in the saved run" for k in saved)
+    return pairs
+
+
+def _sections_missing(what: str, old: Report, new: Report, only: list[str]) -> bool:
+    missing = [side for side, r in (("saved", old), ("new", new)) if getattr(r, what) is None]
+    if missing:
+        only.append(f"{what}: in neither run" if len(missing) == 2 else f"{what}: not in the {missing[0]} run")
+    return bool(missing)
+
+
+def _timing_key(report: Report, case: TimingCase) -> tuple[str, ...]:
+    return case.shape, case.dtype or report.dtype, case.mode
+
+
+def _timing(old: Report, new: Report, noise: float, only: list[str]) -> list[TimingCaseAcross]:
+    if _sections_missing("timing", old, new, only):
+        return []
+    found = []
+    for k, before, case in _matched("timing", old, new, old.timing.cases, new.timing.cases, _timing_key, only):
+        names = [v.variant for v in case.variants if v.variant in {w.variant for w in before.variants}]
+        note = "" if before.graph == case.graph else "timed from CUDA graphs in one run, eagerly in the other"
+        found.append(TimingCaseAcross(*k, tuple(_timed_variant(n, before, case, noise, new.timing.confidence)
+                                                for n in names), note))
+    return found
+
+
+def _differing_outputs(a: VariantNumerics, b: VariantNumerics) -> tuple[str, ...]:
+    """The outputs whose errors against the reference differ between the runs."""
+    saved = {e.output: e for e in a.outputs}
+    return tuple(e.output for e in b.outputs if saved.get(e.output) != e) + tuple(
+        o for o in saved if o not in {e.output for e in b.outputs})
+
+
+def _numerics_variant(a: VariantNumerics, b: VariantNumerics, same_inputs: bool, dtype: str) -> NumericsAcross:
+    sa, sb = Status(a.status), Status(b.status)
+    if not (sa.produced and sb.produced):
+        change = (NumericsChange.LOST if sa.produced else NumericsChange.GAINED if sb.produced
+                  else NumericsChange.NEITHER)
+        return NumericsAcross(a.variant, change, sa, sb)
+    differing = _differing_outputs(a, b)
+    if same_inputs and not differing:
+        return NumericsAcross(a.variant, NumericsChange.SAME_ERRORS, sa, sb)
+    judged = accuracy.verdict(a, b, False, getattr(torch, dtype, torch.float32))
+    return NumericsAcross(a.variant, _ACCURACY[judged.accuracy], sa, sb, differing, judged.detail)
+
+
+def _numerics_case(old: NumericsCase, new: NumericsCase, dtype: str) -> NumericsCaseAcross:
+    saved = {v.variant: v for v in old.variants}
+    same = tuple(old.seeds) == tuple(new.seeds)
+    rows = tuple(_numerics_variant(saved[v.variant], v, same, dtype) for v in new.variants if v.variant in saved)
+    return NumericsCaseAcross(new.shape, dtype, new.input_kind, new.direction, same, rows)
+
+
+def _numerics_key(report: Report, case: NumericsCase) -> tuple[str, ...]:
+    return case.shape, case.dtype or report.dtype, case.input_kind, case.direction
+
+
+def _numerics(old: Report, new: Report, only: list[str]) -> list[NumericsCaseAcross]:
+    if _sections_missing("numerics", old, new, only):
+        return []
+    return [_numerics_case(before, case, k[1]) for k, before, case in
+            _matched("numerics", old, new, old.numerics.cases, new.numerics.cases, _numerics_key, only)]
+
+
+def compare_runs(old: Report, new: Report, old_name: str, new_name: str) -> RunsComparison:
+    """The new run against the saved one; UsageError (one line) where they share no case."""
+    refuse_mismatch(old, old_name, new.family, new.shapes, _dtypes(new), new_name)
+    only = [f"shape {s}: other parameters in the two runs" for s in sorted(_other_shapes(old, new))]
+    names_old, names_new = [v.name for v in old.variants], [v.name for v in new.variants]
+    only += [f"variant {n}: only in the saved run" for n in names_old if n not in names_new]
+    only += [f"variant {n}: only in the new run" for n in names_new if n not in names_old]
+    noise = max(r.timing.noise for r in (old, new) if r.timing is not None) if (old.timing or new.timing) else 0.0
+    timing = _timing(old, new, noise, only)
+    numerics = _numerics(old, new, only)
+    if not timing and not numerics:
+        raise UsageError(f"{old_name} and {new_name} share no case (family, shape, dtype, input kind or mode); "
+                         "give two runs of the same preset, dtype and checks")
+    return RunsComparison(new.family, old_name, new_name, old.environment, new.environment,
+                          environment_changes(old.environment, new.environment), tuple(timing), tuple(numerics),
+                          tuple(only), noise)
