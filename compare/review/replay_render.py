@@ -49,6 +49,8 @@ def summary(op: ReplayedOp) -> tuple[str, str]:
     v = op.verdict
     if v == ReplayVerdict.NO_CALLS:
         why = "; ".join(op.notes) or "no call recorded"
+        if op.stopped:
+            why = f"the review's time budget ran out before any call of it was replayed ({why})"
         return _LEVEL[v], f"{head}: changed, not compared: {why}"
     said = {ReplayVerdict.IDENTICAL: "identical bits in every output and gradient",
             ReplayVerdict.HEAD_FAILS: lambda: _failure(op, "HEAD") + " (BASE runs it)",
@@ -57,7 +59,8 @@ def summary(op: ReplayedOp) -> tuple[str, str]:
             ReplayVerdict.SPREAD: lambda: f"{v}: {tensor_text(op.worst())}",
             ReplayVerdict.WITHIN: lambda: f"{v}: {tensor_text(op.worst())}; {NO_REFERENCE}",
             ReplayVerdict.BEYOND: lambda: f"{v}: {tensor_text(op.worst())}; {NO_REFERENCE}"}[v]
-    return _LEVEL[v], f"{head}, {_calls(op)}: {said() if callable(said) else said}"
+    stopped = " (the review's time budget stopped it: the calls it did not reach are not here)" if op.stopped else ""
+    return _LEVEL[v], f"{head}, {_calls(op)}{stopped}: {said() if callable(said) else said}"
 
 
 def _call_row(c: ReplayedCall) -> str:
