@@ -51,11 +51,11 @@ def _on_clock(monkeypatch, clock: _Clock) -> list[str]:
     return order
 
 
-def _review(repo, out, *more: str) -> tuple[int, dict, str, str, str]:
+def _review(repo, out, *more: str, revisions=("v1", "v2")) -> tuple[int, dict, str, str, str]:
     """(exit code, --json, --markdown, stdout (the terminal's report), stderr) of an in-process review."""
     stdout, stderr = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        code = main.main(["review", "--repo", str(repo), "v1", "v2", *more, "--json", str(out / "r.json"),
+        code = main.main(["review", "--repo", str(repo), *revisions, *more, "--json", str(out / "r.json"),
                           "--markdown", str(out / "r.md")])
     data = json.loads((out / "r.json").read_text()) if (out / "r.json").exists() else {}
     md = (out / "r.md").read_text() if (out / "r.md").exists() else ""
@@ -195,3 +195,22 @@ def test_the_op_running_when_the_budget_runs_out_is_stopped_and_reports_what_fin
     assert any(line["text"].startswith(said) for line in data["lines"]) and said in md
     assert said in " ".join(terminal.split())
     assert code == 1 and "the time budget stopped its comparison" in err
+
+
+@pytest.mark.slow
+def test_a_budget_spent_during_the_replay_stops_its_processes_and_no_call_is_taken_for_a_failure(tmp_path):
+    """Wherever the budget runs out (the recording, a play), each op is compared on the calls both sides ran,
+    or said to be stopped with how to compare it whole; a call the budget cut is no side's failure."""
+    from tests import replay_library
+    top = replay_library.make(tmp_path)
+    code, data, md, _, _ = _review(top, tmp_path, "--budget", "12", "--quiet", revisions=("HEAD~1", "HEAD"))
+    ops = {op["label"]: op for op in data["replayed"]}
+    assert code == 0 and data["budget"]["seconds"] == 12.0
+    assert any(op["stopped"] for op in ops.values())   # a whole replay takes minutes on the interpreter
+    for label, op in ops.items():
+        failures = [f for c in op["calls"] for f in c["failures"]]
+        assert all(f["error"] != "the replaying process ended before this call" for f in failures), label
+        if op["stopped"]:
+            hint = f"--budget {data['budget']['suggested']} or --op {label} compares it whole"
+            assert any(line["text"].startswith(f"{label}: replayed") and hint in line["text"] for line in data["lines"])
+            assert hint in md

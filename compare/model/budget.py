@@ -41,9 +41,12 @@ class BudgetUse:
     def line(self, left: LeftOut) -> str:
         return f"{left.label}: not compared: time budget; --budget {self.suggested} or --op {left.label} compares it"
 
+    def hint(self, label: str) -> str:
+        return f"--budget {self.suggested} or --op {label} compares it whole"
+
     def stopped(self, label: str) -> str:
-        return (f"{label}: stopped when the time budget ({self.seconds:g} s) ran out; what finished is reported; "
-                f"--budget {self.suggested} or --op {label} compares it whole")
+        return f"{label}: stopped when the time budget ({self.seconds:g} s) ran out; what finished is reported; " + \
+            self.hint(label)
 
 
 @dataclasses.dataclass(frozen=True)

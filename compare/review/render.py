@@ -99,7 +99,8 @@ def lines(review: Review) -> list[tuple[str, str]]:
         out.append(("info", f"A/A control (--aa): each op at {review.base_rev} compared against itself; any difference "
                             "reported is the measurement's own"))
     out += [("info", f"{c.label}: {changed_text(c.target.what)}") for c in ran]
-    out += [replay_render.summary(r) for r in review.replayed]
+    out += [replay_render.summary(r, review.budget.hint(r.label) if r.stopped and review.budget else "")
+            for r in review.replayed]
     out += [("fail", f"{changed_kernels(c.target)}: changed; {c.target.module}:{c.target.callable} could not be "
                      f"compared: {_why_not(c)}") for c in review.compared if c.report is None and not c.stopped]
     out += _budget_lines(review)
@@ -122,7 +123,7 @@ def lines(review: Review) -> list[tuple[str, str]]:
 
 def _budget_lines(review: Review) -> list[tuple[str, str]]:
     """What the time budget stopped or left out, a line each, and the ops --op did not name, in one line."""
-    out = [("warn", review.budget.stopped(label)) for label in review.stopped()] if review.budget else []
+    out = [("warn", review.budget.stopped(c.label)) for c in review.compared if c.stopped] if review.budget else []
     out += [("warn", review.budget.line(left)) for left in review.cut(Cut.TIME_BUDGET)] if review.budget else []
     others = review.cut(Cut.NOT_NAMED)
     if others:
@@ -173,7 +174,7 @@ def markdown(review: Review, full_written: bool = False) -> str:
     text = [f"{md.TITLE}review of {review.base_rev}..{review.head_rev}", ""]
     text += [f"- {_MARKS[level]}{line}" for level, line in lines(review)]
     for r in review.replayed:
-        text += [""] + replay_render.markdown(r)
+        text += [""] + replay_render.markdown(r, review.budget.hint(r.label) if r.stopped and review.budget else "")
     ran = [c for c in review.compared if c.report is not None]
     room = max(md.COMMENT_LIMIT - len("\n".join(text)), 2000) // max(len(ran), 1)
     for c in ran:

@@ -2,8 +2,7 @@
 module or a public wrapper of it) at HEAD (at BASE for an op only BASE has), then each call run at both
 revisions from fresh copies of the same inputs, every output, input written into and input gradient
 compared (compare/checks/replay_diff.py). Each side runs in a process of its own over its own whole tree
-(compare/runtime/replay_worker.py). A review's time budget bounds each process: those still to run share what
-it leaves; an op whose process it stopped is marked so, its calls that ran compared."""
+(compare/runtime/replay_worker.py), within its share of what the review's time budget leaves (`share`)."""
 from __future__ import annotations
 
 import ast
@@ -125,7 +124,9 @@ def roots(files: dict[str, str], path: str, folder: Path) -> list[str]:
 
 
 def _run(mode: str, request: dict, work: Path, limit: float) -> tuple[int | None, str]:
-    """(exit code, or None if stopped at the limit; the tail of what it printed)."""
+    """(exit code, or None if stopped at the limit, or not started with none; the tail of what it printed)."""
+    if limit <= 0:
+        return None, ""
     ask = work / f"{mode}-request.json"
     ask.write_text(json.dumps(request))
     log = work / f"{mode}.log"
@@ -206,7 +207,7 @@ class Replayer:
             compared = [_compared(i, c, played) for i, c in enumerate(recorded)]
             done[op.key] = ReplayedOp.made(**made, calls=tuple(c for c in compared if c is not None),
                                            notes=tuple(dict.fromkeys(notes)), stopped=None in compared or (
-                                               ran.by_budget and op in wanted and len(recorded) < self.limits.calls))
+                                               ran.by_budget and op in wanted and not recorded))
         return done
 
     def _limit(self, own: float) -> tuple[float, bool]:
