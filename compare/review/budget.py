@@ -17,8 +17,8 @@ from compare.review.ops_changed import CODE
 # a GPU review's comparisons end here, so that the command, its start and its report fit a minute
 GPU_S = 50.0
 # Triton's interpreter runs kernels hundreds of times slower: one op's default comparison takes 10-25 s on two
-# cores, a replay's recording up to 240 s; ten minutes compare a pull request of a few dozen ops
-CPU_S = 600.0
+# cores, and a replay's recording and its two plays may each take 240 s (compare.review.replay.Limits)
+CPU_S = 900.0
 GPU_DTYPES = ("float32", "bfloat16")   # bfloat16: the dtype LLM kernels run in
 CPU_DTYPES = ("float32",)
 

@@ -59,7 +59,8 @@ def register(subparsers, more_options=()) -> None:
     p.add_argument("--budget", type=float, metavar="SECONDS",
                    help=f"the review's comparisons end this long after the command starts (default: on a GPU "
                         f"{budgets.GPU_S:g}, so that the review with its report fits a minute; on the CPU "
-                        f"{budgets.CPU_S:g}, Triton's interpreter running kernels hundreds of times slower). Ops are "
+                        f"{budgets.CPU_S:g}: Triton's interpreter runs kernels hundreds of times slower, and a replay's "
+                        "recording and its two plays may take 240 s each). Ops are "
                         "compared most changed first; the one running when the budget runs out is stopped and "
                         "reports what finished, the rest are listed as left out")
     p.add_argument("--op", action="append", dest="ops", metavar="NAME",
