@@ -27,7 +27,11 @@ BUNDLE = CORPUS / "liger-kernel-prs.bundle"
 KEPT_ENVIRONMENT = ("device",)   # the backend the run chose: behaviour, not host
 DURATIONS = ("compile_seconds", "audit_seconds")
 # fields the model gained after the recording, and the value saying nothing happened (a failure's kind)
-ADDED = {"failure": "", "failed_at": "", "fouls": [], "needs": None, "library": [], "replayed": []}
+ADDED = {"failure": "", "failed_at": "", "fouls": [], "needs": None, "library": [], "replayed": [], "left_out": [],
+         "stopped": False}
+# the review's fields and lines added since that vary run to run (the budget's seconds used) or say what the
+# default dtypes left out (the CPU's bfloat16, then compared by no default)
+SINCE = ("budget", "dtypes_left_out")
 # the recorded runs (at commit 80aadd0, the CPU interpreter, offline IR for sm_90; the review at c89c9c1)
 RUNS = {
     "default": ["compare"],
@@ -53,8 +57,11 @@ def normalized(report: dict) -> dict:
 def normalized_review(review: dict) -> dict:
     """A `review --json` document less what differs between runs: each compared op's report normalized, and
     the reviewed commits' ids (the corpus bundle, rebuilt, gives the same trees other ids) named by side."""
-    compared = [{**c, "report": normalized(c["report"]) if c["report"] else None} for c in review["compared"]]
-    kept = {k: v for k, v in review.items() if not (k in ADDED and v == ADDED[k]) and k not in ("base", "head")}
+    compared = [{**{k: v for k, v in c.items() if not (k in ADDED and v == ADDED[k])},
+                 "report": normalized(c["report"]) if c["report"] else None} for c in review["compared"]]
+    kept = {k: v for k, v in review.items() if not (k in ADDED and v == ADDED[k]) and k not in ("base", "head", *SINCE)}
+    dtypes = {f"{', '.join(d['dtypes'])} not compared {d['where']}" for d in review.get("dtypes_left_out", [])}
+    kept["lines"] = [line for line in kept["lines"] if line["text"].split(":")[0] not in dtypes]
     ids = {review["base"]: "BASE", review["head"]: "HEAD", review["base"][:7]: "BASE", review["head"][:7]: "HEAD"}
 
     def sided(value):

@@ -95,6 +95,7 @@ class ReplayedOp:
     recorded_at: Side
     calls: tuple[ReplayedCall, ...]
     notes: tuple[str, ...] = ()     # what the recording or replay could not do, a line each
+    stopped: bool = False           # the review's time budget stopped its recording or replay: calls are missing
     verdict: ReplayVerdict = ReplayVerdict.NO_CALLS
 
     @classmethod

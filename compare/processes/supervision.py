@@ -16,7 +16,7 @@ from compare.model.states import Crash
 from compare.runtime.exit_codes import ExitCode
 from compare.runtime.supervisor import _child_pids, _comm, _live_children
 from compare.runtime.supervisor import (_STOP_CODES, _STOP_WORDS, EXCLUDED_ENV, GRACE_S, NO_TIMING_ENV,
-                                POISONED_EXIT, STATUS_ENV, TAMPER, TOKEN_ENV)
+                                POISONED_EXIT, STARTED_ENV, STATUS_ENV, TAMPER, TOKEN_ENV)
 
 _MAX_RERUNS = 8
 _POLL_S = 0.1
@@ -237,6 +237,7 @@ def supervise(command: list[str], stop: list[int] | None = None) -> int:
     before this was called)."""
     excluded_now: list[list[str]] = []
     no_timing = ""
+    started = repr(time.time())   # a rerun keeps the first run's clock: a time budget counts from here
     stop = stop if stop is not None else []
 
     def on_signal(signum, _frame):
@@ -247,7 +248,7 @@ def supervise(command: list[str], stop: list[int] | None = None) -> int:
         for _ in range(_MAX_RERUNS):
             if stop:
                 break
-            env = {**os.environ, EXCLUDED_ENV: json.dumps(excluded_now)}
+            env = {**os.environ, EXCLUDED_ENV: json.dumps(excluded_now), STARTED_ENV: started}
             if no_timing:
                 env[NO_TIMING_ENV] = no_timing
             run = _Run(command, env, stop)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from pathlib import Path
+import sys
 
+from compare.model.budget import BudgetUse, Cut
 from compare.model.family_fit import family_fit
 from compare.model.habits import MissingPackage
-from compare.review import mapping
+from compare.review import budget as budgets, mapping
 from compare.review.kernels import changes
 from compare.review.revisions import Repository
 from compare.model.errors import UsageError
@@ -26,6 +27,7 @@ class Compared:
     report: object = None      # the compare Report (None: it could not run)
     error: str = ""            # why it could not run
     needs: tuple = ()          # compare.model.habits.MissingPackage: what its imports lack, where it could not run
+    stopped: bool = False      # the time budget ran out while it was compared: `report` holds what finished, if any
 
 
 def register(subparsers, more_options=()) -> None:
@@ -42,7 +44,10 @@ def register(subparsers, more_options=()) -> None:
                    "sizes its op is used at; on the CPU its small default)")
     p.add_argument("--shape", help="one shape instead of a preset, in the family's form (`main.py list`)")
     p.add_argument("--eps", type=float, help="eps for --shape (default 1e-6)")
-    p.add_argument("--dtype", default="float32", help="float32, float16, bfloat16, a comma list, or all")
+    p.add_argument("--dtype", help="float32, float16, bfloat16, a comma list, or all (default: on a GPU "
+                   f"{','.join(budgets.GPU_DTYPES)}, the dtype LLM kernels run in too; on the CPU "
+                   f"{','.join(budgets.CPU_DTYPES)}, the interpreter's bfloat16 rounding not being the GPU's); "
+                   "ops replayed from the library's tests run the dtypes their calls had")
     p.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"), help="where kernels run")
     p.add_argument("--variant-timeout", type=float, default=300.0, metavar="SECONDS",
                    help="a launch that has not returned after this long is stopped and reported (default 300)")
@@ -51,6 +56,16 @@ def register(subparsers, more_options=()) -> None:
     p.add_argument("--inputs", help="input kinds, comma list or all (default: the quick plan)")
     p.add_argument("--trials", type=int, default=3, help="fresh-input trials per shape (default 3)")
     p.add_argument("--seed", type=int, default=0, help="first seed of the trials (default 0)")
+    p.add_argument("--budget", type=float, metavar="SECONDS",
+                   help=f"the review's comparisons end this long after the command starts (default: on a GPU "
+                        f"{budgets.GPU_S:g}, so that the review with its report fits a minute; on the CPU "
+                        f"{budgets.CPU_S:g}: Triton's interpreter runs kernels hundreds of times slower, and a replay's "
+                        "recording and its two plays may take 240 s each). Ops are "
+                        "compared most changed first; the one running when the budget runs out is stopped and "
+                        "reports what finished, the rest are listed as left out")
+    p.add_argument("--op", action="append", dest="ops", metavar="NAME",
+                   help="compare only this changed op (repeatable): its name as the review lists it, its callable, "
+                        "or MODULE:NAME; the others are listed as not named")
     p.add_argument("--aa", action="store_true",
                    help="an A/A control: each changed op's BASE compared against BASE again (as LABEL.head), so "
                         "any difference reported is the measurement's own")
@@ -87,75 +102,138 @@ def _preset(args, family, backend) -> str | None:
     return family.gpu_preset or None
 
 
+def _key(target: mapping.Target) -> str:
+    """The op's name as the review's records give it (mapping.op_key's form)."""
+    return f"{target.module}:{target.callable.split('.')[0]}"
+
+
 def run(args, registry, backend) -> int:
     """The review's exit code."""
-    from compare.command_line.arguments import as_compare
-    from compare.model import gates
     from compare.runtime import supervisor
     from compare.review import render
+    from compare.review.replay import replayable
+    clock = budgets.Budget(budgets.seconds(args.budget, backend.gpu), supervisor.run_started())
     render.check_outputs(args)
     repo = Repository(args.repo)
     base, head = repo.commit(args.base, "BASE"), repo.commit(args.head, "HEAD")
     found = changes(repo, base, head)
     targets, unmapped = mapping.plan(found, _table(repo, head, args.mapping), registry.families)
-    labels = _labels(targets)
+    labelled = budgets.most_changed_first(list(zip(targets, _labels(targets))), lambda t: t[0].what)
+    to_replay = replayable(found, unmapped)
+    wanted = budgets.chosen(args.ops, {**{_key(t): budgets.names_of(t.module, t.callable, label) for t, label in labelled},
+                                       **{op.key: budgets.names_of(op.module, op.name, op.label) for op in to_replay}})
     # the review's own files, then each op's folder in --out too, all checked before any comparison
-    render.check_outputs(args, labels, timed=not args.checks or "timing" in args.checks)
-    done, misfits = [], []
-    for target, label in zip(targets, labels):
-        specs = (target.spec(f"{label}.base", base), target.spec(f"{label}.head", base if args.aa else head))
-        # each op's request as `compare` would resolve it; the review writes the files itself
-        request, _ = as_compare(args, external=specs, repo=str(repo.top), family=target.family, variants=[],
-                                preset=_preset(args, registry.family(target.family), backend))
-        report, error, needs = _compare(request, registry, backend, args.quiet, supervisor.excluded())
-        fit = family_fit(report, f"{label}.base") if report is not None and target.by_names else None
-        if fit is not None and not fit.fits:
-            misfits.append((target, label, f"family {target.family} does not fit it: {fit.why}"))
-            continue
-        if report is not None:
-            report = dataclasses.replace(report, gates=gates.decide(report, args.fail_on_numerics,
-                                                                    args.fail_if_slower, args.accept_unjudged))
-        done.append(Compared(target, label, report, error, needs))
-    replayed = _replayed(repo, base, head if not args.aa else base, found, unmapped, misfits, backend, args.quiet)
-    left = tuple(u for u in unmapped if u.kernel not in {r.op for r in replayed})
-    review = render.Review(args.base, args.head, base, head, found, tuple(done), left, control=args.aa,
-                           replayed=tuple(replayed))
+    render.check_outputs(args, [label for _, label in labelled], timed=not args.checks or "timing" in args.checks)
+    work = _Work(args, registry, backend, clock, str(repo.top))
+    for target, label in labelled:
+        work.compare(target, label, base, head, chosen=_key(target) in wanted)
+    replayed = work.replay(repo, base, head if not args.aa else base, [op for op in to_replay if op.key in wanted])
+    gone = {r.op for r in replayed} | {l.op for l in work.left}
+    review = render.Review(args.base, args.head, base, head, found, tuple(work.done),
+                           tuple(u for u in unmapped if u.kernel not in gone), control=args.aa,
+                           replayed=tuple(replayed), left_out=tuple(work.left), budget=work.use(replayed),
+                           dtypes_left_out=tuple(dict.fromkeys(work.dtypes_left_out)))
     return render.finish(review, args)
 
 
-def _compare(request, registry, backend, quiet: bool, excluded) -> tuple[object, str, tuple]:
-    """(report, "", ()) of one op's comparison, or (None, why, the packages its imports lack) when neither
-    revision's code could be loaded. A bad --preset or --shape for its family is the user's: UsageError."""
+class _Work:
+    """The review's comparisons in order, each started while the time budget lasts."""
+
+    def __init__(self, args, registry, backend, clock: budgets.Budget, top: str):
+        self.args, self.registry, self.backend, self.clock, self.top = args, registry, backend, clock, top
+        self.done: list[Compared] = []
+        self.left: list = []                # compare.model.budget.LeftOut
+        self.misfits: list = []             # (target, label, why): a family matched by name does not fit
+        self.dtypes_left_out: list = []
+
+    def _say(self, text: str) -> None:
+        if not self.args.quiet:
+            print(f"kernel-ab: review: {text}", file=sys.stderr, flush=True)
+
+    def compare(self, target: mapping.Target, label: str, base: str, head: str, chosen: bool = True) -> None:
+        """One op through compare's pipeline in its family, or left out (not `chosen` by --op, or no time left)."""
+        from compare.command_line.arguments import as_compare
+        from compare.model import gates
+        from compare.runtime import supervisor
+        from compare.runtime.deadline import deadline
+        from compare.review.render import changed_text
+        if not chosen or self.clock.spent():
+            self.left.append((budgets.out_of_time if chosen else budgets.not_named)(_key(target), label))
+            return
+        family = self.registry.family(target.family)
+        dtype, dropped = budgets.dtypes(self.args.dtype, self.backend.gpu, family)
+        self.dtypes_left_out += [dropped] if dropped else []
+        self._say(f"{label} (family {target.family}; changed: {changed_text(target.what)}); "
+                  f"{max(self.clock.left(), 0):.0f} s of the {self.clock.seconds:g} s budget left")
+        specs = (target.spec(f"{label}.base", base), target.spec(f"{label}.head", base if self.args.aa else head))
+        # each op's request as `compare` would resolve it; the review writes the files itself
+        request, _ = as_compare(self.args, external=specs, repo=self.top, family=target.family, variants=[],
+                                preset=_preset(self.args, family, self.backend), dtype=dtype)
+        try:
+            with deadline(self.clock.left(), f"the review's time budget ({self.clock.seconds:g} s) ran out"):
+                done = _compare(target, label, request, self.registry, self.backend, self.args.quiet)
+        except supervisor.OutOfTime as stop:   # before its checks began: loading, compiling
+            done = Compared(target, label, None, str(stop), stopped=True)
+        if done.stopped:
+            self.clock.ran_out = True
+            self._say(f"the time budget ran out while comparing {label}: what finished is reported")
+        fit = family_fit(done.report, f"{label}.base") if done.report is not None and target.by_names else None
+        if fit is not None and not fit.fits:
+            self.misfits.append((target, label, f"family {target.family} does not fit it: {fit.why}"))
+            return
+        if done.report is not None:
+            a = self.args
+            done = dataclasses.replace(done, report=dataclasses.replace(done.report, gates=gates.decide(
+                done.report, a.fail_on_numerics, a.fail_if_slower, a.accept_unjudged)))
+        self.done.append(done)
+
+    def replay(self, repo, base: str, head: str, ops: list) -> list:
+        """Each changed op no family fits (and each misfit), replayed on its library's tests' calls while the time
+        budget lasts (compare/review/replay.py); those after it are left out."""
+        from compare.review.replay import OpToReplay, Replayer
+        ops = budgets.most_changed_first(ops + [
+            OpToReplay(_key(t), label, t.path, t.module, t.callable, notes=(why,), what=t.what)
+            for t, label, why in self.misfits], lambda op: op.what)
+        if ops and self.clock.spent():
+            self.left += [budgets.out_of_time(op.key, op.label) for op in ops]
+            return []
+        if not ops:
+            return []
+        self._say(f"replaying {len(ops)} op{'s' if len(ops) != 1 else ''} no family fits "
+                  f"({', '.join(op.label for op in ops)}): recording their calls from the library's tests, then "
+                  f"running them at both revisions; {self.clock.left():.0f} s of the {self.clock.seconds:g} s budget left")
+        replayer = Replayer(repo, base, head, self.backend.device, budget=self.clock)
+        try:
+            return replayer.replay(ops)
+        finally:
+            replayer.close()
+
+    def use(self, replayed) -> BudgetUse:
+        """How the budget went, said once (compare.model.budget.BudgetUse)."""
+        stopped = sum(c.stopped for c in self.done) + sum(r.stopped for r in replayed)
+        late = sum(1 for l in self.left if l.cut == Cut.TIME_BUDGET)
+        return BudgetUse.made(self.clock.seconds, self.clock.used(), len(self.done) + len(replayed), late + stopped)
+
+
+def _compare(target, label: str, request, registry, backend, quiet: bool) -> Compared:
+    """One op's comparison: its report; none, and why, with the packages its imports lack, when neither
+    revision's code could be loaded; what finished, `stopped`, when the time budget ran out during its checks.
+    A bad --preset or --shape for its family is the user's: UsageError."""
     from compare.comparison import pipeline
     from compare.runtime import supervisor
     from compare.runtime.progress import reporter
     with contextlib.ExitStack() as stack:
         try:   # only the planning's own failures are the op's: an error of its checks ends the review as before
             the_plan, failed = stack.enter_context(pipeline.planned(
-                request, registry, excluded=excluded, backend=backend, no_timing=supervisor.timing_left_out()))
+                request, registry, excluded=supervisor.excluded(), backend=backend,
+                no_timing=supervisor.timing_left_out()))
         except (pipeline.UnloadableSpec, pipeline.NothingToCompare) as exc:
-            return None, str(exc), tuple(dict.fromkeys(MissingPackage.of(i.needs) for i in getattr(exc, "failed", ())
-                                                       if i.needs))
-        with reporter(pipeline.count_steps(the_plan, backend), not quiet) as step:
-            return pipeline.execute(the_plan, backend, step, failed=failed), "", ()
-
-
-def _replayed(repo, base: str, head: str, found, unmapped, misfits, backend, quiet: bool) -> list:
-    """Each changed op no family fits, replayed on the calls its library's tests make (compare/review/replay.py);
-    `misfits`: (target, label, why) of ops a family was matched to by name but does not fit."""
-    import sys
-    from compare.review.replay import OpToReplay, Replayer, replayable
-    ops = replayable(found, unmapped) + [
-        OpToReplay(f"{t.module}:{t.callable.split('.')[0]}", label, t.path, t.module, t.callable, notes=(why,))
-        for t, label, why in misfits]
-    if not ops:
-        return []
-    if not quiet:
-        print(f"kernel-ab: replaying {len(ops)} op{'s' if len(ops) != 1 else ''} no family fits "
-              f"({', '.join(op.label for op in ops)}): recording their calls from the library's tests, then "
-              "running them at both revisions", file=sys.stderr)
-    replayer = Replayer(repo, base, head, backend.device)
-    try:
-        return replayer.replay(ops)
-    finally:
-        replayer.close()
+            return Compared(target, label, None, str(exc), tuple(dict.fromkeys(
+                MissingPackage.of(i.needs) for i in getattr(exc, "failed", ()) if i.needs)))
+        try:
+            with reporter(pipeline.count_steps(the_plan, backend), not quiet) as step:
+                return Compared(target, label, pipeline.execute(the_plan, backend, step, failed=failed))
+        except pipeline.Interrupted as exc:
+            if not isinstance(exc.stop, supervisor.OutOfTime):
+                raise
+            return Compared(target, label, exc.report, str(exc.stop), stopped=True)

@@ -17,6 +17,7 @@ from compare.review.kernels import Change, Changes, What
 from compare.review.ops_changed import CODE
 from compare.review.mapping import TABLE, Unmapped
 from compare.review import replay_render
+from compare.model.budget import BudgetUse, Cut, DtypesLeftOut, LeftOut
 from compare.model.replay import NUMERICS_FAILURES, ReplayedOp, ReplayVerdict
 from compare.model.errors import UsageError
 
@@ -34,6 +35,16 @@ class Review:
     unmapped: tuple[Unmapped, ...]
     control: bool = False   # --aa: each op's BASE compared against BASE again
     replayed: tuple[ReplayedOp, ...] = ()   # the ops no family fits, compared on their tests' calls
+    left_out: tuple[LeftOut, ...] = ()      # ops not compared: the time budget spent before their turn, or --op
+    budget: BudgetUse | None = None
+    dtypes_left_out: tuple[DtypesLeftOut, ...] = ()   # dtypes the default left out (--dtype adds them)
+
+    def cut(self, why: Cut) -> list[LeftOut]:
+        return [left for left in self.left_out if left.cut == why]
+
+    def stopped(self) -> list[str]:
+        """The labels of the ops whose comparison the time budget stopped."""
+        return [c.label for c in self.compared if c.stopped] + [r.label for r in self.replayed if r.stopped]
 
 
 _SAID = {Change.KERNEL: "kernel {} changed", Change.JIT_HELPER: "jit helper {} {}", Change.KERNEL_ADDED: "kernel {} added",
@@ -74,18 +85,25 @@ def lines(review: Review) -> list[tuple[str, str]]:
     else:
         n, k = len(ch.ops), len(ch.changed)
         compared = [c.label for c in ran] + [r.label for r in review.replayed if r.verdict != ReplayVerdict.NO_CALLS]
+        stopped = review.stopped()
+        compared = [label for label in compared if label not in stopped]
         out = [("info", f"{n} op{'s' if n != 1 else ''} changed between {span} ({k} changed kernel{'s' if k != 1 else ''} "
                         f"among what {'they run' if n != 1 else 'it runs'}); {len(compared)} compared: "
-                        f"{', '.join(compared) or 'none'}")]
+                        f"{', '.join(compared) or 'none'}" +
+                (f"; {len(stopped)} stopped by the time budget: {', '.join(stopped)}" if stopped else "") + "".join(
+                            f"; {len(review.cut(cut))} {'left out by the time budget' if cut == Cut.TIME_BUDGET else cut}"
+                            for cut in Cut if review.cut(cut)))]
     needs, habits = _environment(review)
-    out = needs + out + habits
+    out = needs + out + habits + [("info", d.line()) for d in review.dtypes_left_out]
     if review.control:
         out.append(("info", f"A/A control (--aa): each op at {review.base_rev} compared against itself; any difference "
                             "reported is the measurement's own"))
     out += [("info", f"{c.label}: {changed_text(c.target.what)}") for c in ran]
-    out += [replay_render.summary(r) for r in review.replayed]
+    out += [replay_render.summary(r, review.budget.hint(r.label) if r.stopped and review.budget else "")
+            for r in review.replayed]
     out += [("fail", f"{changed_kernels(c.target)}: changed; {c.target.module}:{c.target.callable} could not be "
-                     f"compared: {_why_not(c)}") for c in review.compared if c.report is None]
+                     f"compared: {_why_not(c)}") for c in review.compared if c.report is None and not c.stopped]
+    out += _budget_lines(review)
     out += [("warn", f"{u.kernel}: changed, not compared: {u.why}" + (
         "; compare its op by hand: compare --variant NAME=git:REV:PATH::OP(ARGS)" if u.mapped else
         f"; no line of {TABLE} maps it ({u.refused}); compare its op by hand: compare --variant "
@@ -100,6 +118,17 @@ def lines(review: Review) -> list[tuple[str, str]]:
                             f"(calls of ops, not ops): {', '.join(p for p, _ in ch.tests)}"))
     out += [("warn", f"not read (does not parse): {u}") for u in ch.unreadable]
     out += [("warn", f"a kernel that cannot be read statically: {u}") for u in ch.unresolved]
+    return out
+
+
+def _budget_lines(review: Review) -> list[tuple[str, str]]:
+    """What the time budget stopped or left out, a line each, and the ops --op did not name, in one line."""
+    out = [("warn", review.budget.stopped(c.label)) for c in review.compared if c.stopped] if review.budget else []
+    out += [("warn", review.budget.line(left)) for left in review.cut(Cut.TIME_BUDGET)] if review.budget else []
+    others = review.cut(Cut.NOT_NAMED)
+    if others:
+        out.append(("info", f"{len(others)} other changed op{'s' if len(others) != 1 else ''} not compared "
+                            f"({Cut.NOT_NAMED}): {', '.join(left.label for left in others)}"))
     return out
 
 
@@ -127,9 +156,11 @@ def unjudged(review: Review) -> list[str]:
     """A line per changed kernel whose change no comparison judged (gates cannot pass on it)."""
     return [f"{u.kernel} changed and was not compared ({u.why})" for u in review.unmapped] + \
            [f"{changed_kernels(c.target)} changed and could not be compared" for c in review.compared
-            if c.report is None] + \
+            if c.report is None and not c.stopped] + \
            [f"{r.op} changed and its replay judged nothing ({r.verdict})" for r in review.replayed
-            if r.verdict in (ReplayVerdict.NO_CALLS, ReplayVerdict.BOTH_FAIL)]
+            if r.verdict in (ReplayVerdict.NO_CALLS, ReplayVerdict.BOTH_FAIL)] + \
+           [f"{label} changed and the time budget stopped its comparison" for label in review.stopped()] + \
+           [f"{left.op} changed and was not compared ({left.cut})" for left in review.left_out]
 
 
 def replay_failures(review: Review) -> list[str]:
@@ -143,7 +174,7 @@ def markdown(review: Review, full_written: bool = False) -> str:
     text = [f"{md.TITLE}review of {review.base_rev}..{review.head_rev}", ""]
     text += [f"- {_MARKS[level]}{line}" for level, line in lines(review)]
     for r in review.replayed:
-        text += [""] + replay_render.markdown(r)
+        text += [""] + replay_render.markdown(r, review.budget.hint(r.label) if r.stopped and review.budget else "")
     ran = [c for c in review.compared if c.report is not None]
     room = max(md.COMMENT_LIMIT - len("\n".join(text)), 2000) // max(len(ran), 1)
     for c in ran:
@@ -159,9 +190,11 @@ def _json(review: Review) -> str:
     from compare.model.results import MARKER_KEY
     data = {MARKER_KEY: REVIEW_MARKER, "base": review.base, "head": review.head,
             "lines": [{"level": level, "text": text} for level, text in lines(review)],
-            "compared": [{"label": c.label, "target": encode(c.target), "error": c.error,
+            "compared": [{"label": c.label, "target": encode(c.target), "error": c.error, "stopped": c.stopped,
                           "report": as_data(c.report) if c.report is not None else None} for c in review.compared],
-            "replayed": [encode(r) for r in review.replayed]}
+            "replayed": [encode(r) for r in review.replayed], "left_out": [encode(left) for left in review.left_out],
+            "budget": encode(review.budget) if review.budget else None,
+            "dtypes_left_out": [encode(d) for d in review.dtypes_left_out]}
     return json.dumps(data, indent=2, allow_nan=False) + "\n"
 
 

@@ -2,7 +2,7 @@
 module or a public wrapper of it) at HEAD (at BASE for an op only BASE has), then each call run at both
 revisions from fresh copies of the same inputs, every output, input written into and input gradient
 compared (compare/checks/replay_diff.py). Each side runs in a process of its own over its own whole tree
-(compare/runtime/replay_worker.py)."""
+(compare/runtime/replay_worker.py), within its share of what the review's time budget leaves (`share`)."""
 from __future__ import annotations
 
 import ast
@@ -47,6 +47,14 @@ class OpToReplay:
     name: str                           # `f` or `Cls.apply`
     only_at_base: bool = False
     notes: tuple[str, ...] = ()         # why it is replayed rather than compared in a family, if it was matched
+    what: tuple = ()                    # compare.review.ops_changed.What: what changed in it (the review's order)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Ran:
+    code: int | None                    # None: stopped at its limit
+    tail: str                           # the end of what it printed
+    by_budget: bool = False             # the limit was the review's time budget's share, not the process's own
 
 
 def replayable(found, unmapped) -> list[OpToReplay]:
@@ -61,7 +69,7 @@ def replayable(found, unmapped) -> list[OpToReplay]:
         label = c.op.name.removesuffix(".apply")
         label = label if label not in labels else f"{c.module}.{label}"
         labels.add(label)
-        ops.append(OpToReplay(key, label, c.path, c.module, c.op.name))
+        ops.append(OpToReplay(key, label, c.path, c.module, c.op.name, what=c.what))
     return ops
 
 
@@ -132,7 +140,9 @@ def roots(files: dict[str, str], path: str, folder: Path) -> list[str]:
 
 
 def _run(mode: str, request: dict, work: Path, limit: float) -> tuple[int | None, str]:
-    """(exit code, or None if stopped at the limit; the tail of what it printed)."""
+    """(exit code, or None if stopped at the limit, or not started with none; the tail of what it printed)."""
+    if limit <= 0:
+        return None, ""
     ask = work / f"{mode}-request.json"
     ask.write_text(json.dumps(request))
     log = work / f"{mode}.log"
@@ -154,8 +164,10 @@ class Replayer:
     """One review's replays: each revision's whole tree materialized once; the ops recorded in one process per
     side they are recorded at, then every recorded call played in one process per revision."""
 
-    def __init__(self, repo: Repository, base: str, head: str, device: str, limits: Limits | None = None):
-        self.repo, self.device = repo, device
+    def __init__(self, repo: Repository, base: str, head: str, device: str, limits: Limits | None = None,
+                 budget=None):
+        self.repo, self.device, self.budget = repo, device, budget   # budget: compare.review.budget.Budget
+        self.processes_left = 0
         self.limits = limits or (GPU_LIMITS if device == "cuda" else Limits())
         self.commits = {Side.BASE: base, Side.HEAD: head}
         self.files = {s: repo.files(c) for s, c in self.commits.items()}
@@ -177,8 +189,9 @@ class Replayer:
     def replay(self, ops: list[OpToReplay]) -> list[ReplayedOp]:
         """Each of `ops` recorded from its tests and played at both revisions, in the order given."""
         found: dict[str, ReplayedOp] = {}
-        for at in Side:
-            group = [op for op in ops if (Side.BASE if op.only_at_base else Side.HEAD) == at]
+        groups = {at: [op for op in ops if (Side.BASE if op.only_at_base else Side.HEAD) == at] for at in Side}
+        self.processes_left = 3 * sum(1 for group in groups.values() if group)   # a recording, two plays
+        for at, group in groups.items():
             if group:
                 found.update(self._replay_group(at, group))
         return [found[op.key] for op in ops]
@@ -189,12 +202,14 @@ class Replayer:
         recording = self.work / f"recorded-at-{at.value.lower()}"
         recording.mkdir()
         wanted = [op for op in ops if tests[op.key]]
-        code, tail = self._record(at, wanted, sorted({t for op in wanted for t in tests[op.key]}), recording)
+        ran = self._record(at, wanted, sorted({t for op in wanted for t in tests[op.key]}), recording)
         manifest = _manifest(recording)
-        shared = list(_recording_notes(manifest, code, tail, self.limits))
+        shared = list(_recording_notes(manifest, ran, self.limits))
         calls = {op.key: [c for c in manifest.get("calls", []) if c["op"] == f"{op.module}:{op.name}"] for op in ops}
         played = {side: self._play(side, [op for op in wanted if calls[op.key]], calls, recording) for side in Side} \
             if any(calls.values()) else {}
+        if not played:
+            self.processes_left = max(self.processes_left - 2, 0)   # no play: its share goes to those after
         done = {}
         for op in ops:
             notes = [*op.notes, *_own(shared, op)]
@@ -204,43 +219,67 @@ class Replayer:
             made = dict(op=op.key, label=op.label, recorded_at=at, tests=tuple(dict.fromkeys(
                 c["test"].split("::")[0] for c in recorded if c["test"])) or tuple(tests[op.key]))
             if recorded:
-                notes += [n for side in Side for n in played[side][1].get(f"{op.module}:{op.name}", [])]
-            done[op.key] = ReplayedOp.made(**made, calls=tuple(_compared(i, c, played) for i, c in enumerate(recorded)),
-                                           notes=tuple(dict.fromkeys(notes)))
+                notes += [n for side in Side for n in played[side].notes.get(f"{op.module}:{op.name}", [])]
+            compared = [_compared(i, c, played) for i, c in enumerate(recorded)]
+            done[op.key] = ReplayedOp.made(**made, calls=tuple(c for c in compared if c is not None),
+                                           notes=tuple(dict.fromkeys(notes)), stopped=None in compared or (
+                                               ran.by_budget and op in wanted and not recorded))
         return done
+
+    def _limit(self, own: float) -> tuple[float, bool]:
+        self.processes_left = max(self.processes_left - 1, 0)
+        return (own, False) if self.budget is None else share(own, self.budget.left(), self.processes_left + 1)
 
     def _request(self, side: Side, op: OpToReplay, out: Path) -> dict:
         tree = self.tree(side)
         return {"roots": roots(self.files[side], op.path, tree), "rootdir": str(tree), "out": str(out),
                 "device": self.device}
 
-    def _record(self, side: Side, ops: list[OpToReplay], tests: list[str], out: Path) -> tuple[int | None, str]:
+    def _record(self, side: Side, ops: list[OpToReplay], tests: list[str], out: Path) -> _Ran:
+        limit, by_budget = self._limit(self.limits.record_s)
         if not ops:
-            return 0, ""
+            return _Ran(0, "")
         request = {**self._request(side, ops[0], out), "ops": [{"module": op.module, "name": op.name} for op in ops],
                    "tests": tests, "calls": self.limits.calls, "per_dtypes": self.limits.per_dtypes,
                    "bytes": self.limits.bytes}
-        return _run("record", request, out, self.limits.record_s)
+        code, tail = _run("record", request, out, limit)
+        return _Ran(code, tail, by_budget and code is None)
 
-    def _play(self, side: Side, ops: list[OpToReplay], calls: dict, recording: Path) -> tuple[Path, dict]:
-        """(the folder of what each call gave at `side`, {op: notes on what the replay could not do})."""
+    def _play(self, side: Side, ops: list[OpToReplay], calls: dict, recording: Path) -> "_Played":
+        """What each call gave at `side` (a folder), and notes on what the replay could not do, by op."""
         out = recording / f"played-{side.value.lower()}"
         out.mkdir()
         request = {**self._request(side, ops[0], out), "recording": str(recording), "seed": 0, "again": side == Side.BASE,
                    "ops": [{"module": op.module, "name": op.name, "calls": [c["file"] for c in calls[op.key]]}
                            for op in ops]}
-        code, tail = _run("play", request, out, self.limits.play_s)
+        limit, by_budget = self._limit(self.limits.play_s)
+        code, tail = _run("play", request, out, limit)
         try:
             unloadable = json.loads((out / "unloadable.json").read_text())
         except (OSError, ValueError):
             unloadable = {}
         notes = {key: [f"at {side.value} the op could not be loaded: {why}"] for key, why in unloadable.items()}
         if code is None or code != 0:
-            said = f"ran past its {self.limits.play_s:.0f} s limit and was stopped" if code is None else \
+            said = "was stopped when the review's time budget ran out" if by_budget and code is None else \
+                f"ran past its {self.limits.play_s:.0f} s limit and was stopped" if code is None else \
                 f"ended with exit code {code}: {tail}"
             for op in ops:
                 notes.setdefault(f"{op.module}:{op.name}", []).append(f"at {side.value} the replaying process {said}")
-        return out, notes
+        return _Played(out, notes, by_budget and code is None)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Played:
+    folder: Path                        # what each call gave at one side
+    notes: dict                         # op -> what the replay could not do
+    by_budget: bool = False             # the review's time budget stopped the process
+
+
+def share(own: float, left: float, processes: int) -> tuple[float, bool]:
+    """(a process's time limit, whether the time budget set it): its `own`, or, where less, its share of the
+    seconds the review's budget has `left` among the `processes` still to run (this one included)."""
+    part = left / max(processes, 1)
+    return (own, False) if part >= own else (max(part, 0.0), True)
 
 
 def _own(notes: list[str], op: OpToReplay) -> list[str]:
@@ -256,24 +295,29 @@ def _manifest(folder: Path) -> dict:
         return {}
 
 
-def _recording_notes(manifest: dict, code: int | None, tail: str, limits: Limits):
+def _recording_notes(manifest: dict, ran: _Ran, limits: Limits):
     for m in manifest.get("missing", []):
         yield f"the library's tests need package {m['package']!r}, which this environment lacks" + \
             (f" (imported at {m['where']})" if m["where"] else "")
     yield from manifest.get("notes", [])
-    if code is None:
+    if ran.by_budget:
+        yield "the recording was stopped when the review's time budget ran out (its calls kept)"
+    elif ran.code is None:
         yield f"the recording ran past its {limits.record_s:.0f} s limit and was stopped (its calls kept)"
-    elif code != 0:
-        yield f"the recording process ended with exit code {code}: {tail}"
+    elif ran.code != 0:
+        yield f"the recording process ended with exit code {ran.code}: {ran.tail}"
 
 
-def _compared(index: int, call: dict, played: dict) -> ReplayedCall:
+def _compared(index: int, call: dict, played: dict) -> ReplayedCall | None:
+    """The call at both sides; None where the time budget stopped a side before it (not a failure of either)."""
     import torch
     from compare.checks.replay_diff import compare_named
     results, failures = {}, []
-    for side, (folder, _) in played.items():
-        path = folder / call["file"].replace("call_", "played_")
+    for side, ran in played.items():
+        path = ran.folder / call["file"].replace("call_", "played_")
         if not path.is_file():
+            if ran.by_budget:
+                return None
             failures.append(CallFailure(side, Pass.FORWARD, "the replaying process ended before this call"))
             continue
         results[side] = torch.load(path, weights_only=False)
@@ -284,7 +328,7 @@ def _compared(index: int, call: dict, played: dict) -> ReplayedCall:
     if len(results) == 2 and not failures:
         b, h = results[Side.BASE], results[Side.HEAD]
         tensors = compare_named({**b["outputs"], **b["grads"]}, {**h["outputs"], **h["grads"]},
-                                _spread(played[Side.BASE][0], call["file"], b))
+                                _spread(played[Side.BASE].folder, call["file"], b))
     return ReplayedCall(index, call["signature"], call["test"], tensors, tuple(failures))
 
 

@@ -43,13 +43,16 @@ def _failure(op: ReplayedOp, side: str) -> str:
     return f"its {f.stage} raises at {side}: {f.error}"
 
 
-def summary(op: ReplayedOp) -> tuple[str, str]:
-    """(level, line) of one replayed op for the review's summary."""
+def summary(op: ReplayedOp, hint: str = "") -> tuple[str, str]:
+    """(level, line) of one replayed op for the review's summary; `hint`: how to compare it whole, where the
+    review's time budget stopped it."""
     head = f"{op.label}: replayed (no family fits it)"
     v = op.verdict
+    if v == ReplayVerdict.NO_CALLS and op.stopped:
+        return _LEVEL[v], f"{head}: changed, not compared: the review's time budget ran out before a call of it " \
+                          f"was replayed; {hint}"
     if v == ReplayVerdict.NO_CALLS:
-        why = "; ".join(op.notes) or "no call recorded"
-        return _LEVEL[v], f"{head}: changed, not compared: {why}"
+        return _LEVEL[v], f"{head}: changed, not compared: {'; '.join(op.notes) or 'no call recorded'}"
     said = {ReplayVerdict.IDENTICAL: "identical bits in every output and gradient",
             ReplayVerdict.HEAD_FAILS: lambda: _failure(op, "HEAD") + " (BASE runs it)",
             ReplayVerdict.BASE_FAILS: lambda: _failure(op, "BASE") + " (HEAD runs it)",
@@ -57,7 +60,9 @@ def summary(op: ReplayedOp) -> tuple[str, str]:
             ReplayVerdict.SPREAD: lambda: f"{v}: {tensor_text(op.worst())}",
             ReplayVerdict.WITHIN: lambda: f"{v}: {tensor_text(op.worst())}; {NO_REFERENCE}",
             ReplayVerdict.BEYOND: lambda: f"{v}: {tensor_text(op.worst())}; {NO_REFERENCE}"}[v]
-    return _LEVEL[v], f"{head}, {_calls(op)}: {said() if callable(said) else said}"
+    stopped = f" (the review's time budget stopped it: the calls it did not reach are not here; {hint})" \
+        if op.stopped else ""
+    return _LEVEL[v], f"{head}, {_calls(op)}{stopped}: {said() if callable(said) else said}"
 
 
 def _call_row(c: ReplayedCall) -> str:
@@ -69,9 +74,9 @@ def _call_row(c: ReplayedCall) -> str:
     return f"| {c.index + 1} | `{c.test or '?'}` | `{c.signature}` | {result.replace('|', '/')} |"
 
 
-def markdown(op: ReplayedOp) -> list[str]:
+def markdown(op: ReplayedOp, hint: str = "") -> list[str]:
     """The op's section of the comment: its line, its calls, what could not be done."""
-    level, line = summary(op)
+    level, line = summary(op, hint)
     text = [f"### `{op.label}`: replayed from the library's tests", "", line, ""]
     if op.calls:
         text += ["| call | test | arguments | BASE against HEAD |", "|---|---|---|---|"]

@@ -21,6 +21,7 @@ TOKEN_ENV = "KERNEL_AB_RUN_TOKEN"        # set in the child: the run's token, wh
 EXCLUDED_ENV = "KERNEL_AB_EXCLUDED"      # set in the child: [[variant, reason], ...] to report as failed
 NO_TIMING_ENV = "KERNEL_AB_NO_TIMING"    # set in the child: why timing is left out
 ISOLATE_ENV = "KERNEL_AB_ISOLATE"        # "0": run in one process (no supervisor)
+STARTED_ENV = "KERNEL_AB_STARTED"        # set in the child: when the supervisor started the first run (time.time())
 POISONED_EXIT = ExitCode.POISONED        # the child's exit code after a fatal device error (or a tampered process)
 TAMPER = "tamper"   # a record's failure kind: the variant changed process-wide state (compare.runtime.process_guard)
 DEFAULT_LIMIT_S = 300.0                  # --variant-timeout: one launch (a variant's case) at most this long
@@ -59,6 +60,19 @@ class Stopped(BaseException):
     @property
     def exit_code(self) -> int:
         return _STOP_CODES[self.signum]
+
+
+class OutOfTime(Stopped):
+    """The run's own time budget ran out (compare.runtime.deadline): it unwinds as a stop does, the report
+    of what finished kept, and is never a variant's result; the run goes on to its report."""
+
+    def __init__(self, said: str):
+        BaseException.__init__(self, said)
+        self.signum = signal.SIGALRM
+
+    @property
+    def exit_code(self) -> int:
+        return ExitCode.INTERNAL   # caught by the command that set the budget: reaching here is kernel-ab's error
 
 
 _DEFERRED: dict[int, float] = {}   # signal -> when it was first put off (it came inside an import)
@@ -333,6 +347,14 @@ def excluded_kind(name: str) -> str:
                      if e[0] == name and len(e) > 2), "")
     except (ValueError, TypeError, IndexError):
         return ""
+
+
+def run_started() -> float | None:
+    """When the supervisor started this command's first run (a rerun keeps the first's clock); None unsupervised."""
+    try:
+        return float(os.environ[STARTED_ENV])
+    except (KeyError, ValueError):
+        return None
 
 
 def timing_left_out() -> str:
