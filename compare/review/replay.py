@@ -100,8 +100,8 @@ def tests_for(repo: Repository, files: dict[str, str], op: OpToReplay, wrappers:
 
 def wrappers_of(repo: Repository, files: dict[str, str], op: OpToReplay, depth: int = 3) -> dict[str, int]:
     """Public functions and classes of the library whose code names the op or, up to `depth` steps, a wrapper
-    of it (`FusedLayerNormGated` calling `layer_norm_gated` calling `LayerNormGatedFunction.apply`, in the op's
-    module or another), each with its steps from the op: tests reach the op through them. At most 20."""
+    of it (a module class calling a function calling `GatedFunction.apply`, in the op's module or
+    another), each with its steps from the op: tests reach the op through them. At most 20."""
     lib = [p for p in files if p.endswith(".py") and role(p) == Role.LIBRARY]
     texts = repo.read([files[p] for p in lib])
     trees: dict[str, ast.Module | None] = {}
