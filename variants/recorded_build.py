@@ -32,6 +32,7 @@ class Built:
     dtype: str              # the timed call's dtype name
     dtypes: dict            # preset -> its call's dtype name (`timed`, `smallest`, `callN`)
     left_out: tuple[str, ...] = ()   # calls not in the family, each with why
+    smallest: str = ""               # the call moving the fewest bytes (the CPU's), with its signature
 
 
 def _main_dtype(metas: list[TensorMeta]) -> str:
@@ -104,8 +105,9 @@ def write_family(recording: Path, op: str, folder: Path, label: str, free_bytes:
     for entry in (e for e in manifest.get("calls", []) if e["op"] == op):
         n = len(calls) + len(left) + 1
         if not isinstance(entry.get("result"), dict) or entry["result"].get("output") is None:
-            left.append(f"call {n} ({entry['signature']}): " + ("returned no tensor" if "result" in entry else
-                                                               "its return was not recorded"))
+            said = f"raised when recorded ({entry['raised']})" if entry.get("raised") else "returned no tensor" \
+                if "result" in entry else "what it returned was not recorded"
+            left.append(f"call {n} ({entry['signature']}): {said}")
             continue
         kept = torch.load(recording / entry["file"], weights_only=False)
         form = form or _form(kept, entry)
@@ -136,7 +138,8 @@ def write_family(recording: Path, op: str, folder: Path, label: str, free_bytes:
     dtypes = {"timed": largest["dtype"], "smallest": smallest["dtype"], **{f"call{c['index'] + 1}": c["dtype"]
                                                                             for c in calls}}
     return Built(folder, name, call_text(form, largest["select"]), f"call {largest['index'] + 1} "
-                 f"({largest['signature']}), {planned.why}", largest["dtype"], dtypes, tuple(left))
+                 f"({largest['signature']}), {planned.why}", largest["dtype"], dtypes, tuple(left),
+                 f"call {smallest['index'] + 1} ({smallest['signature']})")
 
 
 def call_text(form, select) -> str:

@@ -96,6 +96,11 @@ class ReplayedOp:
     calls: tuple[ReplayedCall, ...]
     notes: tuple[str, ...] = ()     # what the recording or replay could not do, a line each
     verdict: ReplayVerdict = ReplayVerdict.NO_CALLS
+    # timing and compiled code, compared as compare compares an op, in the family made from its recorded calls
+    # (variants/recorded.py): the compare Report (None: not run), which call was timed and how it was grown, or
+    # why they were not run
+    report: object = None
+    timed: str = ""
 
     @classmethod
     def made(cls, **fields) -> "ReplayedOp":

@@ -116,7 +116,8 @@ def run(args, registry, backend) -> int:
             report = dataclasses.replace(report, gates=gates.decide(report, args.fail_on_numerics,
                                                                     args.fail_if_slower, args.accept_unjudged))
         done.append(Compared(target, label, report, error, needs))
-    replayed = _replayed(repo, base, head if not args.aa else base, found, unmapped, misfits, backend, args.quiet)
+    replayed = _replayed(args, repo, base, head if not args.aa else base, found, unmapped, misfits, backend,
+                         lambda request, reg: _compare(request, reg, backend, args.quiet, supervisor.excluded()))
     left = tuple(u for u in unmapped if u.kernel not in {r.op for r in replayed})
     review = render.Review(args.base, args.head, base, head, found, tuple(done), left, control=args.aa,
                            replayed=tuple(replayed))
@@ -140,22 +141,25 @@ def _compare(request, registry, backend, quiet: bool, excluded) -> tuple[object,
             return pipeline.execute(the_plan, backend, step, failed=failed), "", ()
 
 
-def _replayed(repo, base: str, head: str, found, unmapped, misfits, backend, quiet: bool) -> list:
-    """Each changed op no family fits, replayed on the calls its library's tests make (compare/review/replay.py);
+def _replayed(args, repo, base: str, head: str, found, unmapped, misfits, backend, compare) -> list:
+    """Each changed op no family fits, replayed on the calls its library's tests make (compare/review/replay.py),
+    then timed and compiled on them (compare/review/replay_timed.py, `compare` running each comparison);
     `misfits`: (target, label, why) of ops a family was matched to by name but does not fit."""
     import sys
     from compare.review.replay import OpToReplay, Replayer, replayable
+    from compare.review.replay_timed import timed
     ops = replayable(found, unmapped) + [
         OpToReplay(f"{t.module}:{t.callable.split('.')[0]}", label, t.path, t.module, t.callable, notes=(why,))
         for t, label, why in misfits]
     if not ops:
         return []
-    if not quiet:
+    if not args.quiet:
         print(f"kernel-ab: replaying {len(ops)} op{'s' if len(ops) != 1 else ''} no family fits "
               f"({', '.join(op.label for op in ops)}): recording their calls from the library's tests, then "
               "running them at both revisions", file=sys.stderr)
     replayer = Replayer(repo, base, head, backend.device)
     try:
-        return replayer.replay(ops)
+        return [timed(args, backend, compare, r, op, replayer.recordings.get(op.key), replayer.work, base, head)
+                for r, op in zip(replayer.replay(ops), ops)]
     finally:
         replayer.close()

@@ -55,7 +55,13 @@ class Recorder:
                     kept = self.keep(op, fn, args, kwargs)
                 finally:
                     self.depth -= 1
-            result = fn(*args, **kwargs)
+            try:
+                result = fn(*args, **kwargs)
+            except Exception as exc:
+                if kept is not None:   # the call stays recorded; the family made of it cannot time it
+                    self.manifest["calls"][kept[0]]["raised"] = _first_line(exc)
+                    self.write()
+                raise
             if kept is not None:
                 self.returned(*kept, result)
             return result
