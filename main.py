@@ -313,8 +313,8 @@ def _main(argv: list[str], prog: str) -> int:
     from variants.discovery import FamilyError
     from compare.processes.distributed import TaskFailed
     try:
-        if args.command == "report":
-            return cmd_report(args)
+        if args.command in ("report", "record"):   # record: compare/command_line/recorded.py
+            return cmd_report(args) if args.command == "report" else args.record(args)
         if args.command == "pairwise":
             from compare.checks import pairwise
             return pairwise.run(args)
@@ -325,8 +325,6 @@ def _main(argv: list[str], prog: str) -> int:
                 from variants.listing import show
                 return show(registry())
         from compare.command_line.arguments import as_compare, from_args
-        if args.command == "record":   # compare/command_line/recorded.py
-            return args.record(args)
         if args.command == "review":
             as_compare(args)   # every value checked, before any work
             options = None

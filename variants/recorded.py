@@ -1,9 +1,7 @@
-"""The recorded family: an op's calls, recorded by value from the library's tests or any command, as the
-shapes two revisions of the op are timed and compiled at (variants/recorded_build.py writes one from a
-recording). Its shapes are the recorded calls (presets `callN`; `smallest`; `timed`: the call moving the most
-bytes, grown on a GPU, variants/recorded_growth.py); its inputs the recorded tensors, the same for every seed;
-its op's arguments the recorded call's parameter names. No float64 reference: what the op computes is compared
-by replaying its calls, so only the timing and ir checks run it."""
+"""The recorded family: an op's calls, recorded by value, as the shapes two revisions of it are timed and compiled
+at (variants/recorded_build.py writes one). Presets `callN`, `smallest`, `timed` (the call moving the most bytes,
+grown on a GPU: variants/recorded_growth.py); inputs the recorded tensors, the same for every seed; op arguments
+the recorded parameter names. No float64 reference (replay compares what the op computes): timing and ir only."""
 from __future__ import annotations
 
 import dataclasses
