@@ -1,4 +1,4 @@
-"""kernel-ab's command line: list, compare, ir, review, report, pairwise, diff (`python3 main.py COMMAND --help`).
+"""kernel-ab's command line: list, compare, ir, review, record, report, pairwise, diff (`python3 main.py COMMAND --help`).
 
 Exit codes (compare.runtime.exit_codes; the table: docs/reports-and-gates.md): 0 every gate holds; 1 a gate
 failed or could not be judged; 2 bad input; 3 kernel-ab's own error or a missing dependency; 74 a report file
@@ -172,6 +172,8 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     _output_options(i)
     from compare.review.command import register
     register(sub, (_timing_options, _ir_options, _output_options, _family_options))
+    from compare.command_line import recorded   # `record`, and compare's --recorded
+    recorded.register(sub, compare=c)
     r = sub.add_parser("report", help="re-render a saved JSON report")
     r.add_argument("file", type=Path, help="a report.json written by compare")
     r.add_argument("--format", default="terminal", choices=("terminal", "markdown", "markdown-full"),
@@ -319,6 +321,8 @@ def _main(argv: list[str], prog: str) -> int:
     try:
         if getattr(args, "alone", None) is not None:   # report, pairwise, diff: they read saved reports only
             return args.alone(args)
+        if args.command == "record":   # compare/command_line/recorded.py
+            return args.record(args)
         from variants import discovery, registry
         if args.command == "list":
             configure("auto")
@@ -336,6 +340,8 @@ def _main(argv: list[str], prog: str) -> int:
         # read by every launch's status record (compare.runtime.supervisor)
         supervisor.set_limit(args.variant_timeout if options is None else options.variant_timeout)
         backend = configure("auto" if options is None else options.device)
+        if getattr(args, "recorded", None):   # the family made from the recording
+            request, options = from_args(args := args.with_recording(args, backend))
         with discovery.configured(args.family_paths or (), args.repo or "."):   # the processes a run starts see them too
             reg = registry()
             if args.command == "review":

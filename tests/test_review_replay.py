@@ -202,3 +202,16 @@ def test_the_recorder_wraps_an_op_where_a_module_holds_its_apply_under_another_n
         sys.path.remove(str(tmp_path))
         for name in [m for m in sys.modules if m.startswith("aliaslib")]:
             del sys.modules[name]
+
+
+@pytestmark_slow
+def test_a_replayed_op_gets_its_compiled_code_compared_on_its_recorded_calls(reviewed):
+    r, ops, md = reviewed
+    shift = ops["shift"]["report"]
+    assert shift["family"] == "recorded_shift" and [(k["kernel"], k["status"]) for k in shift["ir"]["kernels"]] == [
+        ("_shift_kernel", "changed")]
+    assert ops["shift"]["timed"].startswith("call 1 (x: float32[64]), its kernels compiled for sm_90 offline")
+    # clip raises at HEAD, where its calls were recorded: nothing it returned to time
+    assert ops["clip"]["report"] is None and "raised when recorded (ValueError: clip takes no more calls)" in \
+        ops["clip"]["timed"]
+    assert "### `shift`: timing and compiled code on its recorded calls" in md

@@ -6,10 +6,10 @@ from pathlib import Path
 
 VARIANTS = Path(__file__).resolve().parent.parent / "variants"
 PROTOCOL = {"variants.family", "variants.operands", "variants.inputs", "variants.rows", "variants.variant",
-            "variants.baselines"}
+            "variants.baselines", "variants.call_values", "variants.recorded_growth"}
 LOADING = {"variants", "variants.catalog", "variants.discovery", "variants.external", "variants.git_tree",
            "variants.isolation", "variants.kernel_checks", "variants.listing", "variants.ops", "variants.spec",
-           "variants.torch_modules", "variants.waiting"}
+           "variants.torch_modules", "variants.waiting", "variants.recorded", "variants.recorded_build"}
 
 
 def _module(path: Path) -> str:

@@ -77,5 +77,6 @@ def from_values(**args) -> tuple[Request, Options]:
                       eps=_filled(args, "eps", d.eps), dtype=dtype, checks=checks, trials=trials, seed=seed,
                       timing=timing, target=target, stages=tuple(args.get("stages") or ()),
                       full=_filled(args, "full", d.full), external=tuple(args.get("external") or ()), repo=repo,
-                      family=args.get("family"), inputs=args.get("inputs"))
+                      family=args.get("family"), inputs=args.get("inputs"),
+                      input_kind=_filled(args, "input_kind", d.input_kind))
     return request, options

@@ -97,6 +97,11 @@ class ReplayedOp:
     notes: tuple[str, ...] = ()     # what the recording or replay could not do, a line each
     stopped: bool = False           # the review's time budget stopped its recording or replay: calls are missing
     verdict: ReplayVerdict = ReplayVerdict.NO_CALLS
+    # timing and compiled code, compared as compare compares an op, in the family made from its recorded calls
+    # (variants/recorded.py): the compare Report (None: not run), which call was timed and how it was grown, or
+    # why they were not run
+    report: object = None
+    timed: str = ""
 
     @classmethod
     def made(cls, **fields) -> "ReplayedOp":

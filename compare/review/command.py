@@ -204,9 +204,28 @@ class _Work:
                   f"running them at both revisions; {self.clock.left():.0f} s of the {self.clock.seconds:g} s budget left")
         replayer = Replayer(repo, base, head, self.backend.device, budget=self.clock)
         try:
-            return replayer.replay(ops)
+            return [self._timed(r, op, replayer, base, head) for r, op in zip(replayer.replay(ops), ops)]
         finally:
             replayer.close()
+
+    def _timed(self, replayed, op, replayer, base: str, head: str):
+        """`replayed` timed and compiled on its recorded calls (compare/review/replay_timed.py) while the budget
+        lasts; a comparison the budget stops keeps what finished."""
+        from compare.review.replay_timed import timed
+        from compare.runtime import supervisor
+        from compare.runtime.deadline import deadline
+        if self.clock.spent():
+            return dataclasses.replace(replayed, timed="timing and compiled code not run: the time budget ran out")
+
+        def compare(request, registry):
+            done = _compare(None, op.label, request, registry, self.backend, self.args.quiet)
+            return done.report, done.error, done.needs
+        try:
+            with deadline(self.clock.left(), f"the review's time budget ({self.clock.seconds:g} s) ran out"):
+                return timed(self.args, self.backend, compare, replayed, op, replayer.recordings.get(op.key),
+                             replayer.work, base, head)
+        except supervisor.OutOfTime:
+            return dataclasses.replace(replayed, timed="timing and compiled code not run: the time budget ran out")
 
     def use(self, replayed) -> BudgetUse:
         """How the budget went, said once (compare.model.budget.BudgetUse)."""

@@ -101,6 +101,8 @@ def lines(review: Review) -> list[tuple[str, str]]:
     out += [("info", f"{c.label}: {changed_text(c.target.what)}") for c in ran]
     out += [replay_render.summary(r, review.budget.hint(r.label) if r.stopped and review.budget else "")
             for r in review.replayed]
+    out += [("info", f"{r.label}: {replay_render.timed_line(r)}") for r in review.replayed
+            if r.verdict != ReplayVerdict.NO_CALLS]
     out += [("fail", f"{changed_kernels(c.target)}: changed; {c.target.module}:{c.target.callable} could not be "
                      f"compared: {_why_not(c)}") for c in review.compared if c.report is None and not c.stopped]
     out += _budget_lines(review)
@@ -176,10 +178,14 @@ def markdown(review: Review, full_written: bool = False) -> str:
     for r in review.replayed:
         text += [""] + replay_render.markdown(r, review.budget.hint(r.label) if r.stopped and review.budget else "")
     ran = [c for c in review.compared if c.report is not None]
-    room = max(md.COMMENT_LIMIT - len("\n".join(text)), 2000) // max(len(ran), 1)
+    timed = [r for r in review.replayed if r.report is not None]
+    room = max(md.COMMENT_LIMIT - len("\n".join(text)), 2000) // max(len(ran) + len(timed), 1)
     for c in ran:
         body = md.render(_in_review(c.report), limit=room, full_written=full_written).replace(md.TITLE, "#### ", 1)
         text += ["", f"### `{c.label}`: {title(c)}", "", body]
+    for r in timed:
+        body = md.render(_in_review(r.report), limit=room, full_written=False).replace(md.TITLE, "#### ", 1)
+        text += ["", f"### `{r.label}`: timing and compiled code on its recorded calls", "", body]
     return "\n".join(text) + "\n"
 
 
@@ -192,7 +198,9 @@ def _json(review: Review) -> str:
             "lines": [{"level": level, "text": text} for level, text in lines(review)],
             "compared": [{"label": c.label, "target": encode(c.target), "error": c.error, "stopped": c.stopped,
                           "report": as_data(c.report) if c.report is not None else None} for c in review.compared],
-            "replayed": [encode(r) for r in review.replayed], "left_out": [encode(left) for left in review.left_out],
+            "replayed": [{**encode(dataclasses.replace(r, report=None)), "report": as_data(r.report)
+                          if r.report is not None else None} for r in review.replayed],
+            "left_out": [encode(left) for left in review.left_out],
             "budget": encode(review.budget) if review.budget else None,
             "dtypes_left_out": [encode(d) for d in review.dtypes_left_out]}
     return json.dumps(data, indent=2, allow_nan=False) + "\n"
@@ -210,6 +218,10 @@ def _terminal(review: Review, verbose: bool = False) -> None:
             console.rule(Text(f"review: {c.label}"))
             console.print(Text(title(c)))   # whole, wrapped: a rule's title is cut to one line
             terminal.render(_in_review(c.report), console, verbose=verbose)
+    for r in review.replayed:
+        if r.report is not None:
+            console.rule(Text(f"review: {r.label} (replayed: timing and compiled code on its recorded calls)"))
+            terminal.render(_in_review(r.report), console, verbose=verbose)
 
 
 def check_outputs(args, labels=(), timed: bool = False) -> None:
@@ -269,8 +281,8 @@ def finish(review: Review, args) -> int:
                 written.append(f"kernel-ab: error: could not write {path} ({exc.strerror or exc})")
     for line in written:
         print(line, file=sys.stderr)
-    broken = [line for c in review.compared if c.report is not None for g in c.report.gates
-              for line in gates.reasons(g)]
+    reports = [c.report for c in review.compared] + [r.report for r in review.replayed]
+    broken = [line for report in reports if report is not None for g in report.gates for line in gates.reasons(g)]
     if args.fail_on_numerics:
         broken += replay_failures(review)
     if (args.fail_on_numerics or args.fail_if_slower is not None) and not args.accept_unjudged:

@@ -173,6 +173,7 @@ class Replayer:
         self.files = {s: repo.files(c) for s, c in self.commits.items()}
         self.work = Path(tempfile.mkdtemp(prefix="kernel-ab-replay-"))
         self.trees: dict[Side, Path] = {}
+        self.recordings: dict[str, Path] = {}   # op key -> the folder its calls were recorded into
 
     def close(self) -> None:
         shutil.rmtree(self.work, ignore_errors=True)
@@ -201,6 +202,7 @@ class Replayer:
         tests = {op.key: tests_for(self.repo, files, op, wrappers_of(self.repo, files, op)) for op in ops}
         recording = self.work / f"recorded-at-{at.value.lower()}"
         recording.mkdir()
+        self.recordings.update({op.key: recording for op in ops})
         wanted = [op for op in ops if tests[op.key]]
         ran = self._record(at, wanted, sorted({t for op in wanted for t in tests[op.key]}), recording)
         manifest = _manifest(recording)

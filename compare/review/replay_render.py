@@ -8,7 +8,7 @@ _LEVEL = {ReplayVerdict.IDENTICAL: "ok", ReplayVerdict.SPREAD: "ok", ReplayVerdi
           ReplayVerdict.HEAD_FAILS: "fail", ReplayVerdict.BASE_FAILS: "info", ReplayVerdict.BOTH_FAIL: "warn",
           ReplayVerdict.NO_CALLS: "warn"}
 NO_REFERENCE = "nothing here says which side is right"
-NOT_RUN = "timing and compiled code are not run on replayed calls"
+NOT_RUN = "timing and compiled code were not run on its recorded calls"
 
 
 def _where(t: TensorDiff) -> str:
@@ -81,5 +81,12 @@ def markdown(op: ReplayedOp, hint: str = "") -> list[str]:
     if op.calls:
         text += ["| call | test | arguments | BASE against HEAD |", "|---|---|---|---|"]
         text += [_call_row(c) for c in op.calls] + [""]
-    text += [f"- {n}" for n in op.notes] + [f"- {NOT_RUN}", ""]
+    text += [f"- {n}" for n in op.notes] + [f"- {timed_line(op)}", ""]
     return text
+
+
+def timed_line(op: ReplayedOp) -> str:
+    """Which recorded call its timing and compiled code ran on, and how it was grown, or why they did not run."""
+    if op.report is not None:
+        return f"timing and compiled code, BASE against HEAD on its recorded calls: {op.timed}"
+    return op.timed or NOT_RUN

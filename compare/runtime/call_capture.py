@@ -6,29 +6,15 @@ own process: these run a reviewed library's code.
 """
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import inspect
-import pickle
 from typing import Any
 
 import torch
 
-_MARK = "__kernel_ab_tensor__"
-MAX_VALUE_BYTES = 1 << 20   # a non-tensor argument larger than this pickled is not recorded
-
-
-class Unrecordable(ValueError):
-    """An argument that cannot be kept by value (the message names it and why)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class TensorMeta:
-    dtype: str
-    shape: tuple[int, ...]
-    stride: tuple[int, ...]
-    device: str
-    requires_grad: bool
+# the call kept by value lives with the recorded family, which loads it (variants may not import this layer)
+from variants.call_values import (MAX_VALUE_BYTES, TensorMeta, Unrecordable, dtype_name as _dtype_name,  # noqa: F401
+                                  keep, pack, remake, unpack)
 
 
 def resolve(module: str, name: str) -> tuple[Any, str, Any]:
@@ -51,57 +37,6 @@ def parameter_names(fn, count: int) -> list[str]:
         params = params[1:]
     names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     return [names[i] if i < len(names) else f"arg{i}" for i in range(count)]
-
-
-def _dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
-
-
-def pack(value, tensors: list, seen: dict, where: str):
-    """`value` with each tensor replaced by a marker indexing `tensors` (the same tensor object twice is
-    one entry: an op handed one buffer twice gets one buffer again)."""
-    if isinstance(value, torch.Tensor):
-        if id(value) not in seen:
-            seen[id(value)] = len(tensors)
-            tensors.append(value)
-        return {_MARK: seen[id(value)]}
-    if isinstance(value, (tuple, list)):
-        packed = [pack(v, tensors, seen, f"{where}[{i}]") for i, v in enumerate(value)]
-        return tuple(packed) if isinstance(value, tuple) else packed
-    if isinstance(value, dict):
-        return {k: pack(v, tensors, seen, f"{where}[{k!r}]") for k, v in value.items()}
-    try:
-        size = len(pickle.dumps(value))
-    except Exception as exc:  # noqa: BLE001 - any object may refuse pickling in its own way
-        raise Unrecordable(f"{where} ({type(value).__name__}) cannot be kept by value: {type(exc).__name__}") from None
-    if size > MAX_VALUE_BYTES:
-        raise Unrecordable(f"{where} ({type(value).__name__}) is {size:,} bytes pickled")
-    return value
-
-
-def unpack(value, tensors: list):
-    if isinstance(value, dict) and set(value) == {_MARK}:
-        return tensors[value[_MARK]]
-    if isinstance(value, (tuple, list)):
-        out = [unpack(v, tensors) for v in value]
-        return tuple(out) if isinstance(value, tuple) else out
-    if isinstance(value, dict):
-        return {k: unpack(v, tensors) for k, v in value.items()}
-    return value
-
-
-def keep(t: torch.Tensor) -> tuple[torch.Tensor, TensorMeta]:
-    """A tensor by value: its elements on the CPU, and what it was."""
-    meta = TensorMeta(_dtype_name(t.dtype), tuple(t.shape), tuple(t.stride()), t.device.type, bool(t.requires_grad))
-    return t.detach().to("cpu", copy=True).contiguous(), meta
-
-
-def remake(value: torch.Tensor, meta: TensorMeta, device: str | None = None) -> torch.Tensor:
-    """A fresh tensor like the one kept: the same strides, on `device` (default: the one it was on)."""
-    t = torch.empty_strided(meta.shape, meta.stride, dtype=getattr(torch, meta.dtype), device=device or meta.device)
-    with torch.no_grad():
-        t.copy_(value)
-    return t.requires_grad_(True) if meta.requires_grad else t
 
 
 def describe(value, names: dict[int, str] | None = None) -> str:
@@ -152,3 +87,38 @@ def named_outputs(value, name: str = "out") -> dict[str, Any]:
             found.update(named_outputs(v, f"{name}[{k!r}]"))
         return found
     return {name: value}
+
+
+def result_form(value) -> dict:
+    """What an op's call returned, for the recorded family to time it: each tensor by name (dtype, shape, whether
+    it has a gradient), and `select`, the index of the element of a tuple result that is its output (the first
+    tensor with a gradient, else the first tensor; None: the result is that tensor)."""
+    found = {name: {"dtype": _dtype_name(t.dtype), "shape": list(t.shape), "grad": t.grad_fn is not None}
+             for name, t in named_outputs(value).items() if isinstance(t, torch.Tensor)}
+    top = list(value) if isinstance(value, (tuple, list)) else []
+    tensors = [i for i, v in enumerate(top) if isinstance(v, torch.Tensor)]
+    graded = [i for i in tensors if top[i].grad_fn is not None]
+    select = (graded or tensors or [None])[0]
+    output = "out" if isinstance(value, torch.Tensor) else f"out[{select}]" if select is not None else None
+    return {"tensors": found, "select": select, "output": output if output in found else None}
+
+
+def reached(outputs: list, tensors: list) -> list[int]:
+    """The indices of `tensors` whose gradient the outputs' autograd graph reaches (walked, nothing is run)."""
+    leaves = {id(t): i for i, t in enumerate(tensors) if t.requires_grad and t.grad_fn is None}
+    nodes = {id(t.grad_fn): i for i, t in enumerate(tensors) if t.grad_fn is not None}
+    stack = [o.grad_fn for o in outputs if isinstance(o, torch.Tensor) and o.grad_fn is not None]
+    seen, found = set(), set()
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if id(node) in nodes:
+            found.add(nodes[id(node)])
+            continue
+        variable = getattr(node, "variable", None)
+        if variable is not None and id(variable) in leaves:
+            found.add(leaves[id(variable)])
+        stack.extend(n for n, _ in node.next_functions)
+    return sorted(found)

@@ -48,16 +48,42 @@ class Recorder:
 
     def wrap(self, op: str, fn):
         def recorded(*args, **kwargs):
+            kept = None
             if self.depth == 0 and not self.full(op):
                 self.depth += 1
                 try:
-                    self.keep(op, fn, args, kwargs)
+                    kept = self.keep(op, fn, args, kwargs)
                 finally:
                     self.depth -= 1
-            return fn(*args, **kwargs)
+            try:
+                result = fn(*args, **kwargs)
+            except Exception as exc:
+                if kept is not None:   # the call stays recorded; the family made of it cannot time it
+                    self.manifest["calls"][kept[0]]["raised"] = _first_line(exc)
+                    self.write()
+                raise
+            if kept is not None:
+                self.returned(*kept, result)
+            return result
         return recorded
 
-    def keep(self, op: str, fn, args: tuple, kwargs: dict) -> None:
+    def returned(self, index: int, tensors: list, result) -> None:
+        """What a kept call returned and which of its tensors its graph gives a gradient (the recorded family
+        times it from these: variants/recorded.py); once every op has its calls, the process ends."""
+        from compare.runtime import call_capture as cc
+        entry = self.manifest["calls"][index]
+        try:
+            entry["result"] = cc.result_form(result)
+            entry["reached"] = cc.reached(list(cc.named_outputs(result).values()), tensors)
+        except Exception as exc:  # noqa: BLE001 - an odd result is not the test's failure; the call stays recorded
+            self.note(f"{entry['op']}: what call {index} returned could not be read: {_first_line(exc)}")
+        self.write()
+        if all(self.full(o) for o in self.ops):
+            sys.stdout.flush()
+            os._exit(0)   # every op has its calls: the rest of the tests would add nothing
+
+    def keep(self, op: str, fn, args: tuple, kwargs: dict) -> tuple[int, list] | None:
+        """(the call's index, its argument tensors) when it is kept."""
         import torch
         from compare.runtime import call_capture as cc
         names = cc.parameter_names(fn, len(args))
@@ -65,18 +91,18 @@ class Recorder:
         dtypes = cc.dtypes(args, kwargs)
         kinds = self.kinds.setdefault(op, {})
         if sig in self.seen.setdefault(op, set()) or kinds.get(dtypes, 0) >= self.per_dtypes:
-            return   # another signature of dtypes already kept twice adds less than the next dtype will
+            return None   # another signature of dtypes already kept twice adds less than the next dtype will
         tensors: list = []
         try:
             packed = cc.pack((tuple(args), dict(kwargs)), tensors, {}, "the arguments")
         except cc.Unrecordable as exc:
             self.note(f"{op}: a call not recorded: {exc}")
-            return
+            return None
         kept = [cc.keep(t) for t in tensors]
         size = sum(v.numel() * v.element_size() for v, _ in kept)
         if self.spent + size > self.budget:
             self.note(f"{op}: a call of {size:,} bytes not recorded: the recording's budget of {self.budget:,} bytes is spent")
-            return
+            return None
         self.seen[op].add(sig)
         kinds[dtypes] = kinds.get(dtypes, 0) + 1
         self.spent += size
@@ -85,11 +111,9 @@ class Recorder:
                     "names": names}, self.out / f"call_{index}.pt")
         test = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]
         self.manifest["calls"].append({"op": op, "file": f"call_{index}.pt", "signature": sig, "test": test,
-                                       "bytes": size})
+                                       "bytes": size, "keywords": list(kwargs)})
         self.write()
-        if all(self.full(o) for o in self.ops):
-            sys.stdout.flush()
-            os._exit(0)   # every op has its calls: the rest of the tests would add nothing
+        return index, tensors
 
     def install(self, ops: list[dict]) -> None:
         """Each op wrapped where it is defined, and where modules already imported hold it by name."""
@@ -155,17 +179,60 @@ class _Plugin:
 
 
 def record(request: dict) -> int:
+    """The ops' calls recorded from the library's tests (`tests`), or from a Python `command`; the command's
+    own exit code (a test that fails still leaves its calls)."""
     import pytest
     recorder = Recorder(request)
     recorder.write()
     recorder.install(request["ops"])
     if not recorder.ops:
         return 0
+    if request.get("command"):
+        code = run_command(request["command"], _Plugin(recorder))
+        recorder.write()
+        return code
     args = [*request["tests"], "-q", "-p", "no:cacheprovider", "-o", "addopts=", "--rootdir", request["rootdir"],
             "-W", "ignore"]
     code = pytest.main(args, plugins=[_Plugin(recorder)])
     recorder.write()
     return 0 if code in (0, 1, 5) else 0
+
+
+def command_form(argv: list[str]) -> tuple[str, str, list[str]]:
+    """(how, what, its arguments) of a Python command: ("pytest", "", ARGS), ("module", MODULE, ARGS) or
+    ("file", FILE, ARGS); ValueError, one line, for any other command."""
+    words = list(argv)
+    if words and Path(words[0]).name.startswith("python"):
+        words = words[1:]
+        if words[:1] == ["-m"] and len(words) > 1:
+            return ("pytest", "", words[2:]) if words[1] == "pytest" else ("module", words[1], words[2:])
+        if words and words[0].endswith(".py"):
+            return "file", words[0], words[1:]
+    elif words and Path(words[0]).name in ("pytest", "py.test"):
+        return "pytest", "", words[1:]
+    elif words and words[0].endswith(".py"):
+        return "file", words[0], words[1:]
+    raise ValueError(f"the command {' '.join(argv) or '(none)'!r} is not a Python program kernel-ab can record "
+                     "in its own process: give `pytest ARGS`, `python3 FILE.py ARGS` or `python3 -m MODULE ARGS`")
+
+
+def run_command(argv: list[str], plugin) -> int:
+    """The command run in this process, as its interpreter would (sys.argv set, run as __main__)."""
+    import runpy
+    how, what, args = command_form(argv)
+    if how == "pytest":
+        import pytest
+        return int(pytest.main(args, plugins=[plugin]))
+    sys.argv = [what, *args]
+    try:
+        if how == "module":
+            runpy.run_module(what, run_name="__main__", alter_sys=True)
+        else:
+            sys.path.insert(0, str(Path(what).resolve().parent))
+            runpy.run_path(what, run_name="__main__")
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return 0
 
 
 def _upstream(outputs: dict, seed: int) -> dict:
@@ -182,7 +249,7 @@ def _upstream(outputs: dict, seed: int) -> dict:
 def _play_one(fn, kept: dict, device: str, seed: int) -> dict:
     import torch
     from compare.runtime import call_capture as cc
-    metas = [cc.TensorMeta(**{**m, "shape": tuple(m["shape"]), "stride": tuple(m["stride"])}) for m in kept["meta"]]
+    metas = [cc.TensorMeta.of(m) for m in kept["meta"]]
     fresh = [cc.remake(v, m, device if device == "cpu" else None) for v, m in zip(kept["tensors"], metas)]
     before = [t.detach().clone() for t in fresh]
     args, kwargs = cc.unpack(kept["args"], fresh)

@@ -1,0 +1,48 @@
+"""A replayed op's time and compiled code: its recorded calls made a family (variants/recorded.py), in which
+its BASE and HEAD are compared as compare compares an op (checks timing and ir; on the CPU timing is skipped
+with compare's reason). On a GPU the call moving the most bytes is timed, grown along its leading dimension
+(variants/recorded_growth.py); on the CPU the smallest call's kernels are compiled for sm_90."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from compare.model.replay import ReplayedOp, ReplayVerdict
+
+CHECKS = ("timing", "ir")
+
+
+def timed(args, backend, compare, replayed: ReplayedOp, op, recording: Path, work: Path, base: str,
+          head: str) -> ReplayedOp:
+    """`replayed` with its timing and compiled code (`report`) and which call was timed (`timed`), or why not.
+    `compare(request, registry)` runs one comparison: (report, error, needs) as review's own."""
+    from compare.command_line.arguments import as_compare
+    from compare.model import gates
+    from variants import discovery
+    from variants.recorded_build import NotTimeable, write_family
+    checks = [c for c in (args.checks or CHECKS) if c in CHECKS]
+    if replayed.verdict == ReplayVerdict.NO_CALLS or not checks:
+        return replayed
+    free = None
+    if backend.gpu:
+        from compare.comparison.memory import device_available
+        free = device_available()
+    try:
+        built = write_family(recording, f"{op.module}:{op.name}", work / "families", op.label, free)
+    except NotTimeable as exc:
+        return dataclasses.replace(replayed, timed=f"not timed: {exc}")
+    preset = "timed" if backend.gpu else "smallest"
+    specs = tuple(f"{op.label}.{side}=git:{rev}:{op.path}::{op.name}{built.call}"
+                  for side, rev in (("base", base), ("head", head)))
+    request, _ = as_compare(args, external=specs, family=built.name, variants=[], preset=preset, shape=None,
+                            dtype=built.dtypes[preset], checks=checks, inputs="recorded", input_kind="recorded")
+    folders = [*(args.family_paths or ()), str(built.folder)]
+    with discovery.configured(folders, args.repo):   # the timing processes find the family too
+        report, error, _ = compare(request, discovery.registry())
+    said = built.timed if backend.gpu else f"{built.smallest}, its kernels compiled for {request.target} offline " \
+                                           "(timing needs a GPU)"
+    if report is None:
+        return dataclasses.replace(replayed, timed=f"its timing and compiled code could not run: {error}")
+    report = dataclasses.replace(report, gates=gates.decide(report, False, args.fail_if_slower, args.accept_unjudged))
+    return dataclasses.replace(replayed, report=report, timed=said)
+
