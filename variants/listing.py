@@ -11,18 +11,18 @@ HEADERS = ("variant", "kind", "kernels", "runs on", "what it is")
 def _table(rows: list[tuple], width: int) -> str:
     """The variants' table within `width`: its last column wrapped beside the others where 30 columns are left
     for it, else under each row, indented."""
+    from tabulate import tabulate
     fixed = [max(len(str(c)) for c in col) for col in zip(HEADERS[:-1], *(r[:-1] for r in rows))]
-    start = sum(fixed) + 2 * len(fixed)
-    beside = width - start >= 30
+    probe = tabulate([(*r[:-1], "") for r in rows], headers=HEADERS, tablefmt="plain").splitlines()[0]
+    room = width - probe.index(HEADERS[-1])   # where tabulate starts the last column
+    if room >= 30:
+        wrapped = [(*r[:-1], textwrap.fill(str(r[-1]), room, break_long_words=False)) for r in rows]
+        return "\n".join(line.rstrip() for line in tabulate(wrapped, headers=HEADERS, tablefmt="plain").splitlines())
     lines = []
-    for row in (HEADERS, *rows):
-        head = "  ".join(str(c).ljust(n) for c, n in zip(row[:-1], fixed))
-        if beside:
-            wrapped = textwrap.wrap(str(row[-1]), width - start, break_long_words=False) or [""]
-            lines += [f"{head}  {wrapped[0]}".rstrip()] + [" " * start + more for more in wrapped[1:]]
-        else:
-            lines += [head.rstrip()] + textwrap.wrap(str(row[-1]), width, initial_indent="    ",
-                                                     subsequent_indent="    ", break_long_words=False)
+    for row in (HEADERS, *rows):   # the description under each row: it would not fit beside them
+        lines.append("  ".join(str(c).ljust(n) for c, n in zip(row[:-1], fixed)).rstrip())
+        lines += textwrap.wrap(str(row[-1]), width, initial_indent="    ", subsequent_indent="    ",
+                               break_long_words=False)
     return "\n".join(lines)
 
 
