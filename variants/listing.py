@@ -37,7 +37,7 @@ def show(registry) -> int:
         doc = (type(family).__doc__ or "").strip().splitlines()
         say()
         say(f"## family {family.name}: {doc[0] if doc else '(its class has no docstring)'}")
-        say(f"from: {registry.origins.get(family.name, 'given')}")
+        print(f"from: {registry.origins.get(family.name, 'given')}")   # a path whole, to copy
         rows = [(v.name, v.kind, ", ".join(v.own_kernels) or "op", "GPU" if v.needs_gpu else "any", v.why)
                 for v in registry.variants(family.name)]
         print(_table(rows, width))
