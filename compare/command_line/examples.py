@@ -8,7 +8,7 @@ EXAMPLES = {   # (what it does, the command), each under 78 columns
              ("also the families of another folder", "kernel-ab list --family-path ../mylib/kab_families")),
     "compare": (("the default family's default pair: numerics, timing (GPU), compiled code", "kernel-ab compare"),
                 ("your own kernel against the float64 reference and torch",
-                 "kernel-ab compare --variant mine=my_norm.py::group_norm_fwd")),
+                 "kernel-ab compare --variant mine=my_kernels.py::my_forward_kernel")),
     "ir": (("the compiled code of the default pair, every stage", "kernel-ab ir"),
            ("two variants' PTX, whole", "kernel-ab ir pointer_mutation explicit_offset --stage ptx --full")),
     "review": (("the ops of the Triton kernels the last commit changed", "kernel-ab review HEAD~1 HEAD --repo ."),
