@@ -1,4 +1,4 @@
-"""kernel-ab's command line: list, compare, ir, review, record, report, pairwise, diff (`python3 main.py COMMAND --help`).
+"""kernel-ab's command line: list, compare, ir, review, record, report, pairwise, diff (`kernel-ab COMMAND --help`).
 
 Exit codes (compare.runtime.exit_codes; the table: docs/reports-and-gates.md): 0 every gate holds; 1 a gate
 failed or could not be judged; 2 bad input; 3 kernel-ab's own error or a missing dependency; 74 a report file
@@ -58,9 +58,9 @@ def _shape_options(p: argparse.ArgumentParser) -> None:
     d, _, o = _defaults()
     p.add_argument("variants", nargs="*", help="variant names; the first is the baseline")
     p.add_argument("--preset", help="shape preset (default: the family's default)")
-    p.add_argument("--shape", help="one shape instead of a preset, in the family's form (`main.py list` shows it)")
+    p.add_argument("--shape", help="one shape instead of a preset, in the family's form (`kernel-ab list` shows it)")
     p.add_argument("--family", help="the family to compare (default: the named variants' family, else the default "
-                                    "family that `main.py list` names); --variant kernels join it")
+                                    "family that `kernel-ab list` names); --variant kernels join it")
     p.add_argument("--eps", type=float, help=f"eps for --shape (default {d.eps:g}; a preset has its own)")
     p.add_argument("--dtype", help=f"float32, float16, bfloat16, a comma list of them, or all (default {d.dtype})")
     p.add_argument("--device", choices=("auto", "cuda", "cpu"),
@@ -79,7 +79,7 @@ def _variant_options(p: argparse.ArgumentParser) -> None:
                         "kernel, told apart by its parameters (FORWARD,BACKWARD: both). Anything else callable (a "
                         "Python function, an autograd Function's apply) is an op, compared as its users call it "
                         "(forward, backward through autograd, timing of each, IR of the kernels it launches). An op "
-                        "whose arguments are not in the family's order lists the family's op arguments (`main.py "
+                        "whose arguments are not in the family's order lists the family's op arguments (`kernel-ab "
                         "list` shows them) in its own order: 'Fn.apply(ARG, ...)' (quote it for the shell)")
     g.add_argument("--repo", help="the git repository of git: variants, whose pyproject.toml may name family folders "
                                   "(default: the current directory)")
@@ -114,7 +114,7 @@ def _ir_options(p: argparse.ArgumentParser) -> None:
 
 def _output_options(p: argparse.ArgumentParser) -> None:
     o = p.add_argument_group("output and gates")
-    o.add_argument("--json", help="also write the report as JSON here")
+    o.add_argument("--json", help="also write the report as JSON here (-: on standard output, the screen on stderr)")
     o.add_argument("--markdown", help="also write the report as a Markdown pull-request comment here (detail cut "
                                       "to keep it short; --out writes the whole one too)")
     o.add_argument("--out", help="write report.md (the comment), report-full.md (nothing cut), report.json, "
@@ -135,14 +135,14 @@ def _output_options(p: argparse.ArgumentParser) -> None:
     o.add_argument("--accept-unjudged", action="store_true",
                    help="a gate whose evidence is missing (say --fail-if-slower where nothing could be timed) is "
                         "reported as not judged and does not fail the run; without it, it fails")
-    o.add_argument("--quiet", action="store_true", help="no progress output")
-    o.add_argument("--verbose", action="store_true", help="print every section after the glance (else: the files)")
+    o.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    o.add_argument("-v", "--verbose", action="store_true", help="print every section after the glance (else: the files)")
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
     p = _Parser(prog=prog, description=__doc__.splitlines()[0])
     from compare.runtime.version import VersionAction
-    p.add_argument("--version", action=VersionAction, help="print kernel-ab's version and commit, and exit")
+    p.add_argument("-V", "--version", action=VersionAction, help="print kernel-ab's version and commit, and exit")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     ls = sub.add_parser("list", help="list the families, where each came from, their variants, presets, input "
                                      "kinds and dtypes")
@@ -151,7 +151,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                                                 "(default: the current directory)")
     c = sub.add_parser("compare", help="compare variants (default: the family's default pair)")
     _shape_options(c)
-    c.add_argument("--inputs", help="input kinds, comma list or all (the family's kinds: `main.py list`; default: "
+    c.add_argument("--inputs", help="input kinds, comma list or all (the family's kinds: `kernel-ab list`; default: "
                                     "all, the non-normal ones on the first shape, 1 trial)")
     c.add_argument("--check", action="append", dest="checks",
                    help="run only this check (repeatable): numerics (forward), backward, timing, ir (default all)")
@@ -178,12 +178,13 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     r.add_argument("file", type=Path, help="a report.json written by compare")
     r.add_argument("--format", default="terminal", choices=("terminal", "markdown", "markdown-full"),
                    help="markdown: the comment (report.md); markdown-full: nothing cut (report-full.md)")
-    r.add_argument("--verbose", action="store_true", help="terminal: every section after the glance")
+    r.add_argument("-v", "--verbose", action="store_true", help="terminal: every section after the glance")
     r.set_defaults(alone=cmd_report)
     from compare.checks import pairwise
     pairwise.add_parser(sub)
-    from compare.command_line import baseline
+    from compare.command_line import baseline, examples
     baseline.add_parsers(sub, c)   # diff, and compare's --baseline
+    examples.add(sub)
     return p
 
 
@@ -193,11 +194,8 @@ def _fail(message: str) -> int:
 
 
 def cmd_compare(request, options, registry, backend, distributed=None, saved=None) -> int:
-    import dataclasses
-    from compare.model import gates
     from compare.comparison import pipeline
     from compare.runtime.progress import reporter
-    from compare.render import files, terminal
     from compare.runtime import supervisor
     with pipeline.planned(request, registry, options, excluded=supervisor.excluded(), backend=backend,
                           no_timing=supervisor.timing_left_out()) as (the_plan, failed):   # unloaded at exit
@@ -206,6 +204,8 @@ def cmd_compare(request, options, registry, backend, distributed=None, saved=Non
         from compare.command_line import distributed_options   # --jobs, --scheduler: the checks as tasks (docs/sweeps.md)
         if distributed is not None and distributed.dry_run:
             return distributed_options.dry_run(distributed, the_plan, backend)
+        from compare.command_line.outcome import warn_unjudgeable
+        warn_unjudgeable(the_plan, backend, options)   # before the work, not found out at its end
         stopped = None
         try:
             with reporter(distributed_options.steps(distributed, the_plan, backend), not options.quiet) as step:
@@ -216,20 +216,8 @@ def cmd_compare(request, options, registry, backend, distributed=None, saved=Non
         except pipeline.Interrupted as exc:   # a stop signal: the report of the cases finished, and its exit code
             report, stopped = exc.report, exc.stop
             print(f"kernel-ab: {stopped}; the report holds what was finished before it", file=sys.stderr)
-    # the gates are decided once, into the report, so that every renderer lists them and the exit code agrees
-    report = dataclasses.replace(report, gates=gates.decide(report, options.fail_on_numerics, options.fail_if_slower,
-                                                            options.accept_unjudged))
-    terminal.render(report, verbose=options.verbose)
-    lines, unwritten = files.write(report, options.json, options.markdown, options.out)
-    for line in lines:
-        print(line, file=sys.stderr)
-    broken = [line for g in report.gates for line in gates.reasons(g)]
-    for line in broken:
-        print(f"kernel-ab: gate failed: {line}", file=sys.stderr)
-    across = saved.after_run(report, options.verbose) if saved is not None else 0
-    if stopped is not None:
-        return stopped.exit_code
-    return files.WRITE_FAILED if unwritten else 1 if any(g.fails for g in report.gates) else across
+    from compare.command_line import outcome
+    return outcome.finish(report, options, stopped, saved)
 
 
 def cmd_report(args) -> int:

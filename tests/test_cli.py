@@ -108,3 +108,44 @@ def test_a_reader_that_leaves_early_ends_the_command_quietly_with_141():
     os.close(write_end)
     assert proc.returncode == 141
     assert proc.stderr == ""
+
+
+def test_json_dash_writes_the_report_to_standard_output_and_the_screen_to_standard_error(tmp_path, monkeypatch,
+                                                                                         capsys):
+    from compare.runtime.version import version
+    monkeypatch.chdir(tmp_path)
+    code = main.main(["compare", "--shape", "2,8,2,16", "--trials", "1", "--inputs", "normal", "--check", "numerics",
+                      "--json", "-", "-q"], prog="kernel-ab")
+    out, err = capsys.readouterr()
+    assert code == 0 and list(tmp_path.iterdir()) == []   # no file named '-'
+    data = json.loads(out)   # standard output is the JSON, whole
+    assert data["schema_version"] == 4 and data["environment"]["kernel_ab_version"] == version()
+    assert data["shape_params"] == [{"batch": 2, "channels": 8, "num_groups": 2, "spatial": [16], "eps": 1e-06,
+                                     "reads_x_twice": False}]
+    assert {"variant": "explicit_offset", "check": "numerics", "verdict": "identical bits", "amount": "1 of 1 case",
+            "where": "every case", "level": "ok", "against": "pointer_mutation"} in data["verdicts"]
+    assert "explicit_offset against pointer_mutation (baseline):" in err
+
+
+def test_short_version_quiet_and_verbose_options(capsys):
+    assert main.main(["-V"], prog="kernel-ab") == 0
+    assert capsys.readouterr().out.startswith("kernel-ab 0.")
+    args = main._parser("kernel-ab").parse_args(["compare", "-q", "-v"])
+    assert args.quiet and args.verbose
+    assert main._parser("kernel-ab").parse_args(["report", "r.json", "-v"]).verbose
+
+
+@pytest.mark.parametrize("command", ["list", "compare", "ir", "review", "report", "pairwise"])
+def test_each_commands_help_names_the_installed_command_with_two_examples(command, capsys):
+    assert main.main([command, "--help"], prog="kernel-ab") == 0
+    text = capsys.readouterr().out
+    examples = text.split("\nexamples:\n")[1].splitlines()
+    assert len([line for line in examples if line.startswith(f"  kernel-ab {command}")]) == 2
+    assert "main.py" not in text
+
+
+def test_list_fits_80_columns(monkeypatch, capsys):
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main.main(["list"], prog="kernel-ab") == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) > 50 and max(len(line) for line in lines) <= 80

@@ -1,9 +1,14 @@
 """The answer on the first screen: piped at COLUMNS=80, `compare` and `review` print the title and the glance
 table (check, verdict, how much, where) within the first 24 lines, no line wider than 80 or ending in a space;
-the sections come with --verbose."""
+the sections come with --verbose. The title's next line says where the kernels ran."""
+import fcntl
 import os
+import pty
+import re
+import struct
 import subprocess
 import sys
+import termios
 from pathlib import Path
 
 import pytest
@@ -46,9 +51,10 @@ def test_compare_puts_the_title_and_every_checks_row_on_the_first_screen():
     lines = text.splitlines()
     _plain(text)
     assert "kernel-ab: group_norm, preset custom, float32, baseline pointer_mutation" in lines[0]
-    assert lines[1] == "explicit_offset against pointer_mutation (baseline):"
+    assert lines[1] == "ran on Triton's CPU interpreter (no GPU)"   # where the kernels ran, on the first screen
+    assert lines[2] == "explicit_offset against pointer_mutation (baseline):"
     at, rows = _glance_at(lines)
-    assert at == 2
+    assert at == 3
     # the default pair: every bit the same, the loop's carried pointers gone (docs/findings.md)
     assert rows["numerics identical"][:4] == ["OK", "numerics", "identical", "bits"]
     assert rows["backward identical"][:4] == ["OK", "backward", "identical", "bits"]
@@ -65,7 +71,7 @@ def test_verbose_gives_the_glance_then_every_section():
     lines = text.splitlines()
     at, rows = _glance_at(lines)
     numerics = next(i for i, line in enumerate(lines) if " Numerics " in line)
-    assert at == 2 and numerics > at and "Environment" in text
+    assert at == 3 and numerics > at and "Environment" in text
 
 
 def test_review_puts_its_summary_and_each_ops_table_on_the_first_screen(tmp_path):
@@ -78,3 +84,52 @@ def test_review_puts_its_summary_and_each_ops_table_on_the_first_screen(tmp_path
     at, rows = _glance_at(lines)
     assert at < 24 and any(check.startswith("numerics") for check in rows)
     assert max(i for i, line in enumerate(lines) if "numerics" in line.split()[:2]) < 24
+
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def _in_a_terminal(argv: list[str], columns: int = 80, rows: int = 24) -> list[str]:
+    """What `main.py argv` shows in a pseudo-terminal of `columns` x `rows` (stdout and stderr both), as the
+    screen's lines: escape sequences out, split wherever the cursor goes back to the line's start."""
+    pid, fd = pty.fork()
+    if pid == 0:   # the child: a terminal of that size, no COLUMNS to go by
+        env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+        os.chdir(ROOT)
+        os.execve(sys.executable, [sys.executable, str(ROOT / "main.py"), *argv], {**env, "PYTHONPATH": str(ROOT)})
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:   # the child closed the terminal: it has ended
+            break
+        if not chunk:
+            break
+        out += chunk
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, out.decode(errors="replace")
+    text = ANSI.sub("", out.decode(errors="replace"))
+    return [part for line in text.split("\n") for part in line.split("\r")]
+
+
+def test_compare_in_an_80_by_24_terminal_names_the_interpreter_shows_the_verdicts_and_fits():
+    """Progress bar included (no --quiet): every line the terminal shows fits its 80 columns."""
+    lines = _in_a_terminal(["compare", "--shape", "2,8,2,16", "--trials", "1", "--inputs", "normal",
+                            "--check", "numerics"])
+    assert "ran on Triton's CPU interpreter (no GPU)" in lines
+    verdict = next(line for line in lines if line.split()[:2] == ["OK", "numerics"])
+    assert "identical bits" in verdict and "1 of 1 case" in verdict
+    assert all(len(line) <= 80 for line in lines), max(lines, key=len)
+
+
+def test_a_variant_alone_gets_its_verdicts_against_the_reference_and_torch_on_the_first_screen():
+    kernel = "variants/group_norm/explicit_offset.py::group_norm_forward"
+    text = _run("compare", "--variant", f"mine={kernel}", "--shape", "2,8,2,16", "--trials", "1", "--inputs",
+                "normal", "--check", "numerics", "--quiet")
+    _plain(text)
+    lines = text.splitlines()
+    assert lines[2] == "mine against the float64 reference and torch:"
+    at, rows = _glance_at(lines)
+    assert rows["numerics no"][:4] == ["OK", "numerics", "no", "problems"]
+    assert rows["numerics as"][:6] == ["OK", "numerics", "as", "accurate", "as", "torch"]

@@ -171,3 +171,45 @@ def test_compare_records_the_gates_in_its_report_and_exits_by_them(tmp_path, cap
     assert "kernel-ab: gate failed: --fail-if-slower could not be judged: timing was not measured" in stderr
     assert "gate --fail-if-slower 2: could not be judged, so it fails" in stdout
     assert "gate --fail-on-numerics: passed" in stdout
+
+
+def _compare(capsys, tmp_path, *more):
+    import main
+    code = main.main(["compare", "torch", "pointer_mutation", "--shape", "2,8,2,16", "--trials", "1", "--inputs",
+                      "large_mean,all_equal", "--check", "numerics", "--quiet", *more], prog="kernel-ab")
+    return code, *capsys.readouterr()
+
+
+def test_a_failed_gate_is_one_summary_printed_once_naming_what_where_and_the_report(tmp_path, capsys):
+    code, out, err = _compare(capsys, tmp_path, "--fail-on-numerics", "--out", str(tmp_path / "r"))
+    assert code == 1
+    said = [line for line in out.splitlines() if "--fail-on-numerics" in line]
+    assert len(said) == 1 and said[0].startswith("FAIL gate --fail-on-numerics: FAILED: ")   # counted, not listed
+    n = int(said[0].split(": ")[-1].split()[0])
+    summary = [line for line in err.splitlines() if line.startswith("kernel-ab: gate")]
+    assert len(summary) == 1 and n > 1, err
+    assert summary[0].startswith("kernel-ab: gate failed: --fail-on-numerics: numerics: pointer_mutation ")
+    assert f"(and {n - 1} more); every reason: {tmp_path / 'r'}/report.md" in summary[0]
+    assert "large_mean" in summary[0] or "all_equal" in summary[0]   # where: the case of the first reason
+
+
+def test_a_gate_this_machine_cannot_judge_is_said_before_the_work(tmp_path, capsys):
+    code, out, err = _compare(capsys, tmp_path, "--fail-if-slower", "2", "--device", "cpu")
+    assert code == 1
+    first = err.splitlines()[0]
+    assert first == ("kernel-ab: warning: --fail-if-slower 2 cannot be judged: timing is not among the checks; "
+                     "the run fails on it unless --accept-unjudged is given")
+    assert err.count("kernel-ab: warning:") == 1
+
+
+def test_without_a_gpu_the_timing_gate_is_said_unjudgeable_and_accepted_if_asked():
+    from types import SimpleNamespace
+    from compare.command_line.outcome import unjudgeable
+    plan = SimpleNamespace(checks=("numerics", "timing"), directions=("forward",))
+    cpu, gpu = SimpleNamespace(gpu=False), SimpleNamespace(gpu=True)
+    options = SimpleNamespace(fail_if_slower=2.0, fail_on_numerics=True, accept_unjudged=True)
+    assert unjudgeable(plan, cpu, options) == ["--fail-if-slower 2 cannot be judged: timing needs a CUDA GPU and "
+                                               "there is none here; it is reported as not judged"]
+    assert unjudgeable(plan, gpu, options) == []
+    assert unjudgeable(SimpleNamespace(checks=("timing",), directions=()), gpu, options) == [
+        "--fail-on-numerics cannot be judged: no numerics check is asked for; it is reported as not judged"]

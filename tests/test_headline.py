@@ -84,9 +84,9 @@ def test_planted_bugs_are_less_accurate_first_and_fail_the_gate(tmp_path, name, 
     code, stdout, data = compare(tmp_path, "explicit_offset", bug, "--inputs", "normal", "--fail-on-numerics")
     line = _numerics_line(data)
     assert line.startswith("numerics: LESS ACCURATE than explicit_offset in forward float32 normal"), line
-    # first in the report: the glance's first row, under the title, the pair's name and the table's header
+    # first in the report: the glance's first row, under the title, where it ran, the pair's name and the header
     at, words = _glance_row(stdout, "numerics")
-    assert words[:4] == ["FAIL", "numerics", "less", "accurate"] and at == 4, stdout[:500]
+    assert words[:4] == ["FAIL", "numerics", "less", "accurate"] and at == 5, stdout[:500]
     assert code == 1 and data["headline"]["pairs"][0]["introduced"]
 
 

@@ -47,14 +47,20 @@ def _cases(data) -> list[str]:
 
 def test_ctrl_c_writes_the_report_of_the_cases_done_and_exits_130(tmp_path):
     started = time.monotonic()
-    code, data, err, seen = _interrupted(tmp_path, after=6)   # 3 variants a case: 2 cases done
+    code, data, err, seen = _interrupted(tmp_path, "--check", "ir", after=2)   # a unit of progress: a case
     assert code == 130, err
     cases = _cases(data)
     assert 2 <= len(cases) < 12 and cases[:2] == ["forward normal", "forward large_mean"]
     assert all(len(c["variants"]) == 3 for c in data["numerics"]["cases"])   # whole cases only
-    said = [s for s in data["skipped"] if s["check"] == "numerics"]
-    assert said == [{"check": "numerics", "why": f"interrupted (Ctrl-C) after {len(cases)} of 12 cases; this report "
-                     f"holds the {len(cases)} finished", "part": ""}]
+    # the report counts as the progress did (12 cases and the compiled code), and says what never ran
+    assert re.match(r"\[\s*[\d.]+s 2/13", seen[-1]), seen[-1]
+    stop = data["interrupted"]
+    assert stop == {"stop": "interrupted (Ctrl-C)", "done": len(cases), "planned": 12,
+                    "not_run": (["backward"] if len(cases) <= 6 else []) + ["ir"]}
+    assert {"check": "ir", "why": "interrupted before it ran", "part": "", "interrupted": True} in data["skipped"]
+    rows = {(v["check"], v["verdict"]) for v in data["verdicts"]}   # each row asked for is kept, and says why
+    assert ("compiled code", "not compared") in rows and ("timing", "not measured") in rows
+    assert len(cases) > 6 or ("backward", "not run") in rows
     assert "kernel-ab: interrupted (Ctrl-C); the report holds what was finished before it" in err
     assert time.monotonic() - started < 60
 

@@ -8,6 +8,9 @@ date, platform, versions, GPU, driver, clocks), measured durations (`compile_sec
 since the recording where they hold their default (`ADDED`). The goldens are those normalized reports,
 gzipped (tests/golden/plan_equivalence/). Fields added later with content (the IR's pointer names and pass
 notes) and the derived headline's words were taken into them from a run equal to them in every other key.
+A golden of an older schema is brought up to date by the model's own migrations (compare/model/migrations.py:
+schema 4 holds each shape's parameters as an object, not JSON text), and the derived `verdicts` (the glance's
+rows, read off the rest as the headline is) are left out of both sides.
 """
 from __future__ import annotations
 
@@ -29,9 +32,16 @@ DURATIONS = ("compile_seconds", "audit_seconds")
 # fields the model gained after the recording, and the value saying nothing happened (a failure's kind)
 ADDED = {"failure": "", "failed_at": "", "fouls": [], "needs": None, "library": [], "replayed": [], "left_out": [],
          "stopped": False}
+# ... and those of schema 4, where a report's `interrupted` (no stop) is null and a skip's (not by a stop) false
+ADDED_NONE = {"interrupted": (None, False)}
 # the review's fields and lines added since that vary run to run (the budget's seconds used) or say what the
 # default dtypes left out (the CPU's bfloat16, then compared by no default)
 SINCE = ("budget", "dtypes_left_out")
+
+
+def _nothing(key: str, value) -> bool:
+    """Whether `value` of a field added since the recording says nothing happened."""
+    return (key in ADDED and value == ADDED[key]) or (key in ADDED_NONE and value in ADDED_NONE[key])
 # the recorded runs (at commit 80aadd0, the CPU interpreter, offline IR for sm_90; the review at c89c9c1)
 RUNS = {
     "default": ["compare"],
@@ -40,12 +50,22 @@ RUNS = {
 }
 
 
+def migrated(report: dict) -> dict:
+    """`report` at the current schema version, as `from_dict` migrates a saved report before loading it."""
+    from compare.model.migrations import MIGRATIONS
+    while report.get("schema_version") in MIGRATIONS:
+        report = MIGRATIONS[report["schema_version"]](json.loads(json.dumps(report)))
+    return report
+
+
 def normalized(report: dict) -> dict:
-    """`report` less what differs from run to run and host to host (see the module docstring)."""
+    """`report` less what differs from run to run and host to host (see the module docstring), at the current
+    schema version, without the derived verdicts."""
+    report = {k: v for k, v in migrated(report).items() if k != "verdicts"}
     def strip(value):
         if isinstance(value, dict):
             return {k: strip(v) for k, v in value.items()
-                    if k not in DURATIONS and not (k in ADDED and v == ADDED[k])}
+                    if k not in DURATIONS and not _nothing(k, v)}
         if isinstance(value, list):
             return [strip(v) for v in value]
         return value
@@ -57,9 +77,9 @@ def normalized(report: dict) -> dict:
 def normalized_review(review: dict) -> dict:
     """A `review --json` document less what differs between runs: each compared op's report normalized, and
     the reviewed commits' ids (the corpus bundle, rebuilt, gives the same trees other ids) named by side."""
-    compared = [{**{k: v for k, v in c.items() if not (k in ADDED and v == ADDED[k])},
+    compared = [{**{k: v for k, v in c.items() if not _nothing(k, v)},
                  "report": normalized(c["report"]) if c["report"] else None} for c in review["compared"]]
-    kept = {k: v for k, v in review.items() if not (k in ADDED and v == ADDED[k]) and k not in ("base", "head", *SINCE)}
+    kept = {k: v for k, v in review.items() if not _nothing(k, v) and k not in ("base", "head", *SINCE)}
     dtypes = {f"{', '.join(d['dtypes'])} not compared {d['where']}" for d in review.get("dtypes_left_out", [])}
     kept["lines"] = [line for line in kept["lines"] if line["text"].split(":")[0] not in dtypes]
     ids = {review["base"]: "BASE", review["head"]: "HEAD", review["base"][:7]: "BASE", review["head"][:7]: "HEAD"}
@@ -115,7 +135,7 @@ def _same_report(name: str, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(Path(__file__).resolve().parent.parent)   # relative origins as recorded
     assert main.main([*RUNS[name], "--out", str(tmp_path), "--quiet"], prog="main.py") == 0
     run = normalized(json.loads((tmp_path / "report.json").read_text()))
-    golden = json.loads(gzip.decompress((GOLDEN / f"{name}.report.json.gz").read_bytes()))
+    golden = migrated(json.loads(gzip.decompress((GOLDEN / f"{name}.report.json.gz").read_bytes())))
     assert run == golden, first_difference(golden, run)
 
 

@@ -81,10 +81,11 @@ def test_terminal_report_has_summary_first_and_legends():
     text = buf.getvalue()
     assert text.index("FAIL") < text.index("Numerics: forward, N2")
     lines = text.splitlines()
-    assert lines[1] == "B against A (baseline):" and lines[2].split() == ["check", "verdict", "how", "much", "where"]
-    assert lines[4].split()[:4] == ["FAIL", "numerics", "new", "problems"]
+    assert lines[1] == "ran on NVIDIA H200"   # the report's environment: where the kernels ran
+    assert lines[2] == "B against A (baseline):" and lines[3].split() == ["check", "verdict", "how", "much", "where"]
+    assert lines[5].split()[:4] == ["FAIL", "numerics", "new", "problems"]
     said = next(line for line in lines if line.startswith("FAIL numerics: "))   # the headline's line, after the glance
-    assert "new problems (not in A)" in said and lines.index(said) > 4
+    assert "new problems (not in A)" in said and lines.index(said) > 5
     assert "     New in B (not in A):\n       - normal inputs, float32: never written in forward y" in text
     assert "FAIL numerics: B introduced (not in A): normal inputs, float32: never written in forward y" in text
     assert "verdict: faster/slower only when p < 0.05" in text

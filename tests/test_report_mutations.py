@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from compare.model.results import DERIVED
+
 import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,8 +86,10 @@ def test_the_unmutated_report_renders(tmp_path, capsys):
 
 def test_every_single_field_type_mutation_is_one_line_and_exit_2(tmp_path, capsys):
     data = base_report()
-    # the headline is derived from the rest and recomputed on load: its copy in the file is not read (below)
-    places = [(p, v) for p, v in _places(data) if p and p != ("schema_version",) and p[0] != "headline"]
+    # the headline and the verdicts are derived from the rest and recomputed on load: their copy in the file is not
+    # read (below); a shape's parameters are its family's own (Shape.as_dict), of whatever types the family gives
+    places = [(p, v) for p, v in _places(data) if p and p != ("schema_version",) and p[0] not in DERIVED
+              and not (p[0] == "shape_params" and len(p) > 2)]
     assert len(places) > 150   # every kind of field, numerics, timing and IR included
     failures = []
     for path, value in places:

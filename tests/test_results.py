@@ -82,17 +82,40 @@ def test_ulps_of_max_is_measured_at_the_largest_reference_value():
     assert e.ulps_of_max == 4.0     # an ULP at 3.0 in float32 is 2**-22
 
 
-def test_states_and_shape_parameters_load_back_typed_and_write_the_same_text():
-    text = '{"channels": 8, "reads_x_twice": true, "spatial": [256]}'
-    report = dataclasses.replace(sample_report(), shape_params=(ShapeParams.parse(text),))
+def test_states_and_shape_parameters_load_back_typed_and_are_written_as_an_object():
+    values = {"channels": 8, "reads_x_twice": True, "spatial": [256]}
+    report = dataclasses.replace(sample_report(), shape_params=(ShapeParams(values),))
     data = to_dict(report)
-    assert data["shape_params"] == [text]   # the JSON text reports have always held
+    assert data["shape_params"] == [values]   # typed data, not JSON text inside JSON
     back = from_dict(json.loads(json.dumps(data)))
-    assert back.shape_params[0].values == {"channels": 8, "reads_x_twice": True, "spatial": [256]}
+    assert back.shape_params[0].values == values
     assert back.reads_x_twice == (True,)
     variant = back.numerics.cases[1].variants[0]
     assert variant.status is Status.UNTRUSTED and f"{variant.status}" == "untrusted"
     assert back.numerics.cases[1].verdicts[0].accuracy is Accuracy.LESS
-    data["shape_params"] = ["[1, 2]"]
+    data["shape_params"] = [[1, 2]]
     with pytest.raises(ReportFormatError, match=r"shape_params\[0\]"):
         from_dict(data)
+
+
+def test_schema_3_shape_parameters_held_as_json_text_load_as_objects():
+    data = to_dict(sample_report())
+    data["schema_version"] = 3
+    data["shape_params"] = ['{"channels": 8, "reads_x_twice": true, "spatial": [256]}']
+    back = from_dict(data)
+    assert back.schema_version == 4 and back.shape_params[0].values["spatial"] == [256]
+    assert back.reads_x_twice == (True,) and back.environment.kernel_ab_version == "" and back.interrupted is None
+    data["shape_params"] = ["[1, 2]"]   # JSON text, but of no object: named, as any field of the wrong type
+    with pytest.raises(ReportFormatError, match=r"shape_params\[0\]"):
+        from_dict(data)
+
+
+def test_an_interruption_says_how_far_the_run_got_and_what_never_ran():
+    from compare.model.results import Interruption
+    stop = Interruption("interrupted (Ctrl-C)", 3, 12, ("backward", "timing", "ir"))
+    assert stop.text() == "interrupted (Ctrl-C) after 3 of 12 cases: backward, timing and compiled code not run"
+    assert Interruption("terminated (SIGTERM)", 1, 2, ("ir",)).text() == \
+        "terminated (SIGTERM) after 1 of 2 cases: compiled code not run"
+    assert [(s.check, s.interrupted) for s in stop.skips()] == [("backward", True), ("timing", True), ("ir", True)]
+    report = dataclasses.replace(sample_report(), interrupted=stop)
+    assert from_dict(json.loads(json.dumps(to_dict(report)))).interrupted == stop

@@ -261,7 +261,6 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
         kept = {v.name: stowed for v in variants if tallies[v.name].ended is None
                 and (stowed := _trial(case, v, tallies[v.name], pristine, seed)) is not None}
         produced = _measured(kept, ref_fn, pristine, overwrites, dtype, tallies)
-        progress.advance()
         for a, b in itertools.combinations(produced, 2):
             for name in [n for n in produced[a] if n in produced[b]]:   # an op gives only its result
                 case.diffs.setdefault((a, b, name), []).append(bitwise(produced[a][name], produced[b][name]))
@@ -289,7 +288,8 @@ def _tally(case: _Case, v) -> _Tally:
 def _trial(case: _Case, v, tally: _Tally, pristine, seed: int) -> Optional[dict[str, referee.Stowed]]:
     """Run `v` once on its own sealed copy of `pristine`: its outputs as bare storage until the reference
     exists (compare/checks/referee.py), or None where the run ended its tally (a failure, a foul, a limit)."""
-    case.progress(f"numerics {case.direction} {case.shape.label} {case.dtype} {case.input_kind} seed {seed}: {v.name}")
+    dtype = str(case.dtype).removeprefix("torch.")
+    case.progress(f"{v.name}: {case.direction} {case.shape.label} {dtype} {case.input_kind} seed {seed}")
     runner, what = tally.runner, case.what(seed)
     allocated = {k: poison_(t) for k, t in runner.alloc().items()}   # measured, whatever `outputs` is made to hold
     outputs = dict(allocated)

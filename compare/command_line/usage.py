@@ -170,7 +170,7 @@ def _outputs(json_path: str | None, markdown_path: str | None, out: str | None, 
     not_blank("--markdown", markdown_path, "a file name")
     not_blank("--out", out, "a folder")
     singles = [(flag, Path(text)) for flag, text in (("--json", json_path), ("--markdown", markdown_path))
-               if text is not None]
+               if text is not None and not (flag == "--json" and text == "-")]   # --json -: standard output
     folder = None if out is None else Path(out)
     output_folder("--out", folder)
     for flag, path in singles:

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from compare.runtime.backend import Backend
+from compare.runtime.version import version
 from compare.model.results import Environment
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -74,4 +75,5 @@ def collect(backend: Backend, argv: list[str] | None = None) -> Environment:
         platform=platform.platform(), clocks=clocks, git_commit=commit, git_dirty=dirty,
         command=" ".join(shlex.quote(a) for a in _as_typed(argv)),
         time_utc=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        kernel_ab_version=version(),
     )

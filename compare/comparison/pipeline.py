@@ -16,7 +16,7 @@ from compare.runtime.backend import Backend
 from compare.comparison.pace import Pace, case_work
 from compare.comparison.environment import collect
 from compare.runtime.progress import Step
-from compare.model.results import Failure, NumericsSection, Report, ShapeParams, Skip, VariantInfo
+from compare.model.results import Failure, Interruption, NumericsSection, Report, ShapeParams, Skip, VariantInfo
 from compare.model.same_code import settled
 from compare.model.states import LoadStatus
 from compare.comparison.plan import Plan, Request, build
@@ -40,7 +40,7 @@ class _StoppedInNumerics(BaseException):
 
 def count_steps(plan: Plan, backend: Backend) -> int:
     """Units of work `execute` will advance through, for the progress bar."""
-    steps = sum(len(seeds) for *_, seeds in numerics_plan(plan))
+    steps = len(numerics_plan(plan))
     if "timing" in plan.checks and backend.gpu:
         dtypes = len(plan.dtypes)
         steps += dtypes if timing_run.in_fresh_processes(backend.gpu) else \
@@ -229,11 +229,14 @@ def _checks(plan: Plan, backend, step, infos, ir_later, ir_cache, distributed=No
         if isinstance(exc, _StoppedInNumerics):
             numerics_section = exc.cases
         planned = len(numerics_plan(plan)) if plan.directions else 0
-        done = len(numerics_section.cases) if numerics_section is not None else 0
-        left = [c for c in ("timing", "ir") if c in plan.checks]
-        skipped.append(Skip("numerics", f"{stop} after {done} of {planned} cases; this report holds the {done} finished"
-                            + (f" ({' and '.join(left)} not run)" if left else "")))
-        raise Interrupted(_report(plan, backend, infos, numerics_section, None, (), skipped, distributed), stop) from None
+        cases = numerics_section.cases if numerics_section is not None else ()
+        started = {"numerics" if c.direction == "forward" else c.direction for c in cases}
+        asked = [("numerics" if d == "forward" else d) for d in plan.directions] + \
+            [c for c in ("timing", "ir") if c in plan.checks]
+        stopped = Interruption(str(stop), len(cases), planned, tuple(c for c in asked if c not in started))
+        skipped.extend(stopped.skips())
+        report = _report(plan, backend, infos, numerics_section, None, (), skipped, distributed)
+        raise Interrupted(dataclasses.replace(report, interrupted=stopped), stop) from None
 
 
 def _other_checks(plan: Plan, backend, step, infos, later, distributed, numerics_section, skipped) -> Report:
@@ -392,4 +395,5 @@ def _run_cases(plan: Plan, variants, backend: Backend, step: Step, reference: st
             with pace.case(label, *work):   # a CPU case of more than a minute is said before it starts
                 done.append(numerics.run_case(plan.family, variants, shape, dtype, backend, seeds, kind, step,
                                               direction, reference, draws.get))
+                step.advance()   # a unit of progress is a case, as the report of an interrupted run counts them
     return done

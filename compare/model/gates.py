@@ -43,6 +43,15 @@ def reasons(gate: Gate) -> list[str]:
             for line in gate.lines]
 
 
+def brief(gate: Gate) -> str:
+    """Why `gate` fails, in one line naming the flag: its first reason, and how many more (the report lists all)."""
+    said = reasons(gate)
+    if not said:
+        return ""
+    first = said[0] if said[0].startswith(gate.name) else f"{gate.name}: {said[0]}"
+    return first + (f" (and {len(said) - 1} more)" if len(said) > 1 else "")
+
+
 def _numerics(report: Report) -> Gate:
     """Fails on a variant that could not be loaded, one with a foul (compare/model/fouls.py), one with a problem
     the baseline has not in the same case (crash, unwritten or non-finite-mismatched elements, errors beyond

@@ -8,12 +8,13 @@ from __future__ import annotations
 import dataclasses
 
 from compare.model import headline as hl
-from compare.model.problems import bits, lists, variant_of
+from compare.model.problems import bits, judged, lists, problems, variant_of
 from compare.model.states import Accuracy, Bits, IRStatus, ProblemKind, TimingVerdict
 from compare.model.ratios import ratio_span
 from compare.model.results import IRSection, NumericsSection, Report
 from compare.model.results_ir import NOT_RUN, failed_at
 from compare.model.same_code import same_code, timing_groups
+from compare.model.skips import why_not_run
 from compare.model.vocabulary import STAGE_TITLES
 
 HEADERS = ("check", "verdict", "how much", "where")
@@ -27,6 +28,7 @@ class Row:
     amount: str     # how much: cases, a ratio's span, counts before -> after
     where: str
     level: str      # "ok", "fail", "warn", "info" or "skip", as the headline's line for the check
+    against: str = ""   # the baseline; for a variant compared alone, the references it is judged against
 
 
 def _n(count: int, noun: str) -> str:
@@ -49,13 +51,15 @@ def _places(cases, order=None) -> str:
     return keys[0] + (f", {len(keys) - 1} more" if len(keys) > 1 else "")
 
 
-def _numerics(section: NumericsSection, a: str, b: str, found, direction: str) -> Row:
-    cases = [c for c in section.cases if c.direction == direction]
+def _numerics(section: NumericsSection | None, a: str, b: str, found, direction: str, skipped=()) -> Row:
+    cases = [c for c in section.cases if c.direction == direction] if section is not None else []
+    check = "numerics" if direction == "forward" else direction   # as --check names them
+    if not cases:   # asked for, never started (a stop signal came first)
+        return Row(b, check, "not run", "", _first(why_not_run(skipped, check)), "skip")
     own = dataclasses.replace(section, cases=tuple(cases))
     introduced = frozenset(p for p in found.introduced.get(b, ()) if p.direction == direction)
     fixed = frozenset(p for p in found.fixed.get(b, ()) if p.direction == direction)
     level = hl._numerics_line(own, a, b, introduced, fixed, found.once)[0].level
-    check = "numerics" if direction == "forward" else direction   # as --check names them
     both = [c for c in cases if hl._produced(c, a) and hl._produced(c, b)]
     if not both:
         why = next((v.reasons[0] for c in cases for v in [variant_of(c, b) or variant_of(c, a)] if v and v.reasons),
@@ -184,15 +188,56 @@ def shared_kinds(report: Report) -> tuple[str, ...]:
     return tuple(k for k in ProblemKind if k in found)
 
 
+def _directions(report: Report) -> list[str]:
+    """The numerics directions with a row: those run, then those asked for that a stop signal kept from starting."""
+    run = [c.direction for c in report.numerics.cases] if report.numerics is not None else []
+    unstarted = ["forward" if s.check == "numerics" else s.check for s in report.skipped
+                 if s.interrupted and s.check in ("numerics", "backward")]
+    return list(dict.fromkeys(run + unstarted))
+
+
+def _alone(report: Report, name: str) -> list[Row]:
+    """A variant compared alone: per pass, its problems against the float64 reference, and its accuracy against
+    the reference point (torch) where one ran: the verdicts the headline's problem list details."""
+    out, section, refs = [], report.numerics, []
+    for direction in _directions(report):
+        cases = [c for c in section.cases if c.direction == direction] if section is not None else []
+        check = "numerics" if direction == "forward" else direction
+        if not cases:
+            out.append(Row(name, check, "not run", "", _first(why_not_run(report.skipped, check)), "skip"))
+            continue
+        bad = [c for c in cases if problems(c, name)]
+        of = f"of {_n(len(cases), 'case')}"
+        if all(c.reference == name for c in cases):   # the reference point is the yardstick, judged by nothing
+            out.append(Row(name, check, "not judged", "", "the reference point", "info"))
+            continue
+        out.append(Row(name, check, "problems", f"{len(bad)} {of}", _places(bad), "fail") if bad else
+                   Row(name, check, "no problems", f"{len(cases)} {of}", "every case", "ok"))
+        judged_cases = [(c, v) for c in cases for v in c.verdicts if (v.a, v.b) == (c.reference, name)]
+        for accuracy, level in ((Accuracy.LESS, "fail"), (Accuracy.MORE, "ok"), (Accuracy.AS, "ok")):
+            hits = [c for c, v in judged_cases if v.accuracy == accuracy]
+            if hits:   # the worst that holds anywhere
+                ref = hits[0].reference
+                refs.append(ref)
+                where = "every case" if len(hits) == len(judged_cases) else _places(hits)
+                verdict = f"as accurate as {ref}" if accuracy == Accuracy.AS else f"{accuracy} than {ref}"
+                out.append(Row(name, check, verdict, f"{len(hits)} {of}", where, level))
+                break
+    against = " and ".join(["the float64 reference", *dict.fromkeys(refs)])
+    return [dataclasses.replace(r, against=against) for r in out]
+
+
 def rows(report: Report) -> list[Row]:
-    """Every pair's rows, in the headline's order of pairs."""
+    """Every pair's rows, in the headline's order of pairs; a variant compared alone, its rows against the
+    references."""
     found = lists(report)
     out = []
-    for pair in hl.headline(report).pairs:
+    pairs = hl.headline(report).pairs
+    if not pairs:
+        names = judged(report)
+        return _alone(report, names[0]) if len(names) == 1 else []
+    for pair in pairs:
         a, b = pair.baseline, pair.variant
-        if report.numerics is not None:
-            for direction in dict.fromkeys(c.direction for c in report.numerics.cases):
-                out.append(_numerics(report.numerics, a, b, found, direction))
-        out += _timing(report, a, b)
-        out += _compiled(report, a, b)
+        mine = [_numerics(report.numerics, a, b, found, d, report.skipped) for d in _directions(report)]
+        out += [dataclasses.replace(r, against=a) for r in mine + _timing(report, a, b) + _compiled(report, a, b)]
     return out

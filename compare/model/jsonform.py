@@ -10,21 +10,15 @@ import typing
 from typing import Any
 
 
-class TextForm:
-    """A record whose JSON form is one string (`text`; `parse` reads it back): a field of the model that
-    holds structure which report.json has always written as JSON text."""
+class ObjectForm:
+    """A record whose JSON form is one object of free keys: its `values` (a shape's parameters)."""
 
-    def text(self) -> str:
-        raise NotImplementedError
-
-    @classmethod
-    def parse(cls, text: str) -> "TextForm":
-        raise NotImplementedError
+    values: dict[str, Any]
 
 
 def _encode(value: Any) -> Any:
-    if isinstance(value, TextForm):
-        return value.text()
+    if isinstance(value, ObjectForm):
+        return _encode(value.values)
     if isinstance(value, enum.Enum):
         return value.value
     if dataclasses.is_dataclass(value):
@@ -83,13 +77,10 @@ def _decode(tp: Any, value: Any, where: str = "report") -> Any:
         if value not in typing.get_args(tp):
             raise wrong(" or ".join(map(repr, typing.get_args(tp))))
         return value
-    if isinstance(tp, type) and issubclass(tp, TextForm):
-        if not isinstance(value, str):
-            raise wrong(f"a string ({tp.__name__})")
-        try:
-            return tp.parse(value)
-        except ValueError as exc:
-            raise wrong(f"a {tp.__name__} ({exc})") from None
+    if isinstance(tp, type) and issubclass(tp, ObjectForm):
+        if not isinstance(value, dict):
+            raise wrong(f"an object ({tp.__name__})")
+        return tp(value)
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise wrong(f"an object ({tp.__name__})")

@@ -4,6 +4,8 @@ Each migration takes the JSON form of one version (a plain dict, which it may ch
 caller passes a copy) and returns the next version's."""
 from __future__ import annotations
 
+import json
+
 
 def _migrate_v1(data: dict) -> dict:
     """Schema 1 -> 2: a yes/no verdict becomes "as accurate" or "less accurate" (schema 1 had no
@@ -35,4 +37,24 @@ def _migrate_v2(data: dict) -> dict:
     return data
 
 
-MIGRATIONS = {1: _migrate_v1, 2: _migrate_v2}   # version -> the migration to the next
+def _migrate_v3(data: dict) -> dict:
+    """Schema 3 -> 4: each shape's parameters, held as their JSON text, become a JSON object; the kernel-ab version
+    (environment), the interruption and a skip's `interrupted` are new, and absent means unknown or none."""
+    params = data.get("shape_params", [])
+    if isinstance(params, list):   # what is not JSON text of an object is left for the loader to name
+        data["shape_params"] = [_object(p) for p in params]
+    data["schema_version"] = 4
+    return data
+
+
+def _object(text):
+    if not isinstance(text, str):
+        return text
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return value if isinstance(value, dict) else text
+
+
+MIGRATIONS = {1: _migrate_v1, 2: _migrate_v2, 3: _migrate_v3}   # version -> the migration to the next

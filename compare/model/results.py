@@ -13,18 +13,19 @@ from typing import Any, Optional
 
 from compare.model.fouls import Finding, Foul  # noqa: F401  re-exported: one result model
 from compare.model.habits import LibraryImport, MissingPackage  # noqa: F401  re-exported: one result model
-from compare.model.jsonform import ReportFormatError, TextForm, _decode, _encode, _kind  # noqa: F401 (re-exported)
+from compare.model.jsonform import ObjectForm, ReportFormatError, _decode, _encode, _kind  # noqa: F401
 from compare.model.migrations import MIGRATIONS
 from compare.model.results_gates import Gate  # noqa: F401  re-exported: one result model
-from compare.model.skips import Skip  # noqa: F401  re-exported: one result model
+from compare.model.skips import Interruption, Skip  # noqa: F401  re-exported: one result model
 from compare.model.states import (Accuracy, Bits, Failure, LoadStatus, Status, TimingBasis,  # noqa: F401 (re-exported)
                                   TimingStatus, TimingVerdict)
 from compare.model.vocabulary import MANTISSA_BITS
 
-SCHEMA_VERSION = 3   # older versions are migrated by `from_dict` (compare/model/migrations.py says what each lacks)
+SCHEMA_VERSION = 4   # older versions are migrated by `from_dict` (compare/model/migrations.py says what each lacks)
 # the top-level key and value by which a report.json says kernel-ab wrote it (the JSON renderer writes it;
-# reports from before it have none); kept apart from the model like the derived headline
+# reports from before it have none); kept apart from the model like the derived headline and verdicts
 MARKER_KEY, MARKER = "kernel_ab", "report"
+DERIVED = ("headline", "verdicts")   # what the JSON renderer adds for readers, recomputed from the rest on load
 
 # a pair's bitwise difference counts as run-to-run spread when its largest |A - B| is at most this
 # many times the spread A shows when run twice on the same inputs (one repeat only samples the spread)
@@ -259,21 +260,11 @@ from compare.model.results_ir import (IRCarried, IRKernelMatch, IRLoop, IRLoopMa
 
 # ---------------------------------------------------------------- report
 @dataclasses.dataclass(frozen=True)
-class ShapeParams(TextForm):
-    """One shape's parameters (the family's Shape.as_dict, and `reads_x_twice` where the family says),
-    written in report.json as their JSON text with sorted keys, as reports have always held them."""
+class ShapeParams(ObjectForm):
+    """One shape's parameters (the family's Shape.as_dict, and `reads_x_twice` where the family says), written
+    in report.json as a JSON object (schema 3 and before: its JSON text, migrated on load)."""
 
     values: dict[str, Any] = dataclasses.field(default_factory=dict, hash=False)
-
-    def text(self) -> str:
-        return json.dumps(self.values, sort_keys=True)
-
-    @classmethod
-    def parse(cls, text: str) -> "ShapeParams":
-        values = json.loads(text)   # a json.JSONDecodeError is a ValueError
-        if not isinstance(values, dict):
-            raise ValueError("a JSON object")
-        return cls(values)
 
     @property
     def reads_x_twice(self) -> bool:
@@ -315,6 +306,14 @@ class Environment:
     git_dirty: bool = False
     command: str = ""
     time_utc: str = ""
+    kernel_ab_version: str = ""   # the version of kernel-ab that made it ("" in reports made before it was recorded)
+
+    @property
+    def ran_on(self) -> str:
+        """Where the kernels ran, in words: the GPU's name, or Triton's CPU interpreter."""
+        if self.device.startswith("cpu"):
+            return "Triton's CPU interpreter (no GPU)"
+        return self.gpu_name or self.device
 
 
 @dataclasses.dataclass(frozen=True)
@@ -338,6 +337,7 @@ class Report:
     incidents: tuple[str, ...] = ()  # what variants did to the process beyond their results (threads left running)
     gates: tuple[Gate, ...] = ()     # the exit-code gates asked for and how each ended (compare/model/gates.py)
     library: tuple[LibraryImport, ...] = ()   # what the libraries' imports did alike at every revision: their own
+    interrupted: Optional[Interruption] = None   # a stop signal ended the run: how far it got, what never ran
 
     @property
     def ir_sections(self) -> tuple[IRSection, ...]:
@@ -371,7 +371,7 @@ def from_dict(data: dict) -> Report:
     if data.get(MARKER_KEY, MARKER) != MARKER:
         value = data[MARKER_KEY]
         raise ReportFormatError(f"field report.{MARKER_KEY}: expected {MARKER!r}, got {_kind(value)} {str(value)[:40]!r}")
-    data = {k: v for k, v in data.items() if k not in ("headline", MARKER_KEY)}
+    data = {k: v for k, v in data.items() if k not in (*DERIVED, MARKER_KEY)}
     version = data.get("schema_version")
     while version in MIGRATIONS:
         data = MIGRATIONS[version](copy.deepcopy(data))

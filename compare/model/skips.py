@@ -16,6 +16,7 @@ class Skip:
     check: str
     why: str
     part: str = ""
+    interrupted: bool = False   # not run because a stop signal ended the run first (Report.interrupted says how far)
 
     def __str__(self) -> str:
         return f"{self.check} {self.part}: {self.why}" if self.part else f"{self.check}: {self.why}"
@@ -25,3 +26,28 @@ def why_not_run(skipped: tuple[Skip, ...], check: str) -> str:
     """'not asked for' when nothing of `check` was skipped; else each skip's reason, its part first."""
     said = [f"{s.part}: {s.why}" if s.part else s.why for s in skipped if s.check == check]
     return "; ".join(said) if said else NOT_ASKED
+
+
+INTERRUPTED = "interrupted before it ran"
+_CHECK_WORDS = {"numerics": "numerics", "backward": "backward", "timing": "timing", "ir": "compiled code"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Interruption:
+    """A stop signal ended the run: `done` of the `planned` numerics cases finished (the report holds them, and
+    the progress counted them), and the checks asked for in `not_run` never started."""
+
+    stop: str                       # what stopped it, e.g. "interrupted (Ctrl-C)"
+    done: int
+    planned: int
+    not_run: tuple[str, ...] = ()   # numerics, backward, timing, ir
+
+    def text(self) -> str:
+        """'interrupted (Ctrl-C) after 3 of 12 cases: timing and compiled code not run'."""
+        words = [_CHECK_WORDS.get(c, c) for c in self.not_run]
+        left = " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 2 else words)
+        return f"{self.stop} after {self.done} of {self.planned} cases" + (f": {left} not run" if left else "")
+
+    def skips(self) -> tuple[Skip, ...]:
+        """A record for each check that never ran, so that every row asked for still says why it is empty."""
+        return tuple(Skip(check, INTERRUPTED, interrupted=True) for check in self.not_run)

@@ -304,7 +304,8 @@ def build(report: Report, head=None) -> tuple[Summary, list[Section]]:
                                 tuple(timing_summary(report.timing))))
     for ir in report.ir_sections:
         sections.append(ir_section(ir, tuple(ir_tables.ir_summary(ir, report.baseline))))
-    summary.extend(("skip", f"skipped: {reason}") for reason in report.skipped if not _in_headline(reason, head))
+    summary.extend(("skip", f"skipped: {reason}") for reason in report.skipped
+                   if not reason.interrupted and not _in_headline(reason, head))   # Report.interrupted says those
     return Summary(tuple(summary)), sections
 
 
@@ -374,12 +375,14 @@ def environment_lines(report: Report) -> list[str]:
     return lines
 
 
-def gate_lines(report: Report) -> list[tuple[str, str]]:
-    """Each gate asked for and how it ended (compare/model/gates.py decided it), as (level, text)."""
+def gate_lines(report: Report, full: bool = True) -> list[tuple[str, str]]:
+    """Each gate asked for and how it ended (compare/model/gates.py decided it), as (level, text); not `full`, a
+    failed gate's reasons are only counted (the command's one summary line says the first and where the rest are)."""
     lines = []
     for g in report.gates:
         flag = g.name if g.threshold is None else f"{g.name} {g.threshold:g}"
-        said = "; ".join(g.lines)
+        n = len(g.lines)
+        said = "; ".join(g.lines) if full or not g.fails else f"{n} reason{'' if n == 1 else 's'}"
         if g.outcome == "not judged":
             how = ("could not be judged (accepted: --accept-unjudged)" if g.accepted
                    else "could not be judged, so it fails (--accept-unjudged would let it pass)")

@@ -52,13 +52,15 @@ class _Stripped:
 
 # Every text of a report is printed literally: names, paths, revisions and error messages come from
 # users, and rich would read `[...]` as markup and `:new:` as an emoji. Styles go on Text objects.
-def make_console() -> Console:
-    """The terminal's own width (or COLUMNS); a pipe's lines at PIPE_WIDTH unless COLUMNS says, unpadded."""
+def make_console(stream=None) -> Console:
+    """The terminal's own width (or COLUMNS); a pipe's lines at PIPE_WIDTH unless COLUMNS says, unpadded.
+    `stream`: where it prints (default standard output; standard error where the output holds the JSON)."""
     import sys
-    if sys.stdout.isatty():
-        return Console(emoji=False, highlight=False)
+    stream = stream or sys.stdout
+    if stream.isatty():
+        return Console(file=stream, emoji=False, highlight=False)
     width = os.environ.get("COLUMNS", "").strip()
-    return Console(file=_Stripped(sys.stdout), width=int(width) if width.isdigit() and int(width) > 0 else PIPE_WIDTH,
+    return Console(file=_Stripped(stream), width=int(width) if width.isdigit() and int(width) > 0 else PIPE_WIDTH,
                    emoji=False, highlight=False)
 
 
@@ -198,16 +200,20 @@ def _glance(console: Console, report: Report, the_headline: Headline, gates: lis
     shape = Table("", ("", *glance.HEADERS), tuple(cells))
     # one space either side of a column, no border: 2 a column where _widths counts 3
     widths = _widths(shape, console.width + len(shape.headers) - 1) or [None] * len(shape.headers)
-    for pair in the_headline.pairs:
-        console.print(Text.assemble((pair.variant, "bold"), " against ", (pair.baseline, "bold"), " (baseline):"))
+    introduced = {p.variant: p for p in the_headline.pairs}
+    for variant, against in dict.fromkeys((r.variant, r.against) for r in rows):
+        console.print(Text.assemble((variant, "bold"), " against ", (against, "bold"),
+                                    " (baseline):" if against == report.baseline else ":"))
         rt = RichTable(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
         for header, width in zip(shape.headers, widths):
             rt.add_column(Text(header), overflow="fold", width=width)
         for r, c in zip(rows, cells):
-            if r.variant == pair.variant:
+            if (r.variant, r.against) == (variant, against):
                 rt.add_row(Text(c[0], style=_STYLE[r.level]), *(Text(x) for x in c[1:]))
         console.print(rt)
-        _list(console, f"new in {pair.variant} (not in {pair.baseline})", pair.problems_introduced)
+        if variant in introduced:
+            pair = introduced[variant]
+            _list(console, f"new in {pair.variant} (not in {pair.baseline})", pair.problems_introduced)
     for title, items in ((the_headline.shared_title, the_headline.shared), (the_headline.kept_title, the_headline.kept)):
         if items and not the_headline.pairs:   # one variant: its problems are the answer
             _list(console, title, items)
@@ -225,7 +231,10 @@ def render(report: Report, console: Console | None = None, verbose: bool = False
     console = console or make_console()
     the_headline = headline(report)
     console.rule(Text(f"kernel-ab: {report.family}, preset {report.preset}, {report.dtype}, baseline {report.baseline}"))
-    _glance(console, report, the_headline, gate_lines(report))
+    console.print(Text(f"ran on {report.environment.ran_on}", style="dim"))
+    if report.interrupted is not None:
+        _line(console, "warn", report.interrupted.text())
+    _glance(console, report, the_headline, gate_lines(report, full=verbose))
     summary, sections = build(report, the_headline)
     for level, text in summary.lines:   # variants not loaded, checks skipped: never only in the detail
         _line(console, level, text)

@@ -42,7 +42,7 @@ def register(subparsers, more_options=()) -> None:
                         "(and calls); its lines come before the reviewed repository's (docs/review.md)")
     p.add_argument("--preset", help="shape preset of every family compared (default: on a GPU each family's GPU preset, the "
                    "sizes its op is used at; on the CPU its small default)")
-    p.add_argument("--shape", help="one shape instead of a preset, in the family's form (`main.py list`)")
+    p.add_argument("--shape", help="one shape instead of a preset, in the family's form (`kernel-ab list`)")
     p.add_argument("--eps", type=float, help="eps for --shape (default 1e-6)")
     p.add_argument("--dtype", help="float32, float16, bfloat16, a comma list, or all (default: on a GPU "
                    f"{','.join(budgets.GPU_DTYPES)}, the dtype LLM kernels run in too; on the CPU "

@@ -3,7 +3,7 @@ what the change did to every kernel that was not compared, and why, with the lin
 
 Terminal: each op's report, then the review's lines. Markdown (--markdown, --out's report.md): the
 review's lines, then each op's comment, cut to share the comment's room. --out also writes each op's
-whole report into a folder of its own (report-full.md, report.json: `main.py report` re-renders it).
+whole report into a folder of its own (report-full.md, report.json: `kernel-ab report` re-renders it).
 """
 from __future__ import annotations
 
@@ -206,10 +206,10 @@ def _json(review: Review) -> str:
     return json.dumps(data, indent=2, allow_nan=False) + "\n"
 
 
-def _terminal(review: Review, verbose: bool = False) -> None:
+def _terminal(review: Review, verbose: bool = False, stream=None) -> None:
     from rich.text import Text
     from compare.render import terminal
-    console = terminal.make_console()
+    console = terminal.make_console(stream)
     console.rule(Text(f"kernel-ab review of {review.base_rev}..{review.head_rev}"))
     for level, line in lines(review):   # the review's own answer first, then each op's report
         terminal.verdict_line(console, level, line)
@@ -244,7 +244,8 @@ def _check_out(args, labels, timed: bool) -> None:
     folders = [out] + [out / label for label in labels]
     for folder in folders:
         usage.output_folder(f"--out {folder}", folder)
-    singles = [(flag, Path(text)) for flag, text in (("--json", args.json), ("--markdown", args.markdown)) if text]
+    singles = [(flag, Path(text)) for flag, text in (("--json", args.json), ("--markdown", args.markdown))
+               if text and not (flag == "--json" and text == "-")]
     for flag, path in singles:
         where = os.path.realpath(path)
         if any(os.path.realpath(f) == where or os.path.realpath(f).startswith(where + os.sep) for f in folders):
@@ -260,9 +261,13 @@ def finish(review: Review, args) -> int:
     no comparison judged is a gate that could not be judged)."""
     from compare.model import gates
     from compare.render import files
-    _terminal(review, args.verbose)
+    to_stdout = args.json == "-"   # --json -: the JSON on standard output, the screen on standard error
+    _terminal(review, args.verbose, sys.stderr if to_stdout else None)
+    if to_stdout:
+        sys.stdout.write(_json(review))
     written, unwritten = [], 0
-    outputs = [(args.markdown, lambda: markdown(review, bool(args.out))), (args.json, lambda: _json(review))]
+    outputs = [(args.markdown, lambda: markdown(review, bool(args.out))),
+               (None if to_stdout else args.json, lambda: _json(review))]
     if args.out:
         outputs.append((str(Path(args.out) / files.REPORT_MD), lambda: markdown(review, True)))
         for c in review.compared:

@@ -4,9 +4,23 @@
 counts one of the `total` units of work done."""
 from __future__ import annotations
 
+import os
 import sys
 import time
 from contextlib import contextmanager
+
+PIPE_COLUMNS = 80   # a piped line's width where COLUMNS does not say
+
+
+def columns() -> int:
+    """The width piped progress lines keep to: COLUMNS, else PIPE_COLUMNS."""
+    width = os.environ.get("COLUMNS", "").strip()
+    return int(width) if width.isdigit() and int(width) >= 20 else PIPE_COLUMNS
+
+
+def fitted(line: str, width: int) -> str:
+    """`line` cut to `width` characters, the cut said by '...'."""
+    return line if len(line) <= width else line[:width - 3].rstrip() + "..."
 
 
 class Step:
@@ -20,12 +34,13 @@ class Step:
 
 
 class _Lines(Step):
-    """'[  12.3s 4/12, ~25 s left] TEXT': the time so far, the units done, and the time left at the pace so far.
-    Called from worker threads too (compare.processes.distributed), hence the lock."""
+    """'[  12.3s 4/12, ~25 s left] TEXT': the time so far, the units done, and the time left at the pace so far,
+    each line cut to COLUMNS (default 80). Called from worker threads too (compare.processes.distributed),
+    hence the lock."""
 
     def __init__(self, total: int):
         import threading
-        self.total, self.done, self.start = total, 0, time.monotonic()
+        self.total, self.done, self.start, self.width = total, 0, time.monotonic(), columns()
         self._lock = threading.Lock()
 
     def __call__(self, text: str) -> None:
@@ -33,7 +48,8 @@ class _Lines(Step):
             elapsed = time.monotonic() - self.start
             left = f", ~{elapsed / self.done * (self.total - self.done):.0f} s left" \
                 if 0 < self.done < self.total else ""
-            print(f"[{elapsed:7.1f}s {self.done}/{self.total}{left}] {text}", file=sys.stderr, flush=True)
+            line = f"[{elapsed:7.1f}s {self.done}/{self.total}{left}] {text}"
+            print(fitted(line, self.width), file=sys.stderr, flush=True)
 
     def advance(self) -> None:
         with self._lock:
@@ -60,10 +76,13 @@ def reporter(total: int, enabled: bool = True):
         from rich.console import Console
         from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                                    TimeRemainingColumn)
-        # markup=False: descriptions hold variant names, printed literally (`git:new:...` is no emoji)
-        columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn(), TimeRemainingColumn())
-        with Progress(*columns, console=Console(stderr=True, emoji=False), transient=True) as progress:
+        from rich.table import Column
+        # markup=False: descriptions hold variant names, printed literally (`git:new:...` is no emoji); the
+        # description takes the room the count, the times and a short bar leave, cut with an ellipsis
+        description = Column(ratio=1, no_wrap=True, overflow="ellipsis", min_width=10)
+        shown = (TextColumn("{task.description}", markup=False, table_column=description), BarColumn(bar_width=10),
+                 MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+        with Progress(*shown, console=Console(stderr=True, emoji=False), transient=True, expand=True) as progress:
             yield _Bar(progress, progress.add_task("starting", total=total))
         return
     yield _Lines(total)

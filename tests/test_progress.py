@@ -1,0 +1,24 @@
+"""Progress piped (CI, logs): each line says the time so far and the units done, cut to COLUMNS (default 80)."""
+import re
+
+import pytest
+
+from compare.runtime import progress
+
+
+@pytest.mark.parametrize("columns, width", [(None, 80), ("60", 60), ("200", 200)])
+def test_piped_progress_lines_are_never_wider_than_columns(monkeypatch, capsys, columns, width):
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    long = "pointer_mutation_tlrange: backward N16 C320 G32 S64x64 bfloat16 large_mean seed 12345 " * 2
+    with progress.reporter(21) as step:
+        step(long)
+        step.advance()
+        step("torch: forward")
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and all(len(line) <= width for line in lines), lines
+    assert re.match(r"\[\s*[\d.]+s 0/21\] pointer_mutation_tlrange: backward", lines[0])
+    assert lines[0].endswith("...") == (width < 200)   # cut, and said to be, only where it does not fit
+    assert re.match(r"\[\s*[\d.]+s 1/21, ~\d+ s left\] torch: forward$", lines[1])
