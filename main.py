@@ -315,14 +315,15 @@ def _main(argv: list[str], prog: str) -> int:
             return cmd_report(args)
         if args.command == "pairwise":
             from compare.checks import pairwise
-            return pairwise.run(args)
-        from variants import discovery, registry
+            from compare.command_line.usage import report_text
+            return pairwise.run(args, report_text(args.file))
+        from variants import discovery
+        from compare.command_line.arguments import as_compare, from_args, registry_of
         if args.command == "list":
             configure("auto")
             with discovery.configured(args.family_paths or (), args.repo or "."):
                 from variants.listing import show
-                return show(registry())
-        from compare.command_line.arguments import as_compare, from_args
+                return show(registry_of(args))
         if args.command == "review":
             as_compare(args)   # every value checked, before any work
             options = None
@@ -334,7 +335,7 @@ def _main(argv: list[str], prog: str) -> int:
         supervisor.set_limit(args.variant_timeout if options is None else options.variant_timeout)
         backend = configure("auto" if options is None else options.device)
         with discovery.configured(args.family_paths or (), args.repo or "."):   # the processes a run starts see them too
-            reg = registry()
+            reg = registry_of(args)
             if args.command == "review":
                 from compare.review.command import run as cmd_review
                 return cmd_review(args, reg, backend)
@@ -373,7 +374,7 @@ def _cli() -> None:
     from compare.runtime import supervisor
     argv = sys.argv[1:]
     words = [a for a in argv if not a.startswith("-")]
-    if (words[:1] in (["compare"], ["ir"], ["review"]) and os.environ.get(supervisor.ISOLATE_ENV) != "0"
+    if (words[:1] in (["compare"], ["ir"], ["review"], ["list"]) and os.environ.get(supervisor.ISOLATE_ENV) != "0"
             and not supervisor.supervised()):
         from compare.processes.supervision import supervise
         child = [sys.executable, sys.argv[0], *argv]   # the same command line, so the report records it

@@ -20,6 +20,7 @@ import traceback
 from importlib.metadata import packages_distributions, version
 from pathlib import Path
 
+from compare.model import scratch
 from variants.catalog import Registry
 from variants.family import Family, UnknownName
 from variants.git_tree import Tree, TreeError, materialize, needed_paths
@@ -29,6 +30,7 @@ from variants.ops import op_variant
 from variants.spec import BadSpec, Spec, parse  # noqa: F401 (BadSpec re-exported)
 from variants.torch_modules import import_read_submodules
 from variants.variant import Variant
+
 
 @dataclasses.dataclass(frozen=True)
 class MissingImport:
@@ -174,7 +176,7 @@ class ExternalKernels:
         paths = needed_paths(self._repo_top(), commit, path, label)
         if (commit, paths) not in self._trees:
             if self._tmp is None:
-                self._tmp = Path(tempfile.mkdtemp(prefix="kernel-ab-byok-"))
+                self._tmp = Path(tempfile.mkdtemp(prefix="kernel-ab-byok-", dir=scratch.folder()))
             dest = self._tmp / f"{commit[:12]}-{len(self._trees)}"
             dest.mkdir()
             self._trees[commit, paths] = materialize(self._repo_top(), commit, paths, dest, label)
