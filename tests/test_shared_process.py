@@ -141,3 +141,9 @@ def test_a_git_variant_that_ends_its_process_leaves_no_tree_behind(tmp_path, act
     assert _bad(report)["error"].startswith(why), _bad(report)
     assert _statuses(report) == {"torch": "pass", "ok": "pass"}
     assert list(tmp.iterdir()) == []   # no kernel-ab-byok-* tree, no status file
+
+
+def test_loading_makes_its_trees_in_the_scratch_folder_the_supervisor_empties():
+    from compare.model import scratch
+    from variants import external
+    assert external.SCRATCH_ENV == scratch.SCRATCH_ENV   # one name: loading imports no comparison code
