@@ -182,6 +182,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     r.set_defaults(alone=cmd_report)
     from compare.checks import pairwise
     pairwise.add_parser(sub)
+    sub.choices["pairwise"].set_defaults(alone=_pairwise)
     from compare.command_line import baseline, examples
     baseline.add_parsers(sub, c)   # diff, and compare's --baseline
     examples.add(sub)
@@ -191,6 +192,13 @@ def _parser(prog: str) -> argparse.ArgumentParser:
 def _fail(message: str) -> int:
     print(f"kernel-ab: error: {message}", file=sys.stderr)
     return 2
+
+
+def _pairwise(args) -> int:
+    """`pairwise` on the report file, read as every saved report is (a FIFO or device refused at once)."""
+    from compare.checks import pairwise
+    from compare.command_line.usage import report_text
+    return pairwise.run(args, report_text(args.file))
 
 
 def cmd_compare(request, options, registry, backend, distributed=None, saved=None) -> int:
@@ -311,13 +319,13 @@ def _main(argv: list[str], prog: str) -> int:
             return args.alone(args)
         if args.command == "record":   # compare/command_line/recorded.py
             return args.record(args)
-        from variants import discovery, registry
+        from variants import discovery
+        from compare.command_line.arguments import as_compare, from_args, registry_of
         if args.command == "list":
             configure("auto")
             with discovery.configured(args.family_paths or (), args.repo or "."):
                 from variants.listing import show
-                return show(registry())
-        from compare.command_line.arguments import as_compare, from_args
+                return show(registry_of(args))
         if args.command == "review":
             as_compare(args)   # every value checked, before any work
             options = None
@@ -331,7 +339,7 @@ def _main(argv: list[str], prog: str) -> int:
         if getattr(args, "recorded", None):   # the family made from the recording
             request, options = from_args(args := args.with_recording(args, backend))
         with discovery.configured(args.family_paths or (), args.repo or "."):   # the processes a run starts see them too
-            reg = registry()
+            reg = registry_of(args)
             if args.command == "review":
                 from compare.review.command import run as cmd_review
                 return cmd_review(args, reg, backend)
@@ -370,7 +378,7 @@ def _cli() -> None:
     from compare.runtime import supervisor
     argv = sys.argv[1:]
     words = [a for a in argv if not a.startswith("-")]
-    if (words[:1] in (["compare"], ["ir"], ["review"]) and os.environ.get(supervisor.ISOLATE_ENV) != "0"
+    if (words[:1] in (["compare"], ["ir"], ["review"], ["list"]) and os.environ.get(supervisor.ISOLATE_ENV) != "0"
             and not supervisor.supervised()):
         from compare.processes.supervision import supervise
         child = [sys.executable, sys.argv[0], *argv]   # the same command line, so the report records it

@@ -130,8 +130,11 @@ def _start(args, tmp, **kwargs):
 def _wait_for(tmp: Path, prefix: str, proc, timeout=120):
     end = time.monotonic() + timeout
     while time.monotonic() < end and proc.poll() is None:
-        if any(p.name.startswith(prefix) for p in tmp.iterdir()):
-            return
+        try:   # the run's trees are in a scratch folder of its own (compare/model/scratch.py)
+            if any(p.name.startswith(prefix) for p in tmp.rglob("*")):
+                return
+        except FileNotFoundError:   # a folder removed while it was walked
+            pass
         time.sleep(0.02)
     proc.kill()
     pytest.fail(f"no {prefix}* appeared under {tmp}: {proc.communicate()[1][-2000:]}")

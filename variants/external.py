@@ -30,6 +30,16 @@ from variants.spec import BadSpec, Spec, parse  # noqa: F401 (BadSpec re-exporte
 from variants.torch_modules import import_read_submodules
 from variants.variant import Variant
 
+
+SCRATCH_ENV = "KERNEL_AB_SCRATCH"   # compare/model/scratch.py's: loading imports no comparison code
+
+
+def _scratch() -> str | None:
+    """The run's scratch folder (compare/model/scratch.py: its supervisor empties it), or None."""
+    path = os.environ.get(SCRATCH_ENV, "")
+    return path if path and os.path.isdir(path) else None
+
+
 @dataclasses.dataclass(frozen=True)
 class MissingImport:
     """A package a variant's import needs that this environment lacks (compare.model.habits.MissingPackage
@@ -174,7 +184,7 @@ class ExternalKernels:
         paths = needed_paths(self._repo_top(), commit, path, label)
         if (commit, paths) not in self._trees:
             if self._tmp is None:
-                self._tmp = Path(tempfile.mkdtemp(prefix="kernel-ab-byok-"))
+                self._tmp = Path(tempfile.mkdtemp(prefix="kernel-ab-byok-", dir=_scratch()))
             dest = self._tmp / f"{commit[:12]}-{len(self._trees)}"
             dest.mkdir()
             self._trees[commit, paths] = materialize(self._repo_top(), commit, paths, dest, label)

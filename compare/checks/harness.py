@@ -103,6 +103,14 @@ def bench_call(family, variant: Variant, inputs: Operands, shape, mode: str,
     return _timed(full, ("full", forward_code, backward_code), grads)
 
 
+REUSED = ("returns the same output buffer on every call (a persistent buffer, or a result cached by its inputs): "
+          "no timed call would own its output; not timed")
+
+
+class ReusedOutput(Exception):
+    """An op whose calls return one buffer (`OpPass.reused_output`): its failure in timing, said why."""
+
+
 class OpPass:
     """One timed pass of an op on fixed inputs. forward: the op as training calls it; backward:
     autograd's backward through one forward's graph, kept across calls; full: both."""
@@ -136,6 +144,19 @@ class OpPass:
             self._last = self._grad(self._y, retain=True)
         else:
             self._last = self._grad(self._forward(), retain=False)
+
+    def reused_output(self) -> bool:
+        """Whether, in a pass through autograd (backward, full), two calls' results share memory while the first
+        is still held: the op returns one buffer on every call (a persistent output buffer, or a result cached
+        by its inputs), so a graph through one call is lost to the next. Forward, such an op is timed (the
+        audit judges a cached answer: compare/checks/audit.py)."""
+        if self.mode == "forward":
+            return False
+        with torch.no_grad():
+            first, second = result_of(self.call()), result_of(self.call())
+        if not (isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor)) or not first.numel():
+            return False
+        return first.untyped_storage().data_ptr() == second.untyped_storage().data_ptr()
 
     def timed_outputs(self, graphed: bool = False) -> dict:
         """What the last call wrote, by the family's names: the op's result forward, its gradients otherwise

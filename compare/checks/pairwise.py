@@ -87,15 +87,12 @@ def _timed_names(report: dict, file: Path) -> set[str]:
                          "give a report.json written by compare") from None
 
 
-def run(args) -> int:
-    """The subcommand: prints the Markdown table; bad input is a UsageError (one line, exit 2)."""
+def run(args, text: str) -> int:
+    """The subcommand on `text`, the report file's (compare.command_line.usage.report_text: a file that is
+    missing, not regular, unreadable, refused): prints the Markdown table; bad input is a UsageError."""
     try:
-        report = json.loads(args.file.read_text())
-    except FileNotFoundError:
-        raise UsageError(f"report file {args.file} does not exist") from None
-    except IsADirectoryError:
-        raise UsageError(f"{args.file} is a folder; give the report.json in it") from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        report = json.loads(text)
+    except (RecursionError, ValueError) as exc:
         raise UsageError(f"cannot read {args.file} as JSON ({exc}); give a report.json written by compare") from None
     timed = _timed_names(report, args.file)
     unknown = [name for name in (args.b, *args.others) if name not in timed]

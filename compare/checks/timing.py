@@ -14,6 +14,8 @@ import torch
 
 from compare.runtime import sealing, supervisor
 from compare.checks import audit, referee, stats
+from compare.checks.copy_bandwidth import copy_bandwidth_gbs  # noqa: F401 (re-exported)
+from compare.checks.harness import REUSED, ReusedOutput
 from compare.checks import timing_verdicts as verdicts
 from compare.checks.timing_verdicts import same_code as _same_code  # noqa: F401 (re-exported)
 from compare.model.results import TimingCase
@@ -23,26 +25,6 @@ from variants.variant import NotPlainTensor
 
 from compare.checks.timing_config import (CONTROL, GRAPH_AUTO_BELOW_MS, LAUNCH_BOUND_FRACTION,  # noqa: F401 (re-exported)
                                    TimingConfig, method_text)
-
-
-def copy_bandwidth_gbs(nbytes: int = 1 << 30, repeats: int = 10) -> float:
-    """A large device-to-device copy, in GB/s counting bytes read plus written: the memory ceiling."""
-    # varied bytes without the CUDA generator (a failed graph capture earlier in the process can leave it
-    # refusing offsets: "Offset increment outside graph capture")
-    src = torch.arange(nbytes // 4, dtype=torch.int32, device="cuda").view(torch.uint8)
-    dst = torch.empty_like(src)
-    for _ in range(3):
-        dst.copy_(src)
-    times = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        dst.copy_(src)
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    del src, dst
-    return 2 * nbytes / (sorted(times)[len(times) // 2] * 1e-3) / 1e9
 
 
 class _Timed:
@@ -129,6 +111,27 @@ def _launch_cpu_ms(fn, flush, repeats: int = 3) -> tuple[float, float]:
     return min(cpu), min(gpu)
 
 
+def _launch_costs(timed: dict, flush, drop) -> dict[str, tuple[float, float]]:
+    """Each entry's `_launch_cpu_ms`; one whose call raises is dropped."""
+    launch = {}
+    for name, ts in list(timed.items()):
+        try:
+            launch[name] = _launch_cpu_ms(ts[0], flush)
+        except BaseException as exc:
+            drop(name, exc)
+    return launch
+
+
+def _dropping(warmed, baseline: str) -> Callable[[str, BaseException], None]:
+    """What a phase after the warm-up does with an entry whose call raised (its graph freed by an earlier
+    call, say): the entry's failure, said why, and no longer timed; the others go on without it."""
+    def drop(name: str, exc: BaseException) -> None:
+        warmed.failed[name] = supervisor.variant_fault(baseline if name == CONTROL else name, exc)
+        warmed.timed.pop(name, None)
+        torch.cuda.synchronize()
+    return drop
+
+
 def _failing(exc: BaseException) -> Callable[[], None]:
     def fail():
         raise exc
@@ -183,8 +186,8 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
         entries[CONTROL] = _as_placements(control, placements)
     flush = torch.empty(config.flush_bytes // 4, dtype=torch.int32, device="cuda")
     warmed = _warm_up(entries, next(iter(calls)), inputs, config, flush, f"timing {shape_label} {mode}", step)
-    timed = warmed.timed
-    launch = {name: _launch_cpu_ms(ts[0], flush) for name, ts in timed.items()}
+    timed, drop = warmed.timed, _dropping(warmed, next(iter(calls)))
+    launch = _launch_costs(timed, flush, drop)
     launch_bound = tuple(n for n, (cpu, gpu) in launch.items() if n != CONTROL and cpu >= LAUNCH_BOUND_FRACTION * gpu)
     # op-level passes (prefers_graph) are replayed from graphs in "auto" whatever their time: their Python,
     # autograd and allocation overhead can exceed a small kernel's time and spreads their samples
@@ -195,7 +198,8 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
     if use_graph:
         note = _capture(timed, warmed.failed, config.graph == "on", flush, next(iter(calls)))
         use_graph = any(t.graph is not None for ts in timed.values() for t in ts)
-    samples, seconds = _rounds(timed, placements, config, step, flush, shape_label, mode)
+    samples, seconds = _rounds(timed, placements, config, step, flush, shape_label, mode, drop)
+    launch = {n: v for n, v in launch.items() if n in timed}
     audit_start = time.perf_counter()
     # a backward that wrote into its inputs runs, after the restore, on state its forward did not leave (Liger's
     # cross entropy scales the gradient its forward stored in the logits): its fresh outputs are not judged
@@ -233,6 +237,8 @@ def _warm_up(entries: dict[str, tuple], baseline: str, inputs, config: TimingCon
         before = supervisor.snapshot()   # what its warm-up changes in the process names it alone (process_guard)
         try:
             ts = [_Timed(fn) for fn in fns]
+            if name != CONTROL and getattr(ts[0].fn, "reused_output", lambda: False)():   # before a call's graph
+                raise ReusedOutput(REUSED)                                                # is lost to the next
             for t in ts:
                 _one_call_ms(t, flush)   # the first call compiles; not a sample
                 _seal(t, inputs, warmed.written, name)
@@ -244,6 +250,8 @@ def _warm_up(entries: dict[str, tuple], baseline: str, inputs, config: TimingCon
         except NotForThisShape as exc:   # a limit the variant documents, not a fault
             warmed.failed[name] = f"not for this shape: {exc}"
             warmed.not_run.add(name)
+        except ReusedOutput as exc:   # said as it is: the why, not an error's type
+            warmed.failed[name] = str(exc)
         except BaseException as exc:  # a variant that crashes is reported; the rest are still timed
             warmed.failed[name] = supervisor.variant_fault(culprit, exc)
             if isinstance(exc, NotPlainTensor):
@@ -340,9 +348,24 @@ def _eager_cost(timed: dict[str, list[_Timed]], flush, calls: int = 20) -> str:
             f"{calls} calls of those that could be captured, " + "; ".join(parts))
 
 
+def _round_calls(name: str, t: _Timed, calls: int, flush) -> list:
+    """One entry's calls of a round: (name, start event, end event) each."""
+    events = []
+    for _ in range(calls):
+        t.prepare()
+        flush_l2(flush)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        t()
+        end.record()
+        events.append((name, start, end))
+    return events
+
+
 def _rounds(timed: dict[str, list[_Timed]], placements: int, config: TimingConfig, step, flush,
-            shape_label: str, mode: str) -> tuple[dict[str, list[list[float]]], float]:
-    """Interleaved rounds: every entry's calls in a shuffled order, all on placement (round mod n)."""
+            shape_label: str, mode: str, drop=None) -> tuple[dict[str, list[list[float]]], float]:
+    """Interleaved rounds: every entry's calls in a shuffled order, all on placement (round mod n). An
+    entry whose call raises is `drop`ped (its samples too); the rounds go on without it."""
     rng = random.Random(config.seed)
     samples: dict[str, list[list[float]]] = {name: [] for name in timed}
     order = list(timed)
@@ -353,15 +376,16 @@ def _rounds(timed: dict[str, list[_Timed]], placements: int, config: TimingConfi
         rng.shuffle(order)
         events = []
         for name in order:
-            t = timed[name][rounds % placements]
-            for _ in range(config.calls_per_round):
-                t.prepare()
-                flush_l2(flush)
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                t()
-                end.record()
-                events.append((name, start, end))
+            try:
+                events += _round_calls(name, timed[name][rounds % placements], config.calls_per_round, flush)
+            except BaseException as exc:
+                if drop is None:
+                    raise
+                drop(name, exc)
+        order = [n for n in order if n in timed]
+        events = [e for e in events if e[0] in timed]
+        for name in [n for n in samples if n not in timed]:
+            del samples[name]
         torch.cuda.synchronize()
         per_round: dict[str, list[float]] = {name: [] for name in timed}
         for name, start, end in events:

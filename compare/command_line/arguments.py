@@ -80,3 +80,14 @@ def from_values(**args) -> tuple[Request, Options]:
                       family=args.get("family"), inputs=args.get("inputs"),
                       input_kind=_filled(args, "input_kind", d.input_kind))
     return request, options
+
+
+def registry_of(args):
+    """The registry of the command's families, imported where a supervisor sees it: a family package whose
+    import ends the process is bad input, named by where it is (its --family-path folders, else all)."""
+    from compare.runtime import supervisor
+    from variants import registry
+    where = ", ".join(f"--family-path {p}" for p in args.family_paths or ())
+    with supervisor.importing_families(where or f"the families found (built in, {args.repo or '.'}/pyproject.toml, "
+                                       "entry points)"):
+        return registry()

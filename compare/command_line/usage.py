@@ -204,8 +204,12 @@ def report_text(path: Path) -> str:
     one line, for a file that is missing, unreadable, not gzip or not text, or that gives nothing to read
     within a time limit (a FIFO no one writes to: variants/waiting.py)."""
     import gzip
+    import stat
     from variants import waiting
     try:
+        mode = path.stat().st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):   # a FIFO or a device: refused before it is opened
+            raise UsageError(f"{path} is not a regular file (a FIFO, a device or a socket); give a report.json")
         raw = waiting.within(waiting.limit(waiting.READ_LIMIT_S), path.read_bytes, f"reading {path}")
         return (gzip.decompress(raw) if path.suffix == ".gz" else raw).decode()
     except waiting.TimedOut as exc:

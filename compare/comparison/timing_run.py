@@ -18,6 +18,7 @@ from pathlib import Path
 from compare.runtime import supervisor
 from compare.model.results import TimingSection, decode, to_dict
 from compare.model.skips import Skip
+from compare.model import scratch
 
 IN_PROCESS_ENV = "KERNEL_AB_TIMING_IN_PROCESS"
 _ROOT = Path(__file__).resolve().parents[2]
@@ -87,7 +88,7 @@ class TimingProcesses:
     sees only the run's own launches); its start is allowed the launch limit (--variant-timeout)."""
 
     def __init__(self, request, dtypes: tuple[str, ...], worker: Path = WORKER):
-        self.tmp, self.worker = tempfile.TemporaryDirectory(prefix="kernel-ab-timing-"), worker
+        self.tmp, self.worker = tempfile.TemporaryDirectory(prefix="kernel-ab-timing-", dir=scratch.folder()), worker
         env = {k: v for k, v in os.environ.items() if k not in (supervisor.STATUS_ENV, supervisor.TOKEN_ENV)}
         self.workers = [self._start(request, dtype, env) for dtype in dtypes]
 

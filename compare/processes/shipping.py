@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from compare.model.errors import UsageError
+from compare.model import scratch
 
 MAX_BYTES = 64 << 20
 _UNPACKED: dict[str, str] = {}   # on the worker: bundle id -> the spec texts and repo, rewritten
@@ -72,7 +73,7 @@ def unpacked(sources: dict, key: str) -> str:
     if key in _UNPACKED:
         return _UNPACKED[key]
     request = json.loads(sources["request"])
-    home = Path(tempfile.mkdtemp(prefix="kernel-ab-shipped-"))
+    home = Path(tempfile.mkdtemp(prefix="kernel-ab-shipped-", dir=scratch.folder()))
     _HOMES.append(home)
     specs = []
     for n, (text, kind, data, rel) in enumerate(sources["trees"]):

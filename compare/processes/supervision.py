@@ -2,16 +2,19 @@
 the protocol). Standard library only: it starts before anything heavy is imported."""
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 
+from compare.model.scratch import SCRATCH_ENV
 from compare.model.states import Crash
 from compare.runtime.exit_codes import ExitCode
 from compare.runtime.supervisor import _child_pids, _comm, _live_children
@@ -194,6 +197,10 @@ def _culprit(records: list[dict], rc: int, ended: int | None) -> tuple[list[str]
         what = "a 'done'" if isinstance(forged["forged"], dict) and "done" in forged["forged"] else "a record"
         return (forged["after"]["variants"], f"forged kernel-ab's status ({what} without the run's token)",
                 forged["after"].get("what", ""))
+    forked = next((r for r in records if "forked" in r and r.get("variants")), None)
+    if forked is not None:
+        return (forked["variants"], "forked the process (os.fork) and its copy went on into kernel-ab's code",
+                forked.get("what", ""))
     tamper = next((r for r in records if r.get("failure") == TAMPER and r.get("variants")), None)
     if tamper is not None and ended is not None:
         return tamper["variants"], tamper["error"], tamper.get("what", "")
@@ -230,6 +237,42 @@ def without_culprit(names, why: str, where: str) -> tuple[tuple[str, str] | None
     return None, no_timing
 
 
+def _outside_launches(records: list[dict], why: str) -> int:
+    """Say a child's end outside any variant's launch: while family packages were imported, bad input (exit
+    2); elsewhere kernel-ab's own (or what it runs on) end, never a gate's failure (exit 3)."""
+    families = next((r["families"] for r in reversed(records) if "families" in r and "forged" not in r), "")
+    if families:
+        print(f"kernel-ab: error: the import of {families} {why}; fix the package that does it or leave its folder "
+              "out", file=sys.stderr)
+        return ExitCode.USAGE
+    print(f"kernel-ab: error: the comparison {why} outside any variant's launch; no report", file=sys.stderr)
+    return ExitCode.INTERNAL
+
+
+def _empty(folder: str) -> None:
+    """Remove what a child left in its scratch folder (its trees, where it ended before removing them)."""
+    for entry in os.scandir(folder):
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+
+
+def _after_report(rc: int, ended: int) -> int:
+    """The exit code of a child that wrote its report with code `ended` and then ended with `rc`: a crash or
+    another exit code as it ended (a finalizer, a thread of a variant's) is said, and fails the run."""
+    if rc == ended:
+        return ended
+    if rc < 0:
+        how, code = f"was ended by {_signal_name(-rc)} as it exited", 128 - rc
+    else:
+        how, code = f"exited with code {rc}", rc
+    print(f"kernel-ab: the report was written (exit code {ended}), but the process then {how} (a finalizer or "
+          f"thread a variant left?); exit code {ended or code}", file=sys.stderr)
+    return ended or code
+
+
 def supervise(command: list[str], stop: list[int] | None = None) -> int:
     """Run `command` (a kernel-ab child) until it ends deliberately; rerun without each variant that ended,
     hung or tampered with its process (or with the run's outcome: a forged status, a stop it sent itself).
@@ -244,11 +287,13 @@ def supervise(command: list[str], stop: list[int] | None = None) -> int:
         stop.append(signum)
     previous = {s: signal.signal(s, on_signal) for s in _STOP_CODES}
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)   # what a run double-forks out of its group comes here, to be ended
+    scratch = tempfile.mkdtemp(prefix="kernel-ab-run-")   # the child's temporary trees: emptied after each run
     try:
         for _ in range(_MAX_RERUNS):
             if stop:
                 break
-            env = {**os.environ, EXCLUDED_ENV: json.dumps(excluded_now), STARTED_ENV: started}
+            _empty(scratch)
+            env = {**os.environ, EXCLUDED_ENV: json.dumps(excluded_now), STARTED_ENV: started, SCRATCH_ENV: scratch}
             if no_timing:
                 env[NO_TIMING_ENV] = no_timing
             run = _Run(command, env, stop)
@@ -268,14 +313,11 @@ def supervise(command: list[str], stop: list[int] | None = None) -> int:
                 if run.lingered:
                     print(f"kernel-ab: the process did not end within {AFTER_DONE_S:g} s after its report "
                           "(an atexit handler?) and was stopped", file=sys.stderr)
-                elif rc != ended:
-                    print(f"kernel-ab: the process then ended with {_why(rc, {}, {})}", file=sys.stderr)
-                return ended
+                    return ended
+                return _after_report(rc, ended)
             names, why, where, kind = _failed(records, rc, run.hung, ended)
             if not names:
-                print(f"kernel-ab: error: the comparison {why} outside any variant's launch; no report",
-                      file=sys.stderr)
-                return ExitCode.INTERNAL   # not a gate's failure: kernel-ab (or what it runs on) ended
+                return _outside_launches(records, why)
             culprit, left_out = without_culprit(names, why, where)
             if culprit:
                 excluded_now.append([*culprit, kind] if kind else list(culprit))
@@ -287,6 +329,7 @@ def supervise(command: list[str], stop: list[int] | None = None) -> int:
         print("kernel-ab: error: too many variants ended the process; no report", file=sys.stderr)
         return 1
     finally:
+        shutil.rmtree(scratch, ignore_errors=True)
         _prctl(_PR_SET_CHILD_SUBREAPER, 0)
         for s, handler in previous.items():
             signal.signal(s, handler)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from compare.processes import supervision
 from compare.runtime.supervisor import EXCLUDED_ENV, NO_TIMING_ENV, POISONED_EXIT, STATUS_ENV
+from compare.model import scratch
 
 _ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,7 +27,7 @@ class Runner:
         self.env, self.cwd = dict(env or {}), cwd
         self.proc: subprocess.Popen | None = None
         self.fresh = None
-        fd, self.status = tempfile.mkstemp(prefix="kernel-ab-task-status-")
+        fd, self.status = tempfile.mkstemp(prefix="kernel-ab-task-status-", dir=scratch.folder())
         os.close(fd)
 
     def _start(self, task) -> None:

@@ -20,6 +20,7 @@ from compare.model.replay import CallFailure, Pass, ReplayedCall, ReplayedOp, Si
 from compare.review.members import module_name
 from compare.review.revisions import Repository
 from compare.review.sources import Role, role
+from compare.model import scratch
 
 WORKER = Path(__file__).resolve().parents[1] / "runtime" / "replay_worker.py"
 MAX_TEST_FILES = 3
@@ -171,7 +172,7 @@ class Replayer:
         self.limits = limits or (GPU_LIMITS if device == "cuda" else Limits())
         self.commits = {Side.BASE: base, Side.HEAD: head}
         self.files = {s: repo.files(c) for s, c in self.commits.items()}
-        self.work = Path(tempfile.mkdtemp(prefix="kernel-ab-replay-"))
+        self.work = Path(tempfile.mkdtemp(prefix="kernel-ab-replay-", dir=scratch.folder()))
         self.trees: dict[Side, Path] = {}
         self.recordings: dict[str, Path] = {}   # op key -> the folder its calls were recorded into
 

@@ -277,6 +277,9 @@ def process_flags() -> list[Watch]:
               lambda o, n: "took away or replaced import machinery (sys.meta_path, sys.path_hooks)", lambda o: None,
               lambda o, n: not (set(o[0]) <= set(n[0]) and set(o[1]) <= set(n[1]))),
         value(sys.getswitchinterval, lambda o, n: "changed the thread switch interval", sys.setswitchinterval),
+        value(lambda: sys.modules["numpy"].geterr(), lambda o, n: "changed numpy's floating-point error handling "
+              f"(numpy.seterr: {', '.join(f'{k}={v}' for k, v in sorted(n.items()) if o.get(k) != v)})",
+              lambda o: sys.modules["numpy"].seterr(**o)),
     ]
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from compare.model.habits import Act, ImportAct
+from compare.runtime.standard_streams import streams
 from compare.runtime.process_flags import (MISSING, Watch, environ, in_platform, library_environ, library_filter,
                                            process_flags, torch_flags, watch_atexit)
 
@@ -123,6 +124,21 @@ def _namespace(label: str, get: Callable[[], Any], is_class: bool, only_code: bo
 
 
 
+def _module_table() -> Watch:
+    """sys.modules: an entry there before a launch that it replaced or removed (a variant's `json`, or one of
+    kernel-ab's own packages, would answer every later import of it); entries it added are its imports."""
+    def changed(old: dict, new: dict) -> list[str]:
+        return [] if old == new else [k for k, v in old.items() if new.get(k, MISSING) is not v]
+
+    def say(old, new) -> list[str]:
+        return [f"{'replaced' if k in new else 'removed'} sys.modules[{k!r}]" for k in changed(old, new)]
+
+    def put(old, new) -> None:
+        for k in changed(old, new):
+            sys.modules[k] = old[k]
+    return Watch(lambda: dict(sys.modules), say, put)
+
+
 def _copyreg_cache(cls, name: str, value) -> bool:
     """copyreg caches a class's slot names as `__slotnames__` the first time one of its objects is pickled or
     copied (torch.compile's graph capture copies Triton's JITFunction): the platform's own cache, no patch,
@@ -194,6 +210,8 @@ class Guard:
             self.watches[f"flag {n}"] = watch
         self.watches[ENVIRON] = environ()
         self.watches[FILTERS] = Watch(lambda: tuple(warnings.filters), lambda o, n: [], lambda o, n: None)
+        self.watches["sys.modules"] = _module_table()
+        self.watches["standard streams"] = streams()   # last: it may replace sys.stdout, which the "sys" watch reads
         self.seconds, self.count = 0.0, 0   # time spent taking snapshots and comparing (the cost, measured)
         self._modules_seen = 0
 

@@ -12,7 +12,7 @@ import signal
 import threading
 import time
 
-from compare.model.errors import summarize
+from compare.model.errors import message, summarize
 from compare.model.states import Crash
 from compare.runtime.exit_codes import ExitCode
 
@@ -153,7 +153,7 @@ def is_variant_fault(exc: BaseException) -> bool:
 
 def is_fatal(exc: BaseException) -> bool:
     """A device error after which the CUDA context is unusable (every later launch would fail)."""
-    text = str(exc).lower()
+    text = message(exc).lower()
     return type(exc).__name__ == "AcceleratorError" or ("cuda" in text and any(e in text for e in _FATAL_DEVICE_ERRORS))
 
 
@@ -287,6 +287,7 @@ def running(names: tuple[str, ...] | list[str], what: str, launches: int = 1, ex
     ends the process as poisoned (`tampered`): the supervisor runs again without the variant. `importing`:
     the block imports a library, whose habits are its own (compare.runtime.import_acts)."""
     before = snapshot()
+    pid = os.getpid()
     _NOW.update(what=what, names=tuple(names))
     threads = set(threading.enumerate())
     children = _child_pids()
@@ -298,6 +299,8 @@ def running(names: tuple[str, ...] | list[str], what: str, launches: int = 1, ex
         error = exc
         raise
     finally:
+        if os.getpid() != pid:   # a copy the variant forked, back in kernel-ab's code: it says so and ends
+            _forked(names, what)
         _NOW.update(what="", names=())
         _write({"variants": [], "what": ""})
         new_threads = [t for t in threading.enumerate() if t not in threads and t.is_alive() and not t.daemon]
@@ -315,6 +318,15 @@ def running(names: tuple[str, ...] | list[str], what: str, launches: int = 1, ex
     _raise_pending()
 
 
+def _forked(names, what: str) -> None:
+    """In a copy of this process that a variant's os.fork made and let return: tell the supervisor whose it
+    was, and end at once (no report, no atexit handler, no buffered output written twice)."""
+    try:
+        _write({"forked": os.getpid(), "variants": list(names), "what": what})
+    finally:
+        os._exit(POISONED_EXIT)   # its parent reads no code of it: the record says it
+
+
 def left_behind() -> tuple[str, ...]:
     """One line per variant that left threads or processes running (still alive now), for the report."""
     alive_threads = {f"thread {t.name!r}" for t in threading.enumerate() if t.is_alive() and not t.daemon}
@@ -325,6 +337,17 @@ def left_behind() -> tuple[str, ...]:
         if live:
             lines.append(f"{name} left {', '.join(live)} running; stopped when kernel-ab ends")
     return tuple(lines)
+
+
+@contextlib.contextmanager
+def importing_families(what: str):
+    """Say, for a supervisor, that the family packages of `what` are imported while the block runs: a
+    package whose import ends the process (os._exit, a crash) is then bad input, named by where it is."""
+    _write({"families": what})
+    try:
+        yield
+    finally:
+        _write({"families": ""})
 
 
 def done(code: int) -> None:

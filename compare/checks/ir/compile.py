@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from compare.model.vocabulary import STAGES  # noqa: F401 (re-exported: compare.checks.ir.STAGES)
+from compare.model import scratch
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 ROLES = ("forward", "backward")
@@ -224,7 +225,7 @@ def run_worker(request: dict) -> list[dict]:
     env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")   # Triton 3.9 warns when unset; 1 is the default it keeps
     # ptxas's files (Triton keeps them with delete=False) go to a folder of the worker's own, removed
     # whatever happens: also when the run is interrupted or the worker killed
-    with tempfile.TemporaryDirectory(prefix="kernel-ab-ir-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="kernel-ab-ir-", dir=scratch.folder()) as tmp:
         env["TMPDIR"] = tmp
         proc = subprocess.Popen([sys.executable, "-m", "compare.checks.ir.worker"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=PROJECT_ROOT, env=env)
