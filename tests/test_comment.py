@@ -71,5 +71,6 @@ def test_the_cut_note_only_where_the_cut_parts_are_written_nowhere_else(tmp_path
     assert (tmp_path / "alone.md").read_text() == with_full   # --out wrote report-full.md with it
     files.write(report, markdown_path=tmp_path / "only.md")
     assert (tmp_path / "only.md").read_text() == alone
-    small = markdown.render(fixed_report())
-    assert "**Cut:**" not in small and "left out" not in small   # nothing cut, nothing said
+    whole = markdown.full(fixed_report())
+    small = markdown.render(fixed_report(), limit=len(whole))
+    assert small == whole and "**Cut:**" not in small and "left out" not in small   # nothing cut, nothing said

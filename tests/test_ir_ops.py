@@ -133,7 +133,7 @@ def forward_only(repo, tmp_path_factory) -> dict:
 def test_the_op_headline_names_the_pointers_the_channel_loop_carries_at_each_side(forward_only):
     line = _ir_line(forward_only)
     assert "_gn_fwd changed" in line, line
-    assert "loop 2 (for channel) carried pointers: 2 in base (X_ptr, Y_ptr), 0 in head (TTIR, TTGIR" in line, line
+    assert "loop 2 (for channel) carries pointers across iterations: 2 in base (X_ptr, Y_ptr), 0 in head (TTIR, TTGIR" in line, line
 
 
 @pytest.mark.slow   # an end-to-end compare: the op run, then five stages compiled
