@@ -168,7 +168,7 @@ def markdown(review: Review, full_written: bool = False) -> str:
             text += md.glance_table(rows, pair.variant)
     for r in replayed:
         level, line = replay_render.summary(r)
-        text += ["", f"- {_MARKS[level]}{line}"]
+        text += ([] if text[-1] == "" else [""]) + [f"- {_MARKS[level]}{line}"]
     room = max(md.COMMENT_LIMIT - len("\n".join(text)), 2000) // max(len(ran) + len(replayed), 1)
     for c in ran:
         t = c.target
