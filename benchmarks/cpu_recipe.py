@@ -62,7 +62,7 @@ def main() -> int:
                 print(proc.stderr[-2000:], file=sys.stderr)
                 return proc.returncode
             print(f"run {run + 1}: {walls[-1]:.1f} s", flush=True)
-        headline = (out / "report.md").read_text().split("#### Variants")[0].strip()
+        headline = (out / "report.md").read_text().split("<details><summary><b>Variants</b>")[0].strip()
     shown = " ".join(command(Path("REPO"), Path("OUT"))[1:]).replace(str(ROOT / "main.py"), "main.py")
     text = "\n".join([
         "# The reviewer's recipe on the CPU", "",

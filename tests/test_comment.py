@@ -1,15 +1,48 @@
-"""The pull-request comment: the glance table first, no table wider than GitHub's column (markdown.ROW_ROOM:
-each column at its longest cell, text past WRAP counted at WRAP as it wraps, plus 3 of padding), a wide table
-split into parts of its columns that each keep the columns naming a row, and the "Cut" note only where the
-cut parts are written nowhere else."""
+"""The pull-request comment: the answer in its first 25 lines (each check's verdict, every shared NaN named),
+under 8,000 characters for one op, short headings and no empty label line; no table wider than GitHub's
+column (markdown.ROW_ROOM: each column at its longest cell, text past WRAP counted at WRAP as it wraps, plus 3
+of padding), a wide table split into parts of its columns that each keep the columns naming a row, and the
+"Cut" note only where the cut parts are written nowhere else."""
+import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+
+from compare.model import glance
+from compare.model.headline import headline
+from compare.model.problems import lists
+from compare.model.replay import Agreement, ReplayedCall, ReplayedOp, ReplayVerdict, Side, TensorDiff
+from compare.model.states import ProblemKind
 from compare.render import files, json_report, markdown
 from compare.render.table import Table
+from compare.review import replay_render
 from tests.fixed_report import fixed_report
 
-SEED = Path(__file__).resolve().parent.parent / "reports" / "seed_pair" / "report.json"
+ROOT = Path(__file__).resolve().parent.parent
+SEED = ROOT / "reports" / "seed_pair" / "report.json"
+ONE_OP = ROOT / "reports" / "numerics_seed_pair" / "report.json"   # the H200's, NaN shared on five input kinds
+BUNDLE = Path(os.environ.get("KERNEL_AB_CORPUS") or ROOT.parent / "shared" / "corpus") / "liger-kernel-prs.bundle"
+TOP = 25                                                  # lines a reviewer reads before opening anything
+LABEL_ONLY = re.compile(r"^[-*>\s]*[A-Za-z][\w .]*:\s*$")   # "specialization:" and nothing after it
+
+
+def assert_readable(text: str, reports, ops: int = 1) -> None:
+    """The comment holds each report's answer in its first lines (every check's verdict), names every NaN
+    the variants share, stays under 8,000 characters an op, and has no long heading or empty label."""
+    top = "\n".join(text.splitlines()[:TOP])
+    for report in reports:
+        for row in glance.rows(report):
+            assert re.search(rf"\| \S+ {re.escape(row.check)} +\| {re.escape(row.verdict)} +\|", top), (row, top)
+        for p in lists(report).shared:
+            if p.kind == ProblemKind.NONFINITE:
+                assert any("NaN" in line and p.input_kind in line for line in text.splitlines()), p
+    assert len(text) < 8000 * ops, len(text)
+    assert max(len(line) for line in text.splitlines() if line.startswith("#")) <= 100
+    assert not [line for line in text.splitlines() if LABEL_ONLY.match(line)]
 
 
 def _tables(text: str) -> list[list[list[str]]]:
@@ -71,5 +104,64 @@ def test_the_cut_note_only_where_the_cut_parts_are_written_nowhere_else(tmp_path
     assert (tmp_path / "alone.md").read_text() == with_full   # --out wrote report-full.md with it
     files.write(report, markdown_path=tmp_path / "only.md")
     assert (tmp_path / "only.md").read_text() == alone
-    small = markdown.render(fixed_report())
-    assert "**Cut:**" not in small and "left out" not in small   # nothing cut, nothing said
+    whole = markdown.full(fixed_report())
+    small = markdown.render(fixed_report(), limit=len(whole))
+    assert small == whole and "**Cut:**" not in small and "left out" not in small   # nothing cut, nothing said
+
+
+def test_one_ops_comment_holds_the_answer_at_its_top_and_names_each_shared_nan():
+    report = json_report.load(ONE_OP.read_text())
+    assert any(p.kind == ProblemKind.NONFINITE for p in lists(report).shared)   # what would be folded away
+    text = markdown.render(report, full_written=True)
+    assert_readable(text, [report])
+    top = text.splitlines()[:TOP]
+    said = [line.removeprefix("- ") for line in top if line.startswith("- ")]
+    assert [line.text for line in headline(report).pairs[0].lines] == [s.split(" ", 1)[1] for s in said[:3]]
+    assert "<summary><b>Numerics</b>" in text and "problem group" not in text
+
+
+def test_a_replayed_ops_calls_are_folded_and_cut_to_its_room():
+    tensor = TensorDiff("grad x", "bfloat16", (188, 31), Agreement.BEYOND, 26, 5, 4.6e-05, 39, (182, 4), -0.0028,
+                        -0.0027, 3)
+    calls = tuple(ReplayedCall(i, "x: bfloat16[188, 31] grad, " + ", ".join(f"option_{k}=None" for k in range(20)),
+                               f"tests/test_op.py::test_correctness[{'-'.join('x' * 20)}-{i}]", (tensor,) * 3)
+                  for i in range(6))
+    op = ReplayedOp("lib.ops:Fused", "Fused", ("tests/test_op.py",), Side.BASE, calls, (), ReplayVerdict.BEYOND)
+    whole, cut = replay_render.markdown(op), replay_render.markdown(op, room=2500)
+    rows = [line for line in cut if line.startswith("| ") and line[2].isdigit()]
+    assert 0 < len(rows) < 6 and sum(map(len, rows)) <= 2500
+    assert f"{6 - len(rows)} more calls left out to keep this comment short: the review's --json holds every call" in cut
+    assert len([line for line in whole if line.startswith("| ") and line[2].isdigit()]) == 6
+    assert cut[0] == "### `Fused`" and "<details><summary>The 6 calls replayed, BASE against HEAD</summary>" in cut
+
+
+@pytest.mark.slow
+def test_the_seed_pairs_report_md_on_the_cpu_is_readable(tmp_path):
+    """`compare --out DIR` as the README runs it, on the CPU interpreter."""
+    r = subprocess.run([sys.executable, "main.py", "compare", "--out", str(tmp_path), "--quiet"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    report = json_report.load((tmp_path / "report.json").read_text())
+    assert_readable((tmp_path / "report.md").read_text(), [report])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not BUNDLE.is_file(), reason=f"the Liger-Kernel corpus is absent ({BUNDLE})")
+def test_a_review_of_the_corpus_is_readable(tmp_path):
+    """`review gn999_base gn999_head --markdown F` on the corpus: the op's answer on top, its details folded."""
+    liger = tmp_path / "liger"
+    subprocess.run(["git", "clone", "-q", str(BUNDLE), str(liger)], check=True, capture_output=True)
+    out = tmp_path / "review"
+    r = subprocess.run([sys.executable, "main.py", "review", "gn999_base", "gn999_head", "--repo", str(liger),
+                        "--markdown", f"{out}.md", "--json", f"{out}.json", "--quiet"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    [compared] = json.loads(Path(f"{out}.json").read_text())["compared"]
+    report = json_report.load(json.dumps(compared["report"]))
+    text = Path(f"{out}.md").read_text()
+    assert_readable(text, [report])
+    lines = text.splitlines()
+    assert lines[lines.index("### `LigerGroupNormFunction`") + 2].startswith(
+        "`liger_kernel.ops.group_norm:LigerGroupNormFunction.apply` in family group_norm: matched by")
+    assert "- NaN where the reference is finite in forward y and backward dx, dW: large_mean, all_equal and huge " \
+           "inputs (float32)" in lines

@@ -48,11 +48,11 @@ def test_markdown_opens_with_the_headline_of_each_pair():
     assert "<details><summary>Environment</summary>" in text
 
 
-def test_markdown_folds_the_shared_problems_under_the_headlines():
+def test_markdown_names_each_shared_problem_open_under_the_headlines():
     text = markdown.render(fixed_report(failing=True, baseline_failing=True))
-    fold = "<details><summary><b>Shared by every variant (not introduced by this change)</b>: 1 problem group</summary>"
-    assert fold in text and text.index(fold) < text.index("#### Variants")
-    assert "- normal inputs, float32: never written in forward y" in text
+    listed = "**Shared by every variant (not introduced by this change):**\n\n- never written in forward y: normal inputs"
+    assert listed in text and text.index(listed) < text.index("#### Variants")
+    assert "problem group" not in text   # named, not counted behind a fold
     assert "❌" not in text.split("#### Variants")[0]
 
 
@@ -70,8 +70,8 @@ def test_markdown_is_cut_under_the_comment_limit_with_a_note():
     assert len(cut) <= len(full) - 500
     assert "**Cut:**" in cut
     assert "were left out to keep this comment short: `--out` writes them all to report-full.md" in cut
-    # every section keeps its heading and what fits of it; none is dropped whole
-    assert "### Numerics" in cut and "### Timing" in cut
+    # every section keeps its fold and what fits of it; none is dropped whole
+    assert "<summary><b>Numerics</b>" in cut and "<summary><b>Timing</b>" in cut
     assert cut.splitlines()[0] == full.splitlines()[0]
 
 
@@ -131,7 +131,7 @@ def test_seed_sweep_comment_keeps_every_headline_and_the_shared_list_under_the_l
         assert f"**`{pair.variant}`** against **`{pair.baseline}`** (baseline)" in text
         for line in pair.lines:
             assert line.text in text
-    assert all(f"- {line}" in text for line in head.shared + head.kept)
+    assert all(f"- {line}" in text for line in head.shared_named + head.kept)
     assert all(f"- {line}" in text for pair in head.pairs for line in pair.problems_introduced + pair.problems_fixed)
     assert "**Cut:**" in text      # only detail was cut
 

@@ -82,7 +82,8 @@ def test_review_lists_the_rename_and_ignores_the_comment_only_change(reviews):
     assert "RMSNormFunction: kernel _rms_norm_fwd changed" in texts
     assert "_scale_kernel" not in json.dumps(data)
     assert "_scale_kernel" not in markdown and "mylib.scale" not in markdown
-    assert "**`RMSNormFunction.head`** against **`RMSNormFunction.base`** (baseline)" in markdown
+    assert ("**`RMSNormFunction`**: compared through the rms_norm family (preset `custom`, float32): "
+            "`RMSNormFunction.head` against `RMSNormFunction.base`; kernel _rms_norm_fwd changed") in markdown
 
 
 def test_review_of_one_op_on_the_cpu_takes_under_a_minute(reviews):

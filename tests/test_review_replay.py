@@ -214,4 +214,6 @@ def test_a_replayed_op_gets_its_compiled_code_compared_on_its_recorded_calls(rev
     # clip raises at HEAD, where its calls were recorded: nothing it returned to time
     assert ops["clip"]["report"] is None and "raised when recorded (ValueError: clip takes no more calls)" in \
         ops["clip"]["timed"]
-    assert "### `shift`: timing and compiled code on its recorded calls" in md
+    section = md.split("### `shift`", 1)[1].split("\n### ", 1)[0]
+    assert "timing and compiled code, BASE against HEAD on its recorded calls" in section
+    assert "_shift_kernel changed" in section

@@ -11,8 +11,8 @@ from typing import Optional
 
 from compare.model.loopclaims import loop_claims
 from compare.model.fouls import fouled, said
-from compare.model.problems import (Lists, Problem, SaidOnce, bits, brief, describe, input_kinds, judged, lists,
-                                    ran, variant_of)
+from compare.model.problems import (Lists, Problem, SaidOnce, bits, brief, by_problem, describe, input_kinds,
+                                    judged, lists, ran, variant_of)
 from compare.model.results import IRSection, IRVariant, NumericsCase, NumericsSection, PassStatus, Report
 from compare.model.results_ir import NOT_RUN, failed_at, op_kernel
 from compare.model.same_code import SameCode, same_code, timing_groups
@@ -46,6 +46,7 @@ class Headline:
     shared: tuple[str, ...]            # the baseline's problems every other variant keeps
     kept_title: str = ""
     kept: tuple[str, ...] = ()         # the baseline's problems only some keep, each naming who
+    shared_named: tuple[str, ...] = ()   # `shared` a line per problem, naming every input kind it holds on
 
 
 # ---------------------------------------------------------------- numerics line
@@ -180,8 +181,9 @@ def _numerics_line(section: NumericsSection, a: str, b: str, introduced: frozens
     if not parts:
         return Line("numerics", "skip", "numerics: no case where both ran"), gate
     text = "numerics: " + "; ".join(parts)
-    if any(c.reference == b for c in both):   # the yardstick: its distance from A is told, never judged
-        return Line("numerics", "info", text.replace("LESS ACCURATE", "less accurate") + f" ({b} is the yardstick)"), []
+    if any(c.reference == b for c in both):   # the reference point: its distance from A is told, never judged
+        return Line("numerics", "info", text.replace("LESS ACCURATE", "less accurate")
+                    + f" ({b} is the reference point: it judges, and is not judged)"), []
     return Line("numerics", level, text), gate
 
 
@@ -277,8 +279,7 @@ def _ir_line(section: Optional[IRSection], a: str, b: str, skipped: tuple[Skip, 
         if not changed:
             parts.append("identical at every stage")
         else:
-            parts.append("normalized diff " + ", ".join(f"{_STAGE[d.stage]} {d.changed_lines}" for d in changed)
-                         + " changed lines")
+            parts.append("changed lines: " + ", ".join(f"{_STAGE[d.stage]} {d.changed_lines}" for d in changed))
     return Line("compiled code", "info", "compiled code: " + "; ".join(parts or ["no structural change found"]))
 
 
@@ -377,4 +378,5 @@ def headline(report: Report) -> Headline:
     kept += tuple(f"{line} (no other variant gave numbers there to compare)" for line in describe(found.alone, kinds))
     kept_title = f"problems of {base} only some variants keep" + (
         ", or where no other gave numbers" if found.alone else "")
-    return Headline(tuple(pairs), shared_title, tuple(describe(found.shared, kinds)), kept_title, kept)
+    return Headline(tuple(pairs), shared_title, tuple(describe(found.shared, kinds)), kept_title, kept,
+                    tuple(by_problem(found.shared, kinds)))

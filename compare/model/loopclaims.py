@@ -106,8 +106,8 @@ def loop_claims(section: IRSection, va: IRVariant, vb: IRVariant, names: tuple[s
                 (pa,), (pb,) = m.a, m.b
                 x, y = p.la[pa], p.lb[pb]
                 if not sass and x.carried_pointers != y.carried_pointers:
-                    text = (f"{p.loop(pa, pb)} carried pointers: {x.carried_pointers} in {p.a}{p.named(pa, True)}, "
-                            f"{y.carried_pointers} in {p.b}{p.named(pb, False)}")
+                    text = (f"{p.loop(pa, pb)} carries pointers across iterations: {x.carried_pointers} in "
+                            f"{p.a}{p.named(pa, True)}, {y.carried_pointers} in {p.b}{p.named(pb, False)}")
                 if p.innermost(pa, pb):
                     inner.setdefault(p.loop(pa, pb), {}).setdefault(op_deltas(y, x), []).append(stage)
             elif not sass and m.status in (LoopMatch.ADDED, LoopMatch.REMOVED):
@@ -126,24 +126,30 @@ def loop_claims(section: IRSection, va: IRVariant, vb: IRVariant, names: tuple[s
         if not changed:
             same.append(name)
             continue
-        unchanged = [f"{_stages(by_delta[''])} none"] if "" in by_delta else []
-        parts.append(f"innermost {name} op deltas: " + " / ".join(changed + unchanged))
+        unchanged = [f"unchanged in {_stages(by_delta[''])}"] if "" in by_delta else []
+        parts.append(f"innermost {name}, instruction count changes: " + " / ".join(changed + unchanged))
     pair = next((x for x in section.pairs if (x.a, x.b) == (va.variant, vb.variant)), None)
     identical = pair is not None and pair.stages and all(d.identical for d in pair.stages)
     if same and not identical:   # identical code: the headline says so, and nothing about its loops
-        parts.append(f"same ops at every stage: innermost {', '.join(same)}")
+        parts.append(f"same instruction counts at every stage: innermost {', '.join(same)}")
     return parts
 
 
 def match_lines(section: IRSection, a: str, b: str) -> list[str]:
-    """One line per group of stages that match the same way: which of B's loops is which of A's."""
+    """One line per group of stages that match the same way: which of B's loops is which of A's, in words
+    ("loops 1, 2 with the loop at the same place; loop 3 with loop 2")."""
     said: dict[str, list[str]] = collections.defaultdict(list)
     for stage in section.stages:
         found = stage_matches(section, a, b, stage)
         if not found:
             continue
-        words = [f"{m.a[0]}={m.b[0]}" for m in found if m.status == LoopMatch.MATCHED]
-        words += [f"{m.status} {', '.join(m.a or m.b)}" for m in found if m.status in (LoopMatch.ADDED, LoopMatch.REMOVED)]
-        words += [f"unsure {', '.join(m.a)} against {', '.join(m.b)}" for m in found if m.status == LoopMatch.UNSURE]
+        matched = [m for m in found if m.status == LoopMatch.MATCHED]
+        same = [m.a[0] for m in matched if m.a[0] == m.b[0]]
+        words = [f"loop{'s' if len(same) > 1 else ''} {', '.join(same)} with the loop at the same place"] if same else []
+        words += [f"loop {m.b[0]} with loop {m.a[0]}" for m in matched if m.a[0] != m.b[0]]
+        words += [f"loop {', '.join(m.a or m.b)} {'only in B' if m.status == LoopMatch.ADDED else 'only in A'}"
+                  for m in found if m.status in (LoopMatch.ADDED, LoopMatch.REMOVED)]
+        words += [f"no sure pairing of {', '.join(m.a)} with {', '.join(m.b)}" for m in found
+                  if m.status == LoopMatch.UNSURE]
         said[", ".join(words)].append(stage)
     return [f"{text} ({_stages(stages)})" for text, stages in said.items()]

@@ -147,6 +147,27 @@ def describe(items: set[Problem], kinds_order: tuple[str, ...] = ()) -> list[str
     return lines
 
 
+def by_problem(items: set[Problem] | frozenset[Problem], kinds_order: tuple[str, ...] = ()) -> list[str]:
+    """Problems as lines, one per problem and the outputs it is on, each naming every input kind it holds on,
+    worst first: 'NaN where the reference is finite in forward y and backward dx: large_mean and huge inputs
+    (float32)' (the dtype with each input kind where several)."""
+    dtypes = sorted({p.dtype for p in items})
+    rank = {k: i for i, k in enumerate(kinds_order)}
+    where: dict[tuple[str, str], list[str]] = {}
+    worst_kind: dict[tuple[str, str], int] = {}
+    for kind, dtype in sorted({(p.input_kind, p.dtype) for p in items}, key=lambda k: (rank.get(k[0], len(rank)), k)):
+        by_what: dict[str, list[Problem]] = {}
+        for p in _worst_per_output({p for p in items if (p.input_kind, p.dtype) == (kind, dtype)}):
+            by_what.setdefault(p.detail or p.kind, []).append(p)
+        for what, ps in by_what.items():
+            key = (what, _join_outputs([p.direction if p.output == "-" else f"{p.direction} {p.output}" for p in ps]))
+            where.setdefault(key, []).append(kind if len(dtypes) == 1 else f"{kind} {dtype}")
+            worst_kind[key] = min(ProblemKind.rank(p.kind) for p in ps)
+    only = f" ({dtypes[0]})" if len(dtypes) == 1 else ""
+    return [f"{what} in {outs}: {_and(where[(what, outs)])} inputs{only}"
+            for what, outs in sorted(where, key=lambda k: worst_kind[k])]
+
+
 def _join_outputs(outs: list[str]) -> str:
     """'forward y', 'forward rstd', 'backward dx' as 'forward y, rstd and backward dx'."""
     by_dir: dict[str, list[str]] = {}

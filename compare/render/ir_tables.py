@@ -37,7 +37,8 @@ LOOPS_LEGEND = (
     "matches: the baseline's loop this one is, told by nesting, trip count (TTIR/TTGIR), global loads and stores and "
     "op mix, not by position (its similarity, 0 to 1); added: like none of the baseline's; unsure: like several "
     "(or several like it) with no pairing clearly best, so none is claimed",
-    "ops: operations in the loop itself, nested loops excluded; delta, op deltas: against the matched baseline loop",
+    "ops: instructions in the loop itself, nested loops excluded; change, instruction count changes: against the "
+    "matched baseline loop",
 )
 MEMORY_LEGEND = (
     "global loads and stores by width; TTIR/TTGIR: scalar pointer or tensor of pointers (the vector width is chosen "
@@ -46,8 +47,9 @@ MEMORY_LEGEND = (
 DIFF_LEGEND = (
     "normalized: locations, debug info and comments dropped; values, registers, labels and the kernel renamed "
     "canonically; lines aligned so that an inserted instruction does not rename the rest",
-    "changed: lines removed plus added; diff: length of the whole diff with 3 lines of context; raw: the same "
-    "for a plain unified diff of the listings as Triton wrote them",
+    "changed lines: lines removed plus added (the measure every line and diff title gives); diff length: lines of "
+    "the whole diff with 3 lines of context; raw: the same for a plain unified diff of the listings as Triton "
+    "wrote them",
 )
 
 
@@ -190,11 +192,11 @@ def ir_summary(section: IRSection, baseline: str) -> list[tuple[str, str]]:
         lines.append(("info", f"{ir} {STAGE_TITLES[stage]}: " + "; ".join(parts)))
     for p in section.pairs:
         for text in match_lines(section, p.a, p.b):
-            lines.append(("info", f"{ir} loops of {p.b} matched to {p.a}'s (A=B): {text}"))
+            lines.append(("info", f"{ir} loops of {p.b} paired with {p.a}'s: {text}"))
     for p in section.pairs:
-        sizes = ", ".join(f"{STAGE_TITLES[d.stage]} {'=' if d.identical else d.diff_lines}/{d.raw_diff_lines}"
+        sizes = ", ".join(f"{STAGE_TITLES[d.stage]} {'identical' if d.identical else d.changed_lines}"
                           for d in p.stages)
-        lines.append(("info", f"{ir} diff {p.b} vs {p.a} (normalized/raw diff lines): {sizes}"))
+        lines.append(("info", f"{ir} changed lines, {p.b} against {p.a}: {sizes}"))
     if ok:
         regs = ", ".join(f"{v.variant} {v.registers} regs {v.spill_bytes} B spilled" for v in ok)
         level = "warn" if any(v.spill_bytes > 0 for v in ok) else "info"
@@ -209,8 +211,8 @@ def diff_blocks(section: IRSection) -> list[DiffBlock]:
         for d in p.stages:
             if not d.identical:
                 kernel = "" if section.kernel == "forward" else f" ({section.kernel} kernel)"
-                blocks.append(DiffBlock(f"{STAGE_TITLES[d.stage]}{kernel}: {p.a} -> {p.b}, {d.changed_lines} changed lines "
-                                        f"(raw diff {d.raw_diff_lines} lines)", d.diff, "diff", p.a, p.b))
+                blocks.append(DiffBlock(f"{STAGE_TITLES[d.stage]}{kernel}: {p.a} -> {p.b}, {d.changed_lines} changed lines",
+                                        d.diff, "diff", p.a, p.b))
     for v in section.variants:
         for s in v.stages:
             if s.listing:

@@ -1,8 +1,8 @@
-"""The Markdown report, for a pull-request comment: the glance first (a table per variant: check, verdict, how
-much, where), then the headline's lines, the shared problems folded, GitHub tables no wider than the comment
-column (ROW_ROOM; a wider one split by its columns), long parts folded, each legend once per section. The
-comment is kept short (COMMENT_LIMIT) by cutting detail only, saying so where the cut parts are written nowhere
-else; `full` is the same report with nothing cut."""
+"""The Markdown report, for a pull-request comment: the answer first (a glance table per variant: check, verdict,
+how much, where; the headline's lines; every shared problem named), then the details, each section folded, GitHub
+tables no wider than the comment column (ROW_ROOM; a wider one split by its columns), each legend once per
+section. The comment is kept short (COMMENT_LIMIT) by cutting detail only, saying so where the cut parts are
+written nowhere else; `full` is the same report with nothing cut."""
 from __future__ import annotations
 
 import dataclasses
@@ -16,9 +16,9 @@ from compare.render.tables import IR_TITLE, Table, build, environment_lines, gat
 from compare.model.results import Report
 
 GITHUB_LIMIT = 65536    # the most characters GitHub takes in one comment
-# what the comment aims at: a reviewer reads the headline and the verdicts, not 60,000 characters of
-# tables; past this, tables and diffs are cut (report-full.md and report.json keep them)
-COMMENT_LIMIT = 15000
+# what the comment aims at for one op: a reviewer reads the answer and opens a fold or two, not 60,000
+# characters of tables; past this, tables and diffs are cut (report-full.md and report.json keep them)
+COMMENT_LIMIT = 8000
 CUT_WHERE = "`--out` writes them all to report-full.md; report.json holds every number"
 FULL_WRITTEN = "report-full.md, written with this comment, holds them"
 # GitHub's comment column shows about 100 characters of 14px text: a table's columns, each counted at its
@@ -103,16 +103,13 @@ def _legend(tables) -> str:
     return f"{_sub(lines)}\n" if lines else ""
 
 
-FOLD_OVER = 2   # a section with more tables than this is folded into a <details> block
-
-
 def _section(section, diffs: tuple[str, ...] = (), budget: int | None = None, full_written: bool = False) -> str:
-    """A section's Markdown. `diffs` (the IR diffs) come right after the section's first table, the
-    legend of the tables shown after them. With a `budget`, only the parts that fit in it are kept, in
-    order, and a line says how many were left out, and where they are (`full_written`: report-full.md,
-    written with this comment; else how to get them: the Cut note)."""
+    """A section's Markdown, folded under its title. `diffs` (the IR diffs) come right after the section's
+    first table, the legend of the tables shown after them. With a `budget`, only the parts that fit in it
+    are kept, in order, and a line says how many were left out, and where they are (`full_written`:
+    report-full.md, written with this comment; else how to get them: the Cut note)."""
     where = FULL_WRITTEN if full_written else CUT_WHERE
-    head = [f"### {section.title}", ""]
+    head = []
     for i, (level, text) in enumerate(section.lines):
         line = f"- {_MARK[level]} {text}"
         if budget is not None and len("\n".join(head)) + len(line) > budget // 2:
@@ -133,22 +130,20 @@ def _section(section, diffs: tuple[str, ...] = (), budget: int | None = None, fu
         kept.append((text, table))
         explained.update(new)
         used += size
-    fold = len(kept) > FOLD_OVER
-    block = list(head)
-    if fold:
-        block.append(f"<details><summary>{len(kept)} parts</summary>\n")
+    counted = ", ".join(f"{n} {noun}{'s' if n != 1 else ''}" for n, noun in (
+        (len(section.lines), "verdict line"), (len(tables), "table"), (len(diffs), "diff")) if n)
+    block = [f"<details><summary><b>{section.title}</b>: {counted}</summary>", "", *head]
     block.extend(text for text, _ in kept)
     legend = _legend([t for _, t in kept if t is not None])
     if legend:
         block.append(legend)
-    if fold:
-        block.append("</details>\n")
     if len(kept) < len(parts) and full_written:
         block.append(f"<sub>{len(parts) - len(kept)} of this section's {len(parts)} parts (tables, diffs) are left "
                      f"out of this comment: {where}.</sub>\n")
     elif len(kept) < len(parts):
         block.append(f"> **Cut:** {len(parts) - len(kept)} of this section's {len(parts)} parts (tables, diffs) "
                      f"were left out to keep this comment short: {where}.\n")
+    block.append("</details>\n")
     return "\n".join(block) + "\n"
 
 
@@ -159,15 +154,18 @@ def _ir_diff(block) -> str:
                       "</details>", ""])
 
 
-def _folded(title: str, items: tuple[str, ...]) -> list[str]:
+def _listed(title: str, items: tuple[str, ...], fold: bool = False) -> list[str]:
+    """A titled list of problems: open (each named on the page), or folded where it is good news."""
     if not items:
         return []
-    return [f"<details><summary><b>{title[:1].upper() + title[1:]}</b>: {len(items)} problem "
-            f"group{'s' if len(items) > 1 else ''}</summary>", "", *(f"- {item}" for item in items), "",
-            "</details>", ""]
+    title = title[:1].upper() + title[1:]
+    if fold:
+        return [f"<details><summary><b>{title}</b>: {len(items)} input kind{'s' if len(items) > 1 else ''}"
+                "</summary>", "", *(f"- {item}" for item in items), "", "</details>", ""]
+    return [f"**{title}:**", "", *(f"- {item}" for item in items), ""]
 
 
-def _glance(rows, variant: str) -> list[str]:
+def glance_table(rows, variant: str) -> list[str]:
     """The variant's glance table (compare/model/glance.py): a row per check."""
     mine = [r for r in rows if r.variant == variant]
     table = tabulate([[f"{_MARK[r.level]} {_cell(r.check)}", *(_cell(c) for c in (r.verdict, r.amount, r.where))]
@@ -175,50 +173,62 @@ def _glance(rows, variant: str) -> list[str]:
     return [table, ""] if mine else []
 
 
-def _headline(head: Headline, gates: list[tuple[str, str]], rows=()) -> list[str]:
-    out = []
+def verdicts(report: Report, glance_shown: bool = True) -> list[str]:
+    """The answer: per pair its glance (unless shown elsewhere: `glance_shown` False) and the headline's
+    lines, the problems it introduced (open) and fixed (folded); then every shared problem named, the gates
+    and the report's other summary lines."""
+    head, rows, out = headline(report), glance.rows(report), []
     for pair in head.pairs:
         a, b = pair.baseline, pair.variant
-        out += [f"**`{b}`** against **`{a}`** (baseline)", "", *_glance(rows, b)]
+        if glance_shown:
+            out += [f"**`{b}`** against **`{a}`** (baseline)", "", *glance_table(rows, b)]
+        elif len(head.pairs) > 1:
+            out += [f"**`{b}`** against **`{a}`** (baseline):", ""]
         out += [f"- {_MARK[line.level]} {line.text}" for line in pair.lines]
         out.append("")
         if pair.problems_introduced:   # what the change broke is never folded away
             out += [f"New in `{b}` (not in `{a}`):", "", *(f"- {item}" for item in pair.problems_introduced), ""]
-        out += _folded(f"fixed by {b} (in {a}, not in {b})", pair.problems_fixed)
-    out += _folded(head.shared_title, head.shared) + _folded(head.kept_title, head.kept)
+        out += _listed(f"fixed by {b} (in {a}, not in {b})", pair.problems_fixed, fold=True)
+    out += _listed(head.shared_title, head.shared_named) + _listed(head.kept_title, head.kept)
+    gates = gate_lines(report)
     if gates:
         out += ["**Gates**", "", *(f"- {_MARK[level]} {text}" for level, text in gates), ""]
-    return out
+    summary, _ = build(report, head)
+    out += [f"- {_MARK[level]} {text}" for level, text in summary.lines]
+    return out + ([""] if summary.lines else [])
 
 
-def render(report: Report, limit: int | None = COMMENT_LIMIT, full_written: bool = False) -> str:
-    """The report as one GitHub comment of about `limit` characters (None: everything). The glance, the
-    headline and the shared list always stay; when everything does not fit, each section gets an even share
-    of the room left and keeps the verdict lines and tables that fit in it, with a note saying what was left
-    out and where it is (`full_written`: report-full.md is written with this comment)."""
-    the_headline = headline(report)
-    summary, sections = build(report, the_headline)
-    head = [f"{TITLE}{report.family}, preset `{report.preset}`, {report.dtype}, baseline `{report.baseline}`",
-            "", *_headline(the_headline, gate_lines(report), glance.rows(report))]
-    head.extend(f"- {_MARK[level]} {text}" for level, text in summary.lines)
+def details(report: Report, room: int | None = None, full_written: bool = False) -> str:
+    """Everything under the answer, each part folded: the variants, each check's section, the environment.
+    With `room`, each section gets an even share of what the variants and the environment leave, and keeps
+    the verdict lines and tables that fit in it, with a note saying what was left out and where it is."""
+    _, sections = build(report, headline(report))
     variants = variants_table(report)
-    head += ["", _table(variants), _legend([variants]), ""]
-    head_text = "\n".join(head)
+    fixed = "\n".join(["<details><summary><b>Variants</b></summary>", "", _table(variants), _legend([variants]),
+                       "</details>", "", ""])
     extras = [() for _ in sections]
     ir_at = [i for i, s in enumerate(sections) if s.title.startswith(IR_TITLE)]
     for at, ir in zip(ir_at, report.ir_sections):   # the diffs go with their compiled-code section
         extras[at] = tuple(_ir_diff(block) for block in diff_blocks(ir))
     tail = "\n".join(["<details><summary>Environment</summary>", "",
                       *(f"- {line}" for line in environment_lines(report)), "", "</details>", ""])
-    text = head_text + "".join(_section(s, e) for s, e in zip(sections, extras)) + tail
-    if limit is None or len(text) <= limit:
-        return text
-    room = limit - len(head_text) - len(tail)
-    body = ""
+    whole = "".join(_section(s, e) for s, e in zip(sections, extras))
+    if room is None or len(fixed) + len(whole) + len(tail) <= room:
+        return fixed + whole + tail
+    left, body = room - len(fixed) - len(tail), ""
     for i, (section, extra) in enumerate(zip(sections, extras)):
-        share = (room - len(body)) // (len(sections) - i)
+        share = (left - len(body)) // (len(sections) - i)
         body += _section(section, extra, budget=share, full_written=full_written)
-    return head_text + body + tail
+    return fixed + body + tail
+
+
+def render(report: Report, limit: int | None = COMMENT_LIMIT, full_written: bool = False) -> str:
+    """The report as one GitHub comment of about `limit` characters (None: everything): the title and the
+    answer (verdicts), always whole, then the details, folded, cut to the room left (`full_written`:
+    report-full.md is written with this comment, and the cut notes say so)."""
+    title = f"{TITLE}{report.family}, preset `{report.preset}`, {report.dtype}, baseline `{report.baseline}`"
+    top = "\n".join([title, "", *verdicts(report), ""])
+    return top + details(report, None if limit is None else limit - len(top), full_written)
 
 
 def full(report: Report) -> str:

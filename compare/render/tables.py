@@ -25,12 +25,12 @@ NUMERICS_LEGEND = (
     "in report.json as max_ulp, is tiny where outputs are near zero and says little there)",
     "beyond tol: elements outside the case dtype's tolerance (torch.testing.assert_close's defaults: float32 "
     "rtol 1.3e-6 atol 1e-5, float16 rtol 1e-3 atol 1e-5, bfloat16 rtol 1.6e-2 atol 1e-5), applied to every "
-    "output of the case, float32 outputs included; a miss on an output where the yardstick misses too is not "
+    "output of the case, float32 outputs included; a miss on an output where the reference point misses too is not "
     "counted as a problem of the variant (the verdict lines and the headline): the accuracy verdict judges it",
     "NaN/Inf: non-finite values the kernel wrote; unwritten: elements still holding the NaN poison after the launch",
     "Worst case over all trials; inputs drawn fresh for every trial.",
 )
-REFERENCE_LEGEND = ("yardstick: the reference point; it judges the other variants and is judged by nothing "
+REFERENCE_LEGEND = ("reference: the reference point; it judges the other variants and is judged by nothing "
                     "(its own distance from float64 is shown for scale)",)
 UNTRUSTED_LEGEND = ("untrusted: not run, because this backend is known not to compute the dtype faithfully "
                     "(the note says why); numbers from it would not hold on a GPU",)
@@ -70,7 +70,7 @@ def _numerics_tables(case: NumericsCase, section: NumericsSection) -> list[Table
         out = {e.output: e for e in v.outputs}
         label = _label(v.variant, case, added)
         is_reference = v.variant == case.reference
-        status = "yardstick" if is_reference and v.produced else v.status.replace("_", " ")
+        status = "reference" if is_reference and v.produced else v.status.replace("_", " ")
         if v.status in (Status.NOT_RUN, Status.ERROR, Status.UNTRUSTED) or first not in out:
             rows.append((label, status, *(["-"] * (len(headers) - 2))))
         else:
@@ -137,12 +137,12 @@ def numerics_summary(section: NumericsSection, found: Lists) -> list[tuple[str, 
         if any(c.reference == name for c, _ in results):   # the yardstick: shown for scale, never judged
             outside = [(c, v) for c, v in results if v.status == Status.FAIL]
             crashed = [(c, v) for c, v in results if v.status == Status.ERROR]
-            lines.append(("info", f"numerics: {label} is the yardstick, judged by nothing; for scale, it is outside "
+            lines.append(("info", f"numerics: {label} judges the others and is not judged; for scale, it is outside "
                                   f"the dtype's tolerance in {len(outside)} of {ran} cases run"
                                   + (": " + _grouped((c, v.reasons[0]) for c, v in outside) + TOLERANCE_RULE.format(
                                       ref=name) if outside else "")))
             if crashed:
-                lines.append(("warn", f"numerics: {label} (the yardstick) crashed in {len(crashed)} cases: "
+                lines.append(("warn", f"numerics: {label} (the reference point) crashed in {len(crashed)} cases: "
                                       + _grouped((c, v.reasons[0] if v.reasons else "crashed") for c, v in crashed)))
         elif name == base and ran:
             lines.append(_baseline_line(found, label, ran))
@@ -315,7 +315,7 @@ def ir_section(section: IRSection, lines: tuple[tuple[str, str], ...] = ()) -> S
     where = f"{section.mode}, target {section.target}"
     heading = IR_TITLE if section.kernel == "forward" else f"{IR_TITLE}: {section.kernel} kernel"
     intro = (f"{section.shape}, {section.dtype}; {where}; {section.note}",
-             f"specialization: {section.specialization}")
+             *([f"specialization: {section.specialization}"] if section.specialization.strip() else []))
     tables = [Table("Resources per thread", ("variant", "compiled", "registers", "spills", "stack", "shared",
                                              "launched regs / spills", "agree"),
                     ir_tables.resources_rows(section), ir_tables.RESOURCES_LEGEND,
@@ -327,13 +327,13 @@ def ir_section(section: IRSection, lines: tuple[tuple[str, str], ...] = ()) -> S
     for stage in section.stages:
         title = STAGE_TITLES[stage]
         tables.append(Table(f"{title} loops", ("loop", "variant", "matches", "line", "carried", "pointers", "ops",
-                                               "delta", "op deltas vs match"),
+                                               "change", "instruction count changes"),
                             ir_tables.loop_rows(section, stage), ir_tables.LOOPS_LEGEND))
         tables.append(Table(f"{title} global loads and stores", ("variant", "kind", "op", "width", "loop", "count"),
                             ir_tables.memory_rows(section, stage), ir_tables.MEMORY_LEGEND))
     if section.pairs:
-        tables.append(Table("Normalized diff against raw diff", ("A", "B", "stage", "changed", "diff lines",
-                                                                 "raw changed", "raw diff lines", "diff / raw"),
+        tables.append(Table("Normalized diff against raw diff", ("A", "B", "stage", "changed lines", "diff length",
+                                                                 "raw changed lines", "raw diff length", "diff / raw"),
                             ir_tables.diff_rows(section), ir_tables.DIFF_LEGEND))
     return Section(heading, intro, tuple(tables), lines)
 

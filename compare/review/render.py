@@ -20,6 +20,7 @@ from compare.review import replay_render
 from compare.model.budget import BudgetUse, Cut, DtypesLeftOut, LeftOut
 from compare.model.replay import NUMERICS_FAILURES, ReplayedOp, ReplayVerdict
 from compare.model.errors import UsageError
+from compare.model.headline import headline
 
 _MARKS = {"ok": "✅ ", "fail": "❌ ", "warn": "⚠️ ", "info": ""}
 
@@ -72,8 +73,9 @@ def changed_kernels(target) -> str:
     return ", ".join(dict.fromkeys(names)) or f"{target.module}:{target.callable}"
 
 
-def lines(review: Review) -> list[tuple[str, str]]:
-    """(level, text) of what the review found, apart from each op's report."""
+def lines(review: Review, per_op: bool = True) -> list[tuple[str, str]]:
+    """(level, text) of what the review found, apart from each op's report; `per_op` False leaves out each
+    compared op's own line (what changed in it, a replayed op's answer), said with the op's answer."""
     ch = review.changes
     span = f"{review.base_rev} ({review.base[:7]}) and {review.head_rev} ({review.head[:7]})"
     ran = [c for c in review.compared if c.report is not None]
@@ -98,11 +100,14 @@ def lines(review: Review) -> list[tuple[str, str]]:
     if review.control:
         out.append(("info", f"A/A control (--aa): each op at {review.base_rev} compared against itself; any difference "
                             "reported is the measurement's own"))
-    out += [("info", f"{c.label}: {changed_text(c.target.what)}") for c in ran]
-    out += [replay_render.summary(r, review.budget.hint(r.label) if r.stopped and review.budget else "")
-            for r in review.replayed]
-    out += [("info", f"{r.label}: {replay_render.timed_line(r)}") for r in review.replayed
-            if r.verdict != ReplayVerdict.NO_CALLS]
+    if per_op:
+        out += [("info", f"{c.label}: {changed_text(c.target.what)}") for c in ran]
+        out += [replay_render.summary(r, _hint(review, r)) for r in review.replayed]
+        out += [("info", f"{r.label}: {replay_render.timed_line(r)}") for r in review.replayed
+                if r.verdict != ReplayVerdict.NO_CALLS]
+    else:   # a replayed op that ran no call has no answer of its own: its line stays here
+        out += [replay_render.summary(r, _hint(review, r)) for r in review.replayed
+                if r.verdict == ReplayVerdict.NO_CALLS]
     out += [("fail", f"{changed_kernels(c.target)}: changed; {c.target.module}:{c.target.callable} could not be "
                      f"compared: {_why_not(c)}") for c in review.compared if c.report is None and not c.stopped]
     out += _budget_lines(review)
@@ -170,23 +175,52 @@ def replay_failures(review: Review) -> list[str]:
     return [replay_render.summary(r)[1] for r in review.replayed if r.verdict in NUMERICS_FAILURES]
 
 
+def _how(c) -> str:
+    """How an op was compared and what changed in it, in a line for its answer."""
+    r = c.report
+    pairs = " and ".join(f"`{b}` against `{a}`" for a, b in dict.fromkeys(
+        (p.baseline, p.variant) for p in headline(r).pairs))
+    return (f"compared through the {r.family} family (preset `{r.preset}`, {r.dtype}): {pairs or 'no pair judged'}; "
+            f"{changed_text(c.target.what)}")
+
+
 def markdown(review: Review, full_written: bool = False) -> str:
-    """The review's comment; `full_written`: each op's report-full.md is written with it (--out)."""
+    """The review's comment; `full_written`: each op's report-full.md is written with it (--out). The
+    answer first (the review's lines, then each op's: how it was compared and its verdicts), then each op's
+    section: what was compared, the headline's lines, the details folded, cut to share the comment's room."""
+    from compare.model import glance
     from compare.render import markdown as md
-    text = [f"{md.TITLE}review of {review.base_rev}..{review.head_rev}", ""]
-    text += [f"- {_MARKS[level]}{line}" for level, line in lines(review)]
-    for r in review.replayed:
-        text += [""] + replay_render.markdown(r, review.budget.hint(r.label) if r.stopped and review.budget else "")
     ran = [c for c in review.compared if c.report is not None]
-    timed = [r for r in review.replayed if r.report is not None]
-    room = max(md.COMMENT_LIMIT - len("\n".join(text)), 2000) // max(len(ran) + len(timed), 1)
+    replayed = [r for r in review.replayed if r.verdict != ReplayVerdict.NO_CALLS]
+    text = [f"{md.TITLE}review of {review.base_rev}..{review.head_rev}", ""]
+    text += [f"- {_MARKS[level]}{line}" for level, line in lines(review, per_op=False)]
     for c in ran:
-        body = md.render(_in_review(c.report), limit=room, full_written=full_written).replace(md.TITLE, "#### ", 1)
-        text += ["", f"### `{c.label}`: {title(c)}", "", body]
-    for r in timed:
-        body = md.render(_in_review(r.report), limit=room, full_written=False).replace(md.TITLE, "#### ", 1)
-        text += ["", f"### `{r.label}`: timing and compiled code on its recorded calls", "", body]
+        rows = glance.rows(c.report)
+        text += ["", f"**`{c.label}`**: {_how(c)}", ""]
+        for pair in headline(c.report).pairs:
+            text += md.glance_table(rows, pair.variant)
+    for r in replayed:
+        level, line = replay_render.summary(r, _hint(review, r))
+        text += ([] if text[-1] == "" else [""]) + [f"- {_MARKS[level]}{line}"]
+    room = max(md.COMMENT_LIMIT - len("\n".join(text)), 2000) // max(len(ran) + len(replayed), 1)
+    for c in ran:
+        t = c.target
+        said = ["", f"### `{c.label}`", "", f"`{t.module}:{t.callable}` in family {t.family}: {t.how}", "",
+                *md.verdicts(_in_review(c.report), glance_shown=False)]
+        body = md.details(_in_review(c.report), room - len("\n".join(said)), full_written)
+        text += [*said, body]
+    for r in replayed:
+        section = [""] + replay_render.markdown(r, room // 2 if r.report is not None else room - 400)
+        if r.report is not None:   # its timing and compiled code on the recorded calls
+            section += [*md.verdicts(_in_review(r.report), glance_shown=False)]
+            section += [md.details(_in_review(r.report), room - len("\n".join(section)), False)]
+        text += section
     return "\n".join(text) + "\n"
+
+
+def _hint(review: Review, op: ReplayedOp) -> str:
+    """How to compare `op` whole, where the review's time budget stopped it."""
+    return review.budget.hint(op.label) if op.stopped and review.budget else ""
 
 
 def _json(review: Review) -> str:

@@ -74,13 +74,19 @@ def _call_row(c: ReplayedCall) -> str:
     return f"| {c.index + 1} | `{c.test or '?'}` | `{c.signature}` | {result.replace('|', '/')} |"
 
 
-def markdown(op: ReplayedOp, hint: str = "") -> list[str]:
-    """The op's section of the comment: its line, its calls, what could not be done."""
-    level, line = summary(op, hint)
-    text = [f"### `{op.label}`: replayed from the library's tests", "", line, ""]
+def markdown(op: ReplayedOp, room: int | None = None) -> list[str]:
+    """The op's section of the comment under a short heading (its line is the review's answer, above it): its
+    calls folded, as many rows as fit in `room` characters (None: all), and what could not be done."""
+    text = [f"### `{op.label}`", ""]
     if op.calls:
-        text += ["| call | test | arguments | BASE against HEAD |", "|---|---|---|---|"]
-        text += [_call_row(c) for c in op.calls] + [""]
+        rows = [_call_row(c) for c in op.calls]
+        kept = rows if room is None else [r for i, r in enumerate(rows) if sum(map(len, rows[:i + 1])) <= room]
+        text += [f"<details><summary>The {len(rows)} calls replayed, BASE against HEAD</summary>", "",
+                 "| call | test | arguments | BASE against HEAD |", "|---|---|---|---|", *kept, ""]
+        if len(kept) < len(rows):
+            text += [f"{len(rows) - len(kept)} more calls left out to keep this comment short: the review's --json "
+                     "holds every call", ""]
+        text += ["</details>", ""]
     text += [f"- {n}" for n in op.notes] + [f"- {timed_line(op)}", ""]
     return text
 
