@@ -22,7 +22,7 @@ def test_a_saved_run_of_the_same_code_has_the_same_errors_and_no_timing_verdict(
     capsys.readouterr()
     assert main.main([*RUN, "--baseline", str(saved)]) == 0
     out = capsys.readouterr().out
-    below = out[out.index("Against the saved run (group_norm)"):]
+    below = " ".join(out[out.index("Against the saved run (group_norm)"):].split())   # lines wrap at the width
     assert "numerics (case and variant): same errors against the reference in 3 of 3" in below
     assert "timing: in neither run" in below and "slower" not in below and "faster" not in below
     assert "two runs on one setup" in below and f"saved {saved}: cpu (Triton interpreter)" in below

@@ -18,10 +18,10 @@ from compare.model.states import Accuracy, Status, TimingStatus, TimingVerdict
 _ACCURACY = {Accuracy.MORE: NumericsChange.MORE, Accuracy.AS: NumericsChange.AS, Accuracy.LESS: NumericsChange.LESS}
 
 
-def _params(report: Report) -> dict[str, str]:
-    """Each shape label's parameters, as text (empty where the report keeps none)."""
-    texts = [p.text() for p in report.shape_params]
-    return {label: texts[i] if i < len(texts) else "" for i, label in enumerate(report.shapes)}
+def _params(report: Report) -> dict[str, dict]:
+    """Each shape label's parameters (empty where the report keeps none)."""
+    values = [p.values for p in report.shape_params]
+    return {label: values[i] if i < len(values) else {} for i, label in enumerate(report.shapes)}
 
 
 def _other_shapes(old: Report, new: Report) -> set[str]:
