@@ -23,7 +23,7 @@ def _interrupted(tmp_path, *more: str, after: int) -> tuple[int, dict, str, list
     """Run RUN, SIGINT once `after` units are done by the progress lines; (exit code, the JSON, stderr,
     the progress lines seen before the signal)."""
     out = tmp_path / "r.json"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}   # piped progress lines whole, counts kept
     proc = subprocess.Popen([sys.executable, str(ROOT / "main.py"), *RUN, *more, "--json", str(out)], cwd=tmp_path,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen = []
