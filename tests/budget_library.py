@@ -46,3 +46,17 @@ def make(folder: Path) -> Path:
     files = {"pyproject.toml": '[project]\nname = "normlib"\n', "normlib/__init__.py": ""}
     return two_revisions(folder / "normlib", {**files, "normlib/norms.py": _module("before")},
                          {"normlib/norms.py": _module("after")})
+
+
+def make_many(folder: Path, count: int) -> Path:
+    """`normlib` whose pull request changes `count` ops (`op_01`...), each launching a kernel of its own whose rstd
+    HEAD computes by rsqrt: a pull request of many ops for the review's budget (benchmarks/many_ops_review.sh)."""
+    def module(state: str) -> str:
+        text = "import torch\nimport triton\nimport triton.language as tl\n\n"
+        text += "".join(KERNEL.format(i=i, rstd=RSTD[state]) for i in range(1, count + 1))
+        for i in range(1, count + 1):
+            text += OP.format(name=f"op_{i:02d}", launches=LAUNCH.format(i=i, offset="offset"))
+        return text
+    files = {"pyproject.toml": '[project]\nname = "normlib"\n', "normlib/__init__.py": ""}
+    return two_revisions(folder / "normlib", {**files, "normlib/norms.py": module("before")},
+                         {"normlib/norms.py": module("after")})
