@@ -170,6 +170,18 @@ def test_the_budget_compares_the_most_changed_ops_first_and_lists_the_rest_as_le
     assert code == 1 and "review could not judge: normlib.norms:norm_one changed and was not compared" in err
 
 
+def test_a_pull_request_of_thirty_ops_ends_within_its_budget_with_every_op_compared_or_left_out(tmp_path, monkeypatch):
+    repo = budget_library.make_many(tmp_path, 30)
+    order = _on_clock(monkeypatch, _Clock(step=40.0))
+    code, data, md, terminal, _ = _review(repo, tmp_path, "--budget", "100", *SMALL)
+    left = [op["label"] for op in data["left_out"]]
+    assert code == 0 and len(order) == 3 and [c["label"] for c in data["compared"]] == order
+    assert sorted(order + left) == [f"op_{i:02d}" for i in range(1, 31)] and len(left) == 27
+    assert {op["cut"] for op in data["left_out"]} == {"time budget"}
+    assert all(f"{label}: not compared: time budget" in md for label in left)
+    assert data["lines"][0]["text"].endswith("3 compared: " + ", ".join(order) + "; 27 left out by the time budget")
+
+
 def test_op_compares_only_the_named_ops_and_says_the_others_in_one_line(tmp_path, capsys):
     repo = budget_library.make(tmp_path)
     code, data, md, _, _ = _review(repo, tmp_path, "--op", "norm_one", "--op", "normlib.norms:norm_two", *SMALL)
