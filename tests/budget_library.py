@@ -5,17 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.review_repo import RSTD, two_revisions
+from tests.review_repo import RMS_ROW, RSTD, two_revisions
 
 KERNEL = '''
 @triton.jit
 def _k{i}(X_ptr, Y_ptr, W_ptr, n_cols, eps, offset, BLOCK_SIZE: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK_SIZE)
-    mask = cols < n_cols
-    x = tl.load(X_ptr + row * n_cols + cols, mask=mask, other=0.0).to(tl.float32)
-    w = tl.load(W_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    {rstd}
+''' + RMS_ROW + '''\
     tl.store(Y_ptr + row * n_cols + cols, (x * rstd * (offset + w)).to(Y_ptr.dtype.element_ty), mask=mask)
 '''
 

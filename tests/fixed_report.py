@@ -36,11 +36,13 @@ def fixed_report(slower_ratio: float = 1.03, failing: bool = False, baseline_fai
     timing = TimingSection(
         "NVIDIA H200", 4300.0, 0.01, 0.95, "interleaved rounds",
         (TimingCase("N2 C8 G2 S256", "forward", False, 1.5, (_timed("A", 0.2), _timed("B", 0.2 * slower_ratio)),
-                    (TimingComparison("A", "B", "slower" if slower_ratio > 1.01 else "no difference beyond noise",
-                                      slower_ratio, slower_ratio - 0.004, slower_ratio + 0.004, 0.0001, 60,
-                                      margin=0.01, basis="noise band"),),
-                    control=TimingComparison("A", "A again", "no difference beyond noise", 1.001, 0.998, 1.004,
-                                             0.4, 60, margin=0.01, basis="noise band"), placements=3),),
+                    (TimingComparison("B", "slower" if slower_ratio > 1.01 else "no difference beyond noise",
+                                      baseline="A", ratio=slower_ratio, ci_low=slower_ratio - 0.004,
+                                      ci_high=slower_ratio + 0.004, p_value=0.0001, rounds=60, margin=0.01,
+                                      basis="noise band"),),
+                    control=TimingComparison("A again", "no difference beyond noise", baseline="A", ratio=1.001,
+                                             ci_low=0.998, ci_high=1.004, p_value=0.4, rounds=60, margin=0.01,
+                                             basis="noise band"), placements=3),),
         (("inductor", 2.5),))
     return Report(
         family="group_norm", preset="default", dtype="float32", baseline="A",

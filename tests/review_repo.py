@@ -12,6 +12,16 @@ from pathlib import Path
 RSTD = {"before": "rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / n_cols + eps)",
         "after": "rstd = tl.rsqrt(tl.sum(x * x, axis=0) / n_cols + eps)"}
 
+# one row's x, w and rstd, `{rstd}` standing for RSTD's line: the start of every rms-norm kernel of the test libraries
+RMS_ROW = '''\
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    x = tl.load(X_ptr + row * n_cols + cols, mask=mask, other=0.0).to(tl.float32)
+    w = tl.load(W_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    {rstd}
+'''
+
 RMS = '''\
 import torch
 import triton
@@ -21,12 +31,7 @@ import triton.language as tl
 @triton.jit
 def _rms_norm_fwd(X_ptr, Y_ptr, W_ptr, RSTD_ptr, n_cols, eps, offset, BLOCK_SIZE: tl.constexpr):
     """One row per program."""
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK_SIZE)
-    mask = cols < n_cols
-    x = tl.load(X_ptr + row * n_cols + cols, mask=mask, other=0.0).to(tl.float32)
-    w = tl.load(W_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    {rstd}
+''' + RMS_ROW + '''\
     tl.store(RSTD_ptr + row, rstd)
     tl.store(Y_ptr + row * n_cols + cols, (x * rstd * (offset + w)).to(Y_ptr.dtype.element_ty), mask=mask)
 

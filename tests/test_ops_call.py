@@ -3,7 +3,8 @@ them, the element of a tuple result it names, and a call that cannot fit refused
 import pytest
 import torch
 
-from variants.ops import MappedOp, check_call
+from compare.runtime.call_capture import parameter_names
+from variants.ops import MappedOp, call_signature, check_call
 from variants.variant import NoGradient, OpCallError, differentiable_result
 from variants.spec import BadSpec, parse
 
@@ -53,6 +54,32 @@ def test_an_autograd_functions_apply_is_checked_against_its_forward():
         check_call(_Scale.apply, _call("f(X, eps)"), ("X", "eps"), "--variant a")   # weight has no default
     with pytest.raises(BadSpec, match="'W' is not an argument of the family's op"):
         check_call(_Scale.apply, _call("f(X, W, eps)"), ("X", "eps"), "--variant a")
+
+
+class _ScaleNoCtx(torch.autograd.Function):
+    """The style whose forward takes no ctx: `setup_context` saves what backward needs."""
+
+    @staticmethod
+    def forward(x, weight, eps):
+        return x * 2
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, dy):
+        return dy * 2, None, None
+
+
+def test_an_autograd_functions_parameters_leave_out_ctx_only_where_forward_takes_it():
+    assert list(call_signature(_Scale.apply).parameters) == ["x", "weight", "eps", "reduction"]
+    assert list(call_signature(_ScaleNoCtx.apply).parameters) == ["x", "weight", "eps"]
+    check_call(_ScaleNoCtx.apply, _call("f(X, None, eps)"), ("X", "eps"), "--variant a")
+    # a recorded call's arguments are named by the same parameters, `argI` past them or where none are read
+    assert parameter_names(_ScaleNoCtx.apply, 4) == ["x", "weight", "eps", "arg3"]
+    assert parameter_names(_Scale.apply, 2) == ["x", "weight"]
+    assert parameter_names(torch.add, 2) == ["arg0", "arg1"]   # a builtin whose signature Python cannot read
 
 
 def test_a_result_without_a_gradient_is_a_forward_only_op():

@@ -22,3 +22,20 @@ def test_piped_progress_lines_are_never_wider_than_columns(monkeypatch, capsys, 
     assert re.match(r"\[\s*[\d.]+s 0/21\] pointer_mutation_tlrange: backward", lines[0])
     assert lines[0].endswith("...") == (width < 200)   # cut, and said to be, only where it does not fit
     assert re.match(r"\[\s*[\d.]+s 1/21, ~\d+ s left\] torch: forward$", lines[1])
+
+
+@pytest.mark.parametrize("columns, time_left_kept", [("80", True), ("20", False)])
+def test_a_cut_line_shortens_the_text_and_keeps_the_count(monkeypatch, capsys, columns, time_left_kept):
+    """--jobs says each task's end by its long key: cut to the width, the count k/N stays whole."""
+    monkeypatch.setenv("COLUMNS", columns)
+    key = "done: numerics backward float32 large_mean N16 C320 G32 S64x64 seeds 1234,5678"
+    with progress.reporter(120) as step:
+        for _ in range(117):
+            step.advance()
+        step(key)
+    line = capsys.readouterr().err.splitlines()[-1]
+    assert len(line) <= int(columns), line
+    assert re.match(r"\[\s*[\d.]+s 117/120(, ~\d+ s left)?\] ", line), line
+    text = line.split("] ", 1)[1]
+    assert text.endswith("...") and key.startswith(text.removesuffix("...")), text
+    assert ("s left]" in line) == time_left_kept   # the time left goes before the text where the line is narrow

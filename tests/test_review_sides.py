@@ -1,13 +1,15 @@
 """Which side a review's lines name: a kernel that does not compile at HEAD (a global read inside it, which
-Triton refuses to compile) is HEAD's in the glance and the headline, at BASE BASE's (read from the IR rows'
-status, compare/model/glance.py); and the FAIL line of an op that could not be loaded names the kernels whose
-code changed, not every kernel it runs (compare/review/render.py)."""
+Triton refuses to compile) is HEAD's in the glance, the headline and every printed line saying so, at BASE
+BASE's (read from the IR rows' status, compare/model/glance.py); and the FAIL line of an op that could not be
+loaded names the kernels whose code changed, not every kernel it runs (compare/review/render.py)."""
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import io
 import json
+import os
+from unittest import mock
 
 import pytest
 
@@ -54,20 +56,29 @@ COMPILES, REFUSED = "tl.constexpr(1.0)", "1.0"   # a plain float global read in 
 QUICK = ["--shape", "4,64", "--check", "numerics", "--check", "ir", "--trials", "1", "--inputs", "normal", "--quiet"]
 
 
-def _review(repo, base: str, head: str, tmp) -> dict:
+def _review(repo, base: str, head: str, tmp, *more: str, printed: io.StringIO | None = None) -> dict:
     out = tmp / f"{base}-{head}.json"
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        main.main(["review", base, head, "--repo", str(repo), "--json", str(out), *QUICK])
+    with contextlib.redirect_stdout(printed or io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        main.main(["review", base, head, "--repo", str(repo), "--json", str(out), *QUICK, *more])
     return json.loads(out.read_text())
+
+
+def _printed(repo, base: str, head: str, tmp) -> tuple[dict, list[str]]:
+    """The review's JSON and the lines it prints with --verbose, wide enough that no line wraps."""
+    printed = io.StringIO()
+    with mock.patch.dict(os.environ, {"COLUMNS": "400"}):
+        data = _review(repo, base, head, tmp, "--verbose", printed=printed)
+    return data, [line.strip() for line in printed.getvalue().splitlines()]
 
 
 @pytest.fixture(scope="module")
 def library(tmp_path_factory):
+    """The library, and its review each way round (v1..v2: HEAD does not compile; v2..v1: BASE does not)."""
     tmp = tmp_path_factory.mktemp("sides")
     files = {"mylib/__init__.py": "", "pyproject.toml": '[project]\nname = "mylib"\n'}
     repo = two_revisions(tmp / "lib", {**files, "mylib/rms.py": RMS.format(imports="", scale=COMPILES)},
                          {"mylib/rms.py": RMS.format(imports="", scale=REFUSED)})
-    return repo, tmp
+    return repo, {(base, head): _printed(repo, base, head, tmp) for base, head in (("v1", "v2"), ("v2", "v1"))}
 
 
 def _compiled(data: dict):
@@ -81,13 +92,35 @@ def _compiled(data: dict):
 @pytest.mark.parametrize("base, head, broken, level", [("v1", "v2", "head", "fail"), ("v2", "v1", "base", "warn")],
                          ids=["head-does-not-compile", "base-does-not-compile"])
 def test_the_glance_and_headline_name_the_side_whose_kernel_did_not_compile(library, base, head, broken, level):
-    repo, tmp = library
-    row, line = _compiled(_review(repo, base, head, tmp))
+    row, line = _compiled(library[1][base, head][0])
     other = "base" if broken == "head" else "head"
     assert (row.verdict, row.where, row.level) == ("did not compile", f"rms_norm.{broken}: _rms_norm_fwd", level)
     assert f"_rms_norm_fwd failed (did not compile in rms_norm.{broken})" in line.text and line.level == level
     assert f"rms_norm.{other}" not in row.where and f"did not compile in rms_norm.{other}" not in line.text
     assert "_copy identical" in line.text   # the kernel the global does not reach compiled at both
+
+
+@pytest.mark.parametrize("base, head, broken", [("v1", "v2", "head"), ("v2", "v1", "base")],
+                         ids=["head-does-not-compile", "base-does-not-compile"])
+def test_every_printed_line_of_the_failure_names_the_side_that_failed(library, base, head, broken):
+    """What the terminal shows (--verbose): the glance's row, the FAIL lines and the lines and table that say
+    _rms_norm_fwd failed each name the side whose kernel did not compile, and none the other side."""
+    _, lines = library[1][base, head]
+    other = "base" if broken == "head" else "head"
+    [row] = [line for line in lines if line.split()[1:3] == ["compiled", "code"] and "did not compile" in line]
+    assert row.split()[0] == ("FAIL" if broken == "head" else "WARN") and row.endswith(f"rms_norm.{broken}: _rms_norm_fwd")
+    failed = [line for line in lines if "_rms_norm_fwd" in line and ("failed" in line or "did not compile" in line)]
+    assert len(failed) >= 4, failed   # the glance, the headline, the ir section's line, the kernels table
+    assert all(f"rms_norm.{broken}" in line for line in failed), failed
+    said_failed = [line for line in failed if "_rms_norm_fwd failed" in line]
+    assert said_failed and all(f"_rms_norm_fwd failed (did not compile in rms_norm.{broken})" in line
+                               for line in said_failed), said_failed
+    assert any(f"ir: rms_norm.{broken}:_rms_norm_fwd did not compile" in line for line in failed), failed
+    wrong = (f"did not compile in rms_norm.{other}", f"rms_norm.{other}:_rms_norm_fwd did not compile",
+             f"rms_norm.{other}: _rms_norm_fwd")
+    assert not [line for line in lines if any(w in line for w in wrong)]
+    fails = [line for line in lines if line.startswith("FAIL")]
+    assert fails and all(f"rms_norm.{broken}" in line for line in fails), fails
 
 
 def test_an_op_whose_run_failed_is_named_in_the_glance_not_the_other_side():

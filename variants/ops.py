@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import inspect
 
+import torch
+
 from variants.spec import BadSpec, CallMap
 from variants.variant import OpCallError, Variant, result_of
 
@@ -40,12 +42,15 @@ class MappedOp:
         return returned
 
 
-def _signature(fn):
-    """The parameters a call must fit: an autograd Function's `apply` takes its `forward`'s, ctx left out."""
+def call_signature(fn) -> inspect.Signature:
+    """The parameters a call of `fn` must fit: an autograd Function's `apply` takes its `forward`'s, less the
+    ctx that `forward` takes first unless the Function has its own `setup_context`. TypeError or ValueError
+    where Python cannot read them (a builtin)."""
     owner = getattr(fn, "__self__", None)
     if getattr(fn, "__name__", "") == "apply" and isinstance(owner, type) and hasattr(owner, "forward"):
-        params = list(inspect.signature(owner.forward).parameters.values())[1:]
-        return inspect.Signature(params)
+        params = list(inspect.signature(owner.forward).parameters.values())
+        takes_ctx = getattr(owner, "setup_context", None) is torch.autograd.Function.setup_context
+        return inspect.Signature(params[1:] if takes_ctx else params)
     return inspect.signature(fn)
 
 
@@ -56,7 +61,7 @@ def check_call(fn, call: CallMap, known: tuple[str, ...], where: str) -> None:
     if unknown:
         raise BadSpec(f"{where}: {unknown[0]!r} is not an argument of the family's op; arguments: {', '.join(known)}")
     try:
-        signature = _signature(fn)
+        signature = call_signature(fn)
     except (TypeError, ValueError):   # a builtin that does not say: the call is tried as given
         return
     try:

@@ -78,8 +78,7 @@ def _timed_variant(name: str, old: TimingCase, new: TimingCase, noise: float, co
     controls = [c for c in (_control(old), _control(new)) if c is not None]
     control = max(controls, key=stats.control_deviation) if controls else None
     decision = stats.decide(est, noise, control)
-    return TimingAcross(name, decision.verdict, est.ratio, est.ci_low, est.ci_high, est.p_value, decision.margin,
-                        decision.basis, a.median_ms, b.median_ms)
+    return stats.judged(TimingAcross, name, est, decision, old_median_ms=a.median_ms, new_median_ms=b.median_ms)
 
 
 def _matched(what: str, old: Report, new: Report, old_cases, new_cases, key, only: list[str]) -> list[tuple]:

@@ -125,6 +125,13 @@ def decide(est: RatioEstimate, noise: float = DEFAULT_NOISE, control: RatioEstim
     return Decision(NO_DIFFERENCE, margin, basis)
 
 
+def judged(record: type, variant: str, est: RatioEstimate, decision: Decision, **more):
+    """`record` (a compare.model.results.RatioVerdict) for `variant`, filled from an estimate and its decision;
+    `more`: the record's own fields."""
+    return record(variant, decision.verdict, ratio=est.ratio, ci_low=est.ci_low, ci_high=est.ci_high,
+                  p_value=est.p_value, margin=decision.margin, basis=decision.basis, **more)
+
+
 def verdict(est: RatioEstimate, noise: float = DEFAULT_NOISE, alpha: float = ALPHA,
             control: RatioEstimate | None = None, same_code: bool = False) -> TimingVerdict:
     """The verdict of `decide`."""

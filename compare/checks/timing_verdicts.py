@@ -56,7 +56,7 @@ def control(baseline: str, warmed: Warmed, samples: dict,
     """The baseline against itself timed again as the hidden entry: the A/A control a verdict must clear."""
     again = f"{baseline} again"
     if baseline in warmed.failed or CONTROL in warmed.failed:
-        return None, TimingComparison(baseline, again, TimingVerdict.NA, reason="the baseline failed")
+        return None, TimingComparison(again, TimingVerdict.NA, baseline=baseline, reason="the baseline failed")
     est = stats.ratio_with_interval(samples[baseline], samples[CONTROL], seed=config.seed)
     return est, _comparison(baseline, again, est, stats.decide(est, config.noise))
 
@@ -68,7 +68,7 @@ def comparisons(names: list[str], entries: dict, warmed: Warmed, samples: dict, 
     for name in names[1:]:
         if baseline in warmed.failed or name in warmed.failed:
             which = baseline if baseline in warmed.failed else name
-            found.append(TimingComparison(baseline, name, TimingVerdict.NA,
+            found.append(TimingComparison(name, TimingVerdict.NA, baseline=baseline,
                                           reason=f"{which} {'not run' if which in warmed.not_run else 'failed'}"))
             continue
         est = stats.ratio_with_interval(samples[baseline], samples[name], seed=config.seed)
@@ -80,6 +80,4 @@ def comparisons(names: list[str], entries: dict, warmed: Warmed, samples: dict, 
 
 
 def _comparison(baseline: str, name: str, est: stats.RatioEstimate, decision: stats.Decision) -> TimingComparison:
-    return TimingComparison(baseline=baseline, variant=name, verdict=decision.verdict, ratio=est.ratio,
-                            ci_low=est.ci_low, ci_high=est.ci_high, p_value=est.p_value, rounds=est.rounds,
-                            margin=decision.margin, basis=decision.basis)
+    return stats.judged(TimingComparison, name, est, decision, baseline=baseline, rounds=est.rounds)

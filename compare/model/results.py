@@ -203,25 +203,32 @@ class TimingVariant:
 
 
 @dataclasses.dataclass(frozen=True)
-class TimingComparison:
-    """A variant against the baseline: ratio of medians (variant / baseline) with its interval."""
+class RatioVerdict:
+    """A variant's timing against another's: the ratio of medians with its interval, and the verdict on it."""
 
-    baseline: str
     variant: str
     verdict: TimingVerdict
-    ratio: float = 0.0
-    ci_low: float = 0.0
-    ci_high: float = 0.0
-    p_value: float = 1.0
-    rounds: int = 0
-    reason: str = ""
-    margin: float = 0.0               # the interval had to lie wholly outside 1 ± margin for faster/slower
-    basis: TimingBasis = TimingBasis.NOT_DECIDED   # what set the margin, or settled the verdict
+    ratio: float = dataclasses.field(default=0.0, kw_only=True)
+    ci_low: float = dataclasses.field(default=0.0, kw_only=True)
+    ci_high: float = dataclasses.field(default=0.0, kw_only=True)
+    p_value: float = dataclasses.field(default=1.0, kw_only=True)
+    # the interval had to lie wholly outside 1 ± margin for faster/slower; basis: what set the margin
+    margin: float = dataclasses.field(default=0.0, kw_only=True)
+    basis: TimingBasis = dataclasses.field(default=TimingBasis.NOT_DECIDED, kw_only=True)
+    reason: str = dataclasses.field(default="", kw_only=True)   # why there is no verdict (n/a)
 
     @property
     def reach(self) -> float:
         """How far from 1 this comparison reaches (ratio or either end of its interval), as a fraction."""
         return max(abs(self.ci_low - 1), abs(self.ci_high - 1), abs(self.ratio - 1))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TimingComparison(RatioVerdict):
+    """A variant against the baseline in one run: ratio variant / baseline."""
+
+    baseline: str
+    rounds: int = 0
 
 
 @dataclasses.dataclass(frozen=True)

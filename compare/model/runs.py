@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from compare.model.results import Environment
+from compare.model.results import Environment, RatioVerdict
 from compare.model.states import Status, TimingBasis, TimingVerdict, Word
 
 # what makes the setup: a change here may move the numbers without the code changing
@@ -42,21 +42,12 @@ class EnvironmentChange:
     setup: bool              # one of SETUP_FIELDS: the two runs' setups differ
 
 
-@dataclasses.dataclass(frozen=True)
-class TimingAcross:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TimingAcross(RatioVerdict):
     """One variant in one timed case: its new samples against its saved ones (ratio new / saved)."""
 
-    variant: str
-    verdict: TimingVerdict
-    ratio: float = 0.0
-    ci_low: float = 0.0
-    ci_high: float = 0.0
-    p_value: float = 1.0
-    margin: float = 0.0
-    basis: TimingBasis = TimingBasis.NOT_DECIDED
     old_median_ms: float = 0.0
     new_median_ms: float = 0.0
-    reason: str = ""         # why there is no verdict (n/a)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -41,7 +41,7 @@ class Started:
     def __init__(self, executor, planned, plan, backend, step):
         self.executor, self.tasks, self.plan, self.backend, self.step = executor, planned, plan, backend, step
         self.timing_skipped = tuple(plan.timing_left_out)
-        self.progress = TaskProgress(len(planned), step)
+        self.progress = TaskProgress(step)
         self.futures = {t.key: executor.submit(t) for t in planned}
         for task in planned:   # said as each ends, wherever it ran (a worker thread, Dask's callback thread)
             self.futures[task.key].add_done_callback(lambda future, task=task: self.progress.ended(task, future))
@@ -114,21 +114,20 @@ class Started:
 
 
 class TaskProgress:
-    """Each task's end advances the progress by one (its total: count_steps) and is said; the progress line
-    gives the time so far and the time left at the pace so far (compare/runtime/progress.py)."""
+    """Each task's end advances the progress by one (its total: count_steps) and is said by the task's key; the
+    progress line gives the units done of all, the time so far and the time left (compare/runtime/progress.py)."""
 
-    def __init__(self, total: int, step):
+    def __init__(self, step):
         import threading
-        self.total, self.step, self.done = total, step, 0
-        self._lock = threading.Lock()
+        self.step = step
+        self._lock = threading.Lock()   # the count a line shows is the one its own task's end made
 
     def ended(self, task, future) -> None:
         if future.cancelled():
             return
         with self._lock:
-            self.done += 1
             self.step.advance()
-            self.step(f"done: {task.key} ({self.done} of {self.total} tasks)")
+            self.step(f"done: {task.key}")
 
 
 def count_steps(plan, backend) -> int:

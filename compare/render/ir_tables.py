@@ -8,7 +8,7 @@ from compare.model.loopmatch import stage_matches
 from compare.model.headline import not_found
 from compare.model.results import IRLoop, IRSection, IRStage, IRVariant
 from compare.model.states import LoopMatch
-from compare.model.results_ir import NOT_RUN
+from compare.model.results_ir import NOT_RUN, IRKernelMatch, failed_at
 from compare.model.vocabulary import STAGE_TITLES
 
 
@@ -62,18 +62,25 @@ KERNELS_LEGEND = (
 )
 
 
+def _status(section: IRSection, m: IRKernelMatch) -> str:
+    """A pair's status; a failed one says at which op its kernel did not compile."""
+    failed = failed_at(section.variants, m.kernel, (m.a, m.b)) if m.status == "failed" else ()
+    return m.status + (f" (did not compile in {' and '.join(failed)})" if failed else "")
+
+
 def kernel_rows(section: IRSection) -> tuple:
-    return tuple((m.kernel, m.a, m.b, m.status, ", ".join(STAGE_TITLES.get(s, s) for s in m.changed_stages) or "-")
-                 for m in section.kernels)
+    return tuple((m.kernel, m.a, m.b, _status(section, m),
+                  ", ".join(STAGE_TITLES.get(s, s) for s in m.changed_stages) or "-") for m in section.kernels)
 
 
 def _kernel_lines(section: IRSection) -> list[tuple[str, str]]:
-    """One line per pair of ops: which of their kernels compiled identically and which changed."""
+    """One line per pair of ops: which of their kernels compiled identically, which changed, which failed where."""
     lines = []
     for a, b in dict.fromkeys((m.a, m.b) for m in section.kernels):
         these = [m for m in section.kernels if (m.a, m.b) == (a, b)]
-        parts = [f"{m.kernel} {m.status}" + (f" ({', '.join(STAGE_TITLES.get(s, s) for s in m.changed_stages)})"
-                                             if m.changed_stages else "") for m in these]
+        parts = [f"{m.kernel} {_status(section, m)}" + (
+            f" ({', '.join(STAGE_TITLES.get(s, s) for s in m.changed_stages)})" if m.changed_stages else "")
+            for m in these]
         level = "warn" if any(m.status == "failed" for m in these) else "info"
         parts += not_found(section, (a, b))
         lines.append((level, f"ir kernels launched by {b} vs {a}, paired by name: {'; '.join(parts)}"))

@@ -7,7 +7,6 @@ own process: these run a reviewed library's code.
 from __future__ import annotations
 
 import importlib
-import inspect
 from typing import Any
 
 import torch
@@ -15,6 +14,7 @@ import torch
 # the call kept by value lives with the recorded family, which loads it (variants may not import this layer)
 from variants.call_values import (MAX_VALUE_BYTES, TensorMeta, Unrecordable, dtype_name as _dtype_name,  # noqa: F401
                                   keep, pack, remake, unpack)
+from variants.ops import call_signature
 
 
 def resolve(module: str, name: str) -> tuple[Any, str, Any]:
@@ -27,14 +27,12 @@ def resolve(module: str, name: str) -> tuple[Any, str, Any]:
 
 
 def parameter_names(fn, count: int) -> list[str]:
-    """Names for `count` positional arguments of `fn` (an autograd Function's apply: its forward's, less ctx)."""
-    target = getattr(getattr(fn, "__self__", None), "forward", None) if getattr(fn, "__name__", "") == "apply" else fn
+    """Names for `count` positional arguments of `fn` (an autograd Function's apply: its forward's, less ctx);
+    `argI` where its signature does not name them."""
     try:
-        params = list(inspect.signature(target if target is not None else fn).parameters.values())
+        params = list(call_signature(fn).parameters.values())
     except (TypeError, ValueError):
         params = []
-    if target is not None and params and params[0].name == "ctx":
-        params = params[1:]
     names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     return [names[i] if i < len(names) else f"arg{i}" for i in range(count)]
 

@@ -10,6 +10,7 @@ import time
 from contextlib import contextmanager
 
 PIPE_COLUMNS = 80   # a piped line's width where COLUMNS does not say
+_TEXT_ROOM = 12     # the least of a progress line's text worth keeping in place of the time left
 
 
 def columns() -> int:
@@ -19,8 +20,10 @@ def columns() -> int:
 
 
 def fitted(line: str, width: int) -> str:
-    """`line` cut to `width` characters, the cut said by '...'."""
-    return line if len(line) <= width else line[:width - 3].rstrip() + "..."
+    """`line` cut to `width` characters, the cut said by '...' (as much of it as `width` holds)."""
+    if len(line) <= width:
+        return line
+    return line[:width - 3].rstrip() + "..." if width > 3 else "..."[:max(width, 0)]
 
 
 class Step:
@@ -35,8 +38,8 @@ class Step:
 
 class _Lines(Step):
     """'[  12.3s 4/12, ~25 s left] TEXT': the time so far, the units done, and the time left at the pace so far,
-    each line cut to COLUMNS (default 80). Called from worker threads too (compare.processes.distributed),
-    hence the lock."""
+    each line cut to COLUMNS (default 80) by shortening TEXT, never the count. Called from worker threads too
+    (compare.processes.distributed), hence the lock."""
 
     def __init__(self, total: int):
         import threading
@@ -48,8 +51,10 @@ class _Lines(Step):
             elapsed = time.monotonic() - self.start
             left = f", ~{elapsed / self.done * (self.total - self.done):.0f} s left" \
                 if 0 < self.done < self.total else ""
-            line = f"[{elapsed:7.1f}s {self.done}/{self.total}{left}] {text}"
-            print(fitted(line, self.width), file=sys.stderr, flush=True)
+            head = f"[{elapsed:7.1f}s {self.done}/{self.total}{left}] "
+            if len(head) + _TEXT_ROOM > self.width:   # a narrow line: the time left goes before the text does
+                head = f"[{elapsed:.1f}s {self.done}/{self.total}] "
+            print(head + fitted(text, self.width - len(head)), file=sys.stderr, flush=True)
 
     def advance(self) -> None:
         with self._lock:
