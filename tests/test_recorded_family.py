@@ -129,6 +129,32 @@ def test_both_revisions_run_forward_and_backward_on_the_recorded_inputs_launchin
             assert [launch.name for launch in found.launches] == ["_scale_kernel"] and not found.backward_failed
 
 
+def test_an_op_loads_into_a_family_whose_smallest_call_is_not_float32(library, tmp_path):
+    """The op's argument names are read on the default preset's call in that call's own dtype (bfloat16 here)."""
+    from compare.runtime.replay_worker import Recorder
+    from variants.external import ExternalKernels
+    from variants.recorded import RecordedFamily
+    from variants.recorded_build import write_family
+    sys.path.insert(0, str(library))
+    try:
+        recorder = Recorder({"out": str(tmp_path), "calls": 6, "per_dtypes": 2, "bytes": 1 << 20})
+        recorder.install([{"module": "toylib.ops", "name": "ScaleFunction.apply"}])
+        import toylib.ops as ops
+        for n, dtype in ((130, torch.float32), (20, torch.bfloat16)):
+            ops.scale(torch.randn(n, dtype=dtype, requires_grad=True), 3.0).sum().backward()
+    finally:
+        sys.path.remove(str(library))
+        for name in [m for m in sys.modules if m.startswith("toylib")]:
+            del sys.modules[name]
+    built = write_family(tmp_path, "toylib.ops:ScaleFunction.apply", tmp_path / "family", "ScaleFunction", None)
+    family = RecordedFamily(built.folder / built.name)
+    assert built.dtypes["smallest"] == "bfloat16" and family.preset(family.default_preset).shapes[0].call == 1
+    with ExternalKernels(library) as loaded:
+        op = loaded.load(f"head=git:HEAD:toylib/ops.py::ScaleFunction.apply{built.call}", family)
+        inputs = family.make_inputs(family.preset("smallest").shapes[0], torch.bfloat16, "cpu", 0, "recorded")
+        assert op.name == "head" and inputs["x"].dtype == torch.bfloat16
+
+
 # ---------------------------------------------------------------- record, then compare --recorded (CLI)
 def _main(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(ROOT / "main.py"), *args], cwd=cwd, capture_output=True, text=True,

@@ -1,8 +1,9 @@
 """Ops no family fits, in Liger-Kernel pull requests of ../shared/corpus (or $KERNEL_AB_CORPUS), reviewed as a
 reviewer types them on the CPU: their calls recorded from Liger's own tests and replayed at both revisions.
 What each must say was read from its diff first: poly1018 and farms1008 only stop advancing pointers
-(identical bits); kl654 changes the block and warp sizes of another accelerator's branch (identical bits
-here); the poly norm, whose parameters are a layer norm's, is never judged as one. Minutes: marked slow."""
+(identical bits, changed compiled code); kl654 changes the block and warp sizes of another accelerator's
+branch (identical bits, the same code compiled for sm_90); the poly norm, whose parameters are a layer norm's,
+is never judged as one. Minutes: marked slow."""
 from __future__ import annotations
 
 import json
@@ -52,5 +53,10 @@ def test_a_refactor_replays_to_identical_bits_in_every_output_and_gradient(liger
     grads = {t["name"] for c in replayed["calls"] for t in c["tensors"] if t["name"].startswith("grad ")}
     assert grads or pr == "kl654", replayed   # the norms' backward is replayed too
     assert review["compared"] == []   # no family judged it
+    code = {v["verdict"] for v in replayed["report"]["verdicts"] if v["check"] == "compiled code"}
+    if pr == "kl654":   # its change is another accelerator's branch: on sm_90 the kernels compile alike
+        assert code == {"same code"}, replayed["report"]["verdicts"]
+    else:   # the pointer refactors change what the kernels carry
+        assert code == {"changed"}, replayed["report"]["verdicts"]
     if pr == "poly1018":   # a layer norm by its parameter names, which BASE's forward is not
         assert any(n.startswith("family layer_norm does not fit it") for n in replayed["notes"]), replayed["notes"]

@@ -103,11 +103,19 @@ class OpForward:
 
 def argument_names(family) -> tuple[str, ...]:
     """Every argument name a mapping may use: `op_params`, then whatever else `op_arguments` gives
-    (asked once on meta tensors of the default preset's first shape: nothing is computed)."""
+    (asked once on meta tensors of the default preset's first shape, in float32 or else the first dtype that
+    shape takes - a recorded call has its own: nothing is computed)."""
     import torch
     shape = family.preset(family.default_preset).shapes[0]
-    inputs = family.make_inputs(shape, torch.float32, "meta", 0)
-    return tuple(dict.fromkeys((*family.op_params, *family.op_arguments(inputs, shape))))
+    refused = None
+    for dtype in dict.fromkeys((torch.float32, *family.dtypes.values())):
+        try:
+            inputs = family.make_inputs(shape, dtype, "meta", 0)
+        except ValueError as exc:   # not this shape's dtype
+            refused = exc
+            continue
+        return tuple(dict.fromkeys((*family.op_params, *family.op_arguments(inputs, shape))))
+    raise refused
 
 
 def op_variant(name: str, fn, call: CallMap | None, family, why: str, origin: str, where: str) -> Variant:
