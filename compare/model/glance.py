@@ -9,7 +9,7 @@ import dataclasses
 
 from compare.model import headline as hl
 from compare.model.problems import bits, judged, lists, problems, variant_of
-from compare.model.states import Accuracy, Bits, IRStatus, ProblemKind, TimingVerdict
+from compare.model.states import Accuracy, Bits, IRStatus, Level, ProblemKind, TimingVerdict
 from compare.model.ratios import ratio_span
 from compare.model.results import IRSection, NumericsSection, Report
 from compare.model.results_ir import NOT_RUN, failed_at
@@ -27,7 +27,7 @@ class Row:
     verdict: str
     amount: str     # how much: cases, a ratio's span, counts before -> after
     where: str
-    level: str      # "ok", "fail", "warn", "info" or "skip", as the headline's line for the check
+    level: Level    # as the headline's line for the check
     against: str = ""   # the baseline; for a variant compared alone, the references it is judged against
 
 
@@ -55,7 +55,7 @@ def _numerics(section: NumericsSection | None, a: str, b: str, found, direction:
     cases = [c for c in section.cases if c.direction == direction] if section is not None else []
     check = "numerics" if direction == "forward" else direction   # as --check names them
     if not cases:   # asked for, never started (a stop signal came first)
-        return Row(b, check, "not run", "", _first(why_not_run(skipped, check)), "skip")
+        return Row(b, check, "not run", "", _first(why_not_run(skipped, check)), Level.SKIP)
     own = dataclasses.replace(section, cases=tuple(cases))
     introduced = frozenset(p for p in found.introduced.get(b, ()) if p.direction == direction)
     fixed = frozenset(p for p in found.fixed.get(b, ()) if p.direction == direction)
@@ -95,20 +95,20 @@ def _numerics(section: NumericsSection | None, a: str, b: str, found, direction:
 def _timing(report: Report, a: str, b: str) -> list[Row]:
     line = hl._timing_line(report, a, b)
     if report.timing is None:
-        return [Row(b, "timing", "not measured", "", _first(line.text.removeprefix("timing: not measured: ")), "skip")]
-    if line.level == "skip":   # timed, but not this variant against the baseline
-        return [Row(b, "timing", "not compared", "", "", "skip")]
+        return [Row(b, "timing", "not measured", "", _first(line.text.removeprefix("timing: not measured: ")), Level.SKIP)]
+    if line.level == Level.SKIP:   # timed, but not this variant against the baseline
+        return [Row(b, "timing", "not compared", "", "", Level.SKIP)]
     if same_code(report, a, b) is not None:
         return [Row(b, "timing", "no verdict", "", "same compiled code", line.level)]
     rows = []
     for group in timing_groups(report, a, b):
         judged = [c for c in group.comparisons if c.verdict != TimingVerdict.NA]
         if group.same is not None:
-            rows.append(Row(b, f"timing {group.key}", "no verdict", "", "same compiled code", "info"))
+            rows.append(Row(b, f"timing {group.key}", "no verdict", "", "same compiled code", Level.INFO))
             continue
         if not judged:
             rows.append(Row(b, f"timing {group.key}", "not compared", "",
-                            _first(group.comparisons[0].reason or "a variant failed"), "warn"))
+                            _first(group.comparisons[0].reason or "a variant failed"), Level.WARN))
             continue
         verdicts = [c.verdict for c in judged]
         verdict = TimingVerdict.SLOWER if TimingVerdict.SLOWER in verdicts else max(dict.fromkeys(verdicts), key=verdicts.count)   # ties: the first
@@ -116,7 +116,7 @@ def _timing(report: Report, a: str, b: str) -> list[Row]:
         span = ratio_span(min(c.ratio for c in hits), max(c.ratio for c in hits))
         rows.append(Row(b, f"timing {group.key}", verdict.removesuffix(" beyond noise"), span,
                         f"{len(hits)} of {_n(len(group.comparisons), 'shape')}",
-                        "warn" if verdict == TimingVerdict.SLOWER else "info"))
+                        Level.WARN if verdict == TimingVerdict.SLOWER else Level.INFO))
     return rows
 
 
@@ -138,8 +138,8 @@ def _ir(section: IRSection, report: Report, a: str, b: str, check: str) -> Row:
     vb = next((v for v in section.variants if v.variant == b), None)
     matches = [m for m in section.kernels if (m.a, m.b) == (a, b)]
     if matches:
-        changed = [m.kernel for m in matches if m.status == "changed"]
-        failed = [m.kernel for m in matches if m.status == "failed"]
+        changed = [m.kernel for m in matches if m.changed]
+        failed = [m.kernel for m in matches if m.failed]
         if failed:
             return Row(b, check, "did not compile", f"{len(failed)} of {_n(len(matches), 'kernel')}",
                        _failed_where(section, failed, (b, a)), level)
@@ -171,7 +171,7 @@ def _ir(section: IRSection, report: Report, a: str, b: str, check: str) -> Row:
 def _compiled(report: Report, a: str, b: str) -> list[Row]:
     same = same_code(report, a, b)
     if same is not None:
-        return [Row(b, "compiled code", "same code", ", ".join(same.kernels), same.where, "ok")]
+        return [Row(b, "compiled code", "same code", ", ".join(same.kernels), same.where, Level.OK)]
     sections = report.ir_sections
     if not sections:
         line = hl._ir_lines(report, a, b)
@@ -204,17 +204,17 @@ def _alone(report: Report, name: str) -> list[Row]:
         cases = [c for c in section.cases if c.direction == direction] if section is not None else []
         check = "numerics" if direction == "forward" else direction
         if not cases:
-            out.append(Row(name, check, "not run", "", _first(why_not_run(report.skipped, check)), "skip"))
+            out.append(Row(name, check, "not run", "", _first(why_not_run(report.skipped, check)), Level.SKIP))
             continue
         bad = [c for c in cases if problems(c, name)]
         of = f"of {_n(len(cases), 'case')}"
         if all(c.reference == name for c in cases):   # the reference point is the yardstick, judged by nothing
-            out.append(Row(name, check, "not judged", "", "the reference point", "info"))
+            out.append(Row(name, check, "not judged", "", "the reference point", Level.INFO))
             continue
-        out.append(Row(name, check, "problems", f"{len(bad)} {of}", _places(bad), "fail") if bad else
-                   Row(name, check, "no problems", f"{len(cases)} {of}", "every case", "ok"))
+        out.append(Row(name, check, "problems", f"{len(bad)} {of}", _places(bad), Level.FAIL) if bad else
+                   Row(name, check, "no problems", f"{len(cases)} {of}", "every case", Level.OK))
         judged_cases = [(c, v) for c in cases for v in c.verdicts if (v.a, v.b) == (c.reference, name)]
-        for accuracy, level in ((Accuracy.LESS, "fail"), (Accuracy.MORE, "ok"), (Accuracy.AS, "ok")):
+        for accuracy, level in ((Accuracy.LESS, Level.FAIL), (Accuracy.MORE, Level.OK), (Accuracy.AS, Level.OK)):
             hits = [c for c, v in judged_cases if v.accuracy == accuracy]
             if hits:   # the worst that holds anywhere
                 ref = hits[0].reference

@@ -17,7 +17,7 @@ from compare.model.results import IRSection, IRVariant, NumericsCase, NumericsSe
 from compare.model.results_ir import NOT_RUN, failed_at, op_kernel
 from compare.model.same_code import SameCode, same_code, timing_groups
 from compare.model.skips import Skip, why_not_run
-from compare.model.states import Accuracy, Bits, Failure, IRStatus, Status, TimingVerdict
+from compare.model.states import Accuracy, Bits, Failure, IRStatus, Level, Status, TimingVerdict
 from compare.model.vocabulary import STAGE_TITLES as _STAGE
 
 
@@ -25,7 +25,7 @@ from compare.model.vocabulary import STAGE_TITLES as _STAGE
 @dataclasses.dataclass(frozen=True)
 class Line:
     topic: str           # "numerics", "timing" or "compiled code"
-    level: str           # "ok", "fail", "warn", "info" or "skip"
+    level: Level
     text: str
 
 
@@ -137,7 +137,7 @@ def _numerics_line(section: NumericsSection, a: str, b: str, introduced: frozens
                    fixed: frozenset[Problem], once: dict[str, tuple[SaidOnce, ...]]) -> tuple[Line, list[str]]:
     """The pair's numerics line and its gate lines (less accurate verdicts, introduced problems, crashes)."""
     both = [c for c in section.cases if _produced(c, a) and _produced(c, b)]
-    parts, level, gate = [], "ok", []
+    parts, level, gate = [], Level.OK, []
     unexplained: list[NumericsCase] = []
     for direction in dict.fromkeys(c.direction for c in both):
         text, differ = _bitwise_part(direction, [c for c in both if c.direction == direction], a, b)
@@ -156,11 +156,11 @@ def _numerics_line(section: NumericsSection, a: str, b: str, introduced: frozens
     if less:
         front.append(f"LESS ACCURATE than {a} in {_grouped(less)}")
         gate += [f"numerics: {b} less accurate than {a} on {c.shape} {_case_key(c)} ({d})" for c, d in less]
-        level = "fail"
+        level = Level.FAIL
     if introduced:
         front.append(f"new problems (not in {a}): {brief(introduced, input_kinds(section))}")
         gate += [f"numerics: {b} has a problem {a} has not: {line}" for line in describe(introduced)]
-        level = "fail"
+        level = Level.FAIL
     if fixed:
         front.append(f"fixes: {brief(fixed, input_kinds(section))}")
     if more:
@@ -173,16 +173,16 @@ def _numerics_line(section: NumericsSection, a: str, b: str, introduced: frozens
     if unjudged:
         outs = sorted({p.output for c in unjudged for p in c.pairs if {p.a, p.b} == {a, b} and p.verdict == Bits.DIFFER})
         parts.append(f"bits differ in {', '.join(outs)} ({_n(len(unjudged), 'case')}; no accuracy verdict recorded)")
-        level = "warn" if level == "ok" else level
+        level = Level.WARN if level == Level.OK else level
     unrun = _not_run(section, a, b, once)
     if unrun:
         parts += unrun
-        level = "warn" if level == "ok" else level
+        level = Level.WARN if level == Level.OK else level
     if not parts:
-        return Line("numerics", "skip", "numerics: no case where both ran"), gate
+        return Line("numerics", Level.SKIP, "numerics: no case where both ran"), gate
     text = "numerics: " + "; ".join(parts)
     if any(c.reference == b for c in both):   # the reference point: its distance from A is told, never judged
-        return Line("numerics", "info", text.replace("LESS ACCURATE", "less accurate")
+        return Line("numerics", Level.INFO, text.replace("LESS ACCURATE", "less accurate")
                     + f" ({b} is the reference point: it judges, and is not judged)"), []
     return Line("numerics", level, text), gate
 
@@ -207,7 +207,7 @@ def _once_lines(found: Lists, a: str, b: str) -> tuple[list[Line], list[str]]:
         new = names == [b] and kind == Failure.LIBRARY and not any(
             s.kind == kind and direction in ("", s.direction) for s in found.once.get(a, ()))
         where = f"{direction}: " if direction else ""
-        lines.append(Line("numerics", "fail" if new else "warn", f"numerics: {where}{' and '.join(names)}: {text}"))
+        lines.append(Line("numerics", Level.FAIL if new else Level.WARN, f"numerics: {where}{' and '.join(names)}: {text}"))
         if new:
             gate.append(f"numerics: {b}: {where}{text} ({a} did not fail so)")
     return lines, gate
@@ -220,15 +220,15 @@ def _timing_line(report: Report, a: str, b: str) -> Line:
     from compare.model.ratios import ratio_span   # '+3.0%', or '33.6× faster' beyond 2x
     if report.timing is None:
         why = why_not_run(report.skipped, "timing")
-        return Line("timing", "skip", f"timing: not measured: {why}")   # the whole reason: said here only
+        return Line("timing", Level.SKIP, f"timing: not measured: {why}")   # the whole reason: said here only
     same = same_code(report, a, b)
     if same is not None:
-        return Line("timing", "info", f"timing: no verdict: {_same_code_text(same)}, so a timing difference "
+        return Line("timing", Level.INFO, f"timing: no verdict: {_same_code_text(same)}, so a timing difference "
                                       "between them is noise")
     groups = timing_groups(report, a, b)
     if not groups:
-        return Line("timing", "skip", f"timing: {b} not compared with {a}")
-    parts, level = [], "info"
+        return Line("timing", Level.SKIP, f"timing: {b} not compared with {a}")
+    parts, level = [], Level.INFO
     for group in groups:
         comps = group.comparisons
         judged = [c for c in comps if c.verdict != TimingVerdict.NA]
@@ -238,7 +238,7 @@ def _timing_line(report: Report, a: str, b: str) -> Line:
             continue
         if not judged:
             parts.append(f"{group.key} not compared ({comps[0].reason or 'a variant failed'})")
-            level = "warn"
+            level = Level.WARN
             continue
         counts: dict[str, int] = {}
         for c in judged:
@@ -247,7 +247,7 @@ def _timing_line(report: Report, a: str, b: str) -> Line:
         span = ratio_span(min(c.ratio for c in judged), max(c.ratio for c in judged))
         parts.append(f"{group.key}: {verdicts} of {_n(len(comps), 'shape')} ({span})")
         if TimingVerdict.SLOWER in counts:
-            level = "warn"
+            level = Level.WARN
     return Line("timing", level, "timing: " + "; ".join(parts))
 
 
@@ -255,7 +255,7 @@ def _timing_line(report: Report, a: str, b: str) -> Line:
 def _ir_line(section: Optional[IRSection], a: str, b: str, skipped: tuple[Skip, ...]) -> Line:
     if section is None:
         why = why_not_run(skipped, "ir")
-        return Line("compiled code", "skip", f"compiled code: not compared ({why})")
+        return Line("compiled code", Level.SKIP, f"compiled code: not compared ({why})")
     va = next((v for v in section.variants if v.variant == a), None)
     vb = next((v for v in section.variants if v.variant == b), None)
     matches = [m for m in section.kernels if (m.a, m.b) == (a, b)]
@@ -264,14 +264,14 @@ def _ir_line(section: Optional[IRSection], a: str, b: str, skipped: tuple[Skip, 
     gone = [v for v in (vb, va) if v is not None and v.status == NOT_RUN]
     if gone:   # an op that failed when run: its kernels are unknown, not broken
         first = gone[0].error.splitlines()[0] if gone[0].error else "?"
-        return Line("compiled code", "fail" if gone[0] is vb else "skip",
+        return Line("compiled code", Level.FAIL if gone[0] is vb else Level.SKIP,
                     f"compiled code: the kernels of {gone[0].variant} not found: {first}")
     if vb is None or va is None:
-        return Line("compiled code", "skip", f"compiled code: {b} not compared with {a}")
+        return Line("compiled code", Level.SKIP, f"compiled code: {b} not compared with {a}")
     if vb.status != IRStatus.OK:
-        return Line("compiled code", "fail", f"compiled code: {b} did not compile: {vb.error.splitlines()[0] if vb.error else '?'}")
+        return Line("compiled code", Level.FAIL, f"compiled code: {b} did not compile: {vb.error.splitlines()[0] if vb.error else '?'}")
     if va.status != IRStatus.OK:
-        return Line("compiled code", "skip", f"compiled code: the baseline {a} did not compile")
+        return Line("compiled code", Level.SKIP, f"compiled code: the baseline {a} did not compile")
     parts = loop_claims(section, va, vb) + _resources(va, vb)
     pair = next((p for p in section.pairs if (p.a, p.b) == (a, b)), None)
     if pair is not None:
@@ -280,7 +280,7 @@ def _ir_line(section: Optional[IRSection], a: str, b: str, skipped: tuple[Skip, 
             parts.append("identical at every stage")
         else:
             parts.append("changed lines: " + ", ".join(f"{_STAGE[d.stage]} {d.changed_lines}" for d in changed))
-    return Line("compiled code", "info", "compiled code: " + "; ".join(parts or ["no structural change found"]))
+    return Line("compiled code", Level.INFO, "compiled code: " + "; ".join(parts or ["no structural change found"]))
 
 
 def _resources(va: IRVariant, vb: IRVariant) -> list[str]:
@@ -295,19 +295,19 @@ def _op_line(section: IRSection, a: str, b: str, matches: list) -> Line:
     rows = {v.variant: v for v in section.variants if v.status == IRStatus.OK}
     said, broken = [], set()
     for m in matches:
-        failed = failed_at(section.variants, m.kernel, (a, b)) if m.status == "failed" else ()
+        failed = failed_at(section.variants, m.kernel, (a, b)) if m.failed else ()
         broken.update(failed)
         text = f"{m.kernel} {m.status}" + (f" ({', '.join(_STAGE.get(x, x) for x in m.changed_stages)})"
                                            if m.changed_stages else "") + \
             (f" (did not compile in {' and '.join(failed)})" if failed else "")
         va, vb = rows.get(op_kernel(a, m.kernel)), rows.get(op_kernel(b, m.kernel))
         claims = loop_claims(section, va, vb, names=(a, b)) + _resources(va, vb) \
-            if m.status == "changed" and va is not None and vb is not None else []
+            if m.changed and va is not None and vb is not None else []
         text += f" [{'; '.join(claims)}]" if claims else ""
         said.append(text)
     said += not_found(section, (a, b))
     # the variant's kernel that does not compile fails it; the baseline's alone is what the change fixed or kept
-    level = "info" if not any(m.status == "failed" for m in matches) else "warn" if broken == {a} else "fail"
+    level = Level.INFO if not any(m.failed for m in matches) else Level.WARN if broken == {a} else Level.FAIL
     return Line("compiled code", level, "compiled code: launched kernels, paired by name: " + "; ".join(said))
 
 
@@ -335,13 +335,12 @@ def _ir_lines(report: Report, a: str, b: str) -> Line:
     phrase when the two run the same compiled code (compare/model/same_code.py)."""
     same = same_code(report, a, b)
     if same is not None:
-        return Line("compiled code", "ok", f"compiled code: {_same_code_text(same)}")
+        return Line("compiled code", Level.OK, f"compiled code: {_same_code_text(same)}")
     sections = report.ir_sections
     if len(sections) <= 1:
         return _ir_line(sections[0] if sections else None, a, b, report.skipped)
     lines = [(s.kernel, _ir_line(s, a, b, report.skipped)) for s in sections]
-    order = ("fail", "warn", "info", "ok", "skip")
-    level = min((line.level for _, line in lines), key=order.index)
+    level = min((line.level for _, line in lines), key=Level.rank)
     return Line("compiled code", level, "compiled code: " + "; ".join(
         f"{kernel} kernel: {line.text.removeprefix('compiled code: ')}" for kernel, line in lines))
 
@@ -358,14 +357,14 @@ def headline(report: Report) -> Headline:
         introduced, fixed = found.introduced.get(b, frozenset()), found.fixed.get(b, frozenset())
         who = b if b in fouls else base if base in fouls else ""
         if who:
-            lines = [Line("foul", "fail", f"foul: {who}: {said(fouls[who])}; no accuracy and no timing verdict"),
+            lines = [Line("foul", Level.FAIL, f"foul: {who}: {said(fouls[who])}; no accuracy and no timing verdict"),
                      _ir_lines(report, base, b)]
             pairs.append(PairHeadline(base, b, tuple(lines), (), tuple(describe(introduced, kinds))))
             continue
         if section is not None:
             line, gate = _numerics_line(section, base, b, introduced, fixed, found.once)
             once, once_gate = _once_lines(found, base, b)
-            lines += ([] if once and line.level == "skip" else [line]) + once
+            lines += ([] if once and line.level == Level.SKIP else [line]) + once
             gate += once_gate
         lines.append(_timing_line(report, base, b))
         lines.append(_ir_lines(report, base, b))
