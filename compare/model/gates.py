@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 from compare.model.fouls import foul_lines
+from compare.model.kept import carried
 from compare.model.headline import headline
 from compare.model.problems import describe, judged, problems, ran, variant_of
 from compare.model.results import Failure, Gate, Report
@@ -28,6 +29,13 @@ def decide(report: Report, fail_on_numerics: bool = False, fail_if_slower_pct: f
         gates.append(_slower(report, fail_if_slower_pct))
     return tuple(dataclasses.replace(g, accepted=accept_unjudged and g.outcome == GateOutcome.NOT_JUDGED)
                  for g in gates)
+
+
+def decided(report: Report, fail_on_numerics: bool = False, fail_if_slower_pct: float | None = None,
+            accept_unjudged: bool = False) -> Report:
+    """`report` holding its gates (`decide`), and what was decided on it before: the gates read it, never feed it."""
+    gates = decide(report, fail_on_numerics, fail_if_slower_pct, accept_unjudged)
+    return carried(report, dataclasses.replace(report, gates=gates))
 
 
 def failures(report: Report, fail_on_numerics: bool = False, fail_if_slower_pct: float | None = None,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 from compare.model import headline as hl
+from compare.model.kept import kept
 from compare.model.problems import bits, judged, lists, problems, variant_of
 from compare.model.states import Accuracy, Bits, IRStatus, Level, ProblemKind, TimingVerdict
 from compare.model.ratios import ratio_span
@@ -229,7 +230,11 @@ def _alone(report: Report, name: str) -> list[Row]:
 
 def rows(report: Report) -> list[Row]:
     """Every pair's rows, in the headline's order of pairs; a variant compared alone, its rows against the
-    references."""
+    references. Decided once per report (compare/model/kept.py)."""
+    return list(kept(report, Row, lambda: tuple(_rows(report))))
+
+
+def _rows(report: Report) -> list[Row]:
     found = lists(report)
     out = []
     pairs = hl.headline(report).pairs

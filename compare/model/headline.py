@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
+from compare.model.kept import kept
 from compare.model.loopclaims import loop_claims
 from compare.model.fouls import fouled, said
 from compare.model.problems import (Lists, Problem, SaidOnce, bits, brief, by_problem, describe, input_kinds,
@@ -347,6 +348,11 @@ def _ir_lines(report: Report, a: str, b: str) -> Line:
 
 # ---------------------------------------------------------------- the headline
 def headline(report: Report) -> Headline:
+    """The report's headline, decided once per report (compare/model/kept.py)."""
+    return kept(report, Headline, lambda: _headline(report))
+
+
+def _headline(report: Report) -> Headline:
     section, base = report.numerics, report.baseline
     found = lists(report)   # compare/model/problems.py decides what is shared, introduced or fixed
     kinds = input_kinds(section) if section else ()
