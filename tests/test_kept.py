@@ -7,7 +7,8 @@ import main
 from compare.model import gates, glance, headline, problems, same_code
 from tests.fixed_report import fixed_report
 
-DECIDERS = ((headline, "_headline"), (problems, "_lists"), (same_code, "_same_code"), (glance, "_rows"))
+DECIDERS = ((headline, "_headline"), (headline, "_verdicts"), (problems, "_lists"), (same_code, "_same_code"),
+            (glance, "_rows"))
 
 
 def _counted(monkeypatch) -> dict[str, int]:
@@ -22,12 +23,13 @@ def _counted(monkeypatch) -> dict[str, int]:
 
 def test_one_compare_with_a_gate_and_every_file_decides_each_verdict_once(tmp_path, monkeypatch, capsys):
     counts = _counted(monkeypatch)
-    code = main.main(["compare", "--shape", "2,8,2,4", "--check", "numerics", "--trials", "1", "--inputs", "normal",
-                      "--quiet", "--fail-on-numerics", "--out", str(tmp_path)], prog="kernel-ab")
+    code = main.main(["compare", "--shape", "2,8,2,4", "--check", "numerics", "--check", "ir", "--trials", "1",
+                      "--inputs", "normal", "--quiet", "--fail-on-numerics", "--out", str(tmp_path)], prog="kernel-ab")
     assert code == 0, capsys.readouterr().err
     assert {"report.json", "report.md", "report-full.md"} <= {p.name for p in tmp_path.iterdir()}
     assert "gate --fail-on-numerics: passed" in (tmp_path / "report.md").read_text()
-    assert counts == {"_headline": 1, "_lists": 1, "_same_code": 1, "_rows": 1}   # one pair: its code once
+    assert "compiled code" in (tmp_path / "report.md").read_text()
+    assert counts == {"_headline": 1, "_verdicts": 1, "_lists": 1, "_same_code": 1, "_rows": 1}   # one pair
 
 
 def test_a_report_changed_decides_anew_and_its_gates_keep_what_was_decided(monkeypatch):
@@ -35,7 +37,7 @@ def test_a_report_changed_decides_anew_and_its_gates_keep_what_was_decided(monke
     report = fixed_report(failing=True)
     first = headline.headline(report)
     assert headline.headline(report) is first and glance.rows(report) == glance.rows(report)
-    once = {"_headline": 1, "_lists": 1, "_same_code": 2, "_rows": 1}   # two pairs: A against B and inductor
+    once = {"_headline": 1, "_verdicts": 1, "_lists": 1, "_same_code": 2, "_rows": 1}   # two pairs: A against B and inductor
     assert counts == once
     judged = gates.decided(report, fail_on_numerics=True)   # the gate reads the headline: nothing decided again
     assert judged.gates[0].fails and headline.headline(judged) is first and glance.rows(judged)

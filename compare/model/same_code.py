@@ -12,6 +12,7 @@ from compare.model.kept import carried, kept
 from compare.model.problems import judged
 from compare.model.results import IRSection, PassStatus, Report
 from compare.model.states import TimingBasis, TimingVerdict
+from compare.model.vocabulary import STAGE_TITLES
 
 MACHINE_STAGE = "sass"   # identical here too: the same machine code, not only the same intermediate code
 
@@ -31,6 +32,13 @@ class SameCode:
     def where(self) -> str:
         """'sm_90, compiled offline' or 'as launched on this GPU'."""
         return f"{self.target}, compiled offline" if self.mode == "offline" else "as launched on this GPU"
+
+    @property
+    def said(self) -> str:
+        """'both sides run the same compiled code (sm_90, compiled offline: ... identical at ...)'."""
+        shared = f"; {' and '.join(self.shared)} kernel shared, not compiled" if self.shared else ""
+        return (f"both sides run the same compiled code ({self.where}: {', '.join(self.kernels)} identical at "
+                f"{', '.join(STAGE_TITLES.get(s, s) for s in self.stages)}{shared})")
 
 
 def _unknown(section: IRSection, a: str, b: str) -> bool:
@@ -135,6 +143,11 @@ class TimingGroup:
     key: str                   # "backward", or "backward bfloat16"
     comparisons: tuple         # the TimingComparisons of b against a, a shape each
     same: Optional[SameCode] = None
+
+    @property
+    def judged(self) -> list:
+        """The comparisons with a verdict (n/a: a side failed, or a foul withheld it)."""
+        return [c for c in self.comparisons if c.verdict != TimingVerdict.NA]
 
 
 def timing_groups(report: Report, a: str, b: str) -> list[TimingGroup]:

@@ -5,7 +5,7 @@ import dataclasses
 
 from compare.model.loopclaims import match_lines, op_deltas
 from compare.model.loopmatch import stage_matches
-from compare.model.headline import not_found
+from compare.model.pair_code import not_found
 from compare.model.results import IRLoop, IRSection, IRStage, IRVariant
 from compare.model.states import IRStatus, LoopMatch
 from compare.model.results_ir import NOT_RUN, IRKernelMatch, failed_at
