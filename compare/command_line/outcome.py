@@ -42,6 +42,7 @@ def finish(report, options, stopped, saved=None) -> int:
     against the saved one; the exit code (`stopped`: a stop signal's)."""
     from compare.model import gates
     from compare.render import files, json_report, terminal
+    from compare.runtime.exit_codes import after_report
     # the gates are decided once, into the report, so that every renderer lists them and the exit code agrees
     report = gates.decided(report, options.fail_on_numerics, options.fail_if_slower, options.accept_unjudged)
     to_stdout = options.json == STDOUT
@@ -59,4 +60,4 @@ def finish(report, options, stopped, saved=None) -> int:
     across = saved.after_run(report, options.verbose) if saved is not None else 0
     if stopped is not None:
         return stopped.exit_code
-    return files.WRITE_FAILED if unwritten else 1 if any(g.fails for g in report.gates) else across
+    return after_report(unwritten, any(g.fails for g in report.gates), across)
