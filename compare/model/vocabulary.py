@@ -14,3 +14,4 @@ TEXT_STAGES = STAGES[:4]   # the ones Triton's compiler keeps as text; SASS is d
 MANTISSA_BITS = {"float32": 23, "float16": 10, "bfloat16": 7, "float64": 52}
 MIN_NORMAL_EXPONENT = {"float32": -126, "float16": -14, "bfloat16": -126, "float64": -1022}
 DEFAULT_NOISE = 0.01   # the timing verdict's noise band, a fraction (--noise)
+CONFIDENCE = 0.95   # the timing verdict's interval: of a ratio, paired bootstrap over rounds
