@@ -1,7 +1,7 @@
 """The report at a glance: each variant against the baseline, a row per check (numerics of each pass, timing
 of each mode, the compiled code of each kernel) saying the verdict in a word or two, how much and where.
-The rows are read off the same values the headline reads, and each row's level is the headline's own
-line's for that check (compare/model/headline.py), so the glance never judges anew; the headline's
+The rows are read off the records the headline's lines are made from (headline.PairVerdicts), and each
+row's level is the headline's own line's for that check, so the glance never judges anew; the headline's
 lines say the rest."""
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from compare.model.problems import NOT_RUN, Lists, covered, describe, input_kind
 from compare.render import ir_tables
 from compare.render.table import Section, Summary, Table, section_legend  # noqa: F401 (re-exported)
 from compare.model.results import Failure, IRSection, NumericsCase, NumericsSection, Report, Skip
-from compare.model.states import Accuracy, Bits, GateOutcome, LoadStatus, Status
+from compare.model.states import Accuracy, Bits, GateOutcome, Level, LoadStatus, Status
 from compare.model.vocabulary import STAGE_TITLES
 
 
@@ -272,7 +272,7 @@ def _in_headline(skip: Skip, head) -> bool:
     """Whether every pair's headline already says `skip`'s check was skipped (so it is said once)."""
     topic = _HEADLINE_TOPIC.get(skip.check)
     return bool(head and head.pairs and topic) and all(
-        any(line.topic == topic and line.level == "skip" for line in pair.lines) for pair in head.pairs)
+        any(line.topic == topic and line.level == Level.SKIP for line in pair.lines) for pair in head.pairs)
 
 
 def build(report: Report, head=None) -> tuple[Summary, list[Section]]:
