@@ -13,8 +13,9 @@ T = TypeVar("T")
 _KEPT = "_kept"   # the instance attribute that holds them: no field, so JSON, equality and replace never see it
 
 
-def kept(report: Any, kind: type[T], decide: Callable[[], T]) -> T:
-    """The report's `kind` record: `decide()` the first time it is asked for, the same record after."""
+def kept(report: Any, kind: type, decide: Callable[[], T]) -> T:
+    """The report's record named by `kind` (its type, or its items' type): `decide()` the first time it is
+    asked for, the same record after."""
     records = vars(report).setdefault(_KEPT, {})
     if kind not in records:
         records[kind] = decide()
