@@ -50,9 +50,9 @@ class PairVerdicts:
     introduced: frozenset[Problem]          # its problems the baseline has not
     fixed: frozenset[Problem]               # the baseline's problems it has not
     foul: Optional[Line]                    # a fouled side: then no accuracy and no timing verdict
-    numerics: Optional[PairNumerics]        # over every pass; None without numerics
+    numerics: Optional[PairNumerics]        # over every pass; None without numerics, or with a foul
     passes: dict[str, PairNumerics]         # each pass ("forward", "backward") on its own: a glance row each
-    once: tuple[Line, ...]                  # failures said once (problems.said_once) of either side
+    once: tuple[Line, ...]                  # failures said once (problems.said_once) of either side (no foul)
     once_gate: tuple[str, ...]
     timing: PairTiming
     code: PairCode
@@ -74,14 +74,15 @@ def _pair(report: Report, found: Lists, fouls: dict, b: str) -> PairVerdicts:
     who = b if b in fouls else a if a in fouls else ""
     foul = Line("foul", Level.FAIL, f"foul: {who}: {said(fouls[who])}; no accuracy and no timing verdict") if who \
         else None
-    whole, passes = None, {}
+    whole, passes, once, once_gate = None, {}, [], []
     if section is not None:
-        whole = pair_numerics(section, a, b, introduced, fixed, found.once)
         for direction in dict.fromkeys(c.direction for c in section.cases):
             own = dataclasses.replace(section, cases=tuple(c for c in section.cases if c.direction == direction))
             passes[direction] = pair_numerics(own, a, b, frozenset(p for p in introduced if p.direction == direction),
                                               frozenset(p for p in fixed if p.direction == direction), found.once)
-    once, once_gate = once_lines(found, a, b)
+    if section is not None and foul is None:   # a fouled pair's headline says the foul, not its numerics
+        whole = pair_numerics(section, a, b, introduced, fixed, found.once)
+        once, once_gate = once_lines(found, a, b)
     return PairVerdicts(a, b, introduced, fixed, foul, whole, passes, tuple(once), tuple(once_gate),
                         pair_timing(report, a, b), pair_code(report, a, b))
 
