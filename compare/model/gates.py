@@ -32,9 +32,10 @@ def decide(report: Report, fail_on_numerics: bool = False, fail_if_slower_pct: f
 
 
 def decided(report: Report, fail_on_numerics: bool = False, fail_if_slower_pct: float | None = None,
-            accept_unjudged: bool = False) -> Report:
-    """`report` holding its gates (`decide`), and what was decided on it before: the gates read it, never feed it."""
-    gates = decide(report, fail_on_numerics, fail_if_slower_pct, accept_unjudged)
+            accept_unjudged: bool = False, more: tuple[Gate, ...] = ()) -> Report:
+    """`report` holding its gates (`decide`, then `more` decided elsewhere), and what was decided on it before:
+    the gates read it, never feed it."""
+    gates = decide(report, fail_on_numerics, fail_if_slower_pct, accept_unjudged) + tuple(more)
     return carried(report, dataclasses.replace(report, gates=gates))
 
 
