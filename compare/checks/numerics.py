@@ -20,7 +20,7 @@ from compare.runtime.backend import Backend, synchronize
 from compare.runtime.progress import Step
 from compare.model.results import NumericsCase, OutputError, PairBitwise, RunSpread, VariantNumerics
 from compare.model.states import Failure, Status
-from compare.model.vocabulary import MANTISSA_BITS, MIN_NORMAL_EXPONENT
+from compare.model.vocabulary import MANTISSA_BITS, MIN_NORMAL_EXPONENT, dtype_name
 from variants.family import NotForThisShape
 from variants.variant import NotPlainTensor
 
@@ -123,7 +123,7 @@ def measure(out: torch.Tensor, ref: torch.Tensor, name: str, tol_dtype: torch.dt
     nan = int((torch.isnan(o) & written).sum())
     inf = int(torch.isinf(o).sum())
     mismatch = int(((o_fin != r_fin) & written).sum())
-    return OutputError(name, str(out.dtype).removeprefix("torch."), out.numel(), max_abs, rel_l2, max_ulp,
+    return OutputError(name, dtype_name(out.dtype), out.numel(), max_abs, rel_l2, max_ulp,
                        beyond, rtol, atol, nan, inf, mismatch, int(unwritten.sum()), ref_max)
 
 
@@ -175,7 +175,7 @@ def interpreter_untrusted(backend: Backend, dtype: torch.dtype) -> str | None:
     """Why Triton kernels in `dtype` cannot be trusted on this backend, or None."""
     if not backend.interpreted:
         return None
-    return INTERPRETER_UNTRUSTED.get(str(dtype).removeprefix("torch."))
+    return INTERPRETER_UNTRUSTED.get(dtype_name(dtype))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -267,7 +267,7 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
     results = [_said(v.name, tallies[v.name]) for v in variants]
     pairs = _pairs(case.diffs, tallies)
     verdicts = _verdicts(results, pairs, reference, dtype)
-    return NumericsCase(shape.label, str(dtype).removeprefix("torch."), input_kind, seeds, tuple(results),
+    return NumericsCase(shape.label, dtype_name(dtype), input_kind, seeds, tuple(results),
                         tuple(pairs), direction, verdicts, reference if reference in tallies else "", tuple(case.fouls))
 
 
@@ -288,7 +288,7 @@ def _tally(case: _Case, v) -> _Tally:
 def _trial(case: _Case, v, tally: _Tally, pristine, seed: int) -> Optional[dict[str, referee.Stowed]]:
     """Run `v` once on its own sealed copy of `pristine`: its outputs as bare storage until the reference
     exists (compare/checks/referee.py), or None where the run ended its tally (a failure, a foul, a limit)."""
-    dtype = str(case.dtype).removeprefix("torch.")
+    dtype = dtype_name(case.dtype)
     case.progress(f"{v.name}: {case.direction} {case.shape.label} {dtype} {case.input_kind} seed {seed}")
     runner, what = tally.runner, case.what(seed)
     allocated = {k: poison_(t) for k, t in runner.alloc().items()}   # measured, whatever `outputs` is made to hold

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from compare.checks.stats import RatioEstimate, decide, ratio_with_interval
+from compare.checks.stats import CONFIDENCE, RatioEstimate, decide, ratio_with_interval
 from compare.model.errors import UsageError
 
 
@@ -50,7 +50,7 @@ def pairwise(report: dict, b: str, others: list[str]) -> list[dict]:
                 continue
             ra, rb = rounds_of(by[a]), rounds_of(by[b])
             n = min(len(ra), len(rb))
-            est = ratio_with_interval(ra[:n], rb[:n], confidence=timing.get("confidence", 0.95))
+            est = ratio_with_interval(ra[:n], rb[:n], confidence=timing.get("confidence", CONFIDENCE))
             decision = decide(est, timing.get("noise", 0.01), control_of(case))
             rows.append({**row, "ratio": est.ratio, "ci": (est.ci_low, est.ci_high), "p": est.p_value,
                          "verdict": decision.verdict, "margin": decision.margin, "basis": decision.basis})

@@ -10,10 +10,11 @@ import torch
 from compare.checks.numerics import TOLERANCES, same_bits, ulp
 from compare.model.replay import Agreement, TensorDiff
 from compare.model.results import SPREAD_FACTOR
+from compare.model.vocabulary import dtype_name
 
 
 def _dtype(t: torch.Tensor) -> str:
-    return str(t.dtype).removeprefix("torch.")
+    return dtype_name(t.dtype)
 
 
 def _unlike(name: str, base, head) -> TensorDiff | None:

@@ -12,7 +12,7 @@ import math
 import torch
 
 from compare.model.states import TimingBasis, TimingVerdict
-from compare.model.vocabulary import DEFAULT_NOISE  # noqa: F401 (re-exported: the verdict's default band)
+from compare.model.vocabulary import CONFIDENCE, DEFAULT_NOISE  # noqa: F401 (re-exported: the verdict's default band)
 
 ALPHA = 0.05
 
@@ -41,7 +41,7 @@ def _as_rounds(rounds: list[list[float]]) -> torch.Tensor:
     return torch.tensor([r[:width] for r in rounds], dtype=torch.float64)
 
 
-def ratio_with_interval(a: list[list[float]], b: list[list[float]], confidence: float = 0.95,
+def ratio_with_interval(a: list[list[float]], b: list[list[float]], confidence: float = CONFIDENCE,
                         n_boot: int = 2000, n_perm: int = 10000, seed: int = 0) -> RatioEstimate:
     """Ratio of medians B/A with a paired percentile-bootstrap interval over rounds, and a two-sided
     sign-flip permutation p-value on the per-round log ratios (H0: no difference)."""
@@ -64,7 +64,7 @@ def ratio_with_interval(a: list[list[float]], b: list[list[float]], confidence: 
     return RatioEstimate(ratio, lo, hi, p, rounds)
 
 
-def ratio_across_runs(a: list[list[float]], b: list[list[float]], confidence: float = 0.95,
+def ratio_across_runs(a: list[list[float]], b: list[list[float]], confidence: float = CONFIDENCE,
                       n_boot: int = 2000, n_perm: int = 2000, seed: int = 0) -> RatioEstimate:
     """Ratio of medians B/A for rounds of two runs (A: the saved run, B: the new one), which were not
     interleaved: a bootstrap resampling each run's rounds on its own, and a permutation p-value on the

@@ -3,7 +3,6 @@ after the work the report (the terminal's glance; `--json -`: the JSON on standa
 standard error), the files written, and the exit code."""
 from __future__ import annotations
 
-import dataclasses
 import sys
 
 STDOUT = "-"   # --json -: the JSON goes to standard output
@@ -43,9 +42,9 @@ def finish(report, options, stopped, saved=None) -> int:
     against the saved one; the exit code (`stopped`: a stop signal's)."""
     from compare.model import gates
     from compare.render import files, json_report, terminal
+    from compare.runtime.exit_codes import after_report
     # the gates are decided once, into the report, so that every renderer lists them and the exit code agrees
-    report = dataclasses.replace(report, gates=gates.decide(report, options.fail_on_numerics, options.fail_if_slower,
-                                                            options.accept_unjudged))
+    report = gates.decided(report, options.fail_on_numerics, options.fail_if_slower, options.accept_unjudged)
     to_stdout = options.json == STDOUT
     terminal.render(report, console=terminal.make_console(sys.stderr if to_stdout else None), verbose=options.verbose)
     lines, unwritten = files.write(report, None if to_stdout else options.json, options.markdown, options.out)
@@ -61,4 +60,4 @@ def finish(report, options, stopped, saved=None) -> int:
     across = saved.after_run(report, options.verbose) if saved is not None else 0
     if stopped is not None:
         return stopped.exit_code
-    return files.WRITE_FAILED if unwritten else 1 if any(g.fails for g in report.gates) else across
+    return after_report(unwritten, any(g.fails for g in report.gates), across)

@@ -12,6 +12,7 @@ import torch
 
 from compare.runtime import sealing
 from compare.model.errors import UsageError
+from compare.model.vocabulary import dtype_name
 
 FLOAT64 = 8                 # bytes per element of the float64 reference
 PLACEMENTS = 3              # timing: output-buffer sets rotated round by round (TimingConfig.placements)
@@ -90,7 +91,7 @@ def refuse_what_cannot_fit(plan, backend) -> None:
             need = case_need(family, shape, dtype, variants, numerics, bool(grads), backend.gpu)
             for where, needed in (("GPU", need.device if backend.gpu else 0), ("host", need.host)):
                 if free[where] is not None and needed > free[where]:
-                    name = str(dtype).removeprefix("torch.")
+                    name = dtype_name(dtype)
                     raise UsageError(
                         f"the case {shape.label} {name} needs about {_gb(needed)} of {where} memory "
                         f"({variants} variants' buffers{', the float64 reference' if numerics else ''}); "

@@ -18,6 +18,7 @@ from pathlib import Path
 from compare.runtime import supervisor
 from compare.model.results import TimingSection, decode, to_dict
 from compare.model.skips import Skip
+from compare.model import vocabulary
 from compare.model import scratch
 
 IN_PROCESS_ENV = "KERNEL_AB_TIMING_IN_PROCESS"
@@ -177,7 +178,7 @@ def run_timing(plan, step, copy_gbs: float = 0.0) -> TimingSection:
         copy_gbs = timing.copy_bandwidth_gbs()
     cases = []
     for dtype in plan.dtypes:
-        dtype_name = str(dtype).removeprefix("torch.")
+        dtype_name = vocabulary.dtype_name(dtype)
         for shape in preset.shapes:
             inputs = family.make_inputs(shape, dtype, "cuda", request.seed, request.input_kind)
             unseen = audit.draw_unseen(family, shape, inputs)   # the audit's inputs (drawn once: a draw is slow)
@@ -199,5 +200,5 @@ def run_timing(plan, step, copy_gbs: float = 0.0) -> TimingSection:
             torch.cuda.empty_cache()
     compile_seconds = tuple((v.name, float(v.run.compile_seconds)) for v in chosen
                             if getattr(v.run, "compile_seconds", None) is not None)
-    return TimingSection(torch.cuda.get_device_name(), copy_gbs, config.noise, 0.95, timing.method_text(config),
+    return TimingSection(torch.cuda.get_device_name(), copy_gbs, config.noise, vocabulary.CONFIDENCE, timing.method_text(config),
                          tuple(cases), compile_seconds)

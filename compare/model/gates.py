@@ -6,13 +6,16 @@ so every pull request that leaves it alone would "fail" on) does not trip them. 
 is missing (no GPU, so nothing was timed) ends "not judged", and fails unless --accept-unjudged."""
 from __future__ import annotations
 
+import dataclasses
+
 from compare.model.fouls import foul_lines
+from compare.model.kept import carried
 from compare.model.headline import headline
 from compare.model.problems import describe, judged, problems, ran, variant_of
 from compare.model.results import Failure, Gate, Report
 from compare.model.same_code import same_pass_code
 from compare.model.skips import why_not_run
-from compare.model.states import LoadStatus, TimingVerdict
+from compare.model.states import GateOutcome, LoadStatus, TimingVerdict
 
 
 def decide(report: Report, fail_on_numerics: bool = False, fail_if_slower_pct: float | None = None,
@@ -24,8 +27,16 @@ def decide(report: Report, fail_on_numerics: bool = False, fail_if_slower_pct: f
         gates.append(_numerics(report))
     if fail_if_slower_pct is not None:
         gates.append(_slower(report, fail_if_slower_pct))
-    return tuple(Gate(g.name, g.threshold, g.outcome, g.lines, accept_unjudged and g.outcome == "not judged")
+    return tuple(dataclasses.replace(g, accepted=accept_unjudged and g.outcome == GateOutcome.NOT_JUDGED)
                  for g in gates)
+
+
+def decided(report: Report, fail_on_numerics: bool = False, fail_if_slower_pct: float | None = None,
+            accept_unjudged: bool = False, more: tuple[Gate, ...] = ()) -> Report:
+    """`report` holding its gates (`decide`, then `more` decided elsewhere), and what was decided on it before:
+    the gates read it, never feed it."""
+    gates = decide(report, fail_on_numerics, fail_if_slower_pct, accept_unjudged) + tuple(more)
+    return carried(report, dataclasses.replace(report, gates=gates))
 
 
 def failures(report: Report, fail_on_numerics: bool = False, fail_if_slower_pct: float | None = None,
@@ -39,7 +50,7 @@ def reasons(gate: Gate) -> list[str]:
     """Why `gate` fails the run, a line each (for stderr and CI logs), naming the flag where unjudged."""
     if not gate.fails:
         return []
-    return [f"{gate.name} could not be judged: {line}" if gate.outcome == "not judged" else line
+    return [f"{gate.name} could not be judged: {line}" if gate.outcome == GateOutcome.NOT_JUDGED else line
             for line in gate.lines]
 
 
@@ -63,20 +74,20 @@ def _numerics(report: Report) -> Gate:
     broken += foul_lines(report)   # a foul fails every gate, whichever check saw it
     section = report.numerics
     if section is None:   # a gate never passes without the evidence it judges
-        return Gate(name, None, "failed", tuple(broken)) if broken else \
-            Gate(name, None, "not judged", ("no numerics were run",))
+        return Gate(name, None, GateOutcome.FAILED, tuple(broken)) if broken else \
+            Gate(name, None, GateOutcome.NOT_JUDGED, ("no numerics were run",))
     broken += introduced(report)
     if broken:
-        return Gate(name, None, "failed", tuple(broken))
+        return Gate(name, None, GateOutcome.FAILED, tuple(broken))
     yardsticks = {c.reference for c in section.cases}
     names = [n for n in judged(report) if n not in yardsticks]
     unrun = [n for n in names if not any(ran(variant_of(c, n)) for c in section.cases)]
     if unrun:
         why = [f"{n} ran in no numerics case ({_why_not(report, n)})" for n in unrun]
-        return Gate(name, None, "not judged", tuple(why))
+        return Gate(name, None, GateOutcome.NOT_JUDGED, tuple(why))
     what = f"introduced against {report.baseline}" if len(names) > 1 else f"of {report.baseline}'s"
     n = len(section.cases)
-    return Gate(name, None, "passed", (f"no numerics problem {what} in {n} case{'' if n == 1 else 's'}",))
+    return Gate(name, None, GateOutcome.PASSED, (f"no numerics problem {what} in {n} case{'' if n == 1 else 's'}",))
 
 
 def _unloaded(v) -> str:
@@ -115,10 +126,10 @@ def _slower(report: Report, pct: float) -> Gate:
     no verdict: compare/model/same_code.py)."""
     name = "--fail-if-slower"
     if tampered(report) or foul_lines(report):   # a foul or a tampered process fails every gate
-        return Gate(name, pct, "failed", tuple(tampered(report) + foul_lines(report)))
+        return Gate(name, pct, GateOutcome.FAILED, tuple(tampered(report) + foul_lines(report)))
     if report.timing is None:
         why = why_not_run(report.skipped, "timing")
-        return Gate(name, pct, "not judged", (f"timing was not measured ({why.split(' (')[0]})",))
+        return Gate(name, pct, GateOutcome.NOT_JUDGED, (f"timing was not measured ({why.split(' (')[0]})",))
     broken, judged_pairs, untimed = [], set(), {}
     for case in report.timing.cases:
         for c in case.comparisons:
@@ -131,11 +142,12 @@ def _slower(report: Report, pct: float) -> Gate:
                 broken.append(f"timing: {c.variant} is {(c.ratio - 1) * 100:.2f}% slower than {c.baseline} "
                               f"on {case.shape} {case.mode} (limit {pct:g}%)")
     if broken:
-        return Gate(name, pct, "failed", tuple(broken))
+        return Gate(name, pct, GateOutcome.FAILED, tuple(broken))
     never = [n for n in untimed if n not in judged_pairs]
     if never or not judged_pairs:
         why = [f"{n} was compared on no shape ({untimed[n]})" for n in never]
-        return Gate(name, pct, "not judged", tuple(why) or (f"no variant was timed against {report.baseline}",))
+        return Gate(name, pct, GateOutcome.NOT_JUDGED,
+                    tuple(why) or (f"no variant was timed against {report.baseline}",))
     partly = [f"{n} not compared on every shape ({why})" for n, why in untimed.items()]
-    return Gate(name, pct, "passed", (f"no variant slower than {report.baseline} by more than {pct:g}%",
+    return Gate(name, pct, GateOutcome.PASSED, (f"no variant slower than {report.baseline} by more than {pct:g}%",
                                       *partly))

@@ -1,19 +1,20 @@
 """The report at a glance: each variant against the baseline, a row per check (numerics of each pass, timing
 of each mode, the compiled code of each kernel) saying the verdict in a word or two, how much and where.
-The rows are read off the same values the headline reads, and each row's level is the headline's own
-line's for that check (compare/model/headline.py), so the glance never judges anew; the headline's
+The rows are read off the records the headline's lines are made from (headline.PairVerdicts), and each
+row's level is the headline's own line's for that check, so the glance never judges anew; the headline's
 lines say the rest."""
 from __future__ import annotations
 
 import dataclasses
 
-from compare.model import headline as hl
-from compare.model.problems import bits, judged, lists, problems, variant_of
-from compare.model.states import Accuracy, Bits, IRStatus, ProblemKind, TimingVerdict
+from compare.model.headline import PairVerdicts, verdicts
+from compare.model.kept import kept
+from compare.model.line import Line, plural as _n
+from compare.model.problems import judged, lists, problems, variant_of
+from compare.model.states import Accuracy, IRStatus, Level, ProblemKind, TimingVerdict
 from compare.model.ratios import ratio_span
-from compare.model.results import IRSection, NumericsSection, Report
+from compare.model.results import IRSection, Report
 from compare.model.results_ir import NOT_RUN, failed_at
-from compare.model.same_code import same_code, timing_groups
 from compare.model.skips import why_not_run
 from compare.model.vocabulary import STAGE_TITLES
 
@@ -27,12 +28,8 @@ class Row:
     verdict: str
     amount: str     # how much: cases, a ratio's span, counts before -> after
     where: str
-    level: str      # "ok", "fail", "warn", "info" or "skip", as the headline's line for the check
+    level: Level    # as the headline's line for the check
     against: str = ""   # the baseline; for a variant compared alone, the references it is judged against
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _first(reason: str) -> str:
@@ -51,24 +48,20 @@ def _places(cases, order=None) -> str:
     return keys[0] + (f", {len(keys) - 1} more" if len(keys) > 1 else "")
 
 
-def _numerics(section: NumericsSection | None, a: str, b: str, found, direction: str, skipped=()) -> Row:
+def _numerics(report: Report, pair: PairVerdicts, direction: str) -> Row:
+    a, b, section = pair.baseline, pair.variant, report.numerics
     cases = [c for c in section.cases if c.direction == direction] if section is not None else []
     check = "numerics" if direction == "forward" else direction   # as --check names them
     if not cases:   # asked for, never started (a stop signal came first)
-        return Row(b, check, "not run", "", _first(why_not_run(skipped, check)), "skip")
-    own = dataclasses.replace(section, cases=tuple(cases))
-    introduced = frozenset(p for p in found.introduced.get(b, ()) if p.direction == direction)
-    fixed = frozenset(p for p in found.fixed.get(b, ()) if p.direction == direction)
-    level = hl._numerics_line(own, a, b, introduced, fixed, found.once)[0].level
-    both = [c for c in cases if hl._produced(c, a) and hl._produced(c, b)]
+        return Row(b, check, "not run", "", _first(why_not_run(report.skipped, check)), Level.SKIP)
+    verdict = pair.passes[direction]
+    level, both, differ, introduced, fixed = (verdict.line.level, verdict.both, verdict.differ, verdict.introduced,
+                                              verdict.fixed)
     if not both:
         why = next((v.reasons[0] for c in cases for v in [variant_of(c, b) or variant_of(c, a)] if v and v.reasons),
                    "no case where both ran")
         return Row(b, check, "not compared", f"0 of {_n(len(cases), 'case')}", _first(why), level)
-    differ = [c for c in both if bits(c, a, b) in (Bits.DIFFER, "")]
-    judged = [(c, v) for c in differ for v in c.verdicts if (v.a, v.b) == (a, b)]
-    less = [c for c, v in judged if v.accuracy == Accuracy.LESS and hl._where(c, v, v.lost)]
-    more = [c for c, v in judged if v.accuracy == Accuracy.MORE and hl._where(c, v, v.gained)]
+    less, more = [j.case for j in verdict.less], [j.case for j in verdict.more]
     of = f"of {_n(len(both), 'case')}"
     order = list(dict.fromkeys(f"{c.dtype} {c.input_kind}" for c in cases))
     if less:
@@ -81,34 +74,32 @@ def _numerics(section: NumericsSection | None, a: str, b: str, found, direction:
         return Row(b, check, "fixes problems", f"{len(kinds)} {of}", _places(fixed, order), level)
     if more:
         return Row(b, check, "more accurate", f"{len(more)} {of}", _places(more), level)
-    unjudged = [c for c in differ if not any((v.a, v.b) == (a, b) for v in c.verdicts)]
-    if differ and not unjudged:   # as the headline says it: "as accurate as A where bits differ"
+    if differ and not verdict.unjudged:   # as the headline says it: "as accurate as A where bits differ"
         return Row(b, check, "as accurate", f"{len(differ)} {of}", _places(differ), level)
     if differ:
         return Row(b, check, "bits differ", f"{len(differ)} {of}", "no accuracy verdict", level)
-    spread = [c for c in both if bits(c, a, b) == Bits.WITHIN_SPREAD]
-    if spread:
-        return Row(b, check, "within spread", f"{len(spread)} {of}", "run-to-run spread", level)
+    if verdict.spread:
+        return Row(b, check, "within spread", f"{len(verdict.spread)} {of}", "run-to-run spread", level)
     return Row(b, check, "identical bits", f"{len(both)} {of}", "every case", level)
 
 
-def _timing(report: Report, a: str, b: str) -> list[Row]:
-    line = hl._timing_line(report, a, b)
-    if report.timing is None:
-        return [Row(b, "timing", "not measured", "", _first(line.text.removeprefix("timing: not measured: ")), "skip")]
-    if line.level == "skip":   # timed, but not this variant against the baseline
-        return [Row(b, "timing", "not compared", "", "", "skip")]
-    if same_code(report, a, b) is not None:
-        return [Row(b, "timing", "no verdict", "", "same compiled code", line.level)]
+def _timing(pair: PairVerdicts) -> list[Row]:
+    b, timing = pair.variant, pair.timing
+    if timing.unmeasured is not None:
+        return [Row(b, "timing", "not measured", "", _first(timing.unmeasured), Level.SKIP)]
+    if timing.same is not None:
+        return [Row(b, "timing", "no verdict", "", "same compiled code", timing.line.level)]
+    if not timing.groups:   # timed, but not this variant against the baseline
+        return [Row(b, "timing", "not compared", "", "", Level.SKIP)]
     rows = []
-    for group in timing_groups(report, a, b):
-        judged = [c for c in group.comparisons if c.verdict != TimingVerdict.NA]
+    for group in timing.groups:
+        judged = group.judged
         if group.same is not None:
-            rows.append(Row(b, f"timing {group.key}", "no verdict", "", "same compiled code", "info"))
+            rows.append(Row(b, f"timing {group.key}", "no verdict", "", "same compiled code", Level.INFO))
             continue
         if not judged:
             rows.append(Row(b, f"timing {group.key}", "not compared", "",
-                            _first(group.comparisons[0].reason or "a variant failed"), "warn"))
+                            _first(group.comparisons[0].reason or "a variant failed"), Level.WARN))
             continue
         verdicts = [c.verdict for c in judged]
         verdict = TimingVerdict.SLOWER if TimingVerdict.SLOWER in verdicts else max(dict.fromkeys(verdicts), key=verdicts.count)   # ties: the first
@@ -116,7 +107,7 @@ def _timing(report: Report, a: str, b: str) -> list[Row]:
         span = ratio_span(min(c.ratio for c in hits), max(c.ratio for c in hits))
         rows.append(Row(b, f"timing {group.key}", verdict.removesuffix(" beyond noise"), span,
                         f"{len(hits)} of {_n(len(group.comparisons), 'shape')}",
-                        "warn" if verdict == TimingVerdict.SLOWER else "info"))
+                        Level.WARN if verdict == TimingVerdict.SLOWER else Level.INFO))
     return rows
 
 
@@ -132,14 +123,14 @@ def _failed_where(section: IRSection, failed: list[str], ops: tuple[str, str]) -
     return "; ".join(said) or ", ".join(failed)
 
 
-def _ir(section: IRSection, report: Report, a: str, b: str, check: str) -> Row:
-    level = hl._ir_line(section, a, b, report.skipped).level
+def _ir(section: IRSection, line: Line, a: str, b: str, check: str) -> Row:
+    level = line.level
     va = next((v for v in section.variants if v.variant == a), None)
     vb = next((v for v in section.variants if v.variant == b), None)
     matches = [m for m in section.kernels if (m.a, m.b) == (a, b)]
     if matches:
-        changed = [m.kernel for m in matches if m.status == "changed"]
-        failed = [m.kernel for m in matches if m.status == "failed"]
+        changed = [m.kernel for m in matches if m.changed]
+        failed = [m.kernel for m in matches if m.failed]
         if failed:
             return Row(b, check, "did not compile", f"{len(failed)} of {_n(len(matches), 'kernel')}",
                        _failed_where(section, failed, (b, a)), level)
@@ -168,17 +159,16 @@ def _ir(section: IRSection, report: Report, a: str, b: str, check: str) -> Row:
     return Row(b, check, "changed", "; ".join(amounts) or f"{lines} changed lines", where, level)
 
 
-def _compiled(report: Report, a: str, b: str) -> list[Row]:
-    same = same_code(report, a, b)
-    if same is not None:
-        return [Row(b, "compiled code", "same code", ", ".join(same.kernels), same.where, "ok")]
+def _compiled(report: Report, pair: PairVerdicts) -> list[Row]:
+    a, b, code = pair.baseline, pair.variant, pair.code
+    if code.same is not None:
+        return [Row(b, "compiled code", "same code", ", ".join(code.same.kernels), code.same.where, Level.OK)]
+    if code.uncompared is not None:
+        return [Row(b, "compiled code", "not compared", "", _first(code.uncompared), code.line.level)]
     sections = report.ir_sections
-    if not sections:
-        line = hl._ir_lines(report, a, b)
-        return [Row(b, "compiled code", "not compared", "", _first(line.text.removeprefix(
-            "compiled code: not compared (").rstrip(")")), line.level)]
     several = len(sections) > 1
-    return [_ir(s, report, a, b, f"compiled {s.kernel}" if several else "compiled code") for s in sections]
+    return [_ir(s, line, a, b, f"compiled {s.kernel}" if several else "compiled code")
+            for s, line in zip(sections, code.sections)]
 
 
 def shared_kinds(report: Report) -> tuple[str, ...]:
@@ -204,17 +194,17 @@ def _alone(report: Report, name: str) -> list[Row]:
         cases = [c for c in section.cases if c.direction == direction] if section is not None else []
         check = "numerics" if direction == "forward" else direction
         if not cases:
-            out.append(Row(name, check, "not run", "", _first(why_not_run(report.skipped, check)), "skip"))
+            out.append(Row(name, check, "not run", "", _first(why_not_run(report.skipped, check)), Level.SKIP))
             continue
         bad = [c for c in cases if problems(c, name)]
         of = f"of {_n(len(cases), 'case')}"
         if all(c.reference == name for c in cases):   # the reference point is the yardstick, judged by nothing
-            out.append(Row(name, check, "not judged", "", "the reference point", "info"))
+            out.append(Row(name, check, "not judged", "", "the reference point", Level.INFO))
             continue
-        out.append(Row(name, check, "problems", f"{len(bad)} {of}", _places(bad), "fail") if bad else
-                   Row(name, check, "no problems", f"{len(cases)} {of}", "every case", "ok"))
+        out.append(Row(name, check, "problems", f"{len(bad)} {of}", _places(bad), Level.FAIL) if bad else
+                   Row(name, check, "no problems", f"{len(cases)} {of}", "every case", Level.OK))
         judged_cases = [(c, v) for c in cases for v in c.verdicts if (v.a, v.b) == (c.reference, name)]
-        for accuracy, level in ((Accuracy.LESS, "fail"), (Accuracy.MORE, "ok"), (Accuracy.AS, "ok")):
+        for accuracy, level in ((Accuracy.LESS, Level.FAIL), (Accuracy.MORE, Level.OK), (Accuracy.AS, Level.OK)):
             hits = [c for c, v in judged_cases if v.accuracy == accuracy]
             if hits:   # the worst that holds anywhere
                 ref = hits[0].reference
@@ -229,15 +219,17 @@ def _alone(report: Report, name: str) -> list[Row]:
 
 def rows(report: Report) -> list[Row]:
     """Every pair's rows, in the headline's order of pairs; a variant compared alone, its rows against the
-    references."""
-    found = lists(report)
+    references. Decided once per report (compare/model/kept.py)."""
+    return list(kept(report, Row, lambda: tuple(_rows(report))))
+
+
+def _rows(report: Report) -> list[Row]:
     out = []
-    pairs = hl.headline(report).pairs
+    pairs = verdicts(report)
     if not pairs:
         names = judged(report)
         return _alone(report, names[0]) if len(names) == 1 else []
     for pair in pairs:
-        a, b = pair.baseline, pair.variant
-        mine = [_numerics(report.numerics, a, b, found, d, report.skipped) for d in _directions(report)]
-        out += [dataclasses.replace(r, against=a) for r in mine + _timing(report, a, b) + _compiled(report, a, b)]
+        mine = [_numerics(report, pair, d) for d in _directions(report)]
+        out += [dataclasses.replace(r, against=pair.baseline) for r in mine + _timing(pair) + _compiled(report, pair)]
     return out

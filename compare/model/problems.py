@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
+from compare.model.kept import kept
 from compare.model.results import NumericsCase, NumericsSection, Report, VariantNumerics
 from compare.model.states import Accuracy, Bits, Failure, LoadStatus, ProblemKind, Status
 
@@ -225,7 +226,11 @@ def lists(report: Report) -> Lists:
     """Problems shared by every variant, kept by some, introduced and fixed by each, case by case: a
     problem is B's own only where the baseline gave numbers and has it not; fixed only where both gave
     numbers and B has it not (a side that failed never fixes, nor is as good). A failure said once
-    (`said_once`) is no problem of the cases it covers."""
+    (`said_once`) is no problem of the cases it covers. Decided once per report (compare/model/kept.py)."""
+    return kept(report, Lists, lambda: _lists(report))
+
+
+def _lists(report: Report) -> Lists:
     section, base = report.numerics, report.baseline
     names = judged(report)
     yardsticks = {c.reference for c in section.cases} if section else set()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-OUTCOMES = ("passed", "failed", "not judged")
+from compare.model.states import GateOutcome
 
 
 @dataclasses.dataclass(frozen=True)
@@ -14,10 +14,10 @@ class Gate:
 
     name: str                         # the flag: "--fail-on-numerics" or "--fail-if-slower"
     threshold: Optional[float]        # the flag's value (percent for --fail-if-slower); None for a switch
-    outcome: str                      # one of OUTCOMES; "not judged": its evidence is missing
+    outcome: GateOutcome              # NOT_JUDGED: its evidence is missing
     lines: tuple[str, ...] = ()       # what failed it, why it could not be judged, or what it passed on
     accepted: bool = False            # a "not judged" accepted by --accept-unjudged: it does not fail the run
 
     @property
     def fails(self) -> bool:
-        return self.outcome == "failed" or (self.outcome == "not judged" and not self.accepted)
+        return self.outcome == GateOutcome.FAILED or (self.outcome == GateOutcome.NOT_JUDGED and not self.accepted)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from compare.model.states import IRStatus, LoopMatch, Word
+from compare.model.states import IRStatus, KernelStatus, LoopMatch, Word
 
 OP_KERNEL_SEPARATOR = ":"   # an op's launched kernel is listed as OP:KERNEL
 
@@ -135,15 +135,22 @@ class IRKernelMatch:
     kernel: str
     a: str                  # the baseline op
     b: str
-    status: str             # "identical" (every stage's normalized listing agrees), "changed", "failed" (did not
-                            # compile), or "only in OP" (launched by one of the two ops only)
+    status: str             # a KernelStatus, or "only in OP" (launched by one of the two ops only), "not found in OP"
     changed_stages: tuple[str, ...] = ()
     passes: tuple[str, ...] = ()   # the passes ("forward", "backward") in which either op launched it (() in
                                    # reports made before it was recorded: not known)
 
     @property
     def identical(self) -> bool:
-        return self.status == "identical"
+        return self.status == KernelStatus.IDENTICAL
+
+    @property
+    def changed(self) -> bool:
+        return self.status == KernelStatus.CHANGED
+
+    @property
+    def failed(self) -> bool:
+        return self.status == KernelStatus.FAILED
 
 
 class PassStatus(Word):

@@ -8,8 +8,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
+from compare.model.kept import carried, kept
+from compare.model.problems import judged
 from compare.model.results import IRSection, PassStatus, Report
 from compare.model.states import TimingBasis, TimingVerdict
+from compare.model.vocabulary import STAGE_TITLES
 
 MACHINE_STAGE = "sass"   # identical here too: the same machine code, not only the same intermediate code
 
@@ -30,6 +33,13 @@ class SameCode:
         """'sm_90, compiled offline' or 'as launched on this GPU'."""
         return f"{self.target}, compiled offline" if self.mode == "offline" else "as launched on this GPU"
 
+    @property
+    def said(self) -> str:
+        """'both sides run the same compiled code (sm_90, compiled offline: ... identical at ...)'."""
+        shared = f"; {' and '.join(self.shared)} kernel shared, not compiled" if self.shared else ""
+        return (f"both sides run the same compiled code ({self.where}: {', '.join(self.kernels)} identical at "
+                f"{', '.join(STAGE_TITLES.get(s, s) for s in self.stages)}{shared})")
+
 
 def _unknown(section: IRSection, a: str, b: str) -> bool:
     """A pass of a or b (or of every variant) that no section compares for a reason other than sharing."""
@@ -47,9 +57,36 @@ def _identical(section: IRSection, a: str, b: str) -> Optional[tuple[str, ...]]:
     return (f"{section.kernel} kernel",)
 
 
+@dataclasses.dataclass(frozen=True)
+class CompiledCode:
+    """Whether the pairs a report judges run the same compiled code, decided once per report: in every pass
+    (`same_code`), and in each timed pass at its dtype (`same_pass_code`); None where they do not."""
+
+    whole: dict[tuple[str, str], Optional[SameCode]]                  # (a, b)
+    passes: dict[tuple[str, str, str, str], Optional[SameCode]]       # (a, b, mode, dtype)
+
+
+def compiled_code(report: Report) -> CompiledCode:
+    """The report's CompiledCode: the baseline against each variant judged, and each timing comparison's pair."""
+    return kept(report, CompiledCode, lambda: _compiled_code(report))
+
+
+def _compiled_code(report: Report) -> CompiledCode:
+    timed = [(c.baseline, c.variant, case.mode, case.dtype)
+             for case in (report.timing.cases if report.timing is not None else ()) for c in case.comparisons]
+    pairs = [(report.baseline, n) for n in judged(report) if n != report.baseline] + [k[:2] for k in timed]
+    whole = {pair: _same_code(report, *pair) for pair in dict.fromkeys(pairs)}
+    return CompiledCode(whole, {k: _same_pass_code(report, whole[k[:2]], *k) for k in dict.fromkeys(timed)})
+
+
 def same_code(report: Report, a: str, b: str) -> Optional[SameCode]:
     """SameCode when a and b ran the same compiled code in every pass (see the module), else None: also
     when any pass or stage down to SASS was not compared."""
+    whole = compiled_code(report).whole
+    return whole[(a, b)] if (a, b) in whole else _same_code(report, a, b)
+
+
+def _same_code(report: Report, a: str, b: str) -> Optional[SameCode]:
     sections = report.ir_sections
     if not sections or any(MACHINE_STAGE not in s.stages or _unknown(s, a, b) for s in sections):
         return None
@@ -79,7 +116,13 @@ def same_pass_code(report: Report, a: str, b: str, mode: str, dtype: str = "") -
     compiled code: every pass does (`same_code`), or a and b are ops and every kernel that pass launched is
     identical down to SASS, on the same grid. The latter only at the dtype compiled ("": not recorded, taken
     as it) and for one pass: "full" runs both, which is `same_code`'s question."""
-    whole = same_code(report, a, b)
+    passes = compiled_code(report).passes
+    key = (a, b, mode, dtype)
+    return passes[key] if key in passes else _same_pass_code(report, same_code(report, a, b), *key)
+
+
+def _same_pass_code(report: Report, whole: Optional[SameCode], a: str, b: str, mode: str,
+                    dtype: str) -> Optional[SameCode]:
     if whole is not None or mode == "full":
         return whole
     sections = [s for s in report.ir_sections if MACHINE_STAGE in s.stages]
@@ -100,6 +143,11 @@ class TimingGroup:
     key: str                   # "backward", or "backward bfloat16"
     comparisons: tuple         # the TimingComparisons of b against a, a shape each
     same: Optional[SameCode] = None
+
+    @property
+    def judged(self) -> list:
+        """The comparisons with a verdict (n/a: a side failed, or a foul withheld it)."""
+        return [c for c in self.comparisons if c.verdict != TimingVerdict.NA]
 
 
 def timing_groups(report: Report, a: str, b: str) -> list[TimingGroup]:
@@ -130,4 +178,6 @@ def settled(report: Report) -> Report:
             if c.verdict != TimingVerdict.NA and same_pass_code(report, c.baseline, c.variant, case.mode, case.dtype)
             else c for c in case.comparisons)
         cases.append(dataclasses.replace(case, comparisons=comparisons))
-    return dataclasses.replace(report, timing=dataclasses.replace(report.timing, cases=tuple(cases)))
+    # what changed is the timing verdicts, which feed no compiled-code verdict: those are kept
+    return carried(report, dataclasses.replace(report, timing=dataclasses.replace(report.timing, cases=tuple(cases))),
+                   (CompiledCode,))

@@ -125,6 +125,30 @@ class IRStatus(Word):
     NOT_RUN = "not run"         # an op that failed when run to find its kernels: none is known
 
 
+class KernelStatus(Word):
+    """A launched kernel of two ops, paired by name (IRKernelMatch.status; "only in OP" and "not found in OP" are open)."""
+
+    IDENTICAL = "identical"     # every stage's normalized listing and the grid agree
+    CHANGED = "changed"
+    FAILED = "failed"           # did not compile
+
+
+class Level(Word):
+    """How a verdict line, a glance row or a notice reads, worst first: the mark and colour a renderer gives it."""
+
+    FAIL = "fail"
+    WARN = "warn"
+    INFO = "info"
+    OK = "ok"
+    SKIP = "skip"
+
+
+class GateOutcome(Word):
+    PASSED = "passed"
+    FAILED = "failed"
+    NOT_JUDGED = "not judged"   # its evidence is missing
+
+
 class LoopMatch(Word):
     """How a loop of B pairs with A's in one stage (compare/checks/ir/loopmatch.py)."""
 

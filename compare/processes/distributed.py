@@ -9,6 +9,7 @@ import dataclasses
 
 from compare.processes import tasks as tasks_mod
 from compare.model.results import IRSection, NumericsCase, Skip, TimingCase, TimingSection, decode
+from compare.model.vocabulary import CONFIDENCE
 
 _MAX_RERUNS = 8
 
@@ -105,7 +106,7 @@ class Started:
         method = (first["method"] + "; each case timed by a worker process of its dtype, one case at a time on "
                   f"a GPU ({len(places)} GPU{'s' if len(places) > 1 else ''}: each case says where)")
         config = self.plan.timing
-        section = TimingSection(first["gpu"], float(first["place"]["copy_gbs"]), config.noise, 0.95, method,
+        section = TimingSection(first["gpu"], float(first["place"]["copy_gbs"]), config.noise, CONFIDENCE, method,
                                 tuple(decode(TimingCase, a["case"]) for a in answers), tuple(compile_seconds))
         return section, self.timing_skipped
 

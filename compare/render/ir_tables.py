@@ -5,9 +5,9 @@ import dataclasses
 
 from compare.model.loopclaims import match_lines, op_deltas
 from compare.model.loopmatch import stage_matches
-from compare.model.headline import not_found
+from compare.model.pair_code import not_found
 from compare.model.results import IRLoop, IRSection, IRStage, IRVariant
-from compare.model.states import LoopMatch
+from compare.model.states import IRStatus, LoopMatch
 from compare.model.results_ir import NOT_RUN, IRKernelMatch, failed_at
 from compare.model.vocabulary import STAGE_TITLES
 
@@ -64,7 +64,7 @@ KERNELS_LEGEND = (
 
 def _status(section: IRSection, m: IRKernelMatch) -> str:
     """A pair's status; a failed one says at which op its kernel did not compile."""
-    failed = failed_at(section.variants, m.kernel, (m.a, m.b)) if m.status == "failed" else ()
+    failed = failed_at(section.variants, m.kernel, (m.a, m.b)) if m.failed else ()
     return m.status + (f" (did not compile in {' and '.join(failed)})" if failed else "")
 
 
@@ -81,7 +81,7 @@ def _kernel_lines(section: IRSection) -> list[tuple[str, str]]:
         parts = [f"{m.kernel} {_status(section, m)}" + (
             f" ({', '.join(STAGE_TITLES.get(s, s) for s in m.changed_stages)})" if m.changed_stages else "")
             for m in these]
-        level = "warn" if any(m.status == "failed" for m in these) else "info"
+        level = "warn" if any(m.failed for m in these) else "info"
         parts += not_found(section, (a, b))
         lines.append((level, f"ir kernels launched by {b} vs {a}, paired by name: {'; '.join(parts)}"))
     return lines
@@ -130,7 +130,7 @@ def _loop_row(loop: IRLoop, v: IRVariant, matches: str, base: IRLoop | None) -> 
 def loop_rows(section: IRSection, stage: str) -> tuple:
     """Each baseline loop, then the loop each other variant matched to it; then each variant's loops
     matched to none (added, or without a confident match)."""
-    ok = [v for v in section.variants if v.status == "ok"]
+    ok = [v for v in section.variants if v.status == IRStatus.OK]
     rows = []
     for first in [v for v in ok if _baseline_of(v, ok) is v]:
         base = _stage(first, stage)
@@ -149,9 +149,9 @@ def loop_rows(section: IRSection, stage: str) -> tuple:
                     rows.append((loop.path, v.variant, "removed", "-", "no such loop", "-", "-", "-", "-"))
         for v, s, found in others:
             for m in found:
-                for path in m.b if m.status in ("added", "unsure") else ():
+                for path in m.b if m.status in (LoopMatch.ADDED, LoopMatch.UNSURE) else ():
                     mine = next(l for l in s.loops if l.path == path)
-                    said = "added" if m.status == "added" else f"unsure: {', '.join(m.a)}"
+                    said = "added" if m.status == LoopMatch.ADDED else f"unsure: {', '.join(m.a)}"
                     rows.append(_loop_row(mine, v, said, None))
     return tuple(rows)
 
@@ -159,7 +159,7 @@ def loop_rows(section: IRSection, stage: str) -> tuple:
 def memory_rows(section: IRSection, stage: str) -> tuple:
     rows = []
     for v in section.variants:
-        s = _stage(v, stage) if v.status == "ok" else None
+        s = _stage(v, stage) if v.status == IRStatus.OK else None
         for m in s.memory if s else ():
             rows.append((v.variant, m.kind, m.op, m.width, m.loop, str(m.count)))
     return tuple(rows)
@@ -183,7 +183,7 @@ def ir_summary(section: IRSection, baseline: str) -> list[tuple[str, str]]:
         if v.status != "ok":
             what = "kernels not found" if v.status == NOT_RUN else "did not compile"
             lines.append(("fail", f"{ir}: {v.variant} {what}: {v.error.splitlines()[0] if v.error else '?'}"))
-    ok = [v for v in section.variants if v.status == "ok"]
+    ok = [v for v in section.variants if v.status == IRStatus.OK]
     for stage in section.stages:
         if stage == "sass":
             continue

@@ -5,6 +5,7 @@ the 2/3 cap marked on the shapes whose family says the pass must read x twice ("
 from __future__ import annotations
 
 from compare.model.results import Report
+from compare.model.states import TimingStatus
 
 FOCUS = 0.5   # the ratio panel leaves out variants more than 50% away from the baseline, so small gaps stay visible
 REREAD_CAP = 2 / 3   # x read twice and y written once: at most 2 of every 3 bytes moved are the fewest bytes
@@ -18,7 +19,7 @@ def roofline(report: Report, cases) -> tuple[dict[str, list[tuple[float, float]]
     series: dict[str, list[tuple[float, float]]] = {}
     for c in cases:
         for v in c.variants:
-            if v.status == "ok" and v.fraction_of_copy > 0:
+            if v.status == TimingStatus.OK and v.fraction_of_copy > 0:
                 series.setdefault(v.variant, []).append((x_of[c.shape], 100 * v.fraction_of_copy))
     capped = [x_of[label] for label, twice in zip(report.shapes, report.reads_x_twice) if twice]
     return series, capped

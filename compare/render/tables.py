@@ -6,7 +6,7 @@ from compare.model.problems import NOT_RUN, Lists, covered, describe, input_kind
 from compare.render import ir_tables
 from compare.render.table import Section, Summary, Table, section_legend  # noqa: F401 (re-exported)
 from compare.model.results import Failure, IRSection, NumericsCase, NumericsSection, Report, Skip
-from compare.model.states import Accuracy, Bits, LoadStatus, Status
+from compare.model.states import Accuracy, Bits, GateOutcome, Level, LoadStatus, Status
 from compare.model.vocabulary import STAGE_TITLES
 
 
@@ -272,7 +272,7 @@ def _in_headline(skip: Skip, head) -> bool:
     """Whether every pair's headline already says `skip`'s check was skipped (so it is said once)."""
     topic = _HEADLINE_TOPIC.get(skip.check)
     return bool(head and head.pairs and topic) and all(
-        any(line.topic == topic and line.level == "skip" for line in pair.lines) for pair in head.pairs)
+        any(line.topic == topic and line.level == Level.SKIP for line in pair.lines) for pair in head.pairs)
 
 
 def build(report: Report, head=None) -> tuple[Summary, list[Section]]:
@@ -383,7 +383,7 @@ def gate_lines(report: Report, full: bool = True) -> list[tuple[str, str]]:
         flag = g.name if g.threshold is None else f"{g.name} {g.threshold:g}"
         n = len(g.lines)
         said = "; ".join(g.lines) if full or not g.fails else f"{n} reason{'' if n == 1 else 's'}"
-        if g.outcome == "not judged":
+        if g.outcome == GateOutcome.NOT_JUDGED:
             how = ("could not be judged (accepted: --accept-unjudged)" if g.accepted
                    else "could not be judged, so it fails (--accept-unjudged would let it pass)")
             lines.append(("warn" if g.accepted else "fail", f"gate {flag}: {how}: {said}"))

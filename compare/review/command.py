@@ -183,8 +183,8 @@ class _Work:
             return
         if done.report is not None:
             a = self.args
-            done = dataclasses.replace(done, report=dataclasses.replace(done.report, gates=gates.decide(
-                done.report, a.fail_on_numerics, a.fail_if_slower, a.accept_unjudged)))
+            done = dataclasses.replace(done, report=gates.decided(done.report, a.fail_on_numerics, a.fail_if_slower,
+                                                                  a.accept_unjudged))
         self.done.append(done)
 
     def replay(self, repo, base: str, head: str, ops: list) -> list:

@@ -21,6 +21,7 @@ from compare.model.budget import BudgetUse, Cut, DtypesLeftOut, LeftOut
 from compare.model.replay import NUMERICS_FAILURES, ReplayedOp, ReplayVerdict
 from compare.model.errors import UsageError
 from compare.model.headline import headline
+from compare.runtime.exit_codes import after_report
 
 _MARKS = {"ok": "✅ ", "fail": "❌ ", "warn": "⚠️ ", "info": ""}
 
@@ -328,4 +329,4 @@ def finish(review: Review, args) -> int:
         broken += [f"review could not judge: {line}" for line in unjudged(review)]
     for line in broken:
         print(f"kernel-ab: gate failed: {line}", file=sys.stderr)
-    return files.WRITE_FAILED if unwritten else 1 if broken else 0
+    return after_report(unwritten, bool(broken))

@@ -43,6 +43,6 @@ def timed(args, backend, compare, replayed: ReplayedOp, op, recording: Path, wor
                                            "(timing needs a GPU)"
     if report is None:
         return dataclasses.replace(replayed, timed=f"its timing and compiled code could not run: {error}")
-    report = dataclasses.replace(report, gates=gates.decide(report, False, args.fail_if_slower, args.accept_unjudged))
+    report = gates.decided(report, False, args.fail_if_slower, args.accept_unjudged)
     return dataclasses.replace(replayed, report=report, timed=said)
 

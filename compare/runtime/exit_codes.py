@@ -26,6 +26,12 @@ class ExitCode(enum.IntEnum):
     SIGTERM = 143
 
 
+def after_report(unwritten: int, failed: bool, otherwise: int = ExitCode.OK) -> int:
+    """The exit code of a run whose report is out (compare, review): a report file that could not be written,
+    else a gate that failed (or could not be judged), else `otherwise`."""
+    return int(ExitCode.WRITE_FAILED if unwritten else ExitCode.GATE_FAILED if failed else otherwise)
+
+
 def _what(exc: BaseException) -> str:
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         return (f"missing dependency: no module named {exc.name!r} "

@@ -13,7 +13,7 @@ import threading
 import time
 
 from compare.model.errors import message, summarize
-from compare.model.states import Crash
+from compare.model.states import Crash, Failure
 from compare.runtime.exit_codes import ExitCode
 
 STATUS_ENV = "KERNEL_AB_STATUS_FILE"     # set in the child: where it says what it is running
@@ -23,7 +23,7 @@ NO_TIMING_ENV = "KERNEL_AB_NO_TIMING"    # set in the child: why timing is left 
 ISOLATE_ENV = "KERNEL_AB_ISOLATE"        # "0": run in one process (no supervisor)
 STARTED_ENV = "KERNEL_AB_STARTED"        # set in the child: when the supervisor started the first run (time.time())
 POISONED_EXIT = ExitCode.POISONED        # the child's exit code after a fatal device error (or a tampered process)
-TAMPER = "tamper"   # a record's failure kind: the variant changed process-wide state (compare.runtime.process_guard)
+TAMPER = Failure.TAMPER   # a record's failure kind: the variant changed process-wide state (compare.runtime.process_guard)
 DEFAULT_LIMIT_S = 300.0                  # --variant-timeout: one launch (a variant's case) at most this long
 GRACE_S = 10.0                           # after passing a signal on, the child's time to unwind
 _FATAL_DEVICE_ERRORS = ("illegal memory access", "illegal address", "unspecified launch failure",

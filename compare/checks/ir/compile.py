@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from compare.model.vocabulary import STAGES  # noqa: F401 (re-exported: compare.checks.ir.STAGES)
+from compare.model.vocabulary import STAGES, dtype_name  # noqa: F401 (re-exported: compare.checks.ir.STAGES)
 from compare.model import scratch
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
@@ -171,7 +171,7 @@ def specialization(kernel, args: tuple, kwargs: dict) -> dict:
         if _is_constexpr(p) or value is None:
             signature[p.name], constexprs[p.name] = "constexpr", _constant(value)
         elif hasattr(value, "data_ptr") and hasattr(value, "dtype"):
-            signature[p.name] = _PTR_TYPES[str(value.dtype).removeprefix("torch.")]
+            signature[p.name] = _PTR_TYPES[dtype_name(value.dtype)]
             divisible.append(p.name)
         elif isinstance(value, bool):
             signature[p.name] = "i1"

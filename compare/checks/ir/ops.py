@@ -14,6 +14,7 @@ from compare.checks.harness import OpPass
 from compare.checks.ir.compile import Compiled, kernel_spec, run_worker
 from compare.checks.ir.launches import Launch, LaunchRecorder
 from compare.model.results import IRKernelMatch, IRPassNote, PassStatus
+from compare.model.states import KernelStatus
 from compare.model.results_ir import OP_KERNEL_SEPARATOR as SEPARATOR, op_kernel as label  # noqa: F401
 
 
@@ -190,11 +191,11 @@ def match(found: OpKernels, baseline: str, other: str, pair) -> tuple[tuple[IRKe
             matches.append(IRKernelMatch(name, baseline, other, f"not found in {lacking}" if lacking in unfinished
                                          else f"only in {baseline if b is None else other}", passes=launched_in))
         elif not (a.ok and b.ok):
-            matches.append(IRKernelMatch(name, baseline, other, "failed", passes=launched_in))
+            matches.append(IRKernelMatch(name, baseline, other, KernelStatus.FAILED, passes=launched_in))
         else:
             p = pair(a, b)
             changed = tuple(d.stage for d in p.stages if not d.identical) + _grid_changed(found, baseline, other, name)
-            matches.append(IRKernelMatch(name, baseline, other, "changed" if changed else "identical", changed,
-                                         launched_in))
+            status = KernelStatus.CHANGED if changed else KernelStatus.IDENTICAL
+            matches.append(IRKernelMatch(name, baseline, other, status, changed, launched_in))
             pairs.append(p)
     return tuple(matches), tuple(pairs)
