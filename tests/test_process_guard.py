@@ -375,3 +375,28 @@ def test_honest_variants_torch_compile_included_are_never_flagged_on_the_gpu(tmp
     assert r.returncode == 0, r.stderr
     assert all(v["status"] == "ok" for v in report["variants"]), report["variants"]
     assert "tampered" not in r.stderr and "running again" not in r.stderr
+
+
+def _loaded(name: str, path: str):
+    """A module as a load of the compiled file `path` under `name` leaves it (no file is read)."""
+    import importlib.machinery
+    import types
+    module = types.ModuleType(name)
+    module.__spec__ = importlib.machinery.ModuleSpec(name, importlib.machinery.ExtensionFileLoader(name, path),
+                                                     origin=path)
+    return module
+
+
+def test_a_compiled_launcher_loaded_again_under_its_name_is_the_platforms_and_a_replaced_module_is_not():
+    import importlib.machinery
+    import types
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    table = process_guard._module_table()
+    first, later = (_loaded("__triton_launcher", f"/cache/{h}/__triton_launcher{suffix}") for h in ("a1", "b2"))
+    assert table.say({"__triton_launcher": first}, {"__triton_launcher": later}) == []
+    other = _loaded("__triton_launcher", f"/tmp/evil{suffix}")   # another file's build
+    assert table.say({"__triton_launcher": first}, {"__triton_launcher": other}) == \
+        ["replaced sys.modules['__triton_launcher']"]
+    plain = types.ModuleType("json")
+    assert table.say({"json": json}, {"json": plain}) == ["replaced sys.modules['json']"]
+    assert table.say({"json": json}, {}) == ["removed sys.modules['json']"]

@@ -105,7 +105,6 @@ def argument_names(family) -> tuple[str, ...]:
     """Every argument name a mapping may use: `op_params`, then whatever else `op_arguments` gives
     (asked once on meta tensors of the default preset's first shape, in float32 or else the first dtype that
     shape takes - a recorded call has its own: nothing is computed)."""
-    import torch
     shape = family.preset(family.default_preset).shapes[0]
     refused = None
     for dtype in dict.fromkeys((torch.float32, *family.dtypes.values())):

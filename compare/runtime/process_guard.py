@@ -5,6 +5,7 @@ put back and named ("patched torch.Tensor.__ne__"), and the process ends as tamp
 docs/reports-and-gates.md ("The shared process") tables what is checked, what is not, and the cost."""
 from __future__ import annotations
 
+import importlib.machinery
 import os
 import sys
 import time
@@ -124,11 +125,26 @@ def _namespace(label: str, get: Callable[[], Any], is_class: bool, only_code: bo
 
 
 
+def _extension_file(module) -> str:
+    """The file name a module was loaded from where it is a compiled extension, else ''."""
+    origin = getattr(getattr(module, "__spec__", None), "origin", None) or ""
+    return os.path.basename(origin) if origin.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)) else ""
+
+
+def _rebuilt_extension(name: str, old, new) -> bool:
+    """A compiled extension loaded again, from another build of the same file name, under the name it had:
+    CPython files each load of a single-phase extension in sys.modules, so Triton's launcher of every new kernel
+    (`__triton_launcher`, compiled into its cache) takes the entry of the last. The platform's act, no patch."""
+    built = _extension_file(new)
+    return bool(built) and built == _extension_file(old) and getattr(new, "__name__", None) == name
+
+
 def _module_table() -> Watch:
     """sys.modules: an entry there before a launch that it replaced or removed (a variant's `json`, or one of
     kernel-ab's own packages, would answer every later import of it); entries it added are its imports."""
     def changed(old: dict, new: dict) -> list[str]:
-        return [] if old == new else [k for k, v in old.items() if new.get(k, MISSING) is not v]
+        return [] if old == new else [k for k, v in old.items() if new.get(k, MISSING) is not v
+                                      and not _rebuilt_extension(k, v, new.get(k))]
 
     def say(old, new) -> list[str]:
         return [f"{'replaced' if k in new else 'removed'} sys.modules[{k!r}]" for k in changed(old, new)]
