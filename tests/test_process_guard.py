@@ -5,12 +5,14 @@ forged status, a stop it sends itself, a process that leaves the session) is nam
 the failure kind TAMPER, gives it no verdict, fails the gates, moves no other variant's numbers, and
 never outlives the report."""
 import atexit
+import importlib.machinery
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -379,8 +381,6 @@ def test_honest_variants_torch_compile_included_are_never_flagged_on_the_gpu(tmp
 
 def _loaded(name: str, path: str):
     """A module as a load of the compiled file `path` under `name` leaves it (no file is read)."""
-    import importlib.machinery
-    import types
     module = types.ModuleType(name)
     module.__spec__ = importlib.machinery.ModuleSpec(name, importlib.machinery.ExtensionFileLoader(name, path),
                                                      origin=path)
@@ -388,8 +388,6 @@ def _loaded(name: str, path: str):
 
 
 def test_a_compiled_launcher_loaded_again_under_its_name_is_the_platforms_and_a_replaced_module_is_not():
-    import importlib.machinery
-    import types
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     table = process_guard._module_table()
     first, later = (_loaded("__triton_launcher", f"/cache/{h}/__triton_launcher{suffix}") for h in ("a1", "b2"))
