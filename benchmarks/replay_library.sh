@@ -5,7 +5,8 @@
 #   bash benchmarks/replay_library.sh liger [BUNDLE]   Liger-Kernel's eight (BUNDLE: liger-kernel-prs.bundle)
 #   bash benchmarks/replay_library.sh fla [BUNDLE]     flash-linear-attention's four (fla-prs.bundle)
 # Each review's wall time and exit code land in steps.txt; its --json and --markdown beside it; the part packs
-# into $OUT/replay_<part>.tgz, stopping its steps by BUDGET_S (default 560 s). PRS="a b" reviews those alone.
+# into $OUT/replay_<part>.tgz, stopping its steps by BUDGET_S (default 560 s). PRS="a b" reviews those alone;
+# REVIEW_BUDGET=S passes --budget S; VERBOSE=1 drops --quiet and, with STEP_STAMP=1, shows where the time goes.
 set -uo pipefail
 part=${1:?part: liger or fla}
 corpus=${KERNEL_AB_CORPUS:-$(dirname "$0")/../../shared/corpus}
@@ -19,8 +20,10 @@ source "$(dirname "$0")/steps.sh"
 start_part
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" >> "$W/gpu.txt" 2>&1
 git clone -q "$bundle" "$W/lib" || { echo "no corpus bundle at $bundle"; exit 2; }
+said=(--quiet); [ "${VERBOSE:-}" = 1 ] && said=()
+[ -n "${REVIEW_BUDGET:-}" ] && said+=(--budget "$REVIEW_BUDGET")
 for pr in $prs; do
-    step "$pr" 240 python3 main.py review "${pr}_base" "${pr}_head" --repo "$W/lib" --quiet \
+    step "$pr" 240 python3 main.py review "${pr}_base" "${pr}_head" --repo "$W/lib" "${said[@]}" \
         --json "$W/$pr.json" --markdown "$W/$pr.md"
 done
 rm -rf "$W/lib"
