@@ -58,6 +58,27 @@ class CheckStopped(BaseException):
         self.findings, self.done, self.stop = findings, done, stop
 
 
+class Results(Protocol):
+    """A check's case results, as its records, in the plan's order: `all` waits for every one; `finished` gives
+    those done (a stop came: the rest never will be)."""
+
+    def all(self) -> list: ...
+    def finished(self) -> list: ...
+
+
+class Done:
+    """Results of cases run here, in turn."""
+
+    def __init__(self, results: list):
+        self.results = results
+
+    def all(self) -> list:
+        return self.results
+
+    def finished(self) -> list:
+        return self.results
+
+
 class Pending(Protocol):
     """A check begun in this process: `result` runs or waits for it; `cancel` ends it early (the run failed or
     was stopped); `close` frees what it started (every time, last)."""
@@ -80,7 +101,7 @@ class Check(Protocol):
 
     def cases(self, plan, backend) -> tuple[Case, ...]: ...
     def run(self, case: Case, plan, backend, step: Step) -> Any: ...
-    def collect(self, plan, backend, step: Step, results: list) -> Findings: ...
+    def collect(self, plan, backend, step: Step, results: Results) -> Findings: ...
     def begin(self, plan, backend, step: Step, cache=None) -> Pending: ...
     def steps(self, plan, backend) -> int: ...
     def left_out(self, plan) -> tuple[Skip, ...]: ...
@@ -122,7 +143,7 @@ class CaseCheck:
             for case in self.cases(plan, backend):
                 results.append(self.run(case, plan, backend, step))
                 step.advance()
-            return self.collect(plan, backend, step, results)
+            return self.collect(plan, backend, step, Done(results))
         return Ready(work)
 
     def steps(self, plan, backend) -> int:

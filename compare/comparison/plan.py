@@ -52,6 +52,7 @@ class Options:
     variant_timeout: float = 300.0   # seconds a variant's launch may take before it is stopped as hung
     fail_on_numerics: bool = False
     fail_if_slower: Optional[float] = None   # percent
+    fail_on: tuple[str, ...] = ()    # checks beyond the built-in four whose gate is asked (compare/model/check_sections.py)
     accept_unjudged: bool = False
     json: str | None = None
     markdown: str | None = None

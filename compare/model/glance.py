@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 from compare.model import headline as hl
+from compare.model.check_sections import verdicts_of
 from compare.model.problems import bits, judged, lists, problems, variant_of
 from compare.model.states import Accuracy, Bits, IRStatus, ProblemKind, TimingVerdict
 from compare.model.ratios import ratio_span
@@ -240,4 +241,5 @@ def rows(report: Report) -> list[Row]:
         a, b = pair.baseline, pair.variant
         mine = [_numerics(report.numerics, a, b, found, d, report.skipped) for d in _directions(report)]
         out += [dataclasses.replace(r, against=a) for r in mine + _timing(report, a, b) + _compiled(report, a, b)]
+        out += [Row(b, v.check, v.outcome.value, v.amount, v.where, v.outcome.level, a) for v in verdicts_of(report, a, b)]
     return out
