@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from compare.checks.check import Case, CaseCheck, Findings
+from compare.checks.check import Case, Check, Findings
 from compare.command_line import outcome
 from compare.comparison import pipeline, plan
 from compare.model.check_sections import CheckRow, Outcome, judged
@@ -21,7 +21,7 @@ from variants.variant import Variant
 BACKEND = configure("auto")
 
 
-class Finite(CaseCheck):
+class Finite(Check):
     """Every element of every forward output is finite: a case per dtype and shape, every variant on its inputs."""
 
     name, result_type = "finite", tuple[CheckRow, ...]

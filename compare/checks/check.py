@@ -5,7 +5,7 @@ adding a check)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Optional, Protocol
+from typing import Any, Callable, Optional
 
 from compare.model.check_sections import CheckSection
 from compare.model.results import IRSection, NumericsSection, TimingSection
@@ -53,21 +53,14 @@ class Findings:
 class CheckStopped(BaseException):
     """A stop signal during a check whose finished cases are reported (`findings`); `stop`: the supervisor's."""
 
-    def __init__(self, findings: Findings, done: int, stop: BaseException):
+    def __init__(self, findings: Findings, stop: BaseException):
         super().__init__(str(stop))
-        self.findings, self.done, self.stop = findings, done, stop
-
-
-class Results(Protocol):
-    """A check's case results, as its records, in the plan's order: `all` waits for every one; `finished` gives
-    those done (a stop came: the rest never will be)."""
-
-    def all(self) -> list: ...
-    def finished(self) -> list: ...
+        self.findings, self.stop = findings, stop
 
 
 class Done:
-    """Results of cases run here, in turn."""
+    """The results of a check's cases, as its records in the plan's order: `all` (waiting for every one where they
+    run elsewhere) and `finished` (those done when a stop came). These ran here, in turn."""
 
     def __init__(self, results: list):
         self.results = results
@@ -79,65 +72,41 @@ class Done:
         return self.results
 
 
-class Pending(Protocol):
-    """A check begun in this process: `result` runs or waits for it; `cancel` ends it early (the run failed or
-    was stopped); `close` frees what it started (every time, last)."""
-
-    def result(self) -> Findings: ...
-    def cancel(self) -> None: ...
-    def close(self) -> None: ...
-
-
-class Check(Protocol):
-    """A check. `answers`: the --check words it runs for; `partial`: a stop keeps its finished cases;
-    `exclusive`: each case needs a GPU of its own; `collect_steps`: progress units its `collect` adds."""
-
-    name: str
-    answers: tuple[str, ...]
-    result_type: Any          # the model record `run` returns (a task's answer is its JSON form)
-    partial: bool
-    exclusive: bool
-    collect_steps: int
-
-    def cases(self, plan, backend) -> tuple[Case, ...]: ...
-    def run(self, case: Case, plan, backend, step: Step) -> Any: ...
-    def collect(self, plan, backend, step: Step, results: Results) -> Findings: ...
-    def begin(self, plan, backend, step: Step, cache=None) -> Pending: ...
-    def steps(self, plan, backend) -> int: ...
-    def left_out(self, plan) -> tuple[Skip, ...]: ...
-    def asked(self, plan) -> tuple[str, ...]: ...
-    def group(self, case: Case) -> str: ...
-
-
 class Ready:
-    """A Pending whose work runs when its result is asked for (`work`: a function of no arguments)."""
+    """A check begun in this process: `result` runs or waits for its findings; `cancel` ends it early (the run
+    failed or was stopped); `close` frees what it started (always, last)."""
 
-    def __init__(self, work):
-        self.work = work
-
-    def result(self) -> Findings:
-        return self.work()
-
-    def cancel(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
+    def __init__(self, work: Callable[[], Findings], cancel: Callable[[], None] = lambda: None,
+                 close: Callable[[], None] = lambda: None):
+        self.result, self.cancel, self.close = work, cancel, close
 
 
-class CaseCheck:
-    """The defaults of a check that runs its cases in turn in this process and collects them: a new check
-    subclasses it and gives `name`, `result_type`, `cases`, `run` and `collect`."""
+class Check:
+    """A check: a subclass gives `name`, `result_type` (the model record `run` returns: a task answers with its
+    JSON form), `cases`, `run` and `collect`; the rest has defaults. `answers`: the --check words it runs for;
+    `partial`: a stop keeps its finished cases; `exclusive`: a case needs a GPU of its own; `collect_steps`:
+    progress units its `collect` adds where the run started."""
 
-    name = ""
-    result_type: Any = None
+    name, result_type = "", None
     partial, exclusive, collect_steps = False, False, 0
 
     @property
     def answers(self) -> tuple[str, ...]:
         return (self.name,)
 
-    def begin(self, plan, backend, step: Step, cache=None) -> Pending:
+    def cases(self, plan, backend) -> tuple[Case, ...]:
+        raise NotImplementedError
+
+    def run(self, case: Case, plan, backend, step: Step) -> Any:
+        """One case, in whichever process runs it."""
+        raise NotImplementedError
+
+    def collect(self, plan, backend, step: Step, results: Done) -> Findings:
+        """Its findings from its cases' results (`Done`, or their like for tasks run elsewhere)."""
+        raise NotImplementedError
+
+    def begin(self, plan, backend, step: Step, cache=None) -> Ready:
+        """Begun in this process (by default its cases run in turn when the result is asked for)."""
         def work() -> Findings:
             results = []
             for case in self.cases(plan, backend):
@@ -147,6 +116,7 @@ class CaseCheck:
         return Ready(work)
 
     def steps(self, plan, backend) -> int:
+        """Progress units of `begin`."""
         return len(self.cases(plan, backend))
 
     def left_out(self, plan) -> tuple[Skip, ...]:

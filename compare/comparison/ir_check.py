@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Optional
 
-from compare.checks.check import Case, CaseCheck, Findings, Ready
+from compare.checks.check import Case, Check, Findings, Ready
 from compare.model.results import IRSection
 from compare.model.skips import Skip
 from compare.runtime.backend import Backend
@@ -45,36 +45,31 @@ def _ir(plan: Plan, backend: Backend, step, cache=None) -> tuple:
     return sections, tuple(skipped) + more
 
 
-class Alongside:
-    """The IR compiled in a thread begun with the run (its compiles in a worker process, on the second core
-    while the numerics run the interpreter on the first); `result` waits for it."""
+def _alongside(plan: Plan, backend: Backend, step: Step, cache=None) -> Ready:
+    """The IR compiled in a thread started now (its compiles in a worker process, on the second core while the
+    numerics run the interpreter on the first); the result waits for it."""
+    import threading
+    found: dict = {}
 
-    def __init__(self, plan: Plan, backend: Backend, step: Step, cache=None):
-        import threading
-        self.step, self.found = step, {}
-        self.worker = threading.Thread(target=self._compile, args=(plan, backend, step, cache),
-                                       name="kernel-ab IR compile", daemon=True)
-        self.worker.start()
-
-    def _compile(self, *args) -> None:
+    def compile_all():
         try:
-            self.found["result"] = _ir(*args)
+            found["result"] = _ir(plan, backend, step, cache)
         except BaseException as exc:   # noqa: BLE001 - raised again where the result is read
-            self.found["error"] = exc
+            found["error"] = exc
+    worker = threading.Thread(target=compile_all, name="kernel-ab IR compile", daemon=True)
+    worker.start()
 
-    def result(self) -> Findings:
-        self.worker.join()
-        if "error" in self.found:
-            raise self.found["error"]
-        return _found(*self.found["result"], self.step)
+    def result() -> Findings:
+        worker.join()
+        if "error" in found:
+            raise found["error"]
+        return _found(*found["result"], step)
 
-    def cancel(self) -> None:   # the run is ending: the worker's compile, and with it the thread, end now
+    def cancel():   # the run is ending: the worker's compile, and with it the thread, end now
         from compare.checks.ir.compile import stop_workers
         stop_workers()
-        self.worker.join(timeout=30)
-
-    def close(self) -> None:
-        pass
+        worker.join(timeout=30)
+    return Ready(result, cancel)
 
 
 def _found(sections, skipped, step: Step) -> Findings:
@@ -82,7 +77,7 @@ def _found(sections, skipped, step: Step) -> Findings:
     return Findings(ir=tuple(sections), skipped=tuple(skipped))
 
 
-class IRCheck(CaseCheck):
+class IRCheck(Check):
     name, result_type, collect_steps = "ir", IRResult, 1
 
     def cases(self, plan: Plan, backend: Backend) -> tuple[Case, ...]:
@@ -107,7 +102,7 @@ class IRCheck(CaseCheck):
         """Alongside the numerics where there are numerics to overlap and the compiles need no launch (no GPU,
         where kernels are read back after one; no ops, run in this process to find theirs)."""
         if plan.directions and not backend.gpu and not any(v.kind == "op" for v in plan.variants):
-            return Alongside(plan, backend, step, cache)
+            return _alongside(plan, backend, step, cache)
         return Ready(lambda: _found(*_ir(plan, backend, step, cache), step))
 
     def steps(self, plan: Plan, backend: Backend) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from compare.checks import numerics
-from compare.checks.check import Case, CaseCheck, CheckStopped, Findings, Ready
+from compare.checks.check import Case, Check, CheckStopped, Findings, Ready
 from compare.checks.draws import Draws
 from compare.comparison.pace import Pace, case_work
 from compare.model.results import NumericsCase, NumericsSection
@@ -24,17 +24,21 @@ def _words(direction: str) -> str:
     return "numerics" if direction == "forward" else direction
 
 
-class NumericsCheck(CaseCheck):
+class NumericsCheck(Check):
     name, result_type, partial = "numerics", NumericsCase, True
     answers = ("numerics", "backward")
 
     def cases(self, plan: Plan, backend: Backend) -> tuple[Case, ...]:
-        index = {s.label: i for i, s in enumerate(plan.preset.shapes)}
+        """A case per (pass, dtype, input kind, shape), in run order. Without --inputs (the quick plan) only the
+        forward on normal inputs covers every shape and trial; every other case runs on the first shape, 1 trial."""
         out = []
-        for direction, dtype, kind, shape, seeds in numerics_plan(plan):
-            name = str(dtype).removeprefix("torch.")
-            out.append(Case(self.name, f"numerics {direction} {name} {kind} {shape.label}", plan.family.name,
-                            index[shape.label], name, kind, tuple(seeds), direction))
+        for direction in plan.directions:
+            for name in (str(d).removeprefix("torch.") for d in plan.dtypes):
+                for kind in plan.input_kinds:
+                    light = plan.quick and (kind != "normal" or direction == "backward")
+                    for i, shape in enumerate(plan.preset.shapes[:1] if light else plan.preset.shapes):
+                        out.append(Case(self.name, f"numerics {direction} {name} {kind} {shape.label}", plan.family.name,
+                                        i, name, kind, plan.seeds[:1] if light else plan.seeds, direction))
         return tuple(out)
 
     def run(self, case: Case, plan: Plan, backend: Backend, step: Step) -> NumericsCase:
@@ -63,19 +67,6 @@ class NumericsCheck(CaseCheck):
         cases = found.numerics.cases if found.numerics is not None else ()
         started = {_words(c.direction) for c in cases}
         return Interruption(stop, len(cases), self.steps(plan, backend), tuple(c for c in asked if c not in started))
-
-
-def numerics_plan(plan: Plan) -> list[tuple]:
-    """(direction, dtype, input kind, shape, seeds) of every numerics case, in run order. Without
-    --inputs (the quick plan) only the forward on normal inputs covers every shape and trial."""
-    cases = []
-    for direction in plan.directions:
-        for dtype in plan.dtypes:
-            for kind in plan.input_kinds:
-                light = plan.quick and (kind != "normal" or direction == "backward")
-                for shape in (plan.preset.shapes[:1] if light else plan.preset.shapes):
-                    cases.append((direction, dtype, kind, shape, plan.seeds[:1] if light else plan.seeds))
-    return cases
 
 
 def numerics_variants(plan: Plan) -> tuple[list, str, str]:
@@ -111,7 +102,7 @@ def _plan_lines(plan: Plan, backend: Backend, variants) -> list[str]:
 
 
 def run_numerics(plan: Plan, backend: Backend, step: Step = Step(), cases=None, finished=None) -> NumericsSection:
-    """Every (direction, dtype, input kind, shape) case (`numerics_plan`), the torch variant joining as an accuracy
+    """Every (direction, dtype, input kind, shape) case (NumericsCheck.cases), the torch variant joining as an accuracy
     reference point when not named. `cases`: the cases run elsewhere (compare.processes.distributed), in the plan's
     order; `finished`: those done. On a stop signal, Stopped with the section of the cases finished."""
     family = plan.family
@@ -127,21 +118,22 @@ def run_numerics(plan: Plan, backend: Backend, step: Step = Step(), cases=None, 
             done = cases() if cases else _run_cases(plan, variants, backend, step, reference, done)
         except supervisor.Stopped as stop:   # the report of the cases finished comes out all the same
             found = section(finished() if finished else done)
-            raise CheckStopped(Findings(numerics=found), len(found.cases), stop) from None
+            raise CheckStopped(Findings(numerics=found), stop) from None
     return section(done)
 
 
 def _run_cases(plan: Plan, variants, backend: Backend, step: Step, reference: str, done: list) -> list:
     """Every numerics case of the plan here, in order, into `done` (what a stop leaves is the cases finished),
     the coming trials' inputs drawn ahead (compare.checks.draws)."""
-    order, pace = numerics_plan(plan), Pace()
-    with Draws(plan.family, backend.device, order) as draws:
+    family, shapes, pace = plan.family, plan.preset.shapes, Pace()
+    order = [(c.mode, family.dtypes[c.dtype], c.input_kind, shapes[c.shape], c.seeds)
+             for c in NumericsCheck().cases(plan, backend)]
+    with Draws(family, backend.device, order) as draws:
         for direction, dtype, kind, shape, seeds in order:
-            work = case_work(plan.family, variants, shape, dtype, seeds, direction, backend) \
-                if backend.interpreted else (0, 0)
+            work = case_work(family, variants, shape, dtype, seeds, direction, backend) if backend.interpreted else (0, 0)
             label = f"{direction} {shape.label} {str(dtype).removeprefix('torch.')} {kind}"
             with pace.case(label, *work):   # a CPU case of more than a minute is said before it starts
-                done.append(numerics.run_case(plan.family, variants, shape, dtype, backend, seeds, kind, step,
+                done.append(numerics.run_case(family, variants, shape, dtype, backend, seeds, kind, step,
                                               direction, reference, draws.get))
                 step.advance()   # a unit of progress is a case, as the report of an interrupted run counts them
     return done

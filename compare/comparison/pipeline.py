@@ -12,7 +12,7 @@ from compare.checks.check import CheckStopped, Findings
 from compare.runtime import import_acts, supervisor
 from compare.comparison import loading
 from compare.comparison.loading import NothingToCompare, UnloadableSpec  # noqa: F401 (re-exported)
-from compare.comparison.numerics_check import numerics_plan, numerics_variants, run_numerics  # noqa: F401 (re-exported)
+from compare.comparison.numerics_check import numerics_variants, run_numerics  # noqa: F401 (re-exported)
 from compare.comparison.timing_check import _timing, _timing_processes  # noqa: F401 (re-exported)
 from compare.comparison.ir_check import _ir  # noqa: F401 (re-exported)
 from compare.runtime.backend import Backend

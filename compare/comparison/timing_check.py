@@ -7,7 +7,7 @@ import dataclasses
 import functools
 from typing import TYPE_CHECKING
 
-from compare.checks.check import Case, CaseCheck, Findings, Ready
+from compare.checks.check import Case, Check, Findings, Ready
 from compare.comparison import timing_run
 from compare.model.results import TimingCase, TimingSection
 from compare.model.skips import Skip
@@ -51,26 +51,7 @@ def place() -> Place:
                  timing.copy_bandwidth_gbs(nbytes=1 << 28))
 
 
-class Processes:
-    """The timing processes begun with the run (None: timed in this process), ended with it."""
-
-    def __init__(self, plan: Plan, backend: Backend, step: Step):
-        self.plan, self.backend, self.step = plan, backend, step
-        self.processes = _timing_processes(plan, backend)
-
-    def result(self) -> Findings:
-        section, skipped = _timing(self.plan, self.backend, self.step, self.processes)
-        return Findings(timing=section, skipped=skipped)
-
-    def cancel(self) -> None:
-        pass
-
-    def close(self) -> None:
-        if self.processes:
-            self.processes.close()
-
-
-class TimingCheck(CaseCheck):
+class TimingCheck(Check):
     name, result_type, exclusive = "timing", TimedCase, True
 
     def cases(self, plan: Plan, backend: Backend) -> tuple[Case, ...]:
@@ -96,11 +77,18 @@ class TimingCheck(CaseCheck):
     def collect(self, plan: Plan, backend: Backend, step: Step, results) -> Findings:
         if not backend.gpu:
             return Findings(skipped=(Skip("timing", NO_GPU),))
-        section, skipped = merged(plan, results.all())
-        return Findings(timing=section, skipped=skipped)
+        return merged(plan, results.all())
 
-    def begin(self, plan: Plan, backend: Backend, step: Step, cache=None):
-        return Processes(plan, backend, step) if backend.gpu else Ready(lambda: Findings(skipped=(Skip("timing", NO_GPU),)))
+    def begin(self, plan: Plan, backend: Backend, step: Step, cache=None) -> Ready:
+        """On a GPU, each dtype's timing process started now, to load while the numerics run."""
+        if not backend.gpu:
+            return Ready(lambda: Findings(skipped=(Skip("timing", NO_GPU),)))
+        processes = _timing_processes(plan, backend)
+
+        def work() -> Findings:
+            section, skipped = _timing(plan, backend, step, processes)
+            return Findings(timing=section, skipped=skipped)
+        return Ready(work, close=processes.close if processes else lambda: None)
 
     def steps(self, plan: Plan, backend: Backend) -> int:
         if not backend.gpu:
@@ -110,10 +98,10 @@ class TimingCheck(CaseCheck):
             len(plan.preset.shapes) * len(plan.timing.modes) * dtypes
 
 
-def merged(plan: Plan, timed: list[TimedCase]) -> tuple:
-    """(the timing section of every task's case, in the plan's order, the Skips of what was not timed)."""
+def merged(plan: Plan, timed: list[TimedCase]) -> Findings:
+    """The timing section of every task's case, in the plan's order, and the Skips of what was not timed."""
     if not timed:
-        return None, plan.timing_left_out
+        return Findings(skipped=plan.timing_left_out)
     first = timed[0]
     compile_seconds, seen = [], set()
     for t in timed:   # one compile per dtype, as when each dtype is timed in a process of its own
@@ -123,8 +111,9 @@ def merged(plan: Plan, timed: list[TimedCase]) -> tuple:
     places = {t.case.ran_on for t in timed}
     method = (first.method + "; each case timed by a worker process of its dtype, one case at a time on "
               f"a GPU ({len(places)} GPU{'s' if len(places) > 1 else ''}: each case says where)")
-    return TimingSection(first.gpu, float(first.place.copy_gbs), plan.timing.noise, 0.95, method,
-                         tuple(t.case for t in timed), tuple(compile_seconds)), plan.timing_left_out
+    return Findings(timing=TimingSection(first.gpu, float(first.place.copy_gbs), plan.timing.noise, 0.95, method,
+                                         tuple(t.case for t in timed), tuple(compile_seconds)),
+                    skipped=plan.timing_left_out)
 
 
 def _timing_processes(plan: Plan, backend: Backend):

@@ -68,7 +68,8 @@ class Started:
     def timing(self) -> tuple:
         """(the timing section merged from every timing task, the Skips of what was not timed)."""
         from compare.comparison.timing_check import TimedCase, merged
-        return merged(self.plan, [decode(TimedCase, self._answer(t)) for t in self.tasks if t.kind == "timing"])
+        found = merged(self.plan, [decode(TimedCase, self._answer(t)) for t in self.tasks if t.kind == "timing"])
+        return found.timing, found.skipped
 
     def incidents(self) -> tuple[str, ...]:
         return tuple(self.left_behind) + tuple(self.executor.incidents())
