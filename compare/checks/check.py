@@ -9,7 +9,7 @@ from typing import Any, Callable, Optional
 
 from compare.model.check_sections import CheckSection
 from compare.model.results import IRSection, NumericsSection, TimingSection
-from compare.model.skips import Skip
+from compare.model.skips import Interruption, Skip
 from compare.runtime.progress import Step
 
 
@@ -130,3 +130,8 @@ class Check:
     def group(self, case: Case) -> str:
         """Cases of another group never share a worker process."""
         return "cases"
+
+    def interruption(self, stop: str, plan, backend, found: Findings, asked: tuple[str, ...]) -> Interruption:
+        """How far a stop let the run get, where this is the `partial` check: the cases it finished, of those
+        planned, and the checks `asked` for that never started."""
+        return Interruption(stop, 0, 0, asked)

@@ -63,7 +63,6 @@ class NumericsCheck(Check):
         return ()
 
     def interruption(self, stop: str, plan: Plan, backend: Backend, found: Findings, asked) -> Interruption:
-        """How far a stop let the run get: the cases finished, of those planned; the checks never started."""
         cases = found.numerics.cases if found.numerics is not None else ()
         started = {_words(c.direction) for c in cases}
         return Interruption(stop, len(cases), self.steps(plan, backend), tuple(c for c in asked if c not in started))

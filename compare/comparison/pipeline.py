@@ -8,17 +8,16 @@ from typing import Iterator, Optional
 
 from compare.model.habits import MissingPackage
 from compare.checks import numerics  # noqa: F401 (its run_case is what a numerics case calls)
-from compare.checks.check import CheckStopped, Findings
+from compare.checks.check import Check, CheckStopped, Findings
 from compare.runtime import import_acts, supervisor
 from compare.comparison import loading
 from compare.comparison.loading import NothingToCompare, UnloadableSpec  # noqa: F401 (re-exported)
-from compare.comparison.numerics_check import numerics_variants, run_numerics  # noqa: F401 (re-exported)
+from compare.comparison.numerics_check import numerics_variants  # noqa: F401 (re-exported)
 from compare.comparison.timing_check import _timing, _timing_processes  # noqa: F401 (re-exported)
-from compare.comparison.ir_check import _ir  # noqa: F401 (re-exported)
 from compare.runtime.backend import Backend
 from compare.comparison.environment import collect
 from compare.runtime.progress import Step
-from compare.model.results import Failure, Interruption, Report, ShapeParams, VariantInfo
+from compare.model.results import Failure, Report, ShapeParams, VariantInfo
 from compare.model.same_code import settled
 from compare.model.states import LoadStatus
 from compare.comparison.plan import Plan, Request, build
@@ -196,9 +195,8 @@ def _checks(plan: Plan, backend, infos, begun: list, distributed=None) -> Report
         stop = exc.stop if isinstance(exc, CheckStopped) else exc
         kept += exc.findings if isinstance(exc, CheckStopped) else Findings()
         asked = tuple(word for c in plan.runs for word in c.asked(plan))
-        partial = next((c for c in plan.runs if c.partial), None)
-        stopped = partial.interruption(str(stop), plan, backend, kept, asked) if partial else \
-            Interruption(str(stop), 0, 0, asked)
+        partial = next((c for c in plan.runs if c.partial), Check())
+        stopped = partial.interruption(str(stop), plan, backend, kept, asked)
         report = _report(plan, backend, infos, kept + Findings(skipped=stopped.skips()), distributed)
         raise Interrupted(dataclasses.replace(report, interrupted=stopped), stop) from None
     return _report(plan, backend, infos, found, distributed)
