@@ -63,14 +63,14 @@ def _ir(plan: Plan, backend: Backend, step, cache=None) -> tuple:
 
 
 @contextlib.contextmanager
-def loaded(request: Request, registry: Registry,
-           excluded=()) -> Iterator[tuple[Request, Registry, tuple[VariantInfo, ...]]]:
+def loaded(request: Request, registry: Registry, excluded=(), kernels=None) -> Iterator[tuple[Request, Registry, tuple]]:
     """Load the request's --variant kernels for the length of the block (variants.external); those
     `excluded` names ((name, reason) pairs: their import ended an earlier run) are failed, not imported.
 
     Yields the request naming them after its own names, the registry holding them, and a failed
     VariantInfo for each kernel file that did not import. What was materialized is removed at exit,
-    also on error. Bad input is a UsageError; NothingToCompare when every variant asked for failed."""
+    also on error (not `kernels`'s, a loader kept across comparisons: loading.kept_kernels). Bad input is a
+    UsageError; NothingToCompare when every variant asked for failed."""
     if request.family is not None and request.family not in registry.families:
         raise UsageError(f"--family: unknown family {request.family!r}; known families: {', '.join(registry.families)}")
     from compare.runtime import process_guard
@@ -80,7 +80,7 @@ def loaded(request: Request, registry: Registry,
         return
     from variants.external import BadSpec, ExternalKernels, add_to
     loading.begin()
-    with ExternalKernels(request.repo, guard=loading.launch) as kernels:
+    with contextlib.nullcontext(kernels) if kernels else ExternalKernels(request.repo, guard=loading.launch) as kernels:
         try:
             joined = _joined_family(request, registry)
             registry, names, failed = add_to(registry, kernels, request.external, joined, dict(excluded))
@@ -102,12 +102,12 @@ def loaded(request: Request, registry: Registry,
 
 @contextlib.contextmanager
 def planned(request: Request, registry: Registry, options=None, *, excluded=(),
-            backend: Backend | None = None, no_timing: str = "") -> Iterator[tuple[Plan, tuple[VariantInfo, ...]]]:
+            backend: Backend | None = None, no_timing: str = "", kernels=None) -> Iterator[tuple[Plan, tuple]]:
     """The one way from a request to a plan: its --variant kernels loaded for the block (`loaded`), the plan
     built once (bad input fails before any work), and (given the `backend`: in the process that runs the
     comparison, not a worker) refused when it cannot fit, less the variants and timing an earlier run
     excluded (`without_crashed`). Yields the plan and the variants that failed to load or were excluded."""
-    with loaded(request, registry, excluded) as (request, registry, failed):
+    with loaded(request, registry, excluded, kernels) as (request, registry, failed):
         plan = build(request, registry) if options is None else build(request, registry, options)
         if backend is not None:
             from compare.comparison import memory
@@ -179,10 +179,11 @@ def run(request: Request, registry: Registry, backend: Backend,
 
 
 def execute(plan: Plan, backend: Backend, step: Step = Step(), failed: tuple[VariantInfo, ...] = (),
-            ir_cache=None, distributed=None) -> Report:
+            ir_cache=None, distributed=None, timing_workers=None) -> Report:
     """The report for `plan`; `failed` (from `loaded`) lists variants that could not be loaded.
     `ir_cache` (a compare.checks.ir.CompileCache) keeps compiled kernels for later runs of a caller comparing many pairs.
-    `distributed` (compare.processes.distributed.Distribution) runs the checks as tasks in worker processes or on a cluster."""
+    `distributed` (compare.processes.distributed.Distribution) runs the checks as tasks in worker processes or on a cluster;
+    `timing_workers` (timing_run.TimingWorkers) keeps the timing processes warm for the caller's later runs."""
     chosen, failed = _compiled(plan.family, list(plan.variants), plan.preset.shapes[0], plan.dtypes[0], backend,
                                tuple(failed), step)
     if len(chosen) != len(plan.variants):
@@ -192,7 +193,7 @@ def execute(plan: Plan, backend: Backend, step: Step = Step(), failed: tuple[Var
     if distributed is not None:   # every task is started now; each section below waits for its own
         distributed = distributed.start(plan, backend, step)
     ir_later = _ir_alongside(plan, backend, step, ir_cache) if plan.directions and distributed is None else None
-    timing_later = _timing_processes(plan, backend) if distributed is None else None
+    timing_later = _timing_processes(plan, backend, timing_workers) if distributed is None else None
     try:
         return _checks(plan, backend, step, infos, ir_later, ir_cache, distributed, timing_later)
     except BaseException:   # a stop, or an error: the compile alongside ends with the run (its files removed)
@@ -204,12 +205,12 @@ def execute(plan: Plan, backend: Backend, step: Step = Step(), failed: tuple[Var
             timing_later.close()
 
 
-def _timing_processes(plan: Plan, backend: Backend):
-    """The timing processes (one a dtype), started now to load while the numerics run; None if timed here."""
+def _timing_processes(plan: Plan, backend: Backend, workers=None):
+    """The timing processes (one a dtype, `workers`' if given), asked now to load while the numerics run."""
     if "timing" not in plan.checks or not timing_run.in_fresh_processes(backend.gpu):
         return None
     return timing_run.TimingProcesses(timing_run.worker_request(plan),
-                                      tuple(str(d).removeprefix("torch.") for d in plan.dtypes))
+                                      tuple(str(d).removeprefix("torch.") for d in plan.dtypes), workers=workers)
 
 
 def _checks(plan: Plan, backend, step, infos, ir_later, ir_cache, distributed=None, timing_later=None) -> Report:
