@@ -64,13 +64,11 @@ def _ir(plan: Plan, backend: Backend, step, cache=None) -> tuple:
 
 @contextlib.contextmanager
 def loaded(request: Request, registry: Registry, excluded=(), kernels=None) -> Iterator[tuple[Request, Registry, tuple]]:
-    """Load the request's --variant kernels for the length of the block (variants.external); those
-    `excluded` names ((name, reason) pairs: their import ended an earlier run) are failed, not imported.
-
-    Yields the request naming them after its own names, the registry holding them, and a failed
-    VariantInfo for each kernel file that did not import. What was materialized is removed at exit,
-    also on error (not `kernels`'s, a loader kept across comparisons: loading.kept_kernels). Bad input is a
-    UsageError; NothingToCompare when every variant asked for failed."""
+    """Load the request's --variant kernels for the length of the block (variants.external, or `kernels`, a
+    loader kept across comparisons: loading.kept_kernels); those `excluded` ((name, reason): their import ended
+    an earlier run) are failed, not imported. Yields the request naming them after its own names, the registry
+    holding them, a failed VariantInfo for each file that did not import; what was materialized is removed at
+    exit (not `kernels`'s). Bad input is a UsageError; NothingToCompare when every variant asked for failed."""
     if request.family is not None and request.family not in registry.families:
         raise UsageError(f"--family: unknown family {request.family!r}; known families: {', '.join(registry.families)}")
     from compare.runtime import process_guard

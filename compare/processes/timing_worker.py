@@ -1,22 +1,22 @@
-"""A process that times one dtype's cases of one comparison after another (compare/comparison/timing_run.py
-starts it, compare/runtime/warm_worker.py says the protocol): `timing_worker LIMIT_S WORDS_FD` (LIMIT_S: the
-run's --variant-timeout). For each request line on stdin ({"request": REQUEST.json, "answer": SECTION.json}) it
-loads the variants (each revision's modules imported once for all its requests), says "ready", waits for a go
-line ({"status", "token", "copy_gbs"}), times them on the GPU with its launches written to that status file
-(so a supervisor sees them), writes the TimingSection and says "timed". It ends when stdin ends."""
+"""A process timing one dtype's cases of comparison after comparison (compare/comparison/timing_run.py starts it;
+protocol: compare/runtime/warm_worker.py): `timing_worker LIMIT_S WORDS_FD` (LIMIT_S: --variant-timeout). Per
+request line ({"request": REQUEST.json, "answer": SECTION.json}) it loads the variants (each revision imported
+once for all), says "ready", waits for a go line ({"status", "token", "copy_gbs"}), times them with launches
+written to that status file (a supervisor sees them), writes the TimingSection, says "timed"; ends with stdin."""
 from __future__ import annotations
 
 import sys
 
 
 def main(limit_s: str, words_fd: str) -> int:
+    from compare.runtime.warm_worker import Serving, die_with_parent
+    die_with_parent()
     import contextlib
     from pathlib import Path
 
     from compare.comparison import loading, pipeline, plan, timing_run
     from compare.runtime import supervisor
     from compare.runtime.backend import configure
-    from compare.runtime.warm_worker import Serving
     from compare.checks.timing import TimingConfig
     from variants import registry
     supervisor.set_limit(float(limit_s))

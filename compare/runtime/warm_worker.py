@@ -1,9 +1,8 @@
-"""A worker process kept warm across requests (a review's timing processes, its compiles): it imports torch,
-Triton and the reviewed library once, then serves one request at a time. The parent writes each request as a
-JSON line on the worker's stdin; the worker answers in files the request names and says short words
-("ready", "done") on a pipe of its own. A worker that ends (a crash, os._exit) is seen as such (`word`
-gives None); the next request starts a fresh one, so a request that kills its process costs itself alone.
-Standard library only: the workers import this before anything heavy."""
+"""A worker process kept warm across requests (a review's timing processes, its compiles): torch, Triton and the
+reviewed library imported once, then one request at a time, each a JSON line on its stdin, answered in files the
+request names, with short words ("ready", "done") said on a pipe of its own. A worker that ends (a crash,
+os._exit) is seen so (`word` gives None) and the next request starts a fresh one: a request that kills its
+process costs itself alone. Standard library only: the workers import this before anything heavy."""
 from __future__ import annotations
 
 import json
@@ -126,6 +125,21 @@ class WarmWorker:
                 self.proc.stdin.close()
             except OSError:
                 pass
+
+
+def die_with_parent() -> None:
+    """In a worker, first thing: it is killed when the process that started it ends (a variant that crashed
+    it), so no idle worker outlives it to be taken for a process that variant left behind. Linux; elsewhere
+    the worker ends when its stdin does."""
+    import ctypes
+    import signal
+    parent = os.getppid()
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:   # it ended before the request took hold
+        os._exit(1)
 
 
 class Serving:
