@@ -72,6 +72,16 @@ class Done:
         return self.results
 
 
+@dataclasses.dataclass(frozen=True)
+class Warm:
+    """What a caller comparing many pairs (a review's ops) keeps for its later runs, handed to each check's
+    `begin`: compiled kernels and their worker (compare.checks.ir.CompileCache), the timing processes
+    (compare.comparison.timing_run.TimingWorkers). None: the run starts its own and ends them with it."""
+
+    ir: Any = None
+    timing: Any = None
+
+
 class Ready:
     """A check begun in this process: `result` runs or waits for its findings; `cancel` ends it early (the run
     failed or was stopped); `close` frees what it started (always, last)."""
@@ -105,8 +115,9 @@ class Check:
         """Its findings from its cases' results (`Done`, or their like for tasks run elsewhere)."""
         raise NotImplementedError
 
-    def begin(self, plan, backend, step: Step, cache=None) -> Ready:
-        """Begun in this process (by default its cases run in turn when the result is asked for)."""
+    def begin(self, plan, backend, step: Step, warm: Warm = Warm()) -> Ready:
+        """Begun in this process (by default its cases run in turn when the result is asked for); `warm`: what
+        the caller keeps across runs."""
         def work() -> Findings:
             results = []
             for case in self.cases(plan, backend):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Optional
 
-from compare.checks.check import Case, Check, Findings, Ready
+from compare.checks.check import Case, Check, Findings, Ready, Warm
 from compare.model.results import IRSection
 from compare.model.skips import Skip
 from compare.runtime.backend import Backend
@@ -98,12 +98,13 @@ class IRCheck(Check):
             return _found(done[0].sections, done[0].skipped, step)
         return _found(*_ir(plan, backend, step, compiled_cache(plan, done, backend)), step)
 
-    def begin(self, plan: Plan, backend: Backend, step: Step, cache=None):
+    def begin(self, plan: Plan, backend: Backend, step: Step, warm: Warm = Warm()):
         """Alongside the numerics where there are numerics to overlap and the compiles need no launch (no GPU,
-        where kernels are read back after one; no ops, run in this process to find theirs)."""
+        where kernels are read back after one; no ops, run in this process to find theirs); compiled through
+        `warm.ir` (a CompileCache) where the caller keeps one."""
         if plan.directions and not backend.gpu and not any(v.kind == "op" for v in plan.variants):
-            return _alongside(plan, backend, step, cache)
-        return Ready(lambda: _found(*_ir(plan, backend, step, cache), step))
+            return _alongside(plan, backend, step, warm.ir)
+        return Ready(lambda: _found(*_ir(plan, backend, step, warm.ir), step))
 
     def steps(self, plan: Plan, backend: Backend) -> int:
         return 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from compare.checks import numerics
-from compare.checks.check import Case, Check, CheckStopped, Findings, Ready
+from compare.checks.check import Case, Check, CheckStopped, Findings, Ready, Warm
 from compare.checks.draws import Draws
 from compare.comparison.pace import Pace, case_work
 from compare.model.results import NumericsCase, NumericsSection
@@ -52,7 +52,7 @@ class NumericsCheck(Check):
             return Findings()
         return Findings(numerics=run_numerics(plan, backend, step, results.all, results.finished))
 
-    def begin(self, plan: Plan, backend: Backend, step: Step, cache=None) -> Ready:
+    def begin(self, plan: Plan, backend: Backend, step: Step, warm: Warm = Warm()) -> Ready:
         return Ready(lambda: Findings(numerics=run_numerics(plan, backend, step)) if plan.directions else Findings())
 
     def asked(self, plan: Plan) -> tuple[str, ...]:

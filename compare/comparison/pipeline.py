@@ -8,7 +8,7 @@ from typing import Iterator, Optional
 
 from compare.model.habits import MissingPackage
 from compare.checks import numerics  # noqa: F401 (its run_case is what a numerics case calls)
-from compare.checks.check import Check, CheckStopped, Findings
+from compare.checks.check import Check, CheckStopped, Findings, Warm
 from compare.runtime import import_acts, supervisor
 from compare.comparison import loading
 from compare.comparison.loading import NothingToCompare, UnloadableSpec  # noqa: F401 (re-exported)
@@ -41,14 +41,12 @@ def count_steps(plan: Plan, backend: Backend) -> int:
 
 
 @contextlib.contextmanager
-def loaded(request: Request, registry: Registry,
-           excluded=()) -> Iterator[tuple[Request, Registry, tuple[VariantInfo, ...]]]:
-    """Load the request's --variant kernels for the length of the block (variants.external); those
-    `excluded` names ((name, reason) pairs: their import ended an earlier run) are failed, not imported.
-
-    Yields the request naming them after its own names, the registry holding them, and a failed
-    VariantInfo for each kernel file that did not import. What was materialized is removed at exit,
-    also on error. Bad input is a UsageError; NothingToCompare when every variant asked for failed."""
+def loaded(request: Request, registry: Registry, excluded=(), kernels=None) -> Iterator[tuple[Request, Registry, tuple]]:
+    """Load the request's --variant kernels for the length of the block (variants.external, or `kernels`, a
+    loader kept across comparisons: loading.kept_kernels); those `excluded` ((name, reason): their import ended
+    an earlier run) are failed, not imported. Yields the request naming them after its own names, the registry
+    holding them, a failed VariantInfo for each file that did not import; what was materialized is removed at
+    exit (not `kernels`'s). Bad input is a UsageError; NothingToCompare when every variant asked for failed."""
     if request.family is not None and request.family not in registry.families:
         raise UsageError(f"--family: unknown family {request.family!r}; known families: {', '.join(registry.families)}")
     from compare.runtime import process_guard
@@ -58,7 +56,7 @@ def loaded(request: Request, registry: Registry,
         return
     from variants.external import BadSpec, ExternalKernels, add_to
     loading.begin()
-    with ExternalKernels(request.repo, guard=loading.launch) as kernels:
+    with contextlib.nullcontext(kernels) if kernels else ExternalKernels(request.repo, guard=loading.launch) as kernels:
         try:
             joined = _joined_family(request, registry)
             registry, names, failed = add_to(registry, kernels, request.external, joined, dict(excluded))
@@ -80,12 +78,12 @@ def loaded(request: Request, registry: Registry,
 
 @contextlib.contextmanager
 def planned(request: Request, registry: Registry, options=None, *, excluded=(),
-            backend: Backend | None = None, no_timing: str = "") -> Iterator[tuple[Plan, tuple[VariantInfo, ...]]]:
+            backend: Backend | None = None, no_timing: str = "", kernels=None) -> Iterator[tuple[Plan, tuple]]:
     """The one way from a request to a plan: its --variant kernels loaded for the block (`loaded`), the plan
     built once (bad input fails before any work), and (given the `backend`: in the process that runs the
     comparison, not a worker) refused when it cannot fit, less the variants and timing an earlier run
     excluded (`without_crashed`). Yields the plan and the variants that failed to load or were excluded."""
-    with loaded(request, registry, excluded) as (request, registry, failed):
+    with loaded(request, registry, excluded, kernels) as (request, registry, failed):
         plan = build(request, registry) if options is None else build(request, registry, options)
         if backend is not None:
             from compare.comparison import memory
@@ -157,10 +155,11 @@ def run(request: Request, registry: Registry, backend: Backend,
 
 
 def execute(plan: Plan, backend: Backend, step: Step = Step(), failed: tuple[VariantInfo, ...] = (),
-            ir_cache=None, distributed=None) -> Report:
+            ir_cache=None, distributed=None, timing_workers=None) -> Report:
     """The report for `plan`; `failed` (from `loaded`) lists variants that could not be loaded.
     `ir_cache` (a compare.checks.ir.CompileCache) keeps compiled kernels for later runs of a caller comparing many pairs.
-    `distributed` (compare.processes.distributed.Distribution) runs the checks as tasks in worker processes or on a cluster."""
+    `distributed` (compare.processes.distributed.Distribution) runs the checks as tasks in worker processes or on a cluster;
+    `timing_workers` (timing_run.TimingWorkers) keeps the timing processes warm for the caller's later runs."""
     chosen, failed = _compiled(plan.family, list(plan.variants), plan.preset.shapes[0], plan.dtypes[0], backend,
                                tuple(failed), step)
     if len(chosen) != len(plan.variants):
@@ -170,7 +169,8 @@ def execute(plan: Plan, backend: Backend, step: Step = Step(), failed: tuple[Var
     if distributed is not None:   # every task is started now; each check below waits for its own
         distributed = distributed.start(plan, backend, step)
     # each check begun before any runs: what can overlap (the IR's compiles, the timing processes' start) does
-    begun = [distributed.pending(c) if distributed else c.begin(plan, backend, step, ir_cache) for c in plan.runs]
+    warm = Warm(ir=ir_cache, timing=timing_workers)
+    begun = [distributed.pending(c) if distributed else c.begin(plan, backend, step, warm) for c in plan.runs]
     try:
         return _checks(plan, backend, infos, begun, distributed)
     except BaseException:   # a stop, or an error: what a check began ends with the run (its files removed)

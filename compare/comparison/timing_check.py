@@ -7,7 +7,7 @@ import dataclasses
 import functools
 from typing import TYPE_CHECKING
 
-from compare.checks.check import Case, Check, Findings, Ready
+from compare.checks.check import Case, Check, Findings, Ready, Warm
 from compare.comparison import timing_run
 from compare.model.results import TimingCase, TimingSection
 from compare.model.skips import Skip
@@ -80,11 +80,12 @@ class TimingCheck(Check):
             return Findings(skipped=(Skip("timing", NO_GPU),))
         return merged(plan, results.all())
 
-    def begin(self, plan: Plan, backend: Backend, step: Step, cache=None) -> Ready:
-        """On a GPU, each dtype's timing process started now, to load while the numerics run."""
+    def begin(self, plan: Plan, backend: Backend, step: Step, warm: Warm = Warm()) -> Ready:
+        """On a GPU, each dtype's timing process (`warm.timing`'s, where the caller keeps them) asked now to load
+        while the numerics run."""
         if not backend.gpu:
             return Ready(lambda: Findings(skipped=(Skip("timing", NO_GPU),)))
-        processes = _timing_processes(plan, backend)
+        processes = _timing_processes(plan, backend, warm.timing)
 
         def work() -> Findings:
             section, skipped = _timing(plan, backend, step, processes)
@@ -117,12 +118,13 @@ def merged(plan: Plan, timed: list[TimedCase]) -> Findings:
                     skipped=plan.timing_left_out)
 
 
-def _timing_processes(plan: Plan, backend: Backend):
-    """The timing processes (one a dtype), started now to load while the numerics run; None if timed here."""
+def _timing_processes(plan: Plan, backend: Backend, workers=None):
+    """The timing processes (one a dtype, `workers`' if given: timing_run.TimingWorkers), asked now to load while
+    the numerics run; None if timed here."""
     if "timing" not in plan.checks or not timing_run.in_fresh_processes(backend.gpu):
         return None
-    return timing_run.TimingProcesses(timing_run.worker_request(plan),
-                                      tuple(dtype_name(d) for d in plan.dtypes))
+    return timing_run.TimingProcesses(timing_run.worker_request(plan), tuple(dtype_name(d) for d in plan.dtypes),
+                                      workers=workers)
 
 
 def _timing(plan: Plan, backend: Backend, step, processes=None) -> tuple:
