@@ -219,7 +219,7 @@ def test_variant_sources_are_shipped_and_load_from_where_they_are_unpacked(tmp_p
 def test_each_variants_kernels_are_compiled_by_a_task_and_not_again_where_the_run_started(tmp_path, monkeypatch):
     from compare.checks.ir import compile as ir_compile
     here = []
-    monkeypatch.setattr(ir_compile, "run_worker", lambda request: here.append(request) or [])
+    monkeypatch.setattr(ir_compile, "run_worker", lambda request, warm=None: here.append(request) or [])
     report = _compare(tmp_path, "ir", "--check", "ir", "--jobs", "2")
     assert here == []   # every kernel came compiled from the tasks
     assert [v["variant"] for v in report["ir"]["variants"]] == ["pointer_mutation", "explicit_offset"]

@@ -126,8 +126,8 @@ def test_a_timing_process_is_handed_the_planned_passes_and_plans_the_same(monkey
     handed = {}
 
     class Processes:
-        def __init__(self, request, dtypes):
-            handed.update(request=request, dtypes=dtypes)
+        def __init__(self, request, dtypes, workers=None):
+            handed.update(request=request, dtypes=dtypes, workers=workers)
 
         def run(self, step):
             return None, []
@@ -136,6 +136,7 @@ def test_a_timing_process_is_handed_the_planned_passes_and_plans_the_same(monkey
     backend = Backend("cuda", False, "test")
     _, skipped = pipeline._timing(the_plan, backend, Step(), pipeline._timing_processes(the_plan, backend))
     assert handed["dtypes"] == ("float32", "float16") and skipped == the_plan.timing_left_out
+    assert handed["workers"] is None   # a comparison of its own: its own processes
     sent = timing_run.request_from_json(timing_run.request_json(handed["request"]), plan.Request, TimingConfig)
     again = plan.build(sent, reg)   # what the worker plans in its own process
     assert again.timing == the_plan.timing == dataclasses.replace(the_plan.timing, modes=("forward",))

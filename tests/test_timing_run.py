@@ -52,40 +52,59 @@ def test_timing_runs_in_fresh_processes_on_a_gpu_unless_told(monkeypatch, gpu, e
     assert timing_run.in_fresh_processes(gpu) is fresh
 
 
-# A stand-in for compare/processes/timing_worker.py, speaking its protocol: it loads (sleeps), says "ready" on the
-# fd it is given, waits for its go line, notes the status file it was given and writes a timing section.
+# A stand-in for compare/processes/timing_worker.py, speaking its protocol: it notes its start, then for each request
+# line loads (sleeps), says "ready" on the pipe it is given, waits for its go line, notes the status file it was
+# given, writes a timing section and says "timed". A request naming variant "dies" ends it while timing.
 _FAKE_WORKER = '''
 import json, os, sys, time
 sys.path.insert(0, {root!r})
 from compare.model.results import TimingSection, to_dict
-ask, answer, fd = sys.argv[1:4]
-dtype = json.loads(open(ask).read())["dtype"]
+limit, fd = sys.argv[1:3]
+words = os.fdopen(int(fd), "wb", buffering=0)
 behaviour = os.environ["FAKE_WORKER"]
-open(answer + ".started", "w").write(repr(time.time()))
-if behaviour == "crash":
-    sys.exit("cannot load: " + dtype)
-if behaviour == "never ready":
-    time.sleep(60)
-time.sleep(0.2)
-os.write(int(fd), b"ready")
-go = json.loads(sys.stdin.readline())
-open(answer + ".when", "w").write(repr(time.time()))
-bandwidth = go["copy_gbs"] or 4200.0 + len(dtype)   # measured by the first process only
-open(answer, "w").write(json.dumps(to_dict(TimingSection(go["status"] + "|" + dtype, bandwidth, 0.01, 0.95, "m", ()))))
+with open(os.environ["FAKE_WORKER_STARTS"], "a") as starts:
+    starts.write(str(os.getpid()) + chr(10))
+while (line := sys.stdin.readline()):
+    asked = json.loads(line)
+    request = json.loads(open(asked["request"]).read())
+    dtype, answer = request["dtype"], asked["answer"]
+    open(answer + ".started", "w").write(repr(time.time()))
+    if behaviour == "crash":
+        sys.exit("cannot load: " + dtype)
+    if behaviour == "never ready":
+        time.sleep(60)
+    time.sleep(0.2)
+    words.write(b"ready" + bytes([10]))
+    go = json.loads(sys.stdin.readline())
+    open(answer + ".when", "w").write(repr(time.time()))
+    if "dies" in request["variants"]:
+        os._exit(9)
+    bandwidth = go["copy_gbs"] or 4200.0 + len(dtype)   # measured by the first process only
+    section = TimingSection(go["status"] + "|" + dtype + "|" + ",".join(request["variants"]), bandwidth, 0.01, 0.95,
+                            "m", ())
+    open(answer, "w").write(json.dumps(to_dict(section)))
+    words.write(b"timed" + bytes([10]))
 '''
 
 
-def _processes(tmp_path, monkeypatch, behaviour: str, dtypes=("float32", "bfloat16")):
+def _fake(tmp_path, monkeypatch, behaviour: str):
+    """The stand-in worker's file; the file each of its processes notes its start in."""
     from pathlib import Path
-    from compare.comparison import plan
     from compare.runtime import supervisor
-    from compare.runtime.progress import Step
     worker = tmp_path / "worker.py"
     worker.write_text(_FAKE_WORKER.format(root=str(Path(timing_run.__file__).resolve().parents[2])))
     monkeypatch.setenv("FAKE_WORKER", behaviour)
+    monkeypatch.setenv("FAKE_WORKER_STARTS", str(tmp_path / "starts"))
     # the run's status file and launch limit, as the supervisor and --variant-timeout gave them (read once)
     monkeypatch.setattr(supervisor, "_CHANNEL", {"status": str(tmp_path / "status"), "token": None})
     monkeypatch.setattr(supervisor, "_LIMIT", [3.0])
+    return worker, tmp_path / "starts"
+
+
+def _processes(tmp_path, monkeypatch, behaviour: str, dtypes=("float32", "bfloat16")):
+    from compare.comparison import plan
+    from compare.runtime.progress import Step
+    worker, _ = _fake(tmp_path, monkeypatch, behaviour)
     processes = timing_run.TimingProcesses(plan.Request(), dtypes, worker)
     try:
         return processes.run(Step()), processes
@@ -112,7 +131,8 @@ def test_timing_processes_start_at_once_and_time_one_after_another_with_the_stat
     # the first measured the copy bandwidth; the second was handed it
     assert seen["float32"] == 0.0 and seen["bfloat16"] == 4207.0
     # the status file reaches a process only with its go, and the sections of both are merged
-    assert section.gpu == f"{tmp_path / 'status'}|float32"
+    assert section.gpu == f"{tmp_path / 'status'}|float32|"
+    assert all(not w["worker"].alive() for w in processes.workers)   # its own processes end with it
 
 
 def test_a_timing_process_that_fails_to_load_or_never_gets_ready_is_one_line(tmp_path, monkeypatch):
@@ -123,4 +143,47 @@ def test_a_timing_process_that_fails_to_load_or_never_gets_ready_is_one_line(tmp
     (section, failed), processes = _processes(tmp_path, monkeypatch, "never ready", ("float16",))
     assert section is None and failed == [Skip("timing", "its process had not loaded the variants after 3 s "
                                                "(--variant-timeout)", "float16")]
-    assert all(w["proc"].poll() is not None for w in processes.workers)
+    assert all(not w["worker"].alive() for w in processes.workers)
+
+
+def _comparisons(workers, names: list[tuple[str, ...]], dtypes=("float32", "bfloat16")) -> list:
+    """Each comparison's (section, failed) in turn, timed in `workers`' processes, as a review's ops are."""
+    from compare.comparison import plan
+    from compare.runtime.progress import Step
+    done = []
+    for variants in names:
+        processes = timing_run.TimingProcesses(plan.Request(variants=variants), dtypes, workers=workers)
+        try:
+            done.append(processes.run(Step()))
+        finally:
+            processes.close()
+    return done
+
+
+def test_a_reviews_comparisons_are_timed_in_one_warm_process_per_dtype(tmp_path, monkeypatch):
+    worker, starts = _fake(tmp_path, monkeypatch, "ok")
+    workers = timing_run.TimingWorkers(worker)
+    try:
+        done = _comparisons(workers, [("a.base", "a.head"), ("b.base", "b.head"), ("c.base", "c.head")])
+        # each comparison timed in both dtypes, each by the process of its dtype
+        assert [section.gpu.split("|")[1:] for section, _ in done] == [["float32", f"{op}.base,{op}.head"]
+                                                                       for op in "abc"]
+        assert all(failed == [] for _, failed in done)
+        assert workers.starts == 2 and len(starts.read_text().split()) == 2   # not one per comparison and dtype
+    finally:
+        workers.close()
+    assert not any(w.alive() for w in workers.by_dtype.values())
+
+
+def test_a_comparison_that_kills_its_timing_process_fails_alone_and_the_next_gets_a_fresh_one(tmp_path, monkeypatch):
+    worker, starts = _fake(tmp_path, monkeypatch, "ok")
+    workers = timing_run.TimingWorkers(worker)
+    try:
+        first, killed, after = _comparisons(workers, [("a.base", "a.head"), ("b.base", "dies"),
+                                                      ("c.base", "c.head")], dtypes=("float32",))
+        assert first[1] == [] and after[1] == [] and after[0].gpu.endswith("|float32|c.base,c.head")
+        assert killed[0] is None and killed[1] == [Skip("timing", "its process ended with exit code 9 (no output)",
+                                                        "float32")]
+        assert workers.starts == 2 and len(starts.read_text().split()) == 2   # the one it killed, and a fresh one
+    finally:
+        workers.close()

@@ -23,7 +23,7 @@ from pathlib import Path
 from variants.catalog import Registry
 from variants.family import Family, UnknownName
 from variants.git_tree import Tree, TreeError, materialize, needed_paths
-from variants.isolation import _own_names, _package_root, _top_names, import_isolated  # noqa: F401 (re-exported)
+from variants.isolation import _own_names, _package_root, _top_names, import_isolated, import_kept  # noqa: F401 (re-exported)
 from variants.kernel_checks import _is_triton_kernel, compile_failures, kernel_role  # noqa: F401 (re-exported)
 from variants.ops import op_variant
 from variants.spec import BadSpec, Spec, parse  # noqa: F401 (BadSpec re-exported)
@@ -136,8 +136,11 @@ class ExternalKernels:
 
     `load(spec_text, family)` returns a Variant of `family` or a FailedLoad; bad input raises BadSpec."""
 
-    def __init__(self, repo: str | os.PathLike = ".", guard=None):
+    def __init__(self, repo: str | os.PathLike = ".", guard=None, keep: bool = False):
         self.repo = Path(repo)
+        # keep: a module imported from a tree answers every later spec of it (variants.isolation.import_kept):
+        # a review's ops share each revision's import, as the library's users do
+        self.keep = keep
         # guard(name, what): a context manager around each import (a supervisor's status record)
         self.guard = guard or (lambda name, what: contextlib.nullcontext())
         self._tmp: Path | None = None
@@ -233,7 +236,7 @@ class ExternalKernels:
                       "and torch does not import it by itself)"
         try:
             with self.guard(spec.name, f"import of {spec.path}"):
-                module = import_isolated(module_name, roots)
+                module = (import_kept if self.keep else import_isolated)(module_name, roots)
         # a kernel file that does not import is reported, the others still run (a KeyboardInterrupt its
         # code raises too; the user's own signals are no KeyboardInterrupt: compare.runtime.supervisor.Stopped)
         except (Exception, SystemExit, KeyboardInterrupt, GeneratorExit) as exc:

@@ -76,6 +76,21 @@ def import_isolated(module_name: str, roots, share_own: bool = False) -> object:
         return importlib.import_module(module_name)
 
 
+def import_kept(module_name: str, roots, share_own: bool = False) -> object:
+    """`import_isolated`, answered from the modules an earlier import from the same `roots` kept: a tree's
+    package runs once in a process, whichever of its modules is asked for later (a review's ops, a warm
+    worker's requests)."""
+    wanted = tuple(str(r) for r in roots)
+    tree = next((t for t in reversed(_TREES) if tuple(str(r) for r in t.roots) == wanted
+                 and t.share_own == share_own), None)
+    if tree is None:
+        return import_isolated(module_name, roots, share_own)
+    if module_name not in tree.modules:
+        with isolated(tree.roots, module_name, share_own, into=tree.modules):
+            importlib.import_module(module_name)
+    return tree.modules[module_name]
+
+
 @contextlib.contextmanager
 def isolated(roots, module_name: str = "", share_own: bool = False, into: dict | None = None):
     """The isolation of `import_isolated` around a block (a family folder imports its package and lists its

@@ -19,7 +19,7 @@ def workers() -> int:
 
 class Draws:
     """`get(shape, dtype, seed, kind)` gives `family.make_inputs(shape, dtype, device, seed, kind)`. The trials
-    of `cases` ((direction, dtype, kind, shape, seeds), compare.comparison.pipeline.numerics_plan) are drawn ahead,
+    of `cases` ((direction, dtype, kind, shape, seeds), the numerics cases in run order) are drawn ahead,
     in that order; any other is drawn when asked for. Use it as a with-block: what is left is dropped at its end."""
 
     def __init__(self, family, device, cases):

@@ -41,10 +41,12 @@ def finish(report, options, stopped, saved=None) -> int:
     """Decide the gates into `report`, print it and write its files, then, with `saved` (--baseline), the run
     against the saved one; the exit code (`stopped`: a stop signal's)."""
     from compare.model import gates
+    from compare.model.check_sections import gates as check_gates
     from compare.render import files, json_report, terminal
     from compare.runtime.exit_codes import after_report
     # the gates are decided once, into the report, so that every renderer lists them and the exit code agrees
-    report = gates.decided(report, options.fail_on_numerics, options.fail_if_slower, options.accept_unjudged)
+    report = gates.decided(report, options.fail_on_numerics, options.fail_if_slower, options.accept_unjudged,
+                           more=check_gates(report, options.fail_on, options.accept_unjudged))
     to_stdout = options.json == STDOUT
     terminal.render(report, console=terminal.make_console(sys.stderr if to_stdout else None), verbose=options.verbose)
     lines, unwritten = files.write(report, None if to_stdout else options.json, options.markdown, options.out)

@@ -38,6 +38,14 @@ def launch(name: str, what: str):
         yield
 
 
+def kept_kernels(repo):
+    """The --variant loader a sequence of comparisons shares (a review's ops, a warm timing process's requests):
+    each revision's tree materialized and its modules imported once, under the same guard as one comparison's.
+    A context manager: the trees are removed at its end."""
+    from variants.external import ExternalKernels
+    return ExternalKernels(repo, guard=launch, keep=True)
+
+
 def _module(spec) -> str:
     """What a spec imports, alike at every revision: its path in the repository (or an installed module's
     name); a file outside git is a module of its own."""

@@ -52,6 +52,7 @@ class Options:
     variant_timeout: float = 300.0   # seconds a variant's launch may take before it is stopped as hung
     fail_on_numerics: bool = False
     fail_if_slower: Optional[float] = None   # percent
+    fail_on: tuple[str, ...] = ()    # checks beyond the built-in four whose gate is asked (compare/model/check_sections.py)
     accept_unjudged: bool = False
     json: str | None = None
     markdown: str | None = None
@@ -79,6 +80,16 @@ class Plan:
     checks: tuple[str, ...] = CHECKS
     left_out: tuple[Skip, ...] = ()
     options: Options = Options()
+    extra_checks: tuple = ()          # checks beyond the built-in four, given by the caller (compare/checks/check.py)
+
+    @property
+    def runs(self) -> tuple:
+        """The checks run (compare/checks/check.py), in order: numerics and backward, timing, the IR, the others."""
+        from compare.comparison.ir_check import IRCheck
+        from compare.comparison.numerics_check import NumericsCheck
+        from compare.comparison.timing_check import TimingCheck
+        known = (NumericsCheck(), TimingCheck(), IRCheck()) + self.extra_checks
+        return tuple(c for c in known if any(word in self.checks for word in c.answers))
 
     @property
     def dtype_names(self) -> tuple[str, ...]:
@@ -109,8 +120,9 @@ class Plan:
                                    left_out=self.left_out + (Skip("timing", why),))
 
 
-def build(request: Request, registry: Registry, options: Options = Options()) -> Plan:
-    """The plan of `request`, or UsageError naming what is known (variants, presets, dtypes, kinds, checks)."""
+def build(request: Request, registry: Registry, options: Options = Options(), extra_checks: tuple = ()) -> Plan:
+    """The plan of `request`, or UsageError naming what is known (variants, presets, dtypes, kinds, checks);
+    `extra_checks`: checks beyond the built-in four (compare/checks/check.py), named in the request as any."""
     from variants import UnknownName   # the families (torch) are imported once the backend is chosen
     try:
         names = request.variants
@@ -147,9 +159,10 @@ def build(request: Request, registry: Registry, options: Options = Options()) ->
     if request.input_kind not in family.input_kinds:
         raise UsageError(f"family {family.name} has no input kind {request.input_kind!r}; "
                          f"its kinds: {', '.join(family.input_kinds)}")
-    unknown = [c for c in request.checks if c not in CHECKS]
+    known = CHECKS + tuple(word for c in extra_checks for word in c.answers)
+    unknown = [c for c in request.checks if c not in known]
     if unknown:
-        raise UsageError(f"unknown check {unknown[0]!r}; known checks: {', '.join(CHECKS)}")
+        raise UsageError(f"unknown check {unknown[0]!r}; known checks: {', '.join(known)}")
     directions = tuple(d for c, d in (("numerics", "forward"), ("backward", "backward"))
                        if c in request.checks and (d == "forward" or family.grads))
     wanted = family.accuracy_reference
@@ -159,7 +172,7 @@ def build(request: Request, registry: Registry, options: Options = Options()) ->
                 input_kinds=kinds, directions=directions, timing=dataclasses.replace(request.timing, modes=modes),
                 timing_left_out=left, accuracy_reference=reference,
                 reads_x_twice=tuple(_optional_bool(family.reads_x_twice(s)) for s in preset.shapes), checks=request.checks,
-                left_out=request.left_out, options=options)
+                left_out=request.left_out, options=options, extra_checks=tuple(extra_checks))
 
 
 def _optional_bool(value) -> Optional[bool]:

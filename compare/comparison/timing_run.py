@@ -1,7 +1,8 @@
 """Which passes a comparison times (with no `--modes`: each pass whose compiled code differs, every pass
-for ops; the others said, with why), and where: on a GPU each dtype in a fresh worker process
-(compare/processes/timing_worker.py), since a process that ran other cases first can slow kernels leaning on L2
-(up to 2.3x after torch's and inductor's float32 cases). KERNEL_AB_TIMING_IN_PROCESS=1 times here instead.
+for ops; the others said, with why), and where: on a GPU each dtype in a worker process of its own that runs
+timing cases only (compare/processes/timing_worker.py; a review's ops one after another), since a process that
+ran other cases first can slow kernels leaning on L2 (up to 2.3x after torch's and inductor's float32 cases).
+KERNEL_AB_TIMING_IN_PROCESS=1 times here instead.
 """
 from __future__ import annotations
 
@@ -9,8 +10,6 @@ import dataclasses
 import functools
 import json
 import os
-import select
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -20,6 +19,7 @@ from compare.model.results import TimingSection, decode, to_dict
 from compare.model.skips import Skip
 from compare.model import vocabulary
 from compare.model import scratch
+from compare.runtime.warm_worker import WarmWorker
 
 IN_PROCESS_ENV = "KERNEL_AB_TIMING_IN_PROCESS"
 _ROOT = Path(__file__).resolve().parents[2]
@@ -81,36 +81,57 @@ def request_from_json(text: str, request_type, config_type):
     return request_type(**{**tuples, "timing": config_type(**timing)})
 
 
-class TimingProcesses:
-    """Each dtype's timing process, started before the numerics run so that its start (Python, torch, the
-    variants' libraries imported again: 10-20 s on an H200 host where those have no cached bytecode) overlaps
-    them. A process loads, says it is ready, and times nothing until `run` tells it to: one dtype at a time,
-    after the numerics, so no two processes use the GPU at once. Until then it writes no status (a supervisor
-    sees only the run's own launches); its start is allowed the launch limit (--variant-timeout)."""
+class TimingWorkers:
+    """The timing processes of a sequence of comparisons (a review's ops): one per dtype, kept warm from one
+    comparison to the next, so torch, Triton and the variants' libraries are imported once (10-20 s on an H200
+    host where those have no cached bytecode); one that ended (a variant's crash) is replaced by the next
+    comparison's. `starts`: how many processes were started."""
 
-    def __init__(self, request, dtypes: tuple[str, ...], worker: Path = WORKER):
+    def __init__(self, worker: Path = WORKER):
         self.tmp, self.worker = tempfile.TemporaryDirectory(prefix="kernel-ab-timing-", dir=scratch.folder()), worker
-        env = {k: v for k, v in os.environ.items() if k not in (supervisor.STATUS_ENV, supervisor.TOKEN_ENV)}
-        self.workers = [self._start(request, dtype, env) for dtype in dtypes]
+        self.by_dtype: dict[str, WarmWorker] = {}
+        self.asked = 0
 
-    def _start(self, request, dtype: str, env: dict) -> dict:
-        one = dataclasses.replace(request, dtype=dtype, checks=("timing",))
-        ask, answer = Path(self.tmp.name, f"{dtype}.request.json"), Path(self.tmp.name, f"{dtype}.timing.json")
-        ask.write_text(request_json(one))
-        err = open(Path(self.tmp.name, f"{dtype}.stderr"), "w+", encoding="utf-8", errors="replace")
-        ready_r, ready_w = os.pipe()
-        # in the user's folder, so relative --variant paths and --repo mean what they meant here
-        proc = subprocess.Popen([sys.executable, str(self.worker), str(ask), str(answer), str(ready_w),
-                                 repr(supervisor.limit_s())], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                stderr=err, env=env, pass_fds=(ready_w,))
-        os.close(ready_w)
-        return {"dtype": dtype, "proc": proc, "answer": answer, "err": err, "ready": ready_r}
+    def ask(self, request, dtype: str) -> dict:
+        """Hand `dtype`'s process one comparison's `request` (it loads the variants, then waits for a go)."""
+        if dtype not in self.by_dtype:
+            env = {k: v for k, v in os.environ.items() if k not in (supervisor.STATUS_ENV, supervisor.TOKEN_ENV)}
+            # in the user's folder, so relative --variant paths and --repo mean what they meant here
+            self.by_dtype[dtype] = WarmWorker([sys.executable, str(self.worker), repr(supervisor.limit_s())],
+                                              Path(self.tmp.name), dtype, env)
+        self.asked += 1
+        ask, answer = (Path(self.tmp.name, f"{self.asked}.{dtype}.{end}.json") for end in ("request", "timing"))
+        ask.write_text(request_json(dataclasses.replace(request, dtype=dtype, checks=("timing",))))
+        self.by_dtype[dtype].send({"request": str(ask), "answer": str(answer)})
+        return {"dtype": dtype, "worker": self.by_dtype[dtype], "answer": answer, "timed": False}
+
+    @property
+    def starts(self) -> int:
+        return sum(w.starts for w in self.by_dtype.values())
+
+    def close(self) -> None:
+        for w in self.by_dtype.values():
+            w.close()
+        self.tmp.cleanup()
+
+
+class TimingProcesses:
+    """One comparison's timing in each dtype's process (`workers`, a review's, or its own), asked at the start
+    so that loading overlaps the numerics. A process loads, says it is ready, and times nothing until `run`
+    tells it to: one dtype at a time, after the numerics, so no two processes use the GPU at once. Until then
+    it writes no status (a supervisor sees only the run's own launches); its loading is allowed the launch
+    limit (--variant-timeout)."""
+
+    def __init__(self, request, dtypes: tuple[str, ...], worker: Path = WORKER, workers: TimingWorkers | None = None):
+        self.own = workers is None
+        self.pool = TimingWorkers(worker) if workers is None else workers
+        self.workers = [self.pool.ask(request, dtype) for dtype in dtypes]
 
     def run(self, step) -> tuple[TimingSection | None, list[Skip]]:
         """Each dtype timed in turn; (the merged section, a Skip for each dtype whose process failed)."""
         sections, failed = [], []
         for w in self.workers:
-            step(f"timing {w['dtype']}: in a fresh process")
+            step(f"timing {w['dtype']}: in a process of its own")
             why = self._time(w, sections[0].copy_gbs if sections else 0.0)
             if why:
                 failed.append(Skip("timing", why, w["dtype"]))
@@ -122,35 +143,30 @@ class TimingProcesses:
     def _time(self, w: dict, copy_gbs: float) -> str:
         """'' when `w` timed its cases, else why not. `copy_gbs`: the copy bandwidth an earlier process
         measured on this GPU (0: measure it)."""
-        proc = w["proc"]
-        ready, _, _ = select.select([w["ready"]], [], [], supervisor.limit_s())
-        said = os.read(w["ready"], 16) if ready else b""
-        if not ready:
-            proc.kill()
-            proc.wait()
+        worker = w["worker"]
+        said = worker.word(supervisor.limit_s())
+        if said == "":
+            worker.kill()
             return f"its process had not loaded the variants after {supervisor.limit_s():g} s (--variant-timeout)"
-        if said.strip() == b"ready":
+        if said == "ready":
             channel = supervisor.channel_env()   # the run's status file and token (read once, out of os.environ)
-            go = json.dumps({"status": channel.get(supervisor.STATUS_ENV, ""),
-                             "token": channel.get(supervisor.TOKEN_ENV, ""), "copy_gbs": copy_gbs}) + "\n"
-            proc.stdin.write(go.encode())
-            proc.stdin.close()
-        rc = proc.wait()
-        if rc or not w["answer"].exists():
-            w["err"].seek(0)
-            tail = (w["err"].read().strip().splitlines() or ["no output"])[-1][:300]
+            worker.tell({"status": channel.get(supervisor.STATUS_ENV, ""),
+                         "token": channel.get(supervisor.TOKEN_ENV, ""), "copy_gbs": copy_gbs})
+            said = worker.word()
+        if said != "timed" or not w["answer"].exists():
+            rc, tail = worker.failure()
             return f"its process ended with exit code {rc} ({tail})"
+        w["timed"] = True
         return ""
 
     def close(self) -> None:
-        """Ends the processes not yet done (the run stopped, or failed) and removes their files."""
+        """Ends the processes asked and not done (the run stopped, or failed: they are replaced for the next
+        comparison); its own processes all."""
         for w in self.workers:
-            if w["proc"].poll() is None:
-                w["proc"].kill()
-                w["proc"].wait()
-            os.close(w["ready"])
-            w["err"].close()
-        self.tmp.cleanup()
+            if not w["timed"]:
+                w["worker"].kill()
+        if self.own:
+            self.pool.close()
 
 
 def merged(sections: list[TimingSection]) -> TimingSection | None:
@@ -158,7 +174,7 @@ def merged(sections: list[TimingSection]) -> TimingSection | None:
     if not sections:
         return None
     first = sections[0]
-    method = first.method + "; each dtype timed in a fresh process of its own"
+    method = first.method + "; each dtype timed in a process of its own that runs timing cases only"
     return dataclasses.replace(first, method=method, cases=tuple(c for s in sections for c in s.cases),
                                compile_seconds=tuple(x for s in sections for x in s.compile_seconds))
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from compare.model.check_sections import verdicts_of
 from compare.model.headline import PairVerdicts, verdicts
 from compare.model.kept import kept
 from compare.model.line import Line, plural as _n
@@ -230,6 +231,8 @@ def _rows(report: Report) -> list[Row]:
         names = judged(report)
         return _alone(report, names[0]) if len(names) == 1 else []
     for pair in pairs:
+        a, b = pair.baseline, pair.variant
         mine = [_numerics(report, pair, d) for d in _directions(report)]
-        out += [dataclasses.replace(r, against=pair.baseline) for r in mine + _timing(pair) + _compiled(report, pair)]
+        out += [dataclasses.replace(r, against=a) for r in mine + _timing(pair) + _compiled(report, pair)]
+        out += [Row(b, v.check, v.outcome.value, v.amount, v.where, v.outcome.level, a) for v in verdicts_of(report, a, b)]
     return out

@@ -16,13 +16,19 @@ class ObjectForm:
     values: dict[str, Any]
 
 
+def omitted_empty():
+    """A tuple field left out of the JSON form while empty: reports without it are written as they always were."""
+    return dataclasses.field(default=(), metadata={"omitted_empty": True})
+
+
 def _encode(value: Any) -> Any:
     if isinstance(value, ObjectForm):
         return _encode(value.values)
     if isinstance(value, enum.Enum):
         return value.value
     if dataclasses.is_dataclass(value):
-        return {f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if getattr(value, f.name) or not f.metadata.get("omitted_empty")}
     if isinstance(value, (list, tuple)):
         return [_encode(v) for v in value]
     if isinstance(value, dict):

@@ -13,7 +13,8 @@ from typing import Any, Optional
 
 from compare.model.fouls import Finding, Foul  # noqa: F401  re-exported: one result model
 from compare.model.habits import LibraryImport, MissingPackage  # noqa: F401  re-exported: one result model
-from compare.model.jsonform import ObjectForm, ReportFormatError, _decode, _encode, _kind  # noqa: F401
+from compare.model.check_sections import CheckSection  # noqa: F401  re-exported: one result model
+from compare.model.jsonform import ObjectForm, omitted_empty, ReportFormatError, _decode, _encode, _kind  # noqa: F401
 from compare.model.migrations import MIGRATIONS
 from compare.model.results_gates import Gate  # noqa: F401  re-exported: one result model
 from compare.model.skips import Interruption, Skip  # noqa: F401  re-exported: one result model
@@ -345,6 +346,7 @@ class Report:
     gates: tuple[Gate, ...] = ()     # the exit-code gates asked for and how each ended (compare/model/gates.py)
     library: tuple[LibraryImport, ...] = ()   # what the libraries' imports did alike at every revision: their own
     interrupted: Optional[Interruption] = None   # a stop signal ended the run: how far it got, what never ran
+    checks: tuple[CheckSection, ...] = omitted_empty()   # the sections of checks outside the built-in four
 
     @property
     def ir_sections(self) -> tuple[IRSection, ...]:

@@ -8,8 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 from compare.processes import tasks as tasks_mod
-from compare.model.results import IRSection, NumericsCase, Skip, TimingCase, TimingSection, decode
-from compare.model.vocabulary import CONFIDENCE
+from compare.model.results import decode
 
 _MAX_RERUNS = 8
 
@@ -37,11 +36,10 @@ class Distribution:
 
 
 class Started:
-    """The tasks of one run, submitted; each section waits for its own tasks."""
+    """The tasks of one run, submitted; each check waits for its own tasks (`pending`)."""
 
     def __init__(self, executor, planned, plan, backend, step):
         self.executor, self.tasks, self.plan, self.backend, self.step = executor, planned, plan, backend, step
-        self.timing_skipped = tuple(plan.timing_left_out)
         self.progress = TaskProgress(step)
         self.futures = {t.key: executor.submit(t) for t in planned}
         for task in planned:   # said as each ends, wherever it ran (a worker thread, Dask's callback thread)
@@ -62,56 +60,40 @@ class Started:
         self.left_behind.update(dict.fromkeys(answer.get("left_behind", ())))   # a variant's threads in a worker
         return answer["ok"]
 
-    def numerics(self) -> list[NumericsCase]:
-        return [decode(NumericsCase, self._answer(t)["case"]) for t in self.tasks if t.kind == "numerics"]
-
-    def numerics_finished(self) -> list[NumericsCase]:
-        """The numerics cases whose tasks answered, in the plan's order (the run was stopped: the rest are not,
-        and none starts now)."""
-        self.executor.cancel()
-        done = []
-        for t in self.tasks:
-            future = self.futures[t.key]
-            if t.kind == "numerics" and future.done() and not future.cancelled() and future.exception() is None:
-                answer = future.result()
-                if "ok" in answer:
-                    done.append(decode(NumericsCase, answer["ok"]["case"]))
-        return done
-
-    def ir(self) -> tuple:
-        """The IR sections: the one IR task's, or made here from what each variant's task compiled."""
-        from compare.comparison import pipeline
-        ir_tasks = [t for t in self.tasks if t.kind == "ir"]
-        if ir_tasks and not ir_tasks[0].case:
-            found = self._answer(ir_tasks[0])
-            return (tuple(decode(IRSection, s) if s is not None else None for s in found["ir"]),
-                    tuple(decode(Skip, s) for s in found["skipped"]))
-        compiled = [(t.case[0], self._answer(t)["compiled"]) for t in ir_tasks]
-        return pipeline._ir(self.plan, self.backend, self.step, tasks_mod.compiled_cache(self.plan, compiled,
-                                                                                          self.backend))
+    def pending(self, check):
+        """`check` begun as tasks: its findings, collected from its tasks' results where the run started."""
+        from compare.checks.check import Ready
+        return Ready(lambda: check.collect(self.plan, self.backend, self.step, Results(self, check)))
 
     def timing(self) -> tuple:
-        """(the timing section merged from every timing task, lines for what was not timed)."""
-        answers = [self._answer(t) for t in self.tasks if t.kind == "timing"]
-        if not answers:
-            return None, self.timing_skipped
-        first = answers[0]
-        compile_seconds, seen = [], set()
-        for a in answers:   # one compile per dtype, as when each dtype is timed in a process of its own
-            dtype = a["case"]["dtype"]
-            if dtype not in seen:
-                seen.add(dtype)
-                compile_seconds.extend((n, float(s)) for n, s in a["compile_seconds"])
-        places = {a["case"]["ran_on"] for a in answers}
-        method = (first["method"] + "; each case timed by a worker process of its dtype, one case at a time on "
-                  f"a GPU ({len(places)} GPU{'s' if len(places) > 1 else ''}: each case says where)")
-        config = self.plan.timing
-        section = TimingSection(first["gpu"], float(first["place"]["copy_gbs"]), config.noise, CONFIDENCE, method,
-                                tuple(decode(TimingCase, a["case"]) for a in answers), tuple(compile_seconds))
-        return section, self.timing_skipped
+        """(the timing section merged from every timing task, the Skips of what was not timed)."""
+        from compare.comparison.timing_check import TimedCase, merged
+        found = merged(self.plan, [decode(TimedCase, self._answer(t)) for t in self.tasks if t.kind == "timing"])
+        return found.timing, found.skipped
 
     def incidents(self) -> tuple[str, ...]:
         return tuple(self.left_behind) + tuple(self.executor.incidents())
+
+
+class Results:
+    """The results of one check's tasks, in the plan's order, as its records (Check.result_type)."""
+
+    def __init__(self, started: Started, check):
+        self.started, self.check = started, check
+        self.tasks = [t for t in started.tasks if t.kind == check.name]
+
+    def all(self) -> list:
+        return [decode(self.check.result_type, self.started._answer(t)) for t in self.tasks]
+
+    def finished(self) -> list:
+        """Those whose tasks answered (the run was stopped: the rest are not, and none starts now)."""
+        self.started.executor.cancel()
+        done = []
+        for t in self.tasks:
+            future = self.started.futures[t.key]
+            if future.done() and not future.cancelled() and future.exception() is None and "ok" in future.result():
+                done.append(decode(self.check.result_type, future.result()["ok"]))
+        return done
 
 
 class TaskProgress:
@@ -132,8 +114,9 @@ class TaskProgress:
 
 
 def count_steps(plan, backend) -> int:
-    """The progress units of a distributed run: one per task, and the IR's summary made where the run started."""
-    return len(tasks_mod.plan_tasks(plan, backend)) + ("ir" in plan.checks)
+    """The progress units of a distributed run: one per task, and those of what each check collects where the run
+    started (the IR's summary)."""
+    return len(tasks_mod.plan_tasks(plan, backend)) + sum(c.collect_steps for c in plan.runs)
 
 
 def compare(plan, backend, step, failed, distribution: Distribution):
@@ -165,7 +148,7 @@ def dry_run(plan, backend, executor, gpus: int) -> list[str]:
     if gpus:
         backend = dataclasses.replace(backend, device="cuda", interpreted=False)
     planned, skipped = tasks_mod.plan_tasks(plan, backend), plan.timing_left_out
-    counts = {k: sum(t.kind == k for t in planned) for k in ("numerics", "ir", "timing")}
+    counts = {k: sum(t.kind == k for t in planned) for k in dict.fromkeys(t.kind for t in planned)}
     lines = [f"plan: {len(planned)} tasks ({', '.join(f'{n} {k}' for k, n in counts.items() if n)}) on "
              f"{executor.where()}; nothing was run (--dry-run)"]
     lines += [f"  {key}: {where}" for key, where in executor.placement(planned)]

@@ -135,7 +135,7 @@ class _Run:
                 _kill_group(self.proc.pid)
             elif not self.stop and not self.hung and not self.lingered:
                 self._check(now)
-        self.leftover = _group_members(self.proc.pid)   # whatever the child left in its group
+        self.leftover = _lingering(self.proc.pid)   # whatever the child left in its group
         if self.leftover:
             _kill_group(self.proc.pid)
         self.leftover = list(dict.fromkeys(self.leftover + _end_adopted(_child_pids() - self.before)))
@@ -161,6 +161,15 @@ class _Run:
             os.unlink(self.status)
         except OSError:
             pass
+
+
+def _lingering(pgid: int, wait_s: float = 1.0) -> list[str]:
+    """The group's live members once those that end with the child (kernel-ab's warm workers:
+    compare.runtime.warm_worker.die_with_parent) had `wait_s` to go."""
+    deadline = time.monotonic() + wait_s
+    while (found := _group_members(pgid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return found
 
 
 def _end_adopted(pids: set[int]) -> list[str]:

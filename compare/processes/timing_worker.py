@@ -1,42 +1,47 @@
-"""A process that times one dtype's cases (compare/comparison/timing_run.py starts it): `timing_worker
-REQUEST.json SECTION.json [READY_FD [LIMIT_S]]` (LIMIT_S: the run's --variant-timeout) loads the variants
-again, times them on the GPU, writes the TimingSection. With READY_FD it says "ready" there once loaded, then
-times only after a line on stdin ({"status": the status file, "copy_gbs": an earlier measure or 0}); it ends
-untimed if stdin ends first. Its launches write to the status file, so a supervisor sees them."""
+"""A process timing one dtype's cases of comparison after comparison (compare/comparison/timing_run.py starts it;
+protocol: compare/runtime/warm_worker.py): `timing_worker LIMIT_S WORDS_FD` (LIMIT_S: --variant-timeout). Per
+request line ({"request": REQUEST.json, "answer": SECTION.json}) it loads the variants (each revision imported
+once for all), says "ready", waits for a go line ({"status", "token", "copy_gbs"}), times them with launches
+written to that status file (a supervisor sees them), writes the TimingSection, says "timed"; ends with stdin."""
 from __future__ import annotations
 
 import sys
 
 
-def main(request_path: str, section_path: str, ready_fd: str = "", limit_s: str = "") -> int:
-    import json
-    import os
+def main(limit_s: str, words_fd: str) -> int:
+    from compare.runtime.warm_worker import Serving, die_with_parent
+    die_with_parent()
+    import contextlib
     from pathlib import Path
 
-    from compare.comparison import pipeline, plan, timing_run
-
+    from compare.comparison import loading, pipeline, plan, timing_run
     from compare.runtime import supervisor
     from compare.runtime.backend import configure
     from compare.checks.timing import TimingConfig
     from variants import registry
-    if limit_s:
-        supervisor.set_limit(float(limit_s))
+    supervisor.set_limit(float(limit_s))
     backend = configure("cuda")
-    request = timing_run.request_from_json(Path(request_path).read_text(), plan.Request, TimingConfig)
-    # a process of its own: the variants are loaded again, so the request is planned again here
-    with pipeline.planned(request, registry(), excluded=supervisor.excluded()) as (planned, _):
-        copy_gbs = 0.0
-        if ready_fd:
-            with os.fdopen(int(ready_fd), "wb") as ready:
-                ready.write(b"ready")
-            go = sys.stdin.readline()
-            if not go:
-                return 1
-            told = json.loads(go)
-            supervisor.set_channel(told["status"], told.get("token"))
-            copy_gbs = told.get("copy_gbs", 0.0)
-        section = timing_run.run_timing(planned, pipeline.Step(), copy_gbs)
-    timing_run.write_section(section, section_path)
+    serving = Serving(int(words_fd))
+    with contextlib.ExitStack() as stack:
+        kept = {}   # repository -> its revisions' trees and modules, loaded once for every request
+        while (asked := serving.next()) is not None:
+            request = timing_run.request_from_json(Path(asked["request"]).read_text(), plan.Request, TimingConfig)
+            if request.repo not in kept:
+                kept[request.repo] = stack.enter_context(loading.kept_kernels(request.repo))
+            # a process of its own: the variants are loaded here too, so the request is planned again here
+            with pipeline.planned(request, registry(), excluded=supervisor.excluded(),
+                                  kernels=kept[request.repo]) as (planned, _):
+                serving.say("ready")
+                go = serving.next()
+                if go is None:
+                    return 1
+                supervisor.set_channel(go["status"], go.get("token"))
+                try:
+                    section = timing_run.run_timing(planned, pipeline.Step(), go.get("copy_gbs", 0.0))
+                finally:   # loading the next request is silent again, as the first was
+                    supervisor.set_channel(None, None)
+            timing_run.write_section(section, asked["answer"])
+            serving.say("timed")
     return 0 if backend.gpu else 1
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 from compare.model.problems import NOT_RUN, Lists, covered, describe, input_kinds, lists, produced, variant_of
-from compare.render import ir_tables
+from compare.render import check_tables, ir_tables
 from compare.render.table import Section, Summary, Table, section_legend  # noqa: F401 (re-exported)
 from compare.model.results import Failure, IRSection, NumericsCase, NumericsSection, Report, Skip
 from compare.model.states import Accuracy, Bits, GateOutcome, Level, LoadStatus, Status
@@ -304,6 +304,7 @@ def build(report: Report, head=None) -> tuple[Summary, list[Section]]:
                                 tuple(timing_summary(report.timing))))
     for ir in report.ir_sections:
         sections.append(ir_section(ir, tuple(ir_tables.ir_summary(ir, report.baseline))))
+    sections.extend(check_tables.section(s) for s in report.checks)
     summary.extend(("skip", f"skipped: {reason}") for reason in report.skipped
                    if not reason.interrupted and not _in_headline(reason, head))   # Report.interrupted says those
     return Summary(tuple(summary)), sections

@@ -1,9 +1,9 @@
 """`review BASE HEAD`: the changed kernels' ops compared at both revisions, as `compare` compares them.
 
 Each op (or kernel) becomes two --variant specs, `OP.base=git:BASE:PATH::OP` and `OP.head=git:HEAD:...`,
-run through compare's pipeline in its family with the family's default plan (--preset, --shape, --check
-and the rest pass through). Names are unique across ops, so a supervisor that reruns the review without
-a variant that crashed its process (compare.runtime.supervisor) leaves out that one alone.
+run through compare's pipeline in its family with the family's default plan (--preset, --shape, --check and
+the rest pass through), in processes the ops share (`_Warm`). Names are unique across ops, so a supervisor that
+reruns the review without a variant that crashed its process (compare.runtime.supervisor) leaves out that one alone.
 """
 from __future__ import annotations
 
@@ -124,10 +124,11 @@ def run(args, registry, backend) -> int:
                                        **{op.key: budgets.names_of(op.module, op.name, op.label) for op in to_replay}})
     # the review's own files, then each op's folder in --out too, all checked before any comparison
     render.check_outputs(args, [label for _, label in labelled], timed=not args.checks or "timing" in args.checks)
-    work = _Work(args, registry, backend, clock, str(repo.top))
-    for target, label in labelled:
-        work.compare(target, label, base, head, chosen=_key(target) in wanted)
-    replayed = work.replay(repo, base, head if not args.aa else base, [op for op in to_replay if op.key in wanted])
+    with _warm(str(repo.top)) as warm:
+        work = _Work(args, registry, backend, clock, str(repo.top), warm)
+        for target, label in labelled:
+            work.compare(target, label, base, head, chosen=_key(target) in wanted)
+        replayed = work.replay(repo, base, head if not args.aa else base, [op for op in to_replay if op.key in wanted])
     gone = {r.op for r in replayed} | {l.op for l in work.left}
     review = render.Review(args.base, args.head, base, head, found, tuple(work.done),
                            tuple(u for u in unmapped if u.kernel not in gone), control=args.aa,
@@ -136,11 +137,37 @@ def run(args, registry, backend) -> int:
     return render.finish(review, args)
 
 
-class _Work:
-    """The review's comparisons in order, each started while the time budget lasts."""
+@dataclasses.dataclass(frozen=True)
+class _Warm:
+    """What the review's comparisons share for its length, so the library is imported once per revision in
+    each kind of process rather than once per op: the --variant loader (loading.kept_kernels), the timing
+    processes (timing_run.TimingWorkers, one a dtype) and the compile worker (ir.CompileCache(warm=True)).
+    A process an op ends is replaced for the next op."""
+    kernels: object
+    timing: object
+    ir: object
 
-    def __init__(self, args, registry, backend, clock: budgets.Budget, top: str):
+
+@contextlib.contextmanager
+def _warm(top: str):
+    from compare.checks.ir import CompileCache
+    from compare.comparison import loading
+    from compare.comparison.timing_run import TimingWorkers
+    timing, ir = TimingWorkers(), CompileCache(warm=True)
+    try:
+        with loading.kept_kernels(top) as kernels:
+            yield _Warm(kernels, timing, ir)
+    finally:
+        timing.close()
+        ir.close()
+
+
+class _Work:
+    """The review's comparisons in order, each started while the time budget lasts, in `warm`'s processes."""
+
+    def __init__(self, args, registry, backend, clock: budgets.Budget, top: str, warm: _Warm | None = None):
         self.args, self.registry, self.backend, self.clock, self.top = args, registry, backend, clock, top
+        self.warm = warm
         self.done: list[Compared] = []
         self.left: list = []                # compare.model.budget.LeftOut
         self.misfits: list = []             # (target, label, why): a family matched by name does not fit
@@ -171,7 +198,7 @@ class _Work:
                                 preset=_preset(self.args, family, self.backend), dtype=dtype)
         try:
             with deadline(self.clock.left(), f"the review's time budget ({self.clock.seconds:g} s) ran out"):
-                done = _compare(target, label, request, self.registry, self.backend, self.args.quiet)
+                done = _compare(target, label, request, self.registry, self.backend, self.args.quiet, self.warm)
         except supervisor.OutOfTime as stop:   # before its checks began: loading, compiling
             done = Compared(target, label, None, str(stop), stopped=True)
         if done.stopped:
@@ -234,10 +261,10 @@ class _Work:
         return BudgetUse.made(self.clock.seconds, self.clock.used(), len(self.done) + len(replayed), late + stopped)
 
 
-def _compare(target, label: str, request, registry, backend, quiet: bool) -> Compared:
-    """One op's comparison: its report; none, and why, with the packages its imports lack, when neither
-    revision's code could be loaded; what finished, `stopped`, when the time budget ran out during its checks.
-    A bad --preset or --shape for its family is the user's: UsageError."""
+def _compare(target, label: str, request, registry, backend, quiet: bool, warm: _Warm | None = None) -> Compared:
+    """One op's comparison (in `warm`'s processes, where given): its report; none, and why, with the packages
+    its imports lack, when neither revision's code could be loaded; what finished, `stopped`, when the time
+    budget ran out during its checks. A bad --preset or --shape for its family is the user's: UsageError."""
     from compare.comparison import pipeline
     from compare.runtime import supervisor
     from compare.runtime.progress import reporter
@@ -245,13 +272,15 @@ def _compare(target, label: str, request, registry, backend, quiet: bool) -> Com
         try:   # only the planning's own failures are the op's: an error of its checks ends the review as before
             the_plan, failed = stack.enter_context(pipeline.planned(
                 request, registry, excluded=supervisor.excluded(), backend=backend,
-                no_timing=supervisor.timing_left_out()))
+                no_timing=supervisor.timing_left_out(), kernels=warm.kernels if warm else None))
         except (pipeline.UnloadableSpec, pipeline.NothingToCompare) as exc:
             return Compared(target, label, None, str(exc), tuple(dict.fromkeys(
                 MissingPackage.of(i.needs) for i in getattr(exc, "failed", ()) if i.needs)))
         try:
             with reporter(pipeline.count_steps(the_plan, backend), not quiet) as step:
-                return Compared(target, label, pipeline.execute(the_plan, backend, step, failed=failed))
+                return Compared(target, label, pipeline.execute(
+                    the_plan, backend, step, failed=failed, ir_cache=warm.ir if warm else None,
+                    timing_workers=warm.timing if warm else None))
         except pipeline.Interrupted as exc:
             if not isinstance(exc.stop, supervisor.OutOfTime):
                 raise

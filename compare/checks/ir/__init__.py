@@ -150,7 +150,7 @@ def run(family, variants, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: 
     notes: tuple = ()
     if op_variants:
         step(f"IR: running {len(op_variants)} ops to find the Triton kernels they launch")
-        found = op_ir.compile_ops(op_variants, family, shape, dtype, capability(target), gpu)
+        found = op_ir.compile_ops(op_variants, family, shape, dtype, capability(target), gpu, cache.warm)
         for v in op_variants:
             if v.name in found.problems:
                 rows.append(IRVariant(v.name, NOT_RUN, found.problems[v.name]))

@@ -5,6 +5,7 @@ cannot compile, and a crashing compile must not take the report down. Results ar
 specialization, target, mode); the specialization is what Triton infers from the launcher's arguments."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import inspect
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from compare.model.vocabulary import STAGES, dtype_name  # noqa: F401 (re-exported: compare.checks.ir.STAGES)
 from compare.model import scratch
+from compare.runtime.warm_worker import WarmWorker
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 ROLES = ("forward", "backward")
@@ -217,10 +219,13 @@ def stop_workers() -> None:
         proc.kill()
 
 
-def run_worker(request: dict) -> list[dict]:
-    """Run the worker on `request`; its per-kernel results (RuntimeError if the worker itself fails)."""
+def run_worker(request: dict, warm: "WarmCompiler | None" = None) -> list[dict]:
+    """Run the worker on `request` (in `warm`'s process, where given); its per-kernel results (RuntimeError if
+    the worker itself fails)."""
     if _STOPPING:
         raise RuntimeError("IR worker not started: the run is stopping")
+    if warm is not None:
+        return warm.compile(request)
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")   # Triton 3.9 warns when unset; 1 is the default it keeps
     # ptxas's files (Triton keeps them with delete=False) go to a folder of the worker's own, removed
@@ -246,12 +251,58 @@ def run_worker(request: dict) -> list[dict]:
         raise RuntimeError(f"IR worker failed (exit {proc.returncode}): {tail}") from None
 
 
-class CompileCache:
-    """Compiles through the worker, remembering results per (kernel, specialization, target, mode): a kernel
-    that several variants run is compiled once."""
+class WarmCompiler:
+    """The compile worker kept for every compile of a cache (compare.runtime.warm_worker): a review's ops
+    compile in one process, which imports each revision of the reviewed library once; one that ended (a
+    compile that crashed it) is replaced by the next request's."""
 
     def __init__(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="kernel-ab-ir-", dir=scratch.folder())
+        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+        env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+        env["TMPDIR"] = self.tmp.name   # ptxas's files, removed with the folder
+        self.worker = WarmWorker([sys.executable, "-m", "compare.checks.ir.worker", "--serve"], Path(self.tmp.name),
+                                 "ir", env, cwd=PROJECT_ROOT)
+        self.asked = 0
+
+    def compile(self, request: dict) -> list[dict]:
+        self.asked += 1
+        answer = Path(self.tmp.name, f"{self.asked}.answer.json")
+        self.worker.send({"request": request, "answer": str(answer)})
+        proc = self.worker.proc
+        LIVE_WORKERS.add(proc)
+        try:
+            said = self.worker.word(WORKER_TIMEOUT_S)
+        except BaseException:
+            self.worker.kill()
+            raise
+        finally:
+            LIVE_WORKERS.discard(proc)
+        if said == "":
+            self.worker.kill()
+            raise subprocess.TimeoutExpired(self.worker.command, WORKER_TIMEOUT_S)
+        if said == "done":
+            with contextlib.suppress(OSError, ValueError, KeyError):
+                return json.loads(answer.read_text())["results"]
+        rc, tail = self.worker.failure()
+        raise RuntimeError(f"IR worker failed (exit {rc}): {tail}")
+
+    def close(self) -> None:
+        self.worker.close()
+        self.tmp.cleanup()
+
+
+class CompileCache:
+    """Compiles through the worker, remembering results per (kernel, specialization, target, mode): a kernel
+    that several variants run is compiled once. `warm`: in one worker kept until `close` (WarmCompiler)."""
+
+    def __init__(self, warm: bool = False):
         self._done: dict[tuple, Compiled] = {}
+        self.warm = WarmCompiler() if warm else None
+
+    def close(self) -> None:
+        if self.warm is not None:
+            self.warm.close()
 
     def compile(self, family, kernels, shape, dtype: str, target: str, launched: bool, role: str = "forward") -> list[Compiled]:
         """Compile `kernels`, (name, @triton.jit kernel, import roots[, launcher ref]) each, as the family's
@@ -282,7 +333,7 @@ class CompileCache:
             request = {"mode": mode, "capability": cap, "dtype": dtype, "shape": shape.as_dict(),
                        "family": family.name, "family_module": type(family).__module__,
                        "kernels": [spec for _, spec, _ in todo]}
-            results = run_worker(request)
+            results = run_worker(request, self.warm)
             for (n, _, key), r in zip(todo, results):
                 self._done[key] = Compiled(n, r["ok"], r["error"], r["kernel_name"], r["stages"],
                                            r["resources"], r["launched"])

@@ -119,8 +119,9 @@ def _launches(v, family, shape, dtype: str, gpu: bool, drawn) -> tuple[Discovere
     return found, ""
 
 
-def compile_ops(ops, family, shape, dtype: str, capability: int, gpu: bool) -> OpKernels:
-    """The kernels the op variants `ops` launched, compiled (OpKernels)."""
+def compile_ops(ops, family, shape, dtype: str, capability: int, gpu: bool, warm=None) -> OpKernels:
+    """The kernels the op variants `ops` launched, compiled (OpKernels); offline in `warm`'s process where given
+    (compare.checks.ir.compile.WarmCompiler)."""
     kernels: dict[str, list] = {}
     problems: dict[str, str] = {}
     notes: list[IRPassNote] = []
@@ -151,7 +152,7 @@ def compile_ops(ops, family, shape, dtype: str, capability: int, gpu: bool) -> O
     done = _described(launched)
     if offline:
         results = run_worker({"mode": "offline", "capability": capability, "dtype": dtype, "shape": {},
-                              "kernels": [request for *_, request in offline]})
+                              "kernels": [request for *_, request in offline]}, warm)
         done.update({(op, kernel): _from_worker(r, label(op, kernel)) for (op, kernel, _), r in zip(offline, results)})
     kernels = {op: [(k, c if c is not None else done[(op, k)]) for k, c in items] for op, items in kernels.items()}
     return OpKernels(kernels, problems, tuple(notes), passes, grids)

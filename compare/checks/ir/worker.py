@@ -37,10 +37,11 @@ def load_kernel(spec: dict):
         # a kernel loaded with --variant: import it as its own revision's package, isolated from any other
         # revision of the same package compiled in this process (as variants.external loaded it)
         from variants.discovery import family_folders
-        from variants.isolation import import_isolated
+        from variants.isolation import import_kept
         roots = tuple(Path(r) for r in spec["import_roots"])
-        # a family's folder (variants/discovery.py) builds on kernel-ab's own modules; a reviewed tree never does
-        return _jitted(getattr(import_isolated(module_name, roots, share_own=set(roots) <= family_folders()),
+        # a family's folder (variants/discovery.py) builds on kernel-ab's own modules; a reviewed tree never does;
+        # a tree's modules are imported once in this process, for every kernel and request naming them
+        return _jitted(getattr(import_kept(module_name, roots, share_own=set(roots) <= family_folders()),
                                spec["function"]))
     module = None
     if module_name and not module_name.startswith("__"):
@@ -218,18 +219,39 @@ def _described(kernel, name: str, launched: bool) -> dict:
         return failed(name, exc)
 
 
-def main() -> int:
+def compile_all(req: dict, pool) -> list[dict]:
+    """Every kernel of the request, in its order (compiled offline in `pool`'s threads)."""
+    # a launched kernel is read back on the GPU's context: those stay on this thread
+    found = [compile_one(spec, req, pool if req["mode"] == "offline" else None) for spec in req["kernels"]]
+    return [r.result() if isinstance(r, Future) else r for r in found]
+
+
+def serve(words_fd: int) -> int:
+    """`--serve WORDS_FD`: request after request (compare/runtime/warm_worker.py), each {"request", "answer"}:
+    its results written to the answer file, then "done" said."""
+    from compare.runtime.warm_worker import Serving, die_with_parent
+    die_with_parent()
+    serving = Serving(words_fd)
+    with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+        while (asked := serving.next()) is not None:
+            Path(asked["answer"]).write_text(json.dumps({"results": compile_all(asked["request"], pool)}))
+            serving.say("done")
+    return 0
+
+
+def main(argv: list[str]) -> int:
     if os.environ.get("TRITON_INTERPRET"):
         print(json.dumps({"error": "the IR worker must run without TRITON_INTERPRET"}))
+        print("the IR worker must run without TRITON_INTERPRET", file=sys.stderr)
         return 1
+    if argv[:1] == ["--serve"]:
+        return serve(int(argv[1]))
     req = json.loads(sys.stdin.read())
     with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
-        # a launched kernel is read back on the GPU's context: those stay on this thread
-        found = [compile_one(spec, req, pool if req["mode"] == "offline" else None) for spec in req["kernels"]]
-        results = [r.result() if isinstance(r, Future) else r for r in found]
+        results = compile_all(req, pool)
     sys.stdout.write(json.dumps({"results": results}))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
