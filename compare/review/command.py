@@ -229,7 +229,7 @@ class _Work:
         self._say(f"replaying {len(ops)} op{'s' if len(ops) != 1 else ''} no family fits "
                   f"({', '.join(op.label for op in ops)}): recording their calls from the library's tests, then "
                   f"running them at both revisions; {self.clock.left():.0f} s of the {self.clock.seconds:g} s budget left")
-        replayer = Replayer(repo, base, head, self.backend.device, budget=self.clock)
+        replayer = Replayer(repo, base, head, self.backend.device, budget=self.clock, say=self._say)
         try:
             return [self._timed(r, op, replayer, base, head) for r, op in zip(replayer.replay(ops), ops)]
         finally:

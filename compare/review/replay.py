@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from compare.model.replay import CallFailure, Pass, ReplayedCall, ReplayedOp, Side
@@ -166,8 +167,9 @@ class Replayer:
     side they are recorded at, then every recorded call played in one process per revision."""
 
     def __init__(self, repo: Repository, base: str, head: str, device: str, limits: Limits | None = None,
-                 budget=None):
+                 budget=None, say=None):
         self.repo, self.device, self.budget = repo, device, budget   # budget: compare.review.budget.Budget
+        self.say = say or (lambda text: None)   # progress, a line each
         self.processes_left = 0
         self.limits = limits or (GPU_LIMITS if device == "cuda" else Limits())
         self.commits = {Side.BASE: base, Side.HEAD: head}
@@ -205,8 +207,11 @@ class Replayer:
         recording.mkdir()
         self.recordings.update({op.key: recording for op in ops})
         wanted = [op for op in ops if tests[op.key]]
+        started = time.monotonic()
         ran = self._record(at, wanted, sorted({t for op in wanted for t in tests[op.key]}), recording)
         manifest = _manifest(recording)
+        self.say(f"recorded {len(manifest.get('calls', []))} calls from {manifest.get('tests_run', 0)} tests at "
+                 f"{at.value} in {time.monotonic() - started:.0f} s")
         shared = list(_recording_notes(manifest, ran, self.limits))
         calls = {op.key: [c for c in manifest.get("calls", []) if c["op"] == f"{op.module}:{op.name}"] for op in ops}
         played = {side: self._play(side, [op for op in wanted if calls[op.key]], calls, recording) for side in Side} \
@@ -256,7 +261,9 @@ class Replayer:
                    "ops": [{"module": op.module, "name": op.name, "calls": [c["file"] for c in calls[op.key]]}
                            for op in ops]}
         limit, by_budget = self._limit(self.limits.play_s)
+        started = time.monotonic()
         code, tail = _run("play", request, out, limit)
+        self.say(f"played them at {side.value} in {time.monotonic() - started:.0f} s")
         try:
             unloadable = json.loads((out / "unloadable.json").read_text())
         except (OSError, ValueError):
