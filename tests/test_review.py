@@ -244,7 +244,7 @@ def _refused_review(tmp_path, capsys, monkeypatch, *more: str) -> str:
     """The one error line of a review whose outputs are refused (exit 2), and no comparison started."""
     from compare.review import command
 
-    def no_comparison(*_):
+    def no_comparison(*_, **__):
         raise AssertionError("a comparison ran before the outputs were checked")
     monkeypatch.setattr(command, "_compare", no_comparison)
     repo = make_repo(tmp_path, False)

@@ -41,10 +41,10 @@ def _on_clock(monkeypatch, clock: _Clock) -> list[str]:
     real_budget, real_compare, order = budgets.Budget, command._compare, []
     monkeypatch.setattr(budgets, "Budget", lambda seconds, started=None: real_budget(seconds, 0.0, clock))
 
-    def compare_then_tick(target, label, *more):
+    def compare_then_tick(target, label, *more, **named):
         order.append(label)
         try:
-            return real_compare(target, label, *more)
+            return real_compare(target, label, *more, **named)
         finally:
             clock.now += clock.step
     monkeypatch.setattr(command, "_compare", compare_then_tick)
@@ -96,7 +96,7 @@ def test_a_review_on_a_gpu_asks_its_ops_comparison_for_float32_and_bfloat16(tmp_
     from compare.review.revisions import Repository
     asked = []
 
-    def keep_request(target, label, request, *_):
+    def keep_request(target, label, request, *_, **__):
         asked.append(request)
         return command.Compared(target, label, None, "the test keeps the request")
     monkeypatch.setattr(command, "_compare", keep_request)

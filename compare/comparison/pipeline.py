@@ -19,6 +19,7 @@ from compare.comparison.environment import collect
 from compare.runtime.progress import Step
 from compare.model.results import Failure, Report, ShapeParams, VariantInfo
 from compare.model.same_code import settled
+from compare.model.skips import Skip
 from compare.model.states import LoadStatus
 from compare.model.vocabulary import dtype_name
 from compare.comparison.plan import Plan, Request, build
@@ -155,11 +156,12 @@ def run(request: Request, registry: Registry, backend: Backend,
 
 
 def execute(plan: Plan, backend: Backend, step: Step = Step(), failed: tuple[VariantInfo, ...] = (),
-            ir_cache=None, distributed=None, timing_workers=None) -> Report:
+            ir_cache=None, distributed=None, timing_workers=None, enough=None) -> Report:
     """The report for `plan`; `failed` (from `loaded`) lists variants that could not be loaded.
     `ir_cache` (a compare.checks.ir.CompileCache) keeps compiled kernels for later runs of a caller comparing many pairs.
     `distributed` (compare.processes.distributed.Distribution) runs the checks as tasks in worker processes or on a cluster;
-    `timing_workers` (timing_run.TimingWorkers) keeps the timing processes warm for the caller's later runs."""
+    `timing_workers` (timing_run.TimingWorkers) keeps the timing processes warm for the caller's later runs;
+    `enough(findings)`, after each check: why the checks after it are not worth running (skipped), or None."""
     chosen, failed = _compiled(plan.family, list(plan.variants), plan.preset.shapes[0], plan.dtypes[0], backend,
                                tuple(failed), step)
     if len(chosen) != len(plan.variants):
@@ -172,7 +174,7 @@ def execute(plan: Plan, backend: Backend, step: Step = Step(), failed: tuple[Var
     warm = Warm(ir=ir_cache, timing=timing_workers)
     begun = [distributed.pending(c) if distributed else c.begin(plan, backend, step, warm) for c in plan.runs]
     try:
-        return _checks(plan, backend, infos, begun, distributed)
+        return _checks(plan, backend, infos, begun, distributed, enough)
     except BaseException:   # a stop, or an error: what a check began ends with the run (its files removed)
         for pending in begun:
             pending.cancel()
@@ -182,16 +184,20 @@ def execute(plan: Plan, backend: Backend, step: Step = Step(), failed: tuple[Var
             pending.close()
 
 
-def _checks(plan: Plan, backend, infos, begun: list, distributed=None) -> Report:
+def _checks(plan: Plan, backend, infos, begun: list, distributed=None, enough=None) -> Report:
     """The report of every check's findings; on a stop signal, Interrupted with the report of what was finished
     before it (the cases a `partial` check finished)."""
     left_out = Findings(skipped=plan.left_out + tuple(s for c in plan.runs for s in c.left_out(plan)))
     found, kept = left_out, left_out
     try:
-        for check, pending in zip(plan.runs, begun):
+        for index, (check, pending) in enumerate(zip(plan.runs, begun)):
             findings = pending.result()
             found += findings
             kept += findings if check.partial else Findings()
+            why = enough(found) if enough is not None else None
+            if why:
+                found += _not_worth(plan, begun, index + 1, why)
+                break
     except (CheckStopped, supervisor.Stopped) as exc:
         stop = exc.stop if isinstance(exc, CheckStopped) else exc
         kept += exc.findings if isinstance(exc, CheckStopped) else Findings()
@@ -201,6 +207,13 @@ def _checks(plan: Plan, backend, infos, begun: list, distributed=None) -> Report
         report = _report(plan, backend, infos, kept + Findings(skipped=stopped.skips()), distributed)
         raise Interrupted(dataclasses.replace(report, interrupted=stopped), stop) from None
     return _report(plan, backend, infos, found, distributed)
+
+
+def _not_worth(plan: Plan, begun: list, after: int, why: str) -> Findings:
+    """The checks from `after` on ended unrun, each said skipped for `why`."""
+    for pending in begun[after:]:
+        pending.cancel()
+    return Findings(skipped=tuple(Skip(word, why) for check in plan.runs[after:] for word in check.asked(plan)))
 
 
 def _report(plan: Plan, backend, infos, found: Findings, distributed) -> Report:

@@ -198,7 +198,8 @@ class _Work:
                                 preset=_preset(self.args, family, self.backend), dtype=dtype)
         try:
             with deadline(self.clock.left(), f"the review's time budget ({self.clock.seconds:g} s) ran out"):
-                done = _compare(target, label, request, self.registry, self.backend, self.args.quiet, self.warm)
+                done = _compare(target, label, request, self.registry, self.backend, self.args.quiet, self.warm,
+                                enough=_misfit(f"{label}.base") if target.by_names else None)
         except supervisor.OutOfTime as stop:   # before its checks began: loading, compiling
             done = Compared(target, label, None, str(stop), stopped=True)
         if done.stopped:
@@ -261,7 +262,17 @@ class _Work:
         return BudgetUse.made(self.clock.seconds, self.clock.used(), len(self.done) + len(replayed), late + stopped)
 
 
-def _compare(target, label: str, request, registry, backend, quiet: bool, warm: _Warm | None = None) -> Compared:
+def _misfit(base: str):
+    """For an op matched to its family by parameter names alone: after a check, why the rest is not worth
+    running (BASE does not fit the family: the op is replayed instead), or None."""
+    def enough(found) -> str | None:
+        fit = family_fit(found, base)
+        return None if fit.fits else f"not run: the family does not fit the op ({fit.why})"
+    return enough
+
+
+def _compare(target, label: str, request, registry, backend, quiet: bool, warm: _Warm | None = None,
+             enough=None) -> Compared:
     """One op's comparison (in `warm`'s processes, where given): its report; none, and why, with the packages
     its imports lack, when neither revision's code could be loaded; what finished, `stopped`, when the time
     budget ran out during its checks. A bad --preset or --shape for its family is the user's: UsageError."""
@@ -280,7 +291,7 @@ def _compare(target, label: str, request, registry, backend, quiet: bool, warm: 
             with reporter(pipeline.count_steps(the_plan, backend), not quiet) as step:
                 return Compared(target, label, pipeline.execute(
                     the_plan, backend, step, failed=failed, ir_cache=warm.ir if warm else None,
-                    timing_workers=warm.timing if warm else None))
+                    timing_workers=warm.timing if warm else None, enough=enough))
         except pipeline.Interrupted as exc:
             if not isinstance(exc.stop, supervisor.OutOfTime):
                 raise

@@ -145,6 +145,10 @@ def _run(mode: str, request: dict, work: Path, limit: float) -> tuple[int | None
     """(exit code, or None if stopped at the limit, or not started with none; the tail of what it printed)."""
     if limit <= 0:
         return None, ""
+    return _finish(_start(mode, request, work), time.monotonic() + limit)
+
+
+def _start(mode: str, request: dict, work: Path) -> tuple[subprocess.Popen, Path]:
     ask = work / f"{mode}-request.json"
     ask.write_text(json.dumps(request))
     log = work / f"{mode}.log"
@@ -152,19 +156,25 @@ def _run(mode: str, request: dict, work: Path, limit: float) -> tuple[int | None
     with log.open("w") as sink:
         proc = subprocess.Popen([sys.executable, str(WORKER), mode, str(ask)], stdout=sink, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, env=env, cwd=request["rootdir"], start_new_session=True)
-        try:
-            code = proc.wait(timeout=limit)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-            proc.wait()
-            code = None
+    return proc, log
+
+
+def _finish(started: tuple[subprocess.Popen, Path], by: float) -> tuple[int | None, str]:
+    """`started`'s exit code once it ends, or None where it is stopped at the monotonic time `by`."""
+    proc, log = started
+    try:
+        code = proc.wait(timeout=max(by - time.monotonic(), 0.0))
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        proc.wait()
+        code = None
     tail = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()][-3:]
     return code, " | ".join(tail)[-400:]
 
 
 class Replayer:
     """One review's replays: each revision's whole tree materialized once; the ops recorded in one process per
-    side they are recorded at, then every recorded call played in one process per revision."""
+    side they are recorded at, then every recorded call played in one process per revision, both at once."""
 
     def __init__(self, repo: Repository, base: str, head: str, device: str, limits: Limits | None = None,
                  budget=None, say=None):
@@ -194,7 +204,8 @@ class Replayer:
         """Each of `ops` recorded from its tests and played at both revisions, in the order given."""
         found: dict[str, ReplayedOp] = {}
         groups = {at: [op for op in ops if (Side.BASE if op.only_at_base else Side.HEAD) == at] for at in Side}
-        self.processes_left = 3 * sum(1 for group in groups.values() if group)   # a recording, two plays
+        # a recording, then the plays at both revisions side by side: two shares of the budget per group
+        self.processes_left = 2 * sum(1 for group in groups.values() if group)
         for at, group in groups.items():
             if group:
                 found.update(self._replay_group(at, group))
@@ -214,10 +225,9 @@ class Replayer:
                  f"{at.value} in {time.monotonic() - started:.0f} s")
         shared = list(_recording_notes(manifest, ran, self.limits))
         calls = {op.key: [c for c in manifest.get("calls", []) if c["op"] == f"{op.module}:{op.name}"] for op in ops}
-        played = {side: self._play(side, [op for op in wanted if calls[op.key]], calls, recording) for side in Side} \
-            if any(calls.values()) else {}
+        played = self._play([op for op in wanted if calls[op.key]], calls, recording) if any(calls.values()) else {}
         if not played:
-            self.processes_left = max(self.processes_left - 2, 0)   # no play: its share goes to those after
+            self.processes_left = max(self.processes_left - 1, 0)   # no play: its share goes to those after
         done = {}
         for op in ops:
             notes = [*op.notes, *_own(shared, op)]
@@ -253,17 +263,26 @@ class Replayer:
         code, tail = _run("record", request, out, limit)
         return _Ran(code, tail, by_budget and code is None)
 
-    def _play(self, side: Side, ops: list[OpToReplay], calls: dict, recording: Path) -> "_Played":
-        """What each call gave at `side` (a folder), and notes on what the replay could not do, by op."""
-        out = recording / f"played-{side.value.lower()}"
-        out.mkdir()
-        request = {**self._request(side, ops[0], out), "recording": str(recording), "seed": 0, "again": side == Side.BASE,
-                   "ops": [{"module": op.module, "name": op.name, "calls": [c["file"] for c in calls[op.key]]}
-                           for op in ops]}
+    def _play(self, ops: list[OpToReplay], calls: dict, recording: Path) -> dict[Side, "_Played"]:
+        """What each call gave at each revision, both played at once (each side its own process: the plays
+        check numbers, not time), and notes on what the replay could not do, by op."""
         limit, by_budget = self._limit(self.limits.play_s)
-        started = time.monotonic()
-        code, tail = _run("play", request, out, limit)
-        self.say(f"played them at {side.value} in {time.monotonic() - started:.0f} s")
+        started, by = time.monotonic(), time.monotonic() + limit
+        running = {}
+        for side in Side:
+            out = recording / f"played-{side.value.lower()}"
+            out.mkdir()
+            request = {**self._request(side, ops[0], out), "recording": str(recording), "seed": 0,
+                       "again": side == Side.BASE, "ops": [{"module": op.module, "name": op.name,
+                                                            "calls": [c["file"] for c in calls[op.key]]} for op in ops]}
+            running[side] = (out, _start("play", request, out) if limit > 0 else None)
+        ended = {side: (out, _finish(proc, by) if proc else (None, "")) for side, (out, proc) in running.items()}
+        self.say(f"played them at {' and '.join(s.value for s in Side)}, side by side, in "
+                 f"{time.monotonic() - started:.0f} s")
+        return {side: self._played(side, ops, out, *result, by_budget) for side, (out, result) in ended.items()}
+
+    def _played(self, side: Side, ops: list[OpToReplay], out: Path, code: int | None, tail: str,
+                by_budget: bool) -> "_Played":
         try:
             unloadable = json.loads((out / "unloadable.json").read_text())
         except (OSError, ValueError):
