@@ -7,7 +7,8 @@
 #   bash benchmarks/real_library.sh aa [BUNDLE]        the same seven with --aa --check timing: each op's BASE
 #                                                      timed against itself at the same presets
 # BUNDLE: the corpus bundle (default $KERNEL_AB_CORPUS/liger-kernel-prs.bundle, else ../shared/corpus/...).
-# Each part stops its steps by BUDGET_S (default 560 s) and packs into $OUT/real_library_<part>.tgz.
+# Each part stops its steps by BUDGET_S (default 560 s) and packs into $OUT/real_library_<part>.tgz; PRS="a b"
+# reviews those alone.
 set -uo pipefail
 part=${1:?part: reviews or aa}
 corpus=${KERNEL_AB_CORPUS:-$(dirname "$0")/../../shared/corpus}
@@ -19,7 +20,7 @@ git clone -q "$bundle" "$W/liger" || { echo "no corpus bundle at $bundle"; exit 
 extra=()
 [ "$part" = aa ] && extra=(--aa --check timing)
 [ "$part" = reviews ] || [ "$part" = aa ] || { echo "part: reviews or aa"; exit 2; }
-for pr in gn999 gn1112 rms1000 ln1006 ln945 ce1329 sw1271; do
+for pr in ${PRS:-gn999 gn1112 rms1000 ln1006 ln945 ce1329 sw1271}; do
     more=()
     [ "$pr" = ce1329 ] && more=(--dtype float32,bfloat16)
     step "$pr" 150 python3 main.py review "${pr}_base" "${pr}_head" --repo "$W/liger" --out "$W/$pr" \

@@ -3,7 +3,8 @@
 # tests/test_timing_isolation.py): group_norm's pointer_mutation and explicit_offset at the seed512 preset,
 # timed alone (run "honest") and again beside op variants that return one persistent output buffer, return a
 # cached answer, or abort their process in the timed rounds (run "hostile"); each run twice, so the honest
-# pair's numbers are read against their own run-to-run spread. steps.txt holds exit codes and wall times.
+# pair's numbers are read against their own run-to-run spread (RUNS=1: once). steps.txt holds exit codes and
+# wall times.
 #   bash benchmarks/timing_isolation_gpu.sh
 set -uo pipefail
 source "$(dirname "$0")/steps.sh"
@@ -50,7 +51,7 @@ PY
 base=(python3 main.py compare pointer_mutation explicit_offset --family group_norm --preset seed512 --check timing)
 hostile=(--variant "persistent=$W/ops/hostile.py::persistent" --variant "cached=$W/ops/hostile.py::cached"
          --variant "aborting=$W/ops/hostile.py::aborting")
-for n in 1 2; do
+for n in $(seq 1 "${RUNS:-2}"); do
     step "honest_$n" 120 "${base[@]}" --json "$W/honest_$n.json"
     step "hostile_$n" 150 "${base[@]}" "${hostile[@]}" --json "$W/hostile_$n.json"
 done
