@@ -87,10 +87,8 @@ class TimingCheck(Check):
             return Ready(lambda: Findings(skipped=(Skip("timing", NO_GPU),)))
         processes = _timing_processes(plan, backend, warm.timing)
 
-        def work() -> Findings:
-            section, skipped = _timing(plan, backend, step, processes)
-            return Findings(timing=section, skipped=skipped)
-        return Ready(work, close=processes.close if processes else lambda: None)
+        return Ready(lambda: _timing(plan, backend, step, processes),
+                     close=processes.close if processes else lambda: None)
 
     def steps(self, plan: Plan, backend: Backend) -> int:
         if not backend.gpu:
@@ -127,11 +125,10 @@ def _timing_processes(plan: Plan, backend: Backend, workers=None):
                                       workers=workers)
 
 
-def _timing(plan: Plan, backend: Backend, step, processes=None) -> tuple:
-    """(the timing section or None, lines for passes and dtypes not timed): the plan's passes, each dtype
-    in a fresh process (`processes`: compare.comparison.timing_run.TimingProcesses) or, without, here."""
-    skipped = plan.timing_left_out
+def _timing(plan: Plan, backend: Backend, step, processes=None) -> Findings:
+    """The timing section (None: none) and the passes and dtypes not timed: the plan's passes, each dtype in a
+    fresh process (`processes`: compare.comparison.timing_run.TimingProcesses) or, without, here."""
+    left_out = Findings(skipped=plan.timing_left_out)
     if processes is None:
-        return timing_run.run_timing(plan, step), skipped
-    section, failed = processes.run(step)
-    return section, skipped + tuple(failed)
+        return left_out + Findings(timing=timing_run.run_timing(plan, step))
+    return left_out + processes.run(step)

@@ -70,11 +70,10 @@ class Started:
         from compare.checks.check import Ready
         return Ready(lambda: check.collect(self.plan, self.backend, self.step, Results(self, check)))
 
-    def timing(self) -> tuple:
-        """(the timing section merged from every timing task, the Skips of what was not timed)."""
+    def timing(self):
+        """The timing section merged from every timing task, and the Skips of what was not timed (Findings)."""
         from compare.comparison.timing_check import TimedCase, merged
-        found = merged(self.plan, [decode(TimedCase, self._answer(t)) for t in self.tasks if t.kind == "timing"])
-        return found.timing, found.skipped
+        return merged(self.plan, [decode(TimedCase, self._answer(t)) for t in self.tasks if t.kind == "timing"])
 
     def incidents(self) -> tuple[str, ...]:
         return tuple(self.left_behind) + tuple(self.executor.incidents())
