@@ -105,3 +105,10 @@ def test_findings_joined_keep_the_first_ir_section_and_every_further_kernel_in_o
     assert joined.ir is forward and joined.ir_kernels == (backward,)
     assert [s.check for s in joined.skipped] == ["timing", "ir", "finite"]
     assert (Findings() + Findings()).ir is None
+
+
+def test_every_check_word_is_answered_by_one_built_in_check_named_by_its_word():
+    from compare.model.vocabulary import BACKWARD, IR, NUMERICS, TIMING
+    runs = plan.build(plan.Request(), registry()).runs
+    assert sorted(w for c in runs for w in c.answers) == sorted(CHECKS) == sorted((NUMERICS, BACKWARD, TIMING, IR))
+    assert [c.name for c in runs] == [NUMERICS, TIMING, IR]

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Optional
 from compare.checks.check import Case, Check, Findings, Ready, Warm
 from compare.model.results import IRSection
 from compare.model.skips import Skip
+from compare.model.vocabulary import IR
 from compare.runtime.backend import Backend
 from compare.runtime.progress import Step
 
@@ -79,7 +80,7 @@ def _found(found: Findings, step: Step) -> Findings:
 
 
 class IRCheck(Check):
-    name, result_type, collect_steps = "ir", IRResult, 1
+    name, result_type, collect_steps = IR, IRResult, 1
 
     def cases(self, plan: Plan, backend: Backend) -> tuple[Case, ...]:
         if any(v.kind == "op" for v in plan.variants):   # ops are run to find their kernels

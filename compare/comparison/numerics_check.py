@@ -11,7 +11,7 @@ from compare.checks.draws import Draws, Trials
 from compare.comparison.pace import CaseWork, Pace, case_work
 from compare.model.results import NumericsCase, NumericsSection
 from compare.model.skips import Interruption, Skip
-from compare.model.vocabulary import dtype_name
+from compare.model.vocabulary import BACKWARD, NUMERICS, dtype_name
 from compare.runtime import interpreted_autotune, supervisor
 from compare.runtime.backend import Backend
 from compare.runtime.progress import Step
@@ -22,12 +22,12 @@ if TYPE_CHECKING:
 
 def _words(direction: str) -> str:
     """The --check word of a pass."""
-    return "numerics" if direction == "forward" else direction
+    return NUMERICS if direction == "forward" else BACKWARD
 
 
 class NumericsCheck(Check):
-    name, result_type, partial = "numerics", NumericsCase, True
-    answers = ("numerics", "backward")
+    name, result_type, partial = NUMERICS, NumericsCase, True
+    answers = (NUMERICS, BACKWARD)
 
     def cases(self, plan: Plan, backend: Backend) -> tuple[Case, ...]:
         """A case per (pass, dtype, input kind, shape), in run order. Without --inputs (the quick plan) only the
@@ -60,8 +60,8 @@ class NumericsCheck(Check):
         return tuple(_words(d) for d in plan.directions)
 
     def left_out(self, plan: Plan) -> tuple[Skip, ...]:
-        if "backward" in plan.checks and "backward" not in plan.directions:
-            return (Skip("backward", f"family {plan.family.name} has no backward pass"),)
+        if BACKWARD in plan.checks and "backward" not in plan.directions:
+            return (Skip(BACKWARD, f"family {plan.family.name} has no backward pass"),)
         return ()
 
     def interruption(self, stop: str, plan: Plan, backend: Backend, found: Findings, asked) -> Interruption:

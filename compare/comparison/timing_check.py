@@ -11,7 +11,7 @@ from compare.checks.check import Case, Check, Findings, Ready, Warm
 from compare.comparison import timing_run
 from compare.model.results import TimingCase, TimingSection
 from compare.model.skips import Skip
-from compare.model.vocabulary import CONFIDENCE, dtype_name
+from compare.model.vocabulary import CONFIDENCE, TIMING, dtype_name
 from compare.runtime.backend import Backend
 from compare.runtime.progress import Step
 
@@ -53,7 +53,7 @@ def place() -> Place:
 
 
 class TimingCheck(Check):
-    name, result_type, exclusive = "timing", TimedCase, True
+    name, result_type, exclusive = TIMING, TimedCase, True
 
     def cases(self, plan: Plan, backend: Backend) -> tuple[Case, ...]:
         if not backend.gpu:
@@ -119,7 +119,7 @@ def merged(plan: Plan, timed: list[TimedCase]) -> Findings:
 def _timing_processes(plan: Plan, backend: Backend, workers=None):
     """The timing processes (one a dtype, `workers`' if given: timing_run.TimingWorkers), asked now to load while
     the numerics run; None if timed here."""
-    if "timing" not in plan.checks or not timing_run.in_fresh_processes(backend.gpu):
+    if TIMING not in plan.checks or not timing_run.in_fresh_processes(backend.gpu):
         return None
     return timing_run.TimingProcesses(timing_run.worker_request(plan), tuple(dtype_name(d) for d in plan.dtypes),
                                       workers=workers)

@@ -11,6 +11,7 @@ from compare.processes import tasks as tasks_mod
 from compare.model.results import decode
 from compare.model.states import Failure
 from compare.model.task_answers import TaskState
+from compare.model.vocabulary import TIMING
 
 _MAX_RERUNS = 8
 
@@ -73,7 +74,7 @@ class Started:
     def timing(self):
         """The timing section merged from every timing task, and the Skips of what was not timed (Findings)."""
         from compare.comparison.timing_check import TimedCase, merged
-        return merged(self.plan, [decode(TimedCase, self._answer(t)) for t in self.tasks if t.kind == "timing"])
+        return merged(self.plan, [decode(TimedCase, self._answer(t)) for t in self.tasks if t.kind == TIMING])
 
     def incidents(self) -> tuple[str, ...]:
         return tuple(self.left_behind) + tuple(self.executor.incidents())
