@@ -91,3 +91,24 @@ def test_its_gate_passes_where_no_variant_introduces_a_failure_and_a_saved_repor
     assert code == 0 and "gate --fail-on finite: passed" in terminal
     report = json_report.load(text)
     assert "checks" not in json.loads(json_report.render(dataclasses.replace(report, checks=())))
+
+
+def test_findings_joined_keep_the_first_ir_section_and_every_further_kernel_in_order():
+    from compare.model.results import IRSection
+    from compare.model.skips import Skip
+
+    def section(kernel):
+        return IRSection("offline", "sm_90", "S", "float32", "", "", ("ttir",), (), (), kernel=kernel)
+    forward, backward = section("forward"), section("backward")
+    ir = Findings(ir=forward, ir_kernels=(backward,), skipped=(Skip("ir", "one dtype"),))
+    joined = Findings(skipped=(Skip("timing", "no GPU"),)) + ir + Findings(skipped=(Skip("finite", "none"),))
+    assert joined.ir is forward and joined.ir_kernels == (backward,)
+    assert [s.check for s in joined.skipped] == ["timing", "ir", "finite"]
+    assert (Findings() + Findings()).ir is None
+
+
+def test_every_check_word_is_answered_by_one_built_in_check_named_by_its_word():
+    from compare.model.vocabulary import BACKWARD, IR, NUMERICS, TIMING
+    runs = plan.build(plan.Request(), registry()).runs
+    assert sorted(w for c in runs for w in c.answers) == sorted(CHECKS) == sorted((NUMERICS, BACKWARD, TIMING, IR))
+    assert [c.name for c in runs] == [NUMERICS, TIMING, IR]

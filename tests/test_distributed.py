@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import main
+from compare.model.task_answers import TaskAnswer
 from compare.processes.executors import LocalExecutor
 from compare.processes.tasks import Task
 from tests.extras import need
@@ -120,11 +121,11 @@ def test_dry_run_places_timing_one_case_at_a_time_per_gpu(capsys):
 def test_a_worker_lost_outside_any_launch_is_run_again_and_said():
     ex = LocalExecutor(2)
     try:
-        answers = iter([{"lost": "its worker process crashed the process (SIGKILL)"}, {"ok": {"n": 1}}])
+        answers = iter([TaskAnswer.lost("its worker process crashed the process (SIGKILL)"), TaskAnswer.ok({"n": 1})])
         for runner in ex._runners:
             runner.run = lambda task: next(answers)
         task = Task("numerics forward float32 normal S", "numerics", "{}", "cpu", ("forward", "float32", "normal", 0, (0,)))
-        assert ex.submit(task).result(timeout=30) == {"ok": {"n": 1}}
+        assert ex.submit(task).result(timeout=30) == TaskAnswer.ok({"n": 1})
         (said,) = ex.incidents()
         assert said.startswith("task numerics forward float32 normal S: worker ") and "SIGKILL" in said
         assert "ran again on worker" in said
@@ -141,8 +142,8 @@ def test_timing_cases_merge_in_plan_order_each_saying_its_gpu():
 
     def answer(dtype, gpu):
         case = TimingCase("S", "forward", False, 1.0, (), (), dtype=dtype, ran_on=f"H200 GPU-{gpu}, copy 4000 GB/s")
-        return {"ok": {"case": to_dict(case), "gpu": "H200", "method": "interleaved rounds",
-                       "compile_seconds": [["inductor", 2.0]], "place": {"copy_gbs": 4000.0 + gpu}}}
+        return TaskAnswer.ok({"case": to_dict(case), "gpu": "H200", "method": "interleaved rounds",
+                              "compile_seconds": [["inductor", 2.0]], "place": {"copy_gbs": 4000.0 + gpu}})
 
     answers = {"timing float32 S forward": answer("float32", 0), "timing bfloat16 S forward": answer("bfloat16", 1),
                "timing bfloat16 S backward": answer("bfloat16", 0)}
@@ -156,7 +157,8 @@ def test_timing_cases_merge_in_plan_order_each_saying_its_gpu():
     tasks = [Task(key, "timing", "{}", "cuda", (key.split()[1], 0, key.split()[3])) for key in answers]
     plan = SimpleNamespace(timing=SimpleNamespace(noise=0.01), timing_left_out=("left out",))
     started = Started(Fixed(), tasks, plan, None, None)
-    section, skipped = started.timing()
+    found = started.timing()
+    section, skipped = found.timing, found.skipped
     assert [c.ran_on.split(",")[0] for c in section.cases] == ["H200 GPU-0", "H200 GPU-1", "H200 GPU-0"]
     assert [c.dtype for c in section.cases] == ["float32", "bfloat16", "bfloat16"]
     assert section.compile_seconds == (("inductor", 2.0), ("inductor", 2.0))   # one compile per dtype

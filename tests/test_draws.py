@@ -23,8 +23,8 @@ class Counting:
 def _cases(family):
     kinds = list(family.input_kinds)[:2]   # normal and one more
     shape = family.preset(family.default_preset).shapes[0]
-    fwd = [("forward", torch.float32, k, shape, (0, 1) if k == "normal" else (0,)) for k in kinds]
-    bwd = [("backward", torch.float32, k, shape, (0,)) for k in kinds]
+    fwd = [draws.Trials(shape, torch.float32, k, (0, 1) if k == "normal" else (0,)) for k in kinds]
+    bwd = [draws.Trials(shape, torch.float32, k, (0,)) for k in kinds]
     return shape, fwd + bwd
 
 
@@ -39,8 +39,7 @@ def test_drawn_ahead_equals_drawn_on_the_spot_and_repeats_are_drawn_once():
         counting = Counting(family)
         shape, cases = _cases(family)
         with draws.Draws(counting, "cpu", cases) as d:
-            got = [(seed, kind, d.get(shape, torch.float32, seed, kind))
-                   for _, _, kind, _, seeds in cases for seed in seeds]
+            got = [(seed, c.kind, d.get(shape, torch.float32, seed, c.kind)) for c in cases for seed in c.seeds]
         assert len(got) == 5
         for seed, kind, inputs in got:
             assert _same(inputs, family.make_inputs(shape, torch.float32, "cpu", seed, kind)), (name, seed, kind)
@@ -54,9 +53,9 @@ def test_a_trial_not_in_the_plan_is_drawn_when_asked_and_the_bound_holds(monkeyp
     shape, cases = _cases(family)
     monkeypatch.setattr(draws, "HELD_BYTES", 1)   # nothing may be held: every trial drawn when asked for
     with draws.Draws(counting, "cpu", cases) as d:
-        for _, _, kind, _, seeds in cases:
-            for seed in seeds:
-                d.get(shape, torch.float32, seed, kind)
+        for c in cases:
+            for seed in c.seeds:
+                d.get(shape, torch.float32, seed, c.kind)
                 assert len(d.held) <= 1
         extra = d.get(shape, torch.float32, 7, "normal")
     assert _same(extra, family.make_inputs(shape, torch.float32, "cpu", 7, "normal"))

@@ -40,13 +40,13 @@ def test_once_a_case_is_done_the_runs_own_pace_decides(monkeypatch, capsys):
     monkeypatch.setattr(pace, "ELEMENTS_PER_S", 1.0)
     fast = pace.Pace()
     fast.record(10_000, 1.0)   # 10,000 element-runs a second so far: 1,000 more take 0.1 s
-    with fast.case("fast", 500, 2):
+    with fast.case("fast", pace.CaseWork(500, 2)):
         pass
     assert warnings(capsys.readouterr().err) == []
     monkeypatch.setattr(pace, "ELEMENTS_PER_S", 1e12)
     slow = pace.Pace()
     slow.record(1_000, 100.0)   # 10 a second so far: 1,000 more take 100 s
-    with slow.case("slow", 500, 2):
+    with slow.case("slow", pace.CaseWork(500, 2)):
         pass
     said = warnings(capsys.readouterr().err)
     assert len(said) == 1 and "about 100 s" in said[0] and "this run's pace so far" in said[0]

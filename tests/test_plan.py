@@ -117,6 +117,7 @@ def test_the_family_says_where_x_is_read_twice_and_the_report_carries_it():
 
 
 def test_a_timing_process_is_handed_the_planned_passes_and_plans_the_same(monkeypatch):
+    from compare.checks.check import Findings
     from compare.comparison import timing_run
     from compare.runtime.backend import Backend
     from compare.runtime.progress import Step
@@ -130,12 +131,12 @@ def test_a_timing_process_is_handed_the_planned_passes_and_plans_the_same(monkey
             handed.update(request=request, dtypes=dtypes, workers=workers)
 
         def run(self, step):
-            return None, []
+            return Findings()
     monkeypatch.setattr(timing_run, "in_fresh_processes", lambda gpu: True)
     monkeypatch.setattr(timing_run, "TimingProcesses", Processes)
     backend = Backend("cuda", False, "test")
-    _, skipped = pipeline._timing(the_plan, backend, Step(), pipeline._timing_processes(the_plan, backend))
-    assert handed["dtypes"] == ("float32", "float16") and skipped == the_plan.timing_left_out
+    found = pipeline._timing(the_plan, backend, Step(), pipeline._timing_processes(the_plan, backend))
+    assert handed["dtypes"] == ("float32", "float16") and found.skipped == the_plan.timing_left_out
     assert handed["workers"] is None   # a comparison of its own: its own processes
     sent = timing_run.request_from_json(timing_run.request_json(handed["request"]), plan.Request, TimingConfig)
     again = plan.build(sent, reg)   # what the worker plans in its own process

@@ -117,37 +117,39 @@ def test_timing_processes_start_at_once_and_time_one_after_another_with_the_stat
     real_time = timing_run.TimingProcesses._time
 
     def noting(self, w, copy_gbs):   # when told to go: had the first finished timing, when had this one started?
-        first = self.workers[0]["answer"]
+        first = self.workers[0].answer
         if w is not self.workers[0]:
             seen["first timed at"] = float(open(f"{first}.when").read())
-            seen["second started at"] = float(open(f"{w['answer']}.started").read())
-        seen[w["dtype"]] = copy_gbs
+            seen["second started at"] = float(open(f"{w.answer}.started").read())
+        seen[w.dtype] = copy_gbs
         return real_time(self, w, copy_gbs)
     monkeypatch.setattr(timing_run.TimingProcesses, "_time", noting)
-    (section, failed), processes = _processes(tmp_path, monkeypatch, "ok")
-    assert failed == []
+    found, processes = _processes(tmp_path, monkeypatch, "ok")
+    section = found.timing
+    assert found.skipped == ()
     # the second process had started before the first timed: it loaded alongside, not after
     assert seen["second started at"] < seen["first timed at"]
     # the first measured the copy bandwidth; the second was handed it
     assert seen["float32"] == 0.0 and seen["bfloat16"] == 4207.0
     # the status file reaches a process only with its go, and the sections of both are merged
     assert section.gpu == f"{tmp_path / 'status'}|float32|"
-    assert all(not w["worker"].alive() for w in processes.workers)   # its own processes end with it
+    assert all(not w.worker.alive() for w in processes.workers)   # its own processes end with it
 
 
 def test_a_timing_process_that_fails_to_load_or_never_gets_ready_is_one_line(tmp_path, monkeypatch):
-    (section, failed), _ = _processes(tmp_path, monkeypatch, "crash", ("float32",))
+    found, _ = _processes(tmp_path, monkeypatch, "crash", ("float32",))
+    section, failed = found.timing, found.skipped
     assert section is None and len(failed) == 1
     assert (failed[0].check, failed[0].part) == ("timing", "float32")
     assert failed[0].why.startswith("its process ended with exit code 1 (cannot load: float32)")
-    (section, failed), processes = _processes(tmp_path, monkeypatch, "never ready", ("float16",))
-    assert section is None and failed == [Skip("timing", "its process had not loaded the variants after 3 s "
-                                               "(--variant-timeout)", "float16")]
-    assert all(not w["worker"].alive() for w in processes.workers)
+    found, processes = _processes(tmp_path, monkeypatch, "never ready", ("float16",))
+    assert found.timing is None and found.skipped == (Skip("timing", "its process had not loaded the variants "
+                                                           "after 3 s (--variant-timeout)", "float16"),)
+    assert all(not w.worker.alive() for w in processes.workers)
 
 
 def _comparisons(workers, names: list[tuple[str, ...]], dtypes=("float32", "bfloat16")) -> list:
-    """Each comparison's (section, failed) in turn, timed in `workers`' processes, as a review's ops are."""
+    """Each comparison's timing Findings in turn, timed in `workers`' processes, as a review's ops are."""
     from compare.comparison import plan
     from compare.runtime.progress import Step
     done = []
@@ -166,9 +168,9 @@ def test_a_reviews_comparisons_are_timed_in_one_warm_process_per_dtype(tmp_path,
     try:
         done = _comparisons(workers, [("a.base", "a.head"), ("b.base", "b.head"), ("c.base", "c.head")])
         # each comparison timed in both dtypes, each by the process of its dtype
-        assert [section.gpu.split("|")[1:] for section, _ in done] == [["float32", f"{op}.base,{op}.head"]
+        assert [found.timing.gpu.split("|")[1:] for found in done] == [["float32", f"{op}.base,{op}.head"]
                                                                        for op in "abc"]
-        assert all(failed == [] for _, failed in done)
+        assert all(found.skipped == () for found in done)
         assert workers.starts == 2 and len(starts.read_text().split()) == 2   # not one per comparison and dtype
     finally:
         workers.close()
@@ -181,9 +183,9 @@ def test_a_comparison_that_kills_its_timing_process_fails_alone_and_the_next_get
     try:
         first, killed, after = _comparisons(workers, [("a.base", "a.head"), ("b.base", "dies"),
                                                       ("c.base", "c.head")], dtypes=("float32",))
-        assert first[1] == [] and after[1] == [] and after[0].gpu.endswith("|float32|c.base,c.head")
-        assert killed[0] is None and killed[1] == [Skip("timing", "its process ended with exit code 9 (no output)",
-                                                        "float32")]
+        assert first.skipped == () and after.skipped == () and after.timing.gpu.endswith("|float32|c.base,c.head")
+        assert killed.timing is None and killed.skipped == (Skip("timing", "its process ended with exit code 9 "
+                                                                 "(no output)", "float32"),)
         assert workers.starts == 2 and len(starts.read_text().split()) == 2   # the one it killed, and a fresh one
     finally:
         workers.close()

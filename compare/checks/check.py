@@ -41,13 +41,15 @@ class Findings:
 
     numerics: Optional[NumericsSection] = None
     timing: Optional[TimingSection] = None
-    ir: tuple[Optional[IRSection], ...] = ()   # the forward kernel's section (None: none), then further kernels
+    ir: Optional[IRSection] = None             # the compiled code's first section (the first kernel compared)
+    ir_kernels: tuple[IRSection, ...] = ()     # the sections of further kernels (the backward's)
     sections: tuple[CheckSection, ...] = ()    # checks outside the built-in four (compare/model/check_sections.py)
     skipped: tuple[Skip, ...] = ()
 
     def __add__(self, other: "Findings") -> "Findings":
-        return Findings(other.numerics or self.numerics, other.timing or self.timing, self.ir + other.ir,
-                        self.sections + other.sections, self.skipped + other.skipped)
+        return Findings(numerics=other.numerics or self.numerics, timing=other.timing or self.timing,
+                        ir=other.ir or self.ir, ir_kernels=self.ir_kernels + other.ir_kernels,
+                        sections=self.sections + other.sections, skipped=self.skipped + other.skipped)
 
 
 class CheckStopped(BaseException):

@@ -6,7 +6,9 @@ still reads a sealed copy (compare.runtime.sealing), so sharing a draw shares no
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import os
+from typing import Any
 
 AHEAD = 4                 # trials drawn ahead of the one in use, at most
 HELD_BYTES = 1 << 30      # drawn trials held (ahead, or for a later use) at most this much memory
@@ -17,15 +19,25 @@ def workers() -> int:
     return max(1, min(AHEAD, (os.cpu_count() or 1) - 1))
 
 
-class Draws:
-    """`get(shape, dtype, seed, kind)` gives `family.make_inputs(shape, dtype, device, seed, kind)`. The trials
-    of `cases` ((direction, dtype, kind, shape, seeds), the numerics cases in run order) are drawn ahead,
-    in that order; any other is drawn when asked for. Use it as a with-block: what is left is dropped at its end."""
+@dataclasses.dataclass(frozen=True)
+class Trials:
+    """The trials of one numerics case, as drawn: a trial per seed of `kind` inputs of `shape` and `dtype`."""
 
-    def __init__(self, family, device, cases):
+    shape: Any            # the family's shape
+    dtype: Any            # the torch dtype
+    kind: str             # the input kind
+    seeds: tuple[int, ...]
+
+
+class Draws:
+    """`get(shape, dtype, seed, kind)` gives `family.make_inputs(shape, dtype, device, seed, kind)`. The `Trials` of
+    `cases` (the numerics cases in run order) are drawn ahead, in that order; any other is drawn when asked for.
+    Use it as a with-block: what is left is dropped at its end."""
+
+    def __init__(self, family, device, cases: list[Trials]):
         self.family, self.device = family, device
-        self.shapes = {shape.label: shape for _, _, _, shape, _ in cases}
-        self.uses = [(shape.label, dtype, seed, kind) for _, dtype, kind, shape, seeds in cases for seed in seeds]
+        self.shapes = {c.shape.label: c.shape for c in cases}
+        self.uses = [(c.shape.label, c.dtype, seed, c.kind) for c in cases for seed in c.seeds]
         self.at = 0                                   # uses served so far
         self.held: dict[tuple, concurrent.futures.Future] = {}
         self.size: dict[tuple, int] = {}              # (shape label, dtype) -> bytes of one trial's inputs

@@ -8,8 +8,9 @@ from compare.checks.timing_config import TimingConfig
 from compare.command_line import usage
 from compare.comparison.plan import Options, Request
 from compare.model.errors import UsageError
+from compare.model.vocabulary import IR, TIMING
 
-COMMAND_CHECKS = {"ir": ("ir",)}     # a subcommand that runs one check; `compare` runs the --check ones
+COMMAND_CHECKS = {"ir": (IR,)}     # a subcommand that runs one check; `compare` runs the --check ones
 COMMAND_TRIALS = {"ir": 1}           # the IR compiles one shape: more trials would change nothing
 
 
@@ -67,7 +68,7 @@ def from_values(**args) -> tuple[Request, Options]:
     modes = tuple(m.strip() for m in (modes_text or "").split(",") if m.strip())
     from variants.variant import MODES   # the family protocol's passes (the families import torch)
     usage.outputs(options.json, options.markdown, options.out, force=options.force,
-                  modes=(modes or MODES) if "timing" in checks else ())
+                  modes=(modes or MODES) if TIMING in checks else ())
     try:
         timing = TimingConfig(modes=modes, rounds=rounds, min_rounds=min(t.min_rounds, rounds), calls_per_round=calls,
                               max_seconds=max_seconds, noise=noise, graph=_filled(args, "graph", t.graph), seed=seed)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sys
 
+from compare.model.vocabulary import TIMING
+
 STDOUT = "-"   # --json -: the JSON goes to standard output
 
 
@@ -15,7 +17,7 @@ def unjudgeable(plan, backend, options) -> list[str]:
         "the run fails on it unless --accept-unjudged is given"
     if options.fail_if_slower is not None:
         flag = f"--fail-if-slower {options.fail_if_slower:g}"
-        if "timing" not in plan.checks:
+        if TIMING not in plan.checks:
             lines.append(f"{flag} cannot be judged: timing is not among the checks; {unless}")
         elif not backend.gpu:
             lines.append(f"{flag} cannot be judged: timing needs a CUDA GPU and there is none here; {unless}")

@@ -13,10 +13,11 @@ import tempfile
 from pathlib import Path
 
 from compare.model.errors import UsageError
+from compare.model.vocabulary import IR, TIMING
 
 WORKER = Path(__file__).resolve().parents[1] / "runtime" / "replay_worker.py"
 _OP = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
-RECORDED_CHECKS = ("timing", "ir")
+RECORDED_CHECKS = (TIMING, IR)
 FAMILY_FOLDER = "family"   # under the recording: the family package made from it
 
 

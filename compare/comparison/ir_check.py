@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Optional
 from compare.checks.check import Case, Check, Findings, Ready, Warm
 from compare.model.results import IRSection
 from compare.model.skips import Skip
+from compare.model.vocabulary import IR
 from compare.runtime.backend import Backend
 from compare.runtime.progress import Step
 
@@ -29,20 +30,21 @@ class IRResult:
 
     variant: str = ""
     compiled: tuple[CompiledPass, ...] = ()
-    sections: tuple[Optional[IRSection], ...] = ()
+    ir: Optional[IRSection] = None
+    ir_kernels: tuple[IRSection, ...] = ()
     skipped: tuple[Skip, ...] = ()
 
 
-def _ir(plan: Plan, backend: Backend, step, cache=None) -> tuple:
-    """(IR sections, skipped reasons) for the preset's first shape and the first dtype (ir.run_passes)."""
+def _ir(plan: Plan, backend: Backend, step, cache=None) -> Findings:
+    """The IR's findings for the preset's first shape and the first dtype (ir.run_passes)."""
     from compare.checks import ir
     names = plan.dtype_names
     first = names[0]   # one specialization: the first dtype asked for
     skipped = [Skip("ir", f"{', '.join(names[1:])} (the compiled code is shown for {first}, the first dtype asked for)")
                ] if names[1:] else []
-    sections, more = ir.run_passes(plan.family, list(plan.variants), plan.preset.shapes[0], first, plan.request.target,
-                                   backend.gpu, plan.stages, plan.request.full, cache, step)
-    return sections, tuple(skipped) + more
+    return Findings(skipped=tuple(skipped)) + ir.run_passes(plan.family, list(plan.variants), plan.preset.shapes[0],
+                                                            first, plan.request.target, backend.gpu, plan.stages,
+                                                            plan.request.full, cache, step)
 
 
 def _alongside(plan: Plan, backend: Backend, step: Step, cache=None) -> Ready:
@@ -63,7 +65,7 @@ def _alongside(plan: Plan, backend: Backend, step: Step, cache=None) -> Ready:
         worker.join()
         if "error" in found:
             raise found["error"]
-        return _found(*found["result"], step)
+        return _found(found["result"], step)
 
     def cancel():   # the run is ending: the worker's compile, and with it the thread, end now
         from compare.checks.ir.compile import stop_workers
@@ -72,13 +74,13 @@ def _alongside(plan: Plan, backend: Backend, step: Step, cache=None) -> Ready:
     return Ready(result, cancel)
 
 
-def _found(sections, skipped, step: Step) -> Findings:
+def _found(found: Findings, step: Step) -> Findings:
     step.advance()
-    return Findings(ir=tuple(sections), skipped=tuple(skipped))
+    return found
 
 
 class IRCheck(Check):
-    name, result_type, collect_steps = "ir", IRResult, 1
+    name, result_type, collect_steps = IR, IRResult, 1
 
     def cases(self, plan: Plan, backend: Backend) -> tuple[Case, ...]:
         if any(v.kind == "op" for v in plan.variants):   # ops are run to find their kernels
@@ -89,14 +91,14 @@ class IRCheck(Check):
     def run(self, case: Case, plan: Plan, backend: Backend, step: Step) -> IRResult:
         if case.variants:
             return IRResult(case.variants[0], compile_variant(plan, case.variants[0], backend))
-        sections, skipped = _ir(plan, backend, step)
-        return IRResult(sections=tuple(sections), skipped=tuple(skipped))
+        found = _ir(plan, backend, step)
+        return IRResult(ir=found.ir, ir_kernels=found.ir_kernels, skipped=found.skipped)
 
     def collect(self, plan: Plan, backend: Backend, step: Step, results) -> Findings:
         done = results.all()
         if done and not done[0].variant:
-            return _found(done[0].sections, done[0].skipped, step)
-        return _found(*_ir(plan, backend, step, compiled_cache(plan, done, backend)), step)
+            return _found(Findings(ir=done[0].ir, ir_kernels=done[0].ir_kernels, skipped=done[0].skipped), step)
+        return _found(_ir(plan, backend, step, compiled_cache(plan, done, backend)), step)
 
     def begin(self, plan: Plan, backend: Backend, step: Step, warm: Warm = Warm()):
         """Alongside the numerics where there are numerics to overlap and the compiles need no launch (no GPU,
@@ -104,7 +106,7 @@ class IRCheck(Check):
         `warm.ir` (a CompileCache) where the caller keeps one."""
         if plan.directions and not backend.gpu and not any(v.kind == "op" for v in plan.variants):
             return _alongside(plan, backend, step, warm.ir)
-        return Ready(lambda: _found(*_ir(plan, backend, step, warm.ir), step))
+        return Ready(lambda: _found(_ir(plan, backend, step, warm.ir), step))
 
     def steps(self, plan: Plan, backend: Backend) -> int:
         return 1

@@ -12,7 +12,7 @@ import torch
 
 from compare.runtime import sealing
 from compare.model.errors import UsageError
-from compare.model.vocabulary import dtype_name
+from compare.model.vocabulary import BACKWARD, IR, NUMERICS, TIMING, dtype_name
 
 FLOAT64 = 8                 # bytes per element of the float64 reference
 PLACEMENTS = 3              # timing: output-buffer sets rotated round by round (TimingConfig.placements)
@@ -77,12 +77,12 @@ def refuse_what_cannot_fit(plan, backend) -> None:
     family, chosen, preset, dtypes = plan.family, plan.variants, plan.preset, plan.dtypes
     asked = plan.request.timing.modes
     checks = set(plan.checks)
-    numerics = bool(checks & {"numerics", "backward"})
-    timed = "timing" in checks and backend.gpu   # timing runs on a GPU only
+    numerics = bool(checks & {NUMERICS, BACKWARD})
+    timed = TIMING in checks and backend.gpu   # timing runs on a GPU only
     # the IR compiles on meta tensors; only ops are run, on real ones, to find the kernels they launch
-    if not (numerics or timed or ("ir" in checks and any(v.kind == "op" for v in chosen))):
+    if not (numerics or timed or (IR in checks and any(v.kind == "op" for v in chosen))):
         return
-    grads = "backward" in checks or (timed and (not asked or set(asked) - {"forward"}))
+    grads = BACKWARD in checks or (timed and (not asked or set(asked) - {"forward"}))
     # the accuracy reference point (torch) joins the numerics when not named
     variants = len(chosen) + (family.accuracy_reference not in {v.name for v in chosen})
     free = {"host": host_available(), "GPU": device_available() if backend.gpu else None}

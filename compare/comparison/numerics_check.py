@@ -3,15 +3,15 @@ protocol (compare/checks/check.py): a case is one (pass, dtype, input kind, shap
 accuracy reference point; its section is the report's numerics; a stop keeps the cases finished."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from compare.checks import numerics
 from compare.checks.check import Case, Check, CheckStopped, Findings, Ready, Warm
-from compare.checks.draws import Draws
-from compare.comparison.pace import Pace, case_work
+from compare.checks.draws import Draws, Trials
+from compare.comparison.pace import CaseWork, Pace, case_work
 from compare.model.results import NumericsCase, NumericsSection
 from compare.model.skips import Interruption, Skip
-from compare.model.vocabulary import dtype_name
+from compare.model.vocabulary import BACKWARD, NUMERICS, dtype_name
 from compare.runtime import interpreted_autotune, supervisor
 from compare.runtime.backend import Backend
 from compare.runtime.progress import Step
@@ -22,12 +22,12 @@ if TYPE_CHECKING:
 
 def _words(direction: str) -> str:
     """The --check word of a pass."""
-    return "numerics" if direction == "forward" else direction
+    return NUMERICS if direction == "forward" else BACKWARD
 
 
 class NumericsCheck(Check):
-    name, result_type, partial = "numerics", NumericsCase, True
-    answers = ("numerics", "backward")
+    name, result_type, partial = NUMERICS, NumericsCase, True
+    answers = (NUMERICS, BACKWARD)
 
     def cases(self, plan: Plan, backend: Backend) -> tuple[Case, ...]:
         """A case per (pass, dtype, input kind, shape), in run order. Without --inputs (the quick plan) only the
@@ -43,7 +43,8 @@ class NumericsCheck(Check):
         return tuple(out)
 
     def run(self, case: Case, plan: Plan, backend: Backend, step: Step) -> NumericsCase:
-        variants, _, reference = numerics_variants(plan)
+        chosen = numerics_variants(plan)
+        variants, reference = chosen.variants, chosen.reference
         return numerics.run_case(plan.family, variants, plan.preset.shapes[case.shape], plan.family.dtypes[case.dtype],
                                  backend, case.seeds, case.input_kind, step, case.mode, reference)
 
@@ -59,8 +60,8 @@ class NumericsCheck(Check):
         return tuple(_words(d) for d in plan.directions)
 
     def left_out(self, plan: Plan) -> tuple[Skip, ...]:
-        if "backward" in plan.checks and "backward" not in plan.directions:
-            return (Skip("backward", f"family {plan.family.name} has no backward pass"),)
+        if BACKWARD in plan.checks and "backward" not in plan.directions:
+            return (Skip(BACKWARD, f"family {plan.family.name} has no backward pass"),)
         return ()
 
     def interruption(self, stop: str, plan: Plan, backend: Backend, found: Findings, asked) -> Interruption:
@@ -69,13 +70,21 @@ class NumericsCheck(Check):
         return Interruption(stop, len(cases), self.steps(plan, backend), tuple(c for c in asked if c not in started))
 
 
-def numerics_variants(plan: Plan) -> tuple[list, str, str]:
-    """(the variants the numerics run, the reference point added though not named or "", the reference's name)."""
+class NumericsVariants(NamedTuple):
+    """The variants the numerics run, the reference point among them though not named ("": none added), and
+    the reference's name ("": no reference)."""
+
+    variants: list
+    added: str
+    reference: str
+
+
+def numerics_variants(plan: Plan) -> NumericsVariants:
     variants, added, wanted = list(plan.variants), "", plan.accuracy_reference
     if wanted is not None and wanted.name not in {v.name for v in plan.variants}:
         variants.append(wanted)
         added = wanted.name
-    return variants, added, plan.family.accuracy_reference if wanted is not None else ""
+    return NumericsVariants(variants, added, plan.family.accuracy_reference if wanted is not None else "")
 
 
 def _plan_lines(plan: Plan, backend: Backend, variants) -> list[str]:
@@ -126,14 +135,15 @@ def _run_cases(plan: Plan, variants, backend: Backend, step: Step, reference: st
     """Every numerics case of the plan here, in order, into `done` (what a stop leaves is the cases finished),
     the coming trials' inputs drawn ahead (compare.checks.draws)."""
     family, shapes, pace = plan.family, plan.preset.shapes, Pace()
-    order = [(c.mode, family.dtypes[c.dtype], c.input_kind, shapes[c.shape], c.seeds)
-             for c in NumericsCheck().cases(plan, backend)]
+    cases = NumericsCheck().cases(plan, backend)
+    order = [Trials(shapes[c.shape], family.dtypes[c.dtype], c.input_kind, c.seeds) for c in cases]
     with Draws(family, backend.device, order) as draws:
-        for direction, dtype, kind, shape, seeds in order:
-            work = case_work(family, variants, shape, dtype, seeds, direction, backend) if backend.interpreted else (0, 0)
-            label = f"{direction} {shape.label} {dtype_name(dtype)} {kind}"
-            with pace.case(label, *work):   # a CPU case of more than a minute is said before it starts
-                done.append(numerics.run_case(family, variants, shape, dtype, backend, seeds, kind, step,
+        for direction, t in zip((c.mode for c in cases), order):
+            work = case_work(family, variants, t.shape, t.dtype, t.seeds, direction, backend) \
+                if backend.interpreted else CaseWork(0, 0)
+            label = f"{direction} {t.shape.label} {dtype_name(t.dtype)} {t.kind}"
+            with pace.case(label, work):   # a CPU case of more than a minute is said before it starts
+                done.append(numerics.run_case(family, variants, t.shape, t.dtype, backend, t.seeds, t.kind, step,
                                               direction, reference, draws.get))
                 step.advance()   # a unit of progress is a case, as the report of an interrupted run counts them
     return done

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
+from typing import NamedTuple
 
 from compare.runtime import sealing
 
@@ -17,18 +18,25 @@ ELEMENTS_PER_S = 2.0e6
 WARN_AFTER_S = 60.0
 
 
-def case_work(family, variants, shape, dtype, seeds, direction: str, backend) -> tuple[int, int]:
-    """(elements one interpreted call moves, interpreted calls the case makes) on meta tensors: nothing allocated."""
+class CaseWork(NamedTuple):
+    """A numerics case's interpreted work: the elements one call moves, and the calls it makes."""
+
+    elements: int
+    calls: int
+
+
+def case_work(family, variants, shape, dtype, seeds, direction: str, backend) -> CaseWork:
+    """The case's interpreted work, measured on meta tensors: nothing allocated."""
     from compare.checks.numerics import interpreter_untrusted
     if interpreter_untrusted(backend, dtype):   # its Triton variants are not run
-        return 0, 0
+        return CaseWork(0, 0)
     run = [v for v in variants if v.kind in ("triton", "op") and not v.needs_gpu]
     tensors = [*sealing.tensors(family.make_inputs(shape, dtype, "meta", 0)).values(),
                *family.alloc_outputs(shape, dtype, "meta").values()]
     if direction == "backward" and family.grads:
         tensors += family.alloc_grads(shape, dtype, "meta").values()
     elements = sum(t.numel() for t in tensors if hasattr(t, "numel"))
-    return elements, len(run) * len(tuple(seeds))
+    return CaseWork(elements, len(run) * len(tuple(seeds)))
 
 
 class Pace:
@@ -45,8 +53,9 @@ class Pace:
         self.work, self.seconds = self.work + work, self.seconds + seconds
 
     @contextlib.contextmanager
-    def case(self, label: str, elements: int, calls: int):
+    def case(self, label: str, case: CaseWork):
         """Warn on stderr before a case estimated at more than WARN_AFTER_S; count its time when it ends."""
+        elements, calls = case.elements, case.calls
         work = elements * calls
         estimate = self.estimate_s(work)
         if estimate > WARN_AFTER_S:

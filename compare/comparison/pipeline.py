@@ -225,8 +225,8 @@ def _report(plan: Plan, backend, infos, found: Findings, distributed) -> Report:
                           x_name=preset.x_name, x_values=tuple(float(preset.x_value(s)) for s in preset.shapes),
                           shape_params=tuple(ShapeParams(_shape_params(s, twice))
                                              for s, twice in zip(preset.shapes, plan.reads_x_twice)),
-                          numerics=found.numerics, timing=found.timing, ir=found.ir[0] if found.ir else None,
-                          ir_kernels=found.ir[1:], skipped=found.skipped, checks=found.sections))   # compare/model/same_code.py
+                          numerics=found.numerics, timing=found.timing, ir=found.ir,
+                          ir_kernels=found.ir_kernels, skipped=found.skipped, checks=found.sections))   # compare/model/same_code.py
 
 
 def _shape_params(shape, twice: Optional[bool]) -> dict:

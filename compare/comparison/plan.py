@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Optional
 from compare.checks.timing_config import TimingConfig
 from compare.model.errors import UsageError
 from compare.model.skips import Skip
-from compare.model.vocabulary import CHECKS, STAGES
+from compare.model.vocabulary import BACKWARD, CHECKS, NUMERICS, STAGES, TIMING
 
 if TYPE_CHECKING:   # the families import torch: imported once the backend is chosen (compare.runtime.backend)
     import torch
@@ -116,8 +116,8 @@ class Plan:
                                    timing_left_out=left)
 
     def without_timing(self, why: str) -> "Plan":
-        return dataclasses.replace(self, checks=tuple(c for c in self.checks if c != "timing"),
-                                   left_out=self.left_out + (Skip("timing", why),))
+        return dataclasses.replace(self, checks=tuple(c for c in self.checks if c != TIMING),
+                                   left_out=self.left_out + (Skip(TIMING, why),))
 
 
 def build(request: Request, registry: Registry, options: Options = Options(), extra_checks: tuple = ()) -> Plan:
@@ -163,7 +163,7 @@ def build(request: Request, registry: Registry, options: Options = Options(), ex
     unknown = [c for c in request.checks if c not in known]
     if unknown:
         raise UsageError(f"unknown check {unknown[0]!r}; known checks: {', '.join(known)}")
-    directions = tuple(d for c, d in (("numerics", "forward"), ("backward", "backward"))
+    directions = tuple(d for c, d in ((NUMERICS, "forward"), (BACKWARD, "backward"))
                        if c in request.checks and (d == "forward" or family.grads))
     wanted = family.accuracy_reference
     reference = registry.get(wanted, family.name) if wanted and registry.has(wanted, family.name) else None
@@ -181,7 +181,7 @@ def _optional_bool(value) -> Optional[bool]:
 
 def _modes(family, chosen, asked: tuple[str, ...], checks) -> tuple[tuple[str, ...], tuple[Skip, ...]]:
     """The passes to time and the Skips of those left out (compare.comparison.timing_run.plan_modes), when timed."""
-    if "timing" not in checks:
+    if TIMING not in checks:
         return asked, ()
     from compare.comparison.timing_run import plan_modes
     return plan_modes(family, chosen, asked)

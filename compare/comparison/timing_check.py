@@ -11,7 +11,7 @@ from compare.checks.check import Case, Check, Findings, Ready, Warm
 from compare.comparison import timing_run
 from compare.model.results import TimingCase, TimingSection
 from compare.model.skips import Skip
-from compare.model.vocabulary import CONFIDENCE, dtype_name
+from compare.model.vocabulary import CONFIDENCE, TIMING, dtype_name
 from compare.runtime.backend import Backend
 from compare.runtime.progress import Step
 
@@ -53,7 +53,7 @@ def place() -> Place:
 
 
 class TimingCheck(Check):
-    name, result_type, exclusive = "timing", TimedCase, True
+    name, result_type, exclusive = TIMING, TimedCase, True
 
     def cases(self, plan: Plan, backend: Backend) -> tuple[Case, ...]:
         if not backend.gpu:
@@ -87,10 +87,8 @@ class TimingCheck(Check):
             return Ready(lambda: Findings(skipped=(Skip("timing", NO_GPU),)))
         processes = _timing_processes(plan, backend, warm.timing)
 
-        def work() -> Findings:
-            section, skipped = _timing(plan, backend, step, processes)
-            return Findings(timing=section, skipped=skipped)
-        return Ready(work, close=processes.close if processes else lambda: None)
+        return Ready(lambda: _timing(plan, backend, step, processes),
+                     close=processes.close if processes else lambda: None)
 
     def steps(self, plan: Plan, backend: Backend) -> int:
         if not backend.gpu:
@@ -121,17 +119,16 @@ def merged(plan: Plan, timed: list[TimedCase]) -> Findings:
 def _timing_processes(plan: Plan, backend: Backend, workers=None):
     """The timing processes (one a dtype, `workers`' if given: timing_run.TimingWorkers), asked now to load while
     the numerics run; None if timed here."""
-    if "timing" not in plan.checks or not timing_run.in_fresh_processes(backend.gpu):
+    if TIMING not in plan.checks or not timing_run.in_fresh_processes(backend.gpu):
         return None
     return timing_run.TimingProcesses(timing_run.worker_request(plan), tuple(dtype_name(d) for d in plan.dtypes),
                                       workers=workers)
 
 
-def _timing(plan: Plan, backend: Backend, step, processes=None) -> tuple:
-    """(the timing section or None, lines for passes and dtypes not timed): the plan's passes, each dtype
-    in a fresh process (`processes`: compare.comparison.timing_run.TimingProcesses) or, without, here."""
-    skipped = plan.timing_left_out
+def _timing(plan: Plan, backend: Backend, step, processes=None) -> Findings:
+    """The timing section (None: none) and the passes and dtypes not timed: the plan's passes, each dtype in a
+    fresh process (`processes`: compare.comparison.timing_run.TimingProcesses) or, without, here."""
+    left_out = Findings(skipped=plan.timing_left_out)
     if processes is None:
-        return timing_run.run_timing(plan, step), skipped
-    section, failed = processes.run(step)
-    return section, skipped + tuple(failed)
+        return left_out + Findings(timing=timing_run.run_timing(plan, step))
+    return left_out + processes.run(step)

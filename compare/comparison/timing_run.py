@@ -14,6 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from compare.checks.check import Findings
 from compare.runtime import supervisor
 from compare.model.results import TimingSection, decode, to_dict
 from compare.model.skips import Skip
@@ -81,6 +82,15 @@ def request_from_json(text: str, request_type, config_type):
     return request_type(**{**tuples, "timing": config_type(**timing)})
 
 
+@dataclasses.dataclass(frozen=True)
+class AskedWorker:
+    """A dtype's timing process handed one comparison's request: it writes the timing section to `answer`."""
+
+    dtype: str
+    worker: WarmWorker
+    answer: Path
+
+
 class TimingWorkers:
     """The timing processes of a sequence of comparisons (a review's ops): one per dtype, kept warm from one
     comparison to the next, so torch, Triton and the variants' libraries are imported once (10-20 s on an H200
@@ -92,7 +102,7 @@ class TimingWorkers:
         self.by_dtype: dict[str, WarmWorker] = {}
         self.asked = 0
 
-    def ask(self, request, dtype: str) -> dict:
+    def ask(self, request, dtype: str) -> AskedWorker:
         """Hand `dtype`'s process one comparison's `request` (it loads the variants, then waits for a go)."""
         if dtype not in self.by_dtype:
             env = {k: v for k, v in os.environ.items() if k not in (supervisor.STATUS_ENV, supervisor.TOKEN_ENV)}
@@ -103,7 +113,7 @@ class TimingWorkers:
         ask, answer = (Path(self.tmp.name, f"{self.asked}.{dtype}.{end}.json") for end in ("request", "timing"))
         ask.write_text(request_json(dataclasses.replace(request, dtype=dtype, checks=("timing",))))
         self.by_dtype[dtype].send({"request": str(ask), "answer": str(answer)})
-        return {"dtype": dtype, "worker": self.by_dtype[dtype], "answer": answer, "timed": False}
+        return AskedWorker(dtype, self.by_dtype[dtype], answer)
 
     @property
     def starts(self) -> int:
@@ -126,24 +136,26 @@ class TimingProcesses:
         self.own = workers is None
         self.pool = TimingWorkers(worker) if workers is None else workers
         self.workers = [self.pool.ask(request, dtype) for dtype in dtypes]
+        self.timed: set[str] = set()   # the dtypes whose process timed its cases
 
-    def run(self, step) -> tuple[TimingSection | None, list[Skip]]:
-        """Each dtype timed in turn; (the merged section, a Skip for each dtype whose process failed)."""
+    def run(self, step) -> Findings:
+        """Each dtype timed in turn: the merged section (None: none timed), a Skip for each dtype whose process
+        failed."""
         sections, failed = [], []
         for w in self.workers:
-            step(f"timing {w['dtype']}: in a process of its own")
+            step(f"timing {w.dtype}: in a process of its own")
             why = self._time(w, sections[0].copy_gbs if sections else 0.0)
             if why:
-                failed.append(Skip("timing", why, w["dtype"]))
+                failed.append(Skip("timing", why, w.dtype))
                 continue
-            sections.append(decode(TimingSection, json.loads(w["answer"].read_text())))
+            sections.append(decode(TimingSection, json.loads(w.answer.read_text())))
             step.advance()
-        return merged(sections), failed
+        return Findings(timing=merged(sections), skipped=tuple(failed))
 
-    def _time(self, w: dict, copy_gbs: float) -> str:
+    def _time(self, w: AskedWorker, copy_gbs: float) -> str:
         """'' when `w` timed its cases, else why not. `copy_gbs`: the copy bandwidth an earlier process
         measured on this GPU (0: measure it)."""
-        worker = w["worker"]
+        worker = w.worker
         said = worker.word(supervisor.limit_s())
         if said == "":
             worker.kill()
@@ -153,18 +165,18 @@ class TimingProcesses:
             worker.tell({"status": channel.get(supervisor.STATUS_ENV, ""),
                          "token": channel.get(supervisor.TOKEN_ENV, ""), "copy_gbs": copy_gbs})
             said = worker.word()
-        if said != "timed" or not w["answer"].exists():
+        if said != "timed" or not w.answer.exists():
             rc, tail = worker.failure()
             return f"its process ended with exit code {rc} ({tail})"
-        w["timed"] = True
+        self.timed.add(w.dtype)
         return ""
 
     def close(self) -> None:
         """Ends the processes asked and not done (the run stopped, or failed: they are replaced for the next
         comparison); its own processes all."""
         for w in self.workers:
-            if not w["timed"]:
-                w["worker"].kill()
+            if w.dtype not in self.timed:
+                w.worker.kill()
         if self.own:
             self.pool.close()
 

@@ -17,7 +17,7 @@ from compare.model.ratios import ratio_span
 from compare.model.results import IRSection, Report
 from compare.model.results_ir import NOT_RUN, failed_at
 from compare.model.skips import why_not_run
-from compare.model.vocabulary import STAGE_TITLES
+from compare.model.vocabulary import BACKWARD, NUMERICS, STAGE_TITLES
 
 HEADERS = ("check", "verdict", "how much", "where")
 
@@ -182,8 +182,8 @@ def shared_kinds(report: Report) -> tuple[str, ...]:
 def _directions(report: Report) -> list[str]:
     """The numerics directions with a row: those run, then those asked for that a stop signal kept from starting."""
     run = [c.direction for c in report.numerics.cases] if report.numerics is not None else []
-    unstarted = ["forward" if s.check == "numerics" else s.check for s in report.skipped
-                 if s.interrupted and s.check in ("numerics", "backward")]
+    unstarted = ["forward" if s.check == NUMERICS else s.check for s in report.skipped
+                 if s.interrupted and s.check in (NUMERICS, BACKWARD)]
     return list(dict.fromkeys(run + unstarted))
 
 

@@ -6,7 +6,8 @@ family times (`MODES`) are the family protocol's own list (variants.variant), im
 layers above variants."""
 from __future__ import annotations
 
-CHECKS = ("numerics", "backward", "timing", "ir")   # what `--check` names; numerics is the forward pass
+NUMERICS, BACKWARD, TIMING, IR = "numerics", "backward", "timing", "ir"   # the --check words, tested by these names
+CHECKS = (NUMERICS, BACKWARD, TIMING, IR)   # what `--check` names; numerics is the forward pass
 STAGES = ("ttir", "ttgir", "llir", "ptx", "sass")
 STAGE_TITLES = {"ttir": "TTIR", "ttgir": "TTGIR", "llir": "LLIR", "ptx": "PTX", "sass": "SASS"}
 TEXT_STAGES = STAGES[:4]   # the ones Triton's compiler keeps as text; SASS is disassembled from the cubin

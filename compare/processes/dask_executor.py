@@ -8,15 +8,20 @@ from __future__ import annotations
 import atexit
 import threading
 import uuid
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from compare.model.task_answers import TaskAnswer
 
 TOPIC = "kernel-ab-task"
 _RUNNERS: dict = {}    # in a Dask worker: one task worker process per thread
 
 
-def run_task(task_json: str, sources: dict | None, *after) -> dict:
+def run_task(task_json: str, sources: dict | None, *after) -> TaskAnswer:
     """In a Dask worker: run one task; `after` are the tasks it waits for (their results are unused)."""
     from distributed import get_worker
 
+    from compare.model.task_answers import TaskState
     from compare.processes.task_runner import Runner
     from compare.processes.tasks import Task
     worker = get_worker()
@@ -32,7 +37,7 @@ def run_task(task_json: str, sources: dict | None, *after) -> dict:
         _RUNNERS[threading.get_ident()] = Runner()
     runner = _RUNNERS[threading.get_ident()]
     answer = runner.run(task)
-    if "lost" in answer:   # its worker process ended outside any launch: once more, in a fresh one
+    if answer.state is TaskState.LOST:   # its worker process ended outside any launch: once more, in a fresh one
         answer = runner.run(task)
     return answer
 

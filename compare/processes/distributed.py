@@ -9,6 +9,9 @@ import dataclasses
 
 from compare.processes import tasks as tasks_mod
 from compare.model.results import decode
+from compare.model.states import Failure
+from compare.model.task_answers import TaskState
+from compare.model.vocabulary import TIMING
 
 _MAX_RERUNS = 8
 
@@ -16,9 +19,9 @@ _MAX_RERUNS = 8
 class VariantCrashed(Exception):
     """A task's variant ended or hung its worker: (names, why, what it was running)."""
 
-    def __init__(self, names: list[str], why: str, what: str, kind: str = ""):
+    def __init__(self, names: list[str], why: str, what: str, kind: Failure = Failure.NONE):
         super().__init__(f"{', '.join(names)} {why} while running {what}")
-        self.names, self.why, self.what, self.kind = names, why, what, kind   # kind: supervisor.TAMPER or ""
+        self.names, self.why, self.what, self.kind = names, why, what, kind   # kind: TAMPER or NONE
 
 
 class TaskFailed(RuntimeError):
@@ -47,29 +50,31 @@ class Started:
         self.left_behind: dict[str, None] = {}
 
     def _answer(self, task) -> dict:
+        """The task's result (the JSON form of its check's result_type); raises where it has none."""
         try:
             answer = self.futures[task.key].result()
         except Exception as exc:  # noqa: BLE001 - a cluster's error (a worker without kernel-ab): one line
             from compare.model.errors import summarize
             raise TaskFailed(f"{task.key}: {summarize(exc)}") from None
-        if "crashed" in answer:
-            c = answer["crashed"]
-            raise VariantCrashed(c["variants"], c["why"], c["what"], c.get("failure", ""))
-        if "ok" not in answer:
-            raise TaskFailed(answer.get("error") or f"{task.key}: {answer.get('lost', 'no answer')}")
-        self.left_behind.update(dict.fromkeys(answer.get("left_behind", ())))   # a variant's threads in a worker
-        return answer["ok"]
+        if answer.state is TaskState.CRASHED:
+            c = answer.crash
+            raise VariantCrashed(list(c.variants), c.why, c.what, c.failure)
+        if answer.state is TaskState.ERROR:
+            raise TaskFailed(answer.line)
+        if answer.state is TaskState.LOST:
+            raise TaskFailed(f"{task.key}: {answer.line}")
+        self.left_behind.update(dict.fromkeys(answer.left_behind))   # a variant's threads in a worker
+        return answer.result
 
     def pending(self, check):
         """`check` begun as tasks: its findings, collected from its tasks' results where the run started."""
         from compare.checks.check import Ready
         return Ready(lambda: check.collect(self.plan, self.backend, self.step, Results(self, check)))
 
-    def timing(self) -> tuple:
-        """(the timing section merged from every timing task, the Skips of what was not timed)."""
+    def timing(self):
+        """The timing section merged from every timing task, and the Skips of what was not timed (Findings)."""
         from compare.comparison.timing_check import TimedCase, merged
-        found = merged(self.plan, [decode(TimedCase, self._answer(t)) for t in self.tasks if t.kind == "timing"])
-        return found.timing, found.skipped
+        return merged(self.plan, [decode(TimedCase, self._answer(t)) for t in self.tasks if t.kind == TIMING])
 
     def incidents(self) -> tuple[str, ...]:
         return tuple(self.left_behind) + tuple(self.executor.incidents())
@@ -91,8 +96,9 @@ class Results:
         done = []
         for t in self.tasks:
             future = self.started.futures[t.key]
-            if future.done() and not future.cancelled() and future.exception() is None and "ok" in future.result():
-                done.append(decode(self.check.result_type, future.result()["ok"]))
+            if future.done() and not future.cancelled() and future.exception() is None \
+                    and future.result().state is TaskState.OK:
+                done.append(decode(self.check.result_type, future.result().result))
         return done
 
 

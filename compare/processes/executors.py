@@ -9,6 +9,7 @@ import concurrent.futures
 import os
 import threading
 
+from compare.model.task_answers import TaskState
 from compare.processes.task_runner import Runner
 
 _RETRIES = 2
@@ -70,8 +71,8 @@ class LocalExecutor:
             with self._cond:
                 if not task.gpu:
                     self._busy -= 1
-                if answer is not None and "lost" in answer and len(lost) < _RETRIES:
-                    lost.append(f"worker {i + 1}: {answer['lost']}")
+                if answer is not None and answer.state is TaskState.LOST and len(lost) < _RETRIES:
+                    lost.append(f"worker {i + 1}: {answer.line}")
                     (self._timing if task.gpu else self._cases).appendleft((task, future, lost))
                     self._cond.notify_all()
                     continue

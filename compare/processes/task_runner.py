@@ -4,7 +4,6 @@ that variant and why, and the next task starts a fresh worker. Used by every exe
 and inside each Dask worker, so crash isolation and hang limits hold wherever a task runs."""
 from __future__ import annotations
 
-import json
 import os
 import select
 import subprocess
@@ -16,6 +15,8 @@ from pathlib import Path
 from compare.processes import supervision
 from compare.runtime.supervisor import EXCLUDED_ENV, NO_TIMING_ENV, POISONED_EXIT, STATUS_ENV
 from compare.model import scratch
+from compare.model.states import Failure
+from compare.model.task_answers import CrashedVariants, TaskAnswer, TaskState
 
 _ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,8 +42,8 @@ class Runner:
         self.proc = subprocess.Popen([sys.executable, str(_ROOT / "compare" / "processes" / "task_worker.py")], env=env,
                                      cwd=self.cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
-    def run(self, task) -> dict:
-        """{"ok": result}, {"error": line}, {"crashed": {"variants", "why", "what"}} or {"lost": why}."""
+    def run(self, task) -> TaskAnswer:
+        """The task's answer: its result, its error, the variants that crashed its worker, or the worker lost."""
         if self.proc is None or self.proc.poll() is not None or self.fresh != task.fresh:
             self.stop()
             self._start(task)
@@ -59,12 +60,9 @@ class Runner:
             if ready:
                 line = self.proc.stdout.readline()
                 if line:
-                    answer = json.loads(line)
-                    if "poisoned" in answer:
-                        p = answer["poisoned"]
+                    answer = TaskAnswer.from_json(line)
+                    if answer.state is TaskState.CRASHED:   # a fatal device error: the worker exits
                         self.stop()
-                        return {"crashed": {"variants": p["variant"].split(", "), "why": p["error"], "what": p.get("what", ""),
-                                            "failure": p.get("failure", "")}}
                     return answer
                 return self._ended(hung)
             if not hung:
@@ -78,7 +76,7 @@ class Runner:
             return last
         return {}
 
-    def _ended(self, hung: dict) -> dict:
+    def _ended(self, hung: dict) -> TaskAnswer:
         rc = self.proc.wait()
         self.proc = None
         records = supervision._records(self.status)
@@ -87,9 +85,10 @@ class Runner:
             last = next((r for r in reversed(records) if r.get("error")), last)
         why = supervision._why(rc, last, hung)
         if hung or last.get("variants"):
-            return {"crashed": {"variants": last.get("variants") or hung.get("variants", []), "why": why,
-                                "what": last.get("what") or hung.get("what", ""), "failure": last.get("failure", "")}}
-        return {"lost": f"its worker process {why}"}
+            return TaskAnswer.crashed(CrashedVariants(tuple(last.get("variants") or hung.get("variants", [])), why,
+                                                      last.get("what") or hung.get("what", ""),
+                                                      Failure(last.get("failure", ""))))
+        return TaskAnswer.lost(f"its worker process {why}")
 
     def stop(self) -> None:
         if self.proc is not None:

@@ -4,7 +4,6 @@ stderr. Every launch writes to the worker's status file (compare.runtime.supervi
 names the variant that ended or hung it; a fatal device error is answered, then the worker exits."""
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -12,21 +11,23 @@ import sys
 def serve(answers, lines) -> int:
     from compare.runtime import supervisor
     from compare.model.errors import summarize
+    from compare.model.states import Failure
+    from compare.model.task_answers import CrashedVariants, TaskAnswer
     from compare.processes.tasks import Task, execute
     for line in lines:
         if not line.strip():
             continue
         task = Task.from_json(line)
         try:
-            answer = {"ok": execute(task), "left_behind": list(supervisor.left_behind())}
+            answer = TaskAnswer.ok(execute(task), tuple(supervisor.left_behind()))
         except supervisor.ContextPoisoned as exc:
-            answers.write(json.dumps({"poisoned": {"variant": exc.variant, "error": exc.error, "what": exc.what,
-                                                   "failure": exc.kind}}) + "\n")
+            crash = CrashedVariants(tuple(exc.variant.split(", ")), exc.error, exc.what, Failure(exc.kind))
+            answers.write(TaskAnswer.crashed(crash).as_json() + "\n")
             answers.flush()
             return supervisor.POISONED_EXIT
         except Exception as exc:  # noqa: BLE001 - the coordinator says it in one line and ends the run
-            answer = {"error": f"{task.key}: {summarize(exc)}"}
-        answers.write(json.dumps(answer) + "\n")
+            answer = TaskAnswer.error(f"{task.key}: {summarize(exc)}")
+        answers.write(answer.as_json() + "\n")
         answers.flush()
     from compare.processes.tasks import close
     close()   # the --variant trees it materialized go with it

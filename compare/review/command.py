@@ -18,6 +18,7 @@ from compare.review import budget as budgets, mapping
 from compare.review.kernels import changes
 from compare.review.revisions import Repository
 from compare.model.errors import UsageError
+from compare.model.vocabulary import TIMING
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,7 +124,7 @@ def run(args, registry, backend) -> int:
     wanted = budgets.chosen(args.ops, {**{_key(t): budgets.names_of(t.module, t.callable, label) for t, label in labelled},
                                        **{op.key: budgets.names_of(op.module, op.name, op.label) for op in to_replay}})
     # the review's own files, then each op's folder in --out too, all checked before any comparison
-    render.check_outputs(args, [label for _, label in labelled], timed=not args.checks or "timing" in args.checks)
+    render.check_outputs(args, [label for _, label in labelled], timed=not args.checks or TIMING in args.checks)
     with _warm(str(repo.top)) as warm:
         work = _Work(args, registry, backend, clock, str(repo.top), warm)
         for target, label in labelled:

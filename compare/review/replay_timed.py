@@ -8,8 +8,9 @@ import dataclasses
 from pathlib import Path
 
 from compare.model.replay import ReplayedOp, ReplayVerdict
+from compare.model.vocabulary import IR, TIMING
 
-CHECKS = ("timing", "ir")
+CHECKS = (TIMING, IR)
 
 
 def timed(args, backend, compare, replayed: ReplayedOp, op, recording: Path, work: Path, base: str,

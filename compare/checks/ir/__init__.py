@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import re
 
+from compare.checks.check import Findings
 from compare.model import errors
 from compare.checks.ir.compile import (STAGES, CompileCache, Compiled, TargetError, capability, describe, launcher_ref,
                                 recorded_launch, specialization)
@@ -173,14 +174,14 @@ def run(family, variants, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: 
 
 
 def run_passes(family, chosen, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: bool = False, stages=STAGES,
-               full: bool = False, cache: CompileCache | None = None, step=lambda _: None) -> tuple[tuple, tuple]:
-    """(sections, skipped reasons): a section (`run`) per kernel (forward, backward) the Triton variants do
-    not all share; a kernel they all share is identical code, said so. Every pass is compiled in one
+               full: bool = False, cache: CompileCache | None = None, step=lambda _: None) -> Findings:
+    """The IR's findings: a section (`run`) per kernel (forward, backward) the Triton variants do not all share,
+    and the skipped reasons; a kernel they all share is identical code, said so. Every pass is compiled in one
     worker. An error of the IR step costs its section (a skipped line), never the report."""
     triton = [v for v in chosen if v.kind == "triton"]
     ops = [v for v in chosen if v.kind == "op"]
     if not triton and not ops:
-        return (), (Skip("ir", "none of the variants is a Triton kernel or an op that launches them"),)
+        return Findings(skipped=(Skip("ir", "none of the variants is a Triton kernel or an op that launches them"),))
     skipped, passes, notes = [], [], []
     for kernel in ("forward", "backward") if family.grads and triton else ("forward",) if triton else ():
         found = [_kernel_or_own(family, v, kernel) for v in triton]
@@ -219,7 +220,7 @@ def run_passes(family, chosen, shape, dtype: str, target: str = DEFAULT_TARGET, 
             notes.append(IRPassNote(kernel, PassStatus.NOT_COMPARED, why=why))
     if sections and notes:   # what no section compares, told once: by the first section
         sections[0] = dataclasses.replace(sections[0], passes=sections[0].passes + tuple(notes))
-    return tuple(sections), tuple(skipped)
+    return Findings(ir=sections[0] if sections else None, ir_kernels=tuple(sections[1:]), skipped=tuple(skipped))
 
 
 def _kernel_or_own(family, variant, kernel: str) -> tuple:
