@@ -218,14 +218,22 @@ class Replayer:
         recording.mkdir()
         self.recordings.update({op.key: recording for op in ops})
         wanted = [op for op in ops if tests[op.key]]
-        started = time.monotonic()
-        ran = self._record(at, wanted, sorted({t for op in wanted for t in tests[op.key]}), recording)
-        manifest = _manifest(recording)
-        self.say(f"recorded {len(manifest.get('calls', []))} calls from {manifest.get('tests_run', 0)} tests at "
-                 f"{at.value} in {time.monotonic() - started:.0f} s")
+        started, waiting = time.monotonic(), self._start_plays(wanted, recording) if wanted else {}
+        try:
+            ran = self._record(at, wanted, sorted({t for op in wanted for t in tests[op.key]}), recording)
+            manifest = _manifest(recording)
+            self.say(f"recorded {len(manifest.get('calls', []))} calls from {manifest.get('tests_run', 0)} tests "
+                     f"at {at.value} in {time.monotonic() - started:.0f} s")
+            calls = {op.key: [c for c in manifest.get("calls", []) if c["op"] == f"{op.module}:{op.name}"]
+                     for op in ops}
+            played = self._play(waiting, [op for op in wanted if calls[op.key]], calls) \
+                if any(calls.values()) else {}
+        finally:   # plays not needed (no call), or stopped: ended with the replay
+            for _, (proc, _) in waiting.values():
+                if proc.poll() is None:
+                    os.killpg(proc.pid, 9)
+                    proc.wait()
         shared = list(_recording_notes(manifest, ran, self.limits))
-        calls = {op.key: [c for c in manifest.get("calls", []) if c["op"] == f"{op.module}:{op.name}"] for op in ops}
-        played = self._play([op for op in wanted if calls[op.key]], calls, recording) if any(calls.values()) else {}
         if not played:
             self.processes_left = max(self.processes_left - 1, 0)   # no play: its share goes to those after
         done = {}
@@ -263,20 +271,29 @@ class Replayer:
         code, tail = _run("record", request, out, limit)
         return _Ran(code, tail, by_budget and code is None)
 
-    def _play(self, ops: list[OpToReplay], calls: dict, recording: Path) -> dict[Side, "_Played"]:
-        """What each call gave at each revision, both played at once (each side its own process: the plays
-        check numbers, not time), and notes on what the replay could not do, by op."""
-        limit, by_budget = self._limit(self.limits.play_s)
-        started, by = time.monotonic(), time.monotonic() + limit
-        running = {}
+    def _start_plays(self, ops: list[OpToReplay], recording: Path) -> dict:
+        """Each revision's play process started beside the recording: it imports torch, the op's library and
+        the device while the tests run, then waits for its calls (`go.json`)."""
+        started = {}
         for side in Side:
             out = recording / f"played-{side.value.lower()}"
             out.mkdir()
             request = {**self._request(side, ops[0], out), "recording": str(recording), "seed": 0,
-                       "again": side == Side.BASE, "ops": [{"module": op.module, "name": op.name,
-                                                            "calls": [c["file"] for c in calls[op.key]]} for op in ops]}
-            running[side] = (out, _start("play", request, out) if limit > 0 else None)
-        ended = {side: (out, _finish(proc, by) if proc else (None, "")) for side, (out, proc) in running.items()}
+                       "again": side == Side.BASE, "go": str(out / "go.json"),
+                       "ops": [{"module": op.module, "name": op.name} for op in ops]}
+            started[side] = (out, _start("play", request, out))
+        return started
+
+    def _play(self, waiting: dict, ops: list[OpToReplay], calls: dict) -> dict[Side, "_Played"]:
+        """What each call gave at each revision, both played at once (each side its own process: the plays
+        check numbers, not time), and notes on what the replay could not do, by op."""
+        limit, by_budget = self._limit(self.limits.play_s)
+        started, by = time.monotonic(), time.monotonic() + limit
+        go = {"ops": [{"module": op.module, "name": op.name, "calls": [c["file"] for c in calls[op.key]]} for op in ops]}
+        for out, _ in waiting.values():
+            (out / "go.tmp").write_text(json.dumps(go))
+            (out / "go.tmp").replace(out / "go.json")
+        ended = {side: (out, _finish(proc, by)) for side, (out, proc) in waiting.items()}
         self.say(f"played them at {' and '.join(s.value for s in Side)}, side by side, in "
                  f"{time.monotonic() - started:.0f} s")
         return {side: self._played(side, ops, out, *result, by_budget) for side, (out, result) in ended.items()}

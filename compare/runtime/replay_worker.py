@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -300,9 +301,30 @@ def _tensors(value, name: str):
             yield from _tensors(v, f"{name}[{i}]")
 
 
+def _ready(request: dict) -> dict:
+    """Started beside the recording: torch, the ops' library and the device made ready, then the request
+    with the ops' calls once the recording is done (`go`); ends with the review if that never comes."""
+    import torch
+    from compare.runtime import call_capture as cc
+    for op in request["ops"]:
+        try:
+            cc.resolve(op["module"], op["name"])
+        except Exception:  # noqa: BLE001 - said when the op is played (unloadable.json)
+            pass
+    if request["device"] == "cuda":
+        torch.zeros(1, device="cuda")
+    go, parent = Path(request["go"]), os.getppid()
+    while not go.exists():
+        if os.getppid() != parent:
+            sys.exit(0)
+        time.sleep(0.02)
+    return {**request, **json.loads(go.read_text())}
+
+
 def play(request: dict) -> int:
     import torch
     from compare.runtime import call_capture as cc
+    request = _ready(request) if request.get("go") else request
     out, unloadable = Path(request["out"]), {}
     for op in request["ops"]:
         key = f"{op['module']}:{op['name']}"
