@@ -141,10 +141,10 @@ def test_a_failed_capture_leaves_the_stream_it_found_so_later_calls_and_cases_ru
     assert set(calls["a"].ran_on) == {"default"} and set(calls["sync"].ran_on) == {"default"}
 
 
-def test_each_entrys_warm_up_and_capture_names_it_alone_and_the_rounds_name_every_variant(clock, tmp_path,
-                                                                                            monkeypatch):
-    """A crash while one entry warms up or is captured is that variant's (the A/A control's: the baseline's);
-    one in the interleaved rounds is nobody's alone."""
+def test_each_entrys_calls_outside_the_rounds_name_it_alone_and_the_rounds_name_every_variant(clock, tmp_path,
+                                                                                              monkeypatch):
+    """A crash while one entry warms up, has its launch cost measured, is captured or audited is that variant's
+    (the A/A control's: the baseline's); one in the interleaved rounds is nobody's alone."""
     import json
     from compare.runtime import supervisor
     status = tmp_path / "status"
@@ -155,8 +155,9 @@ def test_each_entrys_warm_up_and_capture_names_it_alone_and_the_rounds_name_ever
     said = [(r["variants"], r["what"]) for r in map(json.loads, status.read_text().splitlines())]
     outer = (["a", "b"], "timing S forward float32")
     alone = [(names, what.removeprefix("timing S forward ")) for names, what in said if (names, what) != outer]
-    assert alone == [(["a"], "warm-up"), (["b"], "warm-up"), (["a"], "warm-up"), (["a"], "graph capture"),
-                     (["b"], "graph capture"), (["a"], "graph capture"), ([], "")]
+    phases = [[(["a"], phase), (["b"], phase), (["a"], phase)]   # the A/A control's as the baseline's
+              for phase in ("warm-up", "launch cost", "graph capture")]
+    assert alone == [*phases[0], *phases[1], *phases[2], (["a"], "audit"), (["b"], "audit"), ([], "")]
     assert said[-2] == outer   # each alone block gave the launch back to every variant: the rounds ran under it
 
 

@@ -225,8 +225,8 @@ def test_a_variant_that_ends_the_timing_process_alone_is_named_and_the_others_ar
         [case] = found.timing.cases
         # the honest pair measured in the fresh process, which excluded the culprit (its environment said so)
         assert found.timing.gpu.endswith("|float32|base,good") and '"bad"' in found.timing.method
-        assert [(v.variant, v.status) for v in case.variants] == [("base", TimingStatus.OK), ("bad", TimingStatus.ERROR),
-                                                                  ("good", TimingStatus.OK)]
+        assert [(v.variant, v.status) for v in case.variants] == [
+            ("base", TimingStatus.OK), ("bad", TimingStatus.ERROR), ("good", TimingStatus.OK)]
         bad = case.variants[1]
         assert bad.reason == ("crashed the process that timed float32 (exit code -6, SIGABRT) while running timing s "
                               "forward graph capture; float32 was timed again without it")

@@ -111,12 +111,13 @@ def _launch_cpu_ms(fn, flush, repeats: int = 3) -> tuple[float, float]:
     return min(cpu), min(gpu)
 
 
-def _launch_costs(timed: dict, flush, drop) -> dict[str, tuple[float, float]]:
-    """Each entry's `_launch_cpu_ms`; one whose call raises is dropped."""
+def _launch_costs(timed: dict, flush, drop, baseline: str, where: str) -> dict[str, tuple[float, float]]:
+    """Each entry's `_launch_cpu_ms`, `alone` (a crash names it); one whose call raises is dropped."""
     launch = {}
     for name, ts in list(timed.items()):
         try:
-            launch[name] = _launch_cpu_ms(ts[0], flush)
+            with supervisor.alone(baseline if name == CONTROL else name, f"{where} launch cost"):
+                launch[name] = _launch_cpu_ms(ts[0], flush)
         except BaseException as exc:
             drop(name, exc)
     return launch
@@ -149,9 +150,10 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
     if control is not None:
         entries[CONTROL] = as_placements(control, placements)
     flush = torch.empty(config.flush_bytes // 4, dtype=torch.int32, device="cuda")
-    warmed = _warm_up(entries, next(iter(calls)), inputs, config, flush, f"timing {shape_label} {mode}", step)
-    timed, drop = warmed.timed, _dropping(warmed, next(iter(calls)))
-    launch = _launch_costs(timed, flush, drop)
+    baseline, where = next(iter(calls)), f"timing {shape_label} {mode}"
+    warmed = _warm_up(entries, baseline, inputs, config, flush, where, step)
+    timed, drop = warmed.timed, _dropping(warmed, baseline)
+    launch = _launch_costs(timed, flush, drop, baseline, where)
     launch_bound = tuple(n for n, (cpu, gpu) in launch.items() if n != CONTROL and cpu >= LAUNCH_BOUND_FRACTION * gpu)
     # op-level passes (prefers_graph) are replayed from graphs in "auto" whatever their time: their Python,
     # autograd and allocation overhead can exceed a small kernel's time and spreads their samples
@@ -160,8 +162,7 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
         min(gpu for _, gpu in launch.values()) < GRAPH_AUTO_BELOW_MS or bool(launch_bound) or prefer))
     note = ""
     if use_graph:
-        note = _capture(timed, warmed.failed, config.graph == "on", flush, next(iter(calls)),
-                        f"timing {shape_label} {mode}")
+        note = _capture(timed, warmed.failed, config.graph == "on", flush, baseline, where)
         use_graph = any(t.graph is not None for ts in timed.values() for t in ts)
     samples, seconds = _rounds(timed, placements, config, step, flush, shape_label, mode, drop)
     launch = {n: v for n, v in launch.items() if n in timed}
@@ -170,7 +171,8 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
     # cross entropy scales the gradient its forward stored in the logits): its fresh outputs are not judged
     unjudged = tuple(warmed.written) if mode == "backward" else ()
     audited = audit.audit_case(timed, samples, checked, flush, bytes_moved, copy_gbs,
-                               audit.Tools(torch, _one_call_ms, flush_l2), skip=(CONTROL,), unjudged=unjudged)
+                               audit.Tools(torch, _one_call_ms, flush_l2), skip=(CONTROL,), unjudged=unjudged,
+                               where=where)
     warmed.fouls.update(audited.fouls)
     warmed.failed.update(audited.crashed)
     audit_seconds = time.perf_counter() - audit_start
@@ -260,7 +262,7 @@ def _capture_fault(name: str, exc: BaseException) -> str:
 
 
 def _capture(timed: dict[str, list[_Timed]], failed: dict[str, str], demanded: bool, flush, baseline: str,
-             where: str = "timing") -> str:
+             where: str) -> str:
     """Capture every placement of every entry in a CUDA graph, each `alone` (a crash names it). If one cannot
     be captured: with graphs demanded it fails; otherwise (auto) every entry is timed eagerly, like with like.
     Returns the note."""
@@ -289,7 +291,7 @@ def _capture(timed: dict[str, list[_Timed]], failed: dict[str, str], demanded: b
             failed[name] = f"CUDA graph capture failed: {reason}"
             del timed[name]
         return ""
-    cost = _eager_cost(timed, flush)
+    cost = _eager_cost(timed, flush, where)
     for ts in timed.values():
         for t in ts:
             t.graph = None
@@ -303,7 +305,7 @@ def _spread(samples: list[float]) -> float:
     return (p80 - p20) / 2 / p50 if p50 > 0 else 0.0
 
 
-def _eager_cost(timed: dict[str, list[_Timed]], flush, calls: int = 20) -> str:
+def _eager_cost(timed: dict[str, list[_Timed]], flush, where: str, calls: int = 20) -> str:
     """What timing eagerly costs the interval, measured on the entries whose graphs were captured: their
     samples' median and spread eager against replayed."""
     parts = []
@@ -311,10 +313,11 @@ def _eager_cost(timed: dict[str, list[_Timed]], flush, calls: int = 20) -> str:
         t = ts[0]
         if name == CONTROL or t.graph is None:
             continue
-        replayed = [_one_call_ms(t, flush) for _ in range(calls)]
-        graph, t.graph = t.graph, None
-        eager = [_one_call_ms(t, flush) for _ in range(calls)]
-        t.graph = graph
+        with supervisor.alone(name, f"{where} eager cost"):
+            replayed = [_one_call_ms(t, flush) for _ in range(calls)]
+            graph, t.graph = t.graph, None
+            eager = [_one_call_ms(t, flush) for _ in range(calls)]
+            t.graph = graph
         parts.append(f"{name}: eager median {stats.quantiles(eager)[1] * 1e3:.1f} us spread +/-{_spread(eager):.0%} "
                      f"against {stats.quantiles(replayed)[1] * 1e3:.1f} us +/-{_spread(replayed):.0%} from a graph")
     if not parts:

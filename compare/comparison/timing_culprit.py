@@ -1,5 +1,5 @@
 """A variant that ends a dtype's timing process (compare/comparison/timing_run.py) while it runs alone (its warm-up,
-its graph capture: compare.runtime.supervisor.alone) is named by that launch's status record; the dtype is
+launch cost, graph capture, audit: compare.runtime.supervisor.alone) is named by that launch's record; the dtype is
 timed again in a fresh process without it, and its section says the variant was not timed, and why. A process
 that ends while several variants ran together (the interleaved rounds) blames none: the dtype is not timed."""
 from __future__ import annotations
