@@ -99,6 +99,49 @@ def test_a_crash_outside_any_variant_is_one_line_and_exit_3_an_internal_error(tm
                                               "outside any variant's launch; no report")
 
 
+def test_alone_names_one_variant_inside_a_launch_of_several_and_writes_the_outer_record_back(tmp_path, monkeypatch):
+    status = tmp_path / "status"
+    monkeypatch.setattr(supervisor, "_CHANNEL", {"status": str(status), "token": "t"})
+    monkeypatch.setattr(supervisor, "_LIMIT", [10.0])
+    with supervisor.running(("a", "b", "c"), "timing s forward", launches=4):
+        with pytest.raises(ValueError):   # a variant's error inside: the outer record comes back all the same
+            with supervisor.alone("b", "timing s forward graph capture"):
+                mark = supervisor.status_mark()
+                assert supervisor.last_launch(0).names == ("b",) and supervisor.last_launch(mark) is None
+                raise ValueError("its capture failed")
+        assert supervisor.last_launch(0).names == ("a", "b", "c")
+    records = [json.loads(line) for line in status.read_text().splitlines()]
+    assert [(r["variants"], r["what"]) for r in records] == [
+        (["a", "b", "c"], "timing s forward"), (["b"], "timing s forward graph capture"),
+        (["a", "b", "c"], "timing s forward"), ([], "")]
+    assert records[0] == records[2] and (records[1]["since"], records[1]["limit"]) == (records[0]["since"], 40.0)
+    assert supervisor.last_launch(0).names == ()   # ended between launches: nobody's
+
+
+ALONE_CHILD = '''\
+import os, signal, sys, json
+sys.path.insert(0, {root!r})
+from compare.runtime import supervisor
+
+left_out = dict(supervisor.excluded())
+with supervisor.running([n for n in ("a", "b", "c") if n not in left_out], "timing s forward"):
+    with supervisor.alone("b", "timing s forward graph capture"):
+        if "b" not in left_out:
+            os.kill(os.getpid(), signal.SIGABRT)
+print(json.dumps(supervisor.excluded()))
+supervisor.done(0)
+'''
+
+
+def test_a_crash_inside_alone_names_that_variant_alone_for_the_supervisor(tmp_path, capfd):
+    child = tmp_path / "child.py"
+    child.write_text(ALONE_CHILD.format(root=str(ROOT)))
+    assert supervise([sys.executable, str(child)]) == 0
+    out, _ = capfd.readouterr()
+    assert json.loads(out.strip().splitlines()[-1]) == [
+        ["b", "crashed the process (SIGABRT) while running timing s forward graph capture"]]
+
+
 @pytest.mark.parametrize("message, fatal", [
     ("CUDA error: an illegal memory access was encountered", True),
     ("CUDA error: unspecified launch failure", True),

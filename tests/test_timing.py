@@ -141,6 +141,26 @@ def test_a_failed_capture_leaves_the_stream_it_found_so_later_calls_and_cases_ru
     assert set(calls["a"].ran_on) == {"default"} and set(calls["sync"].ran_on) == {"default"}
 
 
+def test_each_entrys_calls_outside_the_rounds_name_it_alone_and_the_rounds_name_every_variant(clock, tmp_path,
+                                                                                              monkeypatch):
+    """A crash while one entry warms up, has its launch cost measured, is captured or audited is that variant's
+    (the A/A control's: the baseline's); one in the interleaved rounds is nobody's alone."""
+    import json
+    from compare.runtime import supervisor
+    status = tmp_path / "status"
+    monkeypatch.setattr(supervisor, "_CHANNEL", {"status": str(status), "token": None})
+    with supervisor.running(("a", "b"), "timing S forward float32"):
+        timing.time_case({"a": _OpPass(clock, 2.0), "b": _OpPass(clock, 2.0)}, 1000, 1.0, "S", "forward", OP_CONFIG,
+                         control=_OpPass(clock, 2.0))
+    said = [(r["variants"], r["what"]) for r in map(json.loads, status.read_text().splitlines())]
+    outer = (["a", "b"], "timing S forward float32")
+    alone = [(names, what.removeprefix("timing S forward ")) for names, what in said if (names, what) != outer]
+    phases = [[(["a"], phase), (["b"], phase), (["a"], phase)]   # the A/A control's as the baseline's
+              for phase in ("warm-up", "launch cost", "graph capture")]
+    assert alone == [*phases[0], *phases[1], *phases[2], (["a"], "audit"), (["b"], "audit"), ([], "")]
+    assert said[-2] == outer   # each alone block gave the launch back to every variant: the rounds ran under it
+
+
 class _AcceleratorError(RuntimeError):
     """Named as torch's (torch.AcceleratorError): the supervisor reads a device error of that class as fatal."""
 

@@ -54,20 +54,26 @@ def test_timing_runs_in_fresh_processes_on_a_gpu_unless_told(monkeypatch, gpu, e
 
 # A stand-in for compare/processes/timing_worker.py, speaking its protocol: it notes its start, then for each request
 # line loads (sleeps), says "ready" on the pipe it is given, waits for its go line, notes the status file it was
-# given, writes a timing section and says "timed". A request naming variant "dies" ends it while timing.
+# given, writes a timing section (one case of the variants it was handed less those its environment excludes, its
+# method that exclusion) and says "timed". A request naming variant "dies" ends it while timing; with FAKE_WORKER
+# "abort:NAMES", a request holding NAMES not excluded writes the run's launch record of every variant, then one
+# naming NAMES (and a forged one without the token, naming the last variant), and aborts.
 _FAKE_WORKER = '''
-import json, os, sys, time
+import json, os, resource, sys, time
 sys.path.insert(0, {root!r})
-from compare.model.results import TimingSection, to_dict
+from compare.model.results import TimingCase, TimingComparison, TimingSection, TimingVariant, to_dict
+from compare.model.states import TimingStatus, TimingVerdict
 limit, fd = sys.argv[1:3]
 words = os.fdopen(int(fd), "wb", buffering=0)
 behaviour = os.environ["FAKE_WORKER"]
+excluded = [e[0] for e in json.loads(os.environ.get("KERNEL_AB_EXCLUDED") or "[]")]
 with open(os.environ["FAKE_WORKER_STARTS"], "a") as starts:
     starts.write(str(os.getpid()) + chr(10))
 while (line := sys.stdin.readline()):
     asked = json.loads(line)
     request = json.loads(open(asked["request"]).read())
     dtype, answer = request["dtype"], asked["answer"]
+    names = [n for n in request["variants"] if n not in excluded]
     open(answer + ".started", "w").write(repr(time.time()))
     if behaviour == "crash":
         sys.exit("cannot load: " + dtype)
@@ -79,9 +85,21 @@ while (line := sys.stdin.readline()):
     open(answer + ".when", "w").write(repr(time.time()))
     if "dies" in request["variants"]:
         os._exit(9)
+    ending = behaviour.partition("abort:")[2].split(",") if behaviour.startswith("abort:") else []
+    if ending and set(ending) <= set(names):
+        with open(go["status"], "a") as status:
+            for record in ({{"variants": names, "what": "timing s forward", "since": time.time(), "limit": 60}},
+                           {{"variants": ending, "what": "timing s forward graph capture"}}):
+                status.write(json.dumps({{**record, "token": go["token"]}}) + chr(10))
+            status.write(json.dumps({{"variants": [names[-1]], "what": "forged"}}) + chr(10))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        os.abort()
     bandwidth = go["copy_gbs"] or 4200.0 + len(dtype)   # measured by the first process only
-    section = TimingSection(go["status"] + "|" + dtype + "|" + ",".join(request["variants"]), bandwidth, 0.01, 0.95,
-                            "m", ())
+    case = TimingCase("s", "forward", False, 1.0, tuple(TimingVariant(n, TimingStatus.OK) for n in names),
+                      tuple(TimingComparison(n, TimingVerdict.NO_DIFFERENCE, baseline=names[0]) for n in names[1:]),
+                      dtype=dtype)
+    section = TimingSection(go["status"] + "|" + dtype + "|" + ",".join(names), bandwidth, 0.01, 0.95,
+                            os.environ.get("KERNEL_AB_EXCLUDED", ""), (case,) if names else ())
     open(answer, "w").write(json.dumps(to_dict(section)))
     words.write(b"timed" + bytes([10]))
 '''
@@ -96,7 +114,7 @@ def _fake(tmp_path, monkeypatch, behaviour: str):
     monkeypatch.setenv("FAKE_WORKER", behaviour)
     monkeypatch.setenv("FAKE_WORKER_STARTS", str(tmp_path / "starts"))
     # the run's status file and launch limit, as the supervisor and --variant-timeout gave them (read once)
-    monkeypatch.setattr(supervisor, "_CHANNEL", {"status": str(tmp_path / "status"), "token": None})
+    monkeypatch.setattr(supervisor, "_CHANNEL", {"status": str(tmp_path / "status"), "token": "the-token"})
     monkeypatch.setattr(supervisor, "_LIMIT", [3.0])
     return worker, tmp_path / "starts"
 
@@ -189,3 +207,58 @@ def test_a_comparison_that_kills_its_timing_process_fails_alone_and_the_next_get
         assert workers.starts == 2 and len(starts.read_text().split()) == 2   # the one it killed, and a fresh one
     finally:
         workers.close()
+
+
+def _status_lines(tmp_path) -> list[dict]:
+    import json
+    return [json.loads(line) for line in (tmp_path / "status").read_text().splitlines()]
+
+
+def test_a_variant_that_ends_the_timing_process_alone_is_named_and_the_others_are_timed_again(tmp_path, monkeypatch):
+    from compare.model.states import TimingStatus, TimingVerdict
+    # its records carry the run's token; the forged one after them, naming good, counts for nothing
+    worker, starts = _fake(tmp_path, monkeypatch, "abort:bad")
+    workers = timing_run.TimingWorkers(worker)
+    try:
+        found, after = _comparisons(workers, [("base", "bad", "good"), ("c.base", "c.head")], dtypes=("float32",))
+        assert found.skipped == ()
+        [case] = found.timing.cases
+        # the honest pair measured in the fresh process, which excluded the culprit (its environment said so)
+        assert found.timing.gpu.endswith("|float32|base,good") and '"bad"' in found.timing.method
+        assert [(v.variant, v.status) for v in case.variants] == [
+            ("base", TimingStatus.OK), ("bad", TimingStatus.ERROR), ("good", TimingStatus.OK)]
+        bad = case.variants[1]
+        assert bad.reason == ("crashed the process that timed float32 (exit code -6, SIGABRT) while running timing s "
+                              "forward graph capture; float32 was timed again without it")
+        assert [(c.variant, c.verdict, c.baseline) for c in case.comparisons] == [
+            ("bad", TimingVerdict.NA, "base"), ("good", TimingVerdict.NO_DIFFERENCE, "base")]
+        assert case.comparisons[0].reason == f"bad {bad.reason}"
+        # the launch the dead process left open is closed, so that no supervisor waits on it
+        assert _status_lines(tmp_path)[-1]["variants"] == []
+        # the next comparison gets the dtype's shared process afresh, excluding nothing
+        assert after.skipped == () and after.timing.method.startswith("; ")
+        assert workers.starts == 3 and len(starts.read_text().split()) == 3
+    finally:
+        workers.close()
+
+
+@pytest.mark.parametrize("ending, said", [
+    ("bad,good", "while running timing s forward graph capture with bad, good timed together (no one of them to "
+                 "blame)"),
+    ("base", "while the baseline base ran alone (timing s forward graph capture): nothing to time the others "
+             "against")])
+def test_a_timing_process_ended_while_several_ran_or_by_the_baseline_leaves_the_dtype_untimed(tmp_path, monkeypatch,
+                                                                                               ending, said):
+    from compare.comparison import plan
+    from compare.runtime.progress import Step
+    worker, starts = _fake(tmp_path, monkeypatch, f"abort:{ending}")
+    processes = timing_run.TimingProcesses(plan.Request(variants=("base", "bad", "good")), ("float32",), worker)
+    try:
+        found = processes.run(Step())
+    finally:
+        processes.close()
+    assert found.timing is None
+    [skip] = found.skipped
+    assert (skip.check, skip.part) == ("timing", "float32")
+    assert skip.why.startswith("its process ended with exit code -6 (") and skip.why.endswith(said)
+    assert len(starts.read_text().split()) == 1   # not started again: no one variant to leave out

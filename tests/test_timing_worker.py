@@ -58,3 +58,21 @@ def test_the_timing_worker_imports_each_revision_once_for_every_op_it_times(tmp_
     [folders] = warm_library.imports(log).values()   # one process, which imported v1 and v2 once each
     assert len(folders) == 2 and len(set(folders)) == 2
     assert not any(w.alive() for w in workers.by_dtype.values())
+
+
+def test_a_timing_process_plans_without_the_variants_its_environment_excludes(tmp_path, monkeypatch):
+    import json
+    worker = tmp_path / "worker.py"
+    worker.write_text(_WORKER.format(root=str(Path(timing_run.__file__).resolve().parents[2])))
+    monkeypatch.setattr(supervisor, "_CHANNEL", {"status": str(tmp_path / "status"), "token": None})
+    monkeypatch.setattr(supervisor, "_LIMIT", [120.0])
+    # as a fresh process timing a dtype again without a registry variant that ended the first (timing_run)
+    monkeypatch.setenv(supervisor.EXCLUDED_ENV, json.dumps([["explicit_offset", "crashed the process", ""]]))
+    request = plan.Request(variants=("pointer_mutation", "explicit_offset", "single_read_coop"), family="group_norm",
+                           shape="2,8,2,16")
+    processes = timing_run.TimingProcesses(request, ("float32",), worker)
+    try:
+        found = processes.run(Step())
+    finally:
+        processes.close()
+    assert found.skipped == () and found.timing.gpu == "pointer_mutation,single_read_coop"

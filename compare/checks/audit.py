@@ -143,17 +143,20 @@ class Audited:
 
 
 def audit_case(timed: dict, samples: dict, checked: Optional["Checked"], flush, bytes_moved: int, copy_gbs: float,
-               tools: Tools, skip: tuple[str, ...] = (), unjudged: tuple[str, ...] = ()) -> Audited:
-    """Every timed entry but `skip` (the A/A control) audited (see the module docstring); `unjudged`: entries
-    whose outputs on fresh inputs are not judged (their state between calls is not their own; see time_case)."""
+               tools: Tools, skip: tuple[str, ...] = (), unjudged: tuple[str, ...] = (),
+               where: str = "timing") -> Audited:
+    """Every timed entry but `skip` (the A/A control) audited (see the module docstring), each `alone` (a crash
+    names it); `unjudged`: entries whose outputs on fresh inputs are not judged (their state between calls is
+    not their own; see time_case)."""
     found: dict[str, list[Finding]] = {}
     crashed: dict[str, str] = {}
     for name, ts in timed.items():
         if name in skip:
             continue
         try:
-            fouls = _entry_fouls(name, ts[0], samples, checked, flush, bytes_moved, copy_gbs, tools,
-                                 name not in unjudged)
+            with supervisor.alone(name, f"{where} audit"):
+                fouls = _entry_fouls(name, ts[0], samples, checked, flush, bytes_moved, copy_gbs, tools,
+                                     name not in unjudged)
         except BaseException as exc:   # the variant's own crash in a call like its timed ones: reported
             crashed[name] = f"crashed in the audit's calls: {supervisor.variant_fault(name, exc)}"
             tools.torch.cuda.synchronize()

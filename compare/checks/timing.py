@@ -5,7 +5,6 @@ buffers, a few placements rotated by round, so placement moves a round alike and
 bias. The baseline is timed again as a hidden A/A control that a verdict must clear (`compare.checks.stats`)."""
 from __future__ import annotations
 
-import contextlib
 import random
 import time
 from typing import Callable, Sequence
@@ -14,6 +13,7 @@ import torch
 
 from compare.runtime import sealing, supervisor
 from compare.checks import audit, referee, stats
+from compare.checks.case_calls import as_placements, case_calls  # noqa: F401 (re-exported)
 from compare.checks.copy_bandwidth import copy_bandwidth_gbs  # noqa: F401 (re-exported)
 from compare.checks.harness import REUSED, ReusedOutput
 from compare.checks import timing_verdicts as verdicts
@@ -111,12 +111,13 @@ def _launch_cpu_ms(fn, flush, repeats: int = 3) -> tuple[float, float]:
     return min(cpu), min(gpu)
 
 
-def _launch_costs(timed: dict, flush, drop) -> dict[str, tuple[float, float]]:
-    """Each entry's `_launch_cpu_ms`; one whose call raises is dropped."""
+def _launch_costs(timed: dict, flush, drop, baseline: str, where: str) -> dict[str, tuple[float, float]]:
+    """Each entry's `_launch_cpu_ms`, `alone` (a crash names it); one whose call raises is dropped."""
     launch = {}
     for name, ts in list(timed.items()):
         try:
-            launch[name] = _launch_cpu_ms(ts[0], flush)
+            with supervisor.alone(baseline if name == CONTROL else name, f"{where} launch cost"):
+                launch[name] = _launch_cpu_ms(ts[0], flush)
         except BaseException as exc:
             drop(name, exc)
     return launch
@@ -132,42 +133,6 @@ def _dropping(warmed, baseline: str) -> Callable[[str, BaseException], None]:
     return drop
 
 
-def _failing(exc: BaseException) -> Callable[[], None]:
-    def fail():
-        raise exc
-    return fail
-
-
-def case_calls(bench_call: Callable[..., Callable[[], None]], variants: Sequence, inputs, shape, mode: str,
-               placements: int = 1) -> tuple[dict[str, tuple], tuple]:
-    """Every variant's bench calls for one case, one per placement, and the baseline's again for the A/A
-    control: `placements` sets of buffers, each shared by every variant (bench_call's `buffers`), and a
-    sealed copy of `inputs` for each entry (`sealed_inputs`), so no entry's writes reach another. A
-    variant whose call cannot be built gets a call that raises its error, so it is reported as failed."""
-    sets = [{} for _ in range(placements)]
-
-    def build(variant):
-        own = sealing.sealed_copy(inputs)
-        try:
-            calls = tuple(bench_call(variant, own, shape, mode, buffers=b) for b in sets)
-        except BaseException as exc:  # reported by time_case, the rest still timed
-            supervisor.variant_fault(variant.name, exc)
-            calls = (_failing(exc),) * placements
-        for call in calls:
-            with contextlib.suppress(AttributeError):   # a callable that takes no attributes: not watched
-                call.sealed_inputs = own
-        return calls
-    calls = {v.name: build(v) for v in variants}
-    return calls, build(variants[0])
-
-
-def _as_placements(fn, placements: int) -> tuple:
-    fns = tuple(fn) if isinstance(fn, (tuple, list)) else (fn,)
-    if len(fns) != placements:
-        raise ValueError(f"every entry needs {placements} calls (one per placement), got {len(fns)}")
-    return fns
-
-
 def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]], bytes_moved: int, copy_gbs: float,
               shape_label: str, mode: str, config: TimingConfig, step: Callable[[str], None] = lambda _: None,
               dtype: str = "", control: Callable[[], None] | Sequence[Callable[[], None]] | None = None,
@@ -181,13 +146,14 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
     # then each entry is audited (compare/checks/audit.py, `checked`: the family's side); a foul withholds
     # the entry's verdict, and the case's `fouls` say why
     placements = len(calls[next(iter(calls))]) if isinstance(calls[next(iter(calls))], (tuple, list)) else 1
-    entries = {name: _as_placements(fn, placements) for name, fn in calls.items()}
+    entries = {name: as_placements(fn, placements) for name, fn in calls.items()}
     if control is not None:
-        entries[CONTROL] = _as_placements(control, placements)
+        entries[CONTROL] = as_placements(control, placements)
     flush = torch.empty(config.flush_bytes // 4, dtype=torch.int32, device="cuda")
-    warmed = _warm_up(entries, next(iter(calls)), inputs, config, flush, f"timing {shape_label} {mode}", step)
-    timed, drop = warmed.timed, _dropping(warmed, next(iter(calls)))
-    launch = _launch_costs(timed, flush, drop)
+    baseline, where = next(iter(calls)), f"timing {shape_label} {mode}"
+    warmed = _warm_up(entries, baseline, inputs, config, flush, where, step)
+    timed, drop = warmed.timed, _dropping(warmed, baseline)
+    launch = _launch_costs(timed, flush, drop, baseline, where)
     launch_bound = tuple(n for n, (cpu, gpu) in launch.items() if n != CONTROL and cpu >= LAUNCH_BOUND_FRACTION * gpu)
     # op-level passes (prefers_graph) are replayed from graphs in "auto" whatever their time: their Python,
     # autograd and allocation overhead can exceed a small kernel's time and spreads their samples
@@ -196,7 +162,7 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
         min(gpu for _, gpu in launch.values()) < GRAPH_AUTO_BELOW_MS or bool(launch_bound) or prefer))
     note = ""
     if use_graph:
-        note = _capture(timed, warmed.failed, config.graph == "on", flush, next(iter(calls)))
+        note = _capture(timed, warmed.failed, config.graph == "on", flush, baseline, where)
         use_graph = any(t.graph is not None for ts in timed.values() for t in ts)
     samples, seconds = _rounds(timed, placements, config, step, flush, shape_label, mode, drop)
     launch = {n: v for n, v in launch.items() if n in timed}
@@ -205,7 +171,8 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
     # cross entropy scales the gradient its forward stored in the logits): its fresh outputs are not judged
     unjudged = tuple(warmed.written) if mode == "backward" else ()
     audited = audit.audit_case(timed, samples, checked, flush, bytes_moved, copy_gbs,
-                               audit.Tools(torch, _one_call_ms, flush_l2), skip=(CONTROL,), unjudged=unjudged)
+                               audit.Tools(torch, _one_call_ms, flush_l2), skip=(CONTROL,), unjudged=unjudged,
+                               where=where)
     warmed.fouls.update(audited.fouls)
     warmed.failed.update(audited.crashed)
     audit_seconds = time.perf_counter() - audit_start
@@ -229,36 +196,44 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
 
 def _warm_up(entries: dict[str, tuple], baseline: str, inputs, config: TimingConfig, flush, where: str,
              step: Callable[[str], None]) -> verdicts.Warmed:
-    """Call every entry until warm (its first call compiles, not a sample); one that fails is not timed."""
+    """Call every entry until warm (its first call compiles, not a sample); one that fails is not timed. Each
+    warms up `alone` (compare.runtime.supervisor): a crash there names it, not every variant of the case."""
     warmed = verdicts.Warmed()
     for name, fns in entries.items():
         step(f"{where}: warm-up {'A/A control' if name == CONTROL else name}")
         culprit = baseline if name == CONTROL else name
-        before = supervisor.snapshot()   # what its warm-up changes in the process names it alone (process_guard)
-        try:
-            ts = [_Timed(fn) for fn in fns]
-            if name != CONTROL and getattr(ts[0].fn, "reused_output", lambda: False)():   # before a call's graph
-                raise ReusedOutput(REUSED)                                                # is lost to the next
-            for t in ts:
-                _one_call_ms(t, flush)   # the first call compiles; not a sample
-                _seal(t, inputs, warmed.written, name)
-            warmed.memory[name] = _peak_memory(ts[0])
-            deadline = time.perf_counter() + config.warmup_ms / 1e3
-            while time.perf_counter() < deadline:
-                _one_call_ms(ts[0], flush)
-            warmed.timed[name] = ts
-        except NotForThisShape as exc:   # a limit the variant documents, not a fault
-            warmed.failed[name] = f"not for this shape: {exc}"
-            warmed.not_run.add(name)
-        except ReusedOutput as exc:   # said as it is: the why, not an error's type
-            warmed.failed[name] = str(exc)
-        except BaseException as exc:  # a variant that crashes is reported; the rest are still timed
-            warmed.failed[name] = supervisor.variant_fault(culprit, exc)
-            if isinstance(exc, NotPlainTensor):
-                warmed.fouls[name] = [referee.subclass_finding(name, str(exc))]
-            torch.cuda.synchronize()
-        supervisor.check(before, (culprit,), f"{where} warm-up")
+        with supervisor.alone(culprit, f"{where} warm-up"):
+            before = supervisor.snapshot()   # what its warm-up changes in the process names it alone (process_guard)
+            _warm_entry(warmed, name, fns, culprit, inputs, config, flush)
+            supervisor.check(before, (culprit,), f"{where} warm-up")
     return warmed
+
+
+def _warm_entry(warmed: verdicts.Warmed, name: str, fns: tuple, culprit: str, inputs, config: TimingConfig,
+                flush) -> None:
+    """One entry's warm-up into `warmed`: its timed callables, or why it failed."""
+    try:
+        ts = [_Timed(fn) for fn in fns]
+        if name != CONTROL and getattr(ts[0].fn, "reused_output", lambda: False)():   # before a call's graph
+            raise ReusedOutput(REUSED)                                                # is lost to the next
+        for t in ts:
+            _one_call_ms(t, flush)   # the first call compiles; not a sample
+            _seal(t, inputs, warmed.written, name)
+        warmed.memory[name] = _peak_memory(ts[0])
+        deadline = time.perf_counter() + config.warmup_ms / 1e3
+        while time.perf_counter() < deadline:
+            _one_call_ms(ts[0], flush)
+        warmed.timed[name] = ts
+    except NotForThisShape as exc:   # a limit the variant documents, not a fault
+        warmed.failed[name] = f"not for this shape: {exc}"
+        warmed.not_run.add(name)
+    except ReusedOutput as exc:   # said as it is: the why, not an error's type
+        warmed.failed[name] = str(exc)
+    except BaseException as exc:  # a variant that crashes is reported; the rest are still timed
+        warmed.failed[name] = supervisor.variant_fault(culprit, exc)
+        if isinstance(exc, NotPlainTensor):
+            warmed.fouls[name] = [referee.subclass_finding(name, str(exc))]
+        torch.cuda.synchronize()
 
 
 def _seal(t: _Timed, inputs, written: dict, name: str) -> None:
@@ -286,16 +261,19 @@ def _capture_fault(name: str, exc: BaseException) -> str:
     return summarize(exc)
 
 
-def _capture(timed: dict[str, list[_Timed]], failed: dict[str, str], demanded: bool, flush, baseline: str) -> str:
-    """Capture every placement of every entry in a CUDA graph. If one cannot be captured: with graphs
-    demanded it fails; otherwise (auto) every entry is timed eagerly, like with like. Returns the note."""
+def _capture(timed: dict[str, list[_Timed]], failed: dict[str, str], demanded: bool, flush, baseline: str,
+             where: str) -> str:
+    """Capture every placement of every entry in a CUDA graph, each `alone` (a crash names it). If one cannot
+    be captured: with graphs demanded it fails; otherwise (auto) every entry is timed eagerly, like with like.
+    Returns the note."""
     broken = {}
     stream = torch.cuda.current_stream()
     for name, ts in list(timed.items()):
         try:
-            for t in ts:
-                t.capture()
-                _one_call_ms(t, flush)
+            with supervisor.alone(baseline if name == CONTROL else name, f"{where} graph capture"):
+                for t in ts:
+                    t.capture()
+                    _one_call_ms(t, flush)
         except BaseException as exc:
             if not supervisor.is_variant_fault(exc):
                 raise
@@ -313,7 +291,7 @@ def _capture(timed: dict[str, list[_Timed]], failed: dict[str, str], demanded: b
             failed[name] = f"CUDA graph capture failed: {reason}"
             del timed[name]
         return ""
-    cost = _eager_cost(timed, flush)
+    cost = _eager_cost(timed, flush, where)
     for ts in timed.values():
         for t in ts:
             t.graph = None
@@ -327,7 +305,7 @@ def _spread(samples: list[float]) -> float:
     return (p80 - p20) / 2 / p50 if p50 > 0 else 0.0
 
 
-def _eager_cost(timed: dict[str, list[_Timed]], flush, calls: int = 20) -> str:
+def _eager_cost(timed: dict[str, list[_Timed]], flush, where: str, calls: int = 20) -> str:
     """What timing eagerly costs the interval, measured on the entries whose graphs were captured: their
     samples' median and spread eager against replayed."""
     parts = []
@@ -335,10 +313,11 @@ def _eager_cost(timed: dict[str, list[_Timed]], flush, calls: int = 20) -> str:
         t = ts[0]
         if name == CONTROL or t.graph is None:
             continue
-        replayed = [_one_call_ms(t, flush) for _ in range(calls)]
-        graph, t.graph = t.graph, None
-        eager = [_one_call_ms(t, flush) for _ in range(calls)]
-        t.graph = graph
+        with supervisor.alone(name, f"{where} eager cost"):
+            replayed = [_one_call_ms(t, flush) for _ in range(calls)]
+            graph, t.graph = t.graph, None
+            eager = [_one_call_ms(t, flush) for _ in range(calls)]
+            t.graph = graph
         parts.append(f"{name}: eager median {stats.quantiles(eager)[1] * 1e3:.1f} us spread +/-{_spread(eager):.0%} "
                      f"against {stats.quantiles(replayed)[1] * 1e3:.1f} us +/-{_spread(replayed):.0%} from a graph")
     if not parts:

@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from compare.checks.check import Findings
+from compare.comparison import timing_culprit
 from compare.runtime import supervisor
 from compare.model.results import TimingSection, decode, to_dict
 from compare.model.skips import Skip
@@ -25,6 +26,7 @@ from compare.runtime.warm_worker import WarmWorker
 IN_PROCESS_ENV = "KERNEL_AB_TIMING_IN_PROCESS"
 _ROOT = Path(__file__).resolve().parents[2]
 WORKER = _ROOT / "compare" / "processes" / "timing_worker.py"
+CULPRITS_AT_MOST = 3   # a dtype is timed again without one variant that ended its process at most this often
 
 
 def _code(family, variant, mode: str):
@@ -100,29 +102,50 @@ class TimingWorkers:
     def __init__(self, worker: Path = WORKER):
         self.tmp, self.worker = tempfile.TemporaryDirectory(prefix="kernel-ab-timing-", dir=scratch.folder()), worker
         self.by_dtype: dict[str, WarmWorker] = {}
+        self.apart: list[WarmWorker] = []   # fresh processes that time one request without a culprit (`ask_apart`)
         self.asked = 0
+
+    def _worker(self, name: str, env: dict | None = None) -> WarmWorker:
+        own = {k: v for k, v in os.environ.items() if k not in (supervisor.STATUS_ENV, supervisor.TOKEN_ENV)}
+        # in the user's folder, so relative --variant paths and --repo mean what they meant here
+        return WarmWorker([sys.executable, str(self.worker), repr(supervisor.limit_s())], Path(self.tmp.name), name,
+                          {**own, **(env or {})})
 
     def ask(self, request, dtype: str) -> AskedWorker:
         """Hand `dtype`'s process one comparison's `request` (it loads the variants, then waits for a go)."""
         if dtype not in self.by_dtype:
-            env = {k: v for k, v in os.environ.items() if k not in (supervisor.STATUS_ENV, supervisor.TOKEN_ENV)}
-            # in the user's folder, so relative --variant paths and --repo mean what they meant here
-            self.by_dtype[dtype] = WarmWorker([sys.executable, str(self.worker), repr(supervisor.limit_s())],
-                                              Path(self.tmp.name), dtype, env)
+            self.by_dtype[dtype] = self._worker(dtype)
+        return self._ask(self.by_dtype[dtype], request, dtype)
+
+    def ask_apart(self, request, dtype: str, excluding: str) -> AskedWorker:
+        """Hand `request` to a fresh process of `dtype` whose supervisor.EXCLUDED_ENV is `excluding`, for this
+        request alone: the dtype's shared process, kept for later comparisons, excludes nothing."""
+        self.apart.append(self._worker(f"{dtype}.apart{len(self.apart)}", {supervisor.EXCLUDED_ENV: excluding}))
+        return self._ask(self.apart[-1], request, dtype)
+
+    def _ask(self, worker: WarmWorker, request, dtype: str) -> AskedWorker:
         self.asked += 1
         ask, answer = (Path(self.tmp.name, f"{self.asked}.{dtype}.{end}.json") for end in ("request", "timing"))
         ask.write_text(request_json(dataclasses.replace(request, dtype=dtype, checks=("timing",))))
-        self.by_dtype[dtype].send({"request": str(ask), "answer": str(answer)})
-        return AskedWorker(dtype, self.by_dtype[dtype], answer)
+        worker.send({"request": str(ask), "answer": str(answer)})
+        return AskedWorker(dtype, worker, answer)
 
     @property
     def starts(self) -> int:
-        return sum(w.starts for w in self.by_dtype.values())
+        return sum(w.starts for w in [*self.by_dtype.values(), *self.apart])
 
     def close(self) -> None:
-        for w in self.by_dtype.values():
+        for w in [*self.by_dtype.values(), *self.apart]:
             w.close()
         self.tmp.cleanup()
+
+
+@dataclasses.dataclass(frozen=True)
+class Untimed:
+    """Why a dtype's process timed nothing: `why`, and its exit code where it ended (None: it was stopped)."""
+
+    why: str
+    exit_code: int | None = None
 
 
 class TimingProcesses:
@@ -135,31 +158,57 @@ class TimingProcesses:
     def __init__(self, request, dtypes: tuple[str, ...], worker: Path = WORKER, workers: TimingWorkers | None = None):
         self.own = workers is None
         self.pool = TimingWorkers(worker) if workers is None else workers
+        self.request = request
         self.workers = [self.pool.ask(request, dtype) for dtype in dtypes]
         self.timed: set[str] = set()   # the dtypes whose process timed its cases
 
     def run(self, step) -> Findings:
-        """Each dtype timed in turn: the merged section (None: none timed), a Skip for each dtype whose process
-        failed."""
+        """Each dtype timed in turn: the merged section (None: none timed), a Skip for each dtype not timed."""
         sections, failed = [], []
         for w in self.workers:
             step(f"timing {w.dtype}: in a process of its own")
-            why = self._time(w, sections[0].copy_gbs if sections else 0.0)
-            if why:
-                failed.append(Skip("timing", why, w.dtype))
-                continue
-            sections.append(decode(TimingSection, json.loads(w.answer.read_text())))
-            step.advance()
+            found = self._dtype(w, sections[0].copy_gbs if sections else 0.0, step)
+            failed += found.skipped
+            if found.timing is not None:
+                sections.append(found.timing)
+                step.advance()
         return Findings(timing=merged(sections), skipped=tuple(failed))
 
-    def _time(self, w: AskedWorker, copy_gbs: float) -> str:
-        """'' when `w` timed its cases, else why not. `copy_gbs`: the copy bandwidth an earlier process
+    def _dtype(self, w: AskedWorker, copy_gbs: float, step) -> Findings:
+        """`w`'s dtype timed: its section, else a Skip saying why not. A process that ended while one variant ran
+        alone is started afresh without it (timing_culprit), at most CULPRITS_AT_MOST times; the section then
+        says each such variant was not timed, and why."""
+        culprits: list[timing_culprit.Culprit] = []
+        baseline = self.request.variants[0] if self.request.variants else ""
+        while True:
+            mark = supervisor.status_mark()
+            untimed = self._time(w, copy_gbs)
+            if w.worker in self.pool.apart:   # timed one request without its culprits: never used again
+                w.worker.close()
+            if untimed is None:
+                section = decode(TimingSection, json.loads(w.answer.read_text()))
+                return Findings(timing=timing_culprit.with_culprits(section, culprits, self.request.variants))
+            launch = supervisor.last_launch(mark) if untimed.exit_code is not None else None
+            if launch is not None:
+                supervisor.none_running()   # the launch it said it ran ended with it
+            culprit = timing_culprit.blamed(launch, untimed.exit_code, w.dtype, baseline, culprits) \
+                if len(culprits) < CULPRITS_AT_MOST else None
+            if culprit is None:
+                return Findings(skipped=(Skip("timing", timing_culprit.not_timed_why(untimed.why, launch, baseline,
+                                                                                      culprits), w.dtype),))
+            culprits.append(culprit)
+            step(f"timing {w.dtype}: {culprit.name} ended its process; again without it")
+            w = self.pool.ask_apart(self.request, w.dtype, timing_culprit.excluding(culprits))
+
+    def _time(self, w: AskedWorker, copy_gbs: float) -> Untimed | None:
+        """None when `w` timed its cases, else why not. `copy_gbs`: the copy bandwidth an earlier process
         measured on this GPU (0: measure it)."""
         worker = w.worker
         said = worker.word(supervisor.limit_s())
         if said == "":
             worker.kill()
-            return f"its process had not loaded the variants after {supervisor.limit_s():g} s (--variant-timeout)"
+            return Untimed(f"its process had not loaded the variants after {supervisor.limit_s():g} s "
+                           "(--variant-timeout)")
         if said == "ready":
             channel = supervisor.channel_env()   # the run's status file and token (read once, out of os.environ)
             worker.tell({"status": channel.get(supervisor.STATUS_ENV, ""),
@@ -167,16 +216,18 @@ class TimingProcesses:
             said = worker.word()
         if said != "timed" or not w.answer.exists():
             rc, tail = worker.failure()
-            return f"its process ended with exit code {rc} ({tail})"
+            return Untimed(f"its process ended with exit code {rc} ({tail})", rc)
         self.timed.add(w.dtype)
-        return ""
+        return None
 
     def close(self) -> None:
         """Ends the processes asked and not done (the run stopped, or failed: they are replaced for the next
-        comparison); its own processes all."""
+        comparison), and those started afresh without a culprit; its own processes all."""
         for w in self.workers:
             if w.dtype not in self.timed:
                 w.worker.kill()
+        for worker in self.pool.apart:
+            worker.kill()
         if self.own:
             self.pool.close()
 

@@ -17,7 +17,8 @@ import time
 from compare.model.scratch import SCRATCH_ENV
 from compare.model.states import Crash
 from compare.runtime.exit_codes import ExitCode
-from compare.runtime.supervisor import _child_pids, _comm, _live_children
+from compare.runtime.child_processes import child_pids, comm, live_children
+from compare.runtime.status_records import read as read_records
 from compare.runtime.supervisor import (_STOP_CODES, _STOP_WORDS, EXCLUDED_ENV, GRACE_S, NO_TIMING_ENV,
                                 POISONED_EXIT, STARTED_ENV, STATUS_ENV, TAMPER, TOKEN_ENV)
 
@@ -25,27 +26,6 @@ _MAX_RERUNS = 8
 _POLL_S = 0.1
 AFTER_DONE_S = 30.0   # after its report, the child's time to end (its atexit handlers, its workers) before it is stopped
 _PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
-
-
-def _records(path: str, token: str | None = None) -> list[dict]:
-    """The status file's records; with `token`, a record without it (not the run's own: a variant wrote it)
-    comes back as {"forged": the record, "after": the last launch record before it}."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            lines = [json.loads(line) for line in f.read().splitlines() if line.strip()]
-    except (OSError, ValueError):
-        return []
-    if token is None:
-        return lines
-    out, launch = [], {}
-    for r in lines:
-        if not isinstance(r, dict) or r.get("token") != token:
-            out.append({"forged": r, "after": launch})
-        else:
-            out.append(r)
-            if "variants" in r:
-                launch = r
-    return out
 
 
 def _prctl(option: int, value: int) -> None:
@@ -70,7 +50,7 @@ def _start_child() -> None:
     signal.pthread_sigmask(signal.SIG_BLOCK, set(_STOP_CODES))
     _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     # a process a variant double-forks out of the group becomes the child's own (not init's) when its
-    # parent ends: the child sees it (compare.runtime.supervisor._escaped), and at the end the supervisor does
+    # parent ends: the child sees it (compare.runtime.child_processes.escaped), and at the end the supervisor does
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
 
 
@@ -111,7 +91,7 @@ class _Run:
         os.close(fd)
         self.token = secrets.token_hex(16)
         env = {**env, STATUS_ENV: self.status, TOKEN_ENV: self.token}
-        self.before = _child_pids()
+        self.before = child_pids()
         self.proc = subprocess.Popen(command, env=env, preexec_fn=_start_child)
         self.hung: dict = {}
         self.leftover: list[str] = []
@@ -138,7 +118,7 @@ class _Run:
         self.leftover = _lingering(self.proc.pid)   # whatever the child left in its group
         if self.leftover:
             _kill_group(self.proc.pid)
-        self.leftover = list(dict.fromkeys(self.leftover + _end_adopted(_child_pids() - self.before)))
+        self.leftover = list(dict.fromkeys(self.leftover + _end_adopted(child_pids() - self.before)))
         return rc
 
     def _check(self, now: float) -> None:
@@ -154,7 +134,7 @@ class _Run:
             _kill_group(self.proc.pid)
 
     def records(self) -> list[dict]:
-        return _records(self.status, self.token)
+        return read_records(self.status, self.token)
 
     def close(self) -> None:
         try:
@@ -174,7 +154,7 @@ def _lingering(pgid: int, wait_s: float = 1.0) -> list[str]:
 
 def _end_adopted(pids: set[int]) -> list[str]:
     """Kill and reap the processes this one adopted (as child subreaper) from a run: 'NAME (PID)' each."""
-    said = [f"{_comm(pid)} ({pid})" for pid in sorted(_live_children(pids))]   # a zombie is only reaped
+    said = [f"{comm(pid)} ({pid})" for pid in sorted(live_children(pids))]   # a zombie is only reaped
     for pid in sorted(pids):
         try:
             os.kill(pid, signal.SIGKILL)

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from compare.processes import supervision
+from compare.runtime import status_records
 from compare.runtime.supervisor import EXCLUDED_ENV, NO_TIMING_ENV, POISONED_EXIT, STATUS_ENV
 from compare.model import scratch
 from compare.model.states import Failure
@@ -69,7 +70,7 @@ class Runner:
                 hung = self._hang()
 
     def _hang(self) -> dict:
-        records = supervision._records(self.status)
+        records = status_records.read(self.status)
         last = records[-1] if records else {}
         if last.get("variants") and "since" in last and time.time() - last["since"] > last.get("limit", 1e18):
             self.proc.kill()
@@ -79,7 +80,7 @@ class Runner:
     def _ended(self, hung: dict) -> TaskAnswer:
         rc = self.proc.wait()
         self.proc = None
-        records = supervision._records(self.status)
+        records = status_records.read(self.status)
         last = next((r for r in reversed(records) if "variants" in r), {})
         if rc == POISONED_EXIT:
             last = next((r for r in reversed(records) if r.get("error")), last)

@@ -28,9 +28,11 @@ def main(limit_s: str, words_fd: str) -> int:
             request = timing_run.request_from_json(Path(asked["request"]).read_text(), plan.Request, TimingConfig)
             if request.repo not in kept:
                 kept[request.repo] = stack.enter_context(loading.kept_kernels(request.repo))
-            # a process of its own: the variants are loaded here too, so the request is planned again here
+            # a process of its own: the variants are loaded here too, so the request is planned again here, less
+            # those its environment excludes (one that ended an earlier process timing this request)
             with pipeline.planned(request, registry(), excluded=supervisor.excluded(),
-                                  kernels=kept[request.repo]) as (planned, _):
+                                  kernels=kept[request.repo]) as (planned, failed):
+                planned, _ = pipeline.without_crashed(planned, failed, supervisor.excluded())
                 serving.say("ready")
                 go = serving.next()
                 if go is None:

@@ -14,6 +14,8 @@ import time
 
 from compare.model.errors import message, summarize
 from compare.model.states import Crash, Failure
+from compare.runtime import status_records
+from compare.runtime.child_processes import child_pids, comm, escaped, live_children
 from compare.runtime.exit_codes import ExitCode
 
 STATUS_ENV = "KERNEL_AB_STATUS_FILE"     # set in the child: where it says what it is running
@@ -31,7 +33,8 @@ _FATAL_DEVICE_ERRORS = ("illegal memory access", "illegal address", "unspecified
 _STOP_CODES = {signal.SIGINT: ExitCode.SIGINT, signal.SIGTERM: ExitCode.SIGTERM, signal.SIGHUP: ExitCode.SIGHUP}
 _STOP_WORDS = {signal.SIGINT: "interrupted (Ctrl-C)", signal.SIGTERM: "terminated (SIGTERM)",
                signal.SIGHUP: "hung up (SIGHUP)"}
-_NOW = {"what": "", "names": ()}    # what the running launch is doing and whose it is, for poisoned()
+# what the running launch is doing, whose it is (for poisoned()) and the record `running` wrote (for `alone`)
+_NOW: dict = {"what": "", "names": (), "record": {}}
 # where this process writes its records and the token they carry: read once from the environment, then
 # dropped from it, so that no variant redirects the records or reads the token there (`_channel`)
 _CHANNEL: dict[str, str | None] = {}
@@ -211,56 +214,6 @@ def limit_s() -> float:
     return _LIMIT[0] if _LIMIT else DEFAULT_LIMIT_S
 
 
-def _child_pids() -> set[int]:
-    pids = set()
-    try:
-        for task in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{task}/children", encoding="ascii") as f:
-                pids.update(int(p) for p in f.read().split())
-    except OSError:
-        pass
-    return pids
-
-
-def _live_children(pids: set[int]) -> set[int]:
-    alive = set()
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-                if f.read().rpartition(")")[2].split()[0] != "Z":
-                    alive.add(pid)
-        except OSError:
-            pass
-    return alive
-
-
-def _comm(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
-            return f.read().strip()
-    except OSError:
-        return "?"
-
-
-def _session(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            return int(f.read().rpartition(")")[2].split()[3])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _escaped(pids: set[int]) -> list[str]:
-    """Of `pids`, those in a session of their own (setsid: out of reach of the run's process group), killed."""
-    ours, said = os.getsid(0), []
-    for pid in sorted(pids):
-        if _session(pid) not in (None, ours):
-            said.append(f"started process {_comm(pid)} ({pid}) in a session of its own (setsid)")
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-    return said
-
-
 def snapshot():
     """The process-wide state before a launch of variant code (compare.runtime.process_guard; None while
     no guard is on), for `check` after it."""
@@ -288,10 +241,11 @@ def running(names: tuple[str, ...] | list[str], what: str, launches: int = 1, ex
     the block imports a library, whose habits are its own (compare.runtime.import_acts)."""
     before = snapshot()
     pid = os.getpid()
-    _NOW.update(what=what, names=tuple(names))
     threads = set(threading.enumerate())
-    children = _child_pids()
-    _write({"variants": list(names), "what": what, "since": time.time(), "limit": limit_s() * launches + extra_s})
+    children = child_pids()
+    record = {"variants": list(names), "what": what, "since": time.time(), "limit": limit_s() * launches + extra_s}
+    _NOW.update(what=what, names=tuple(names), record=record)
+    _write(record)
     error: BaseException | None = None
     try:
         yield
@@ -301,12 +255,12 @@ def running(names: tuple[str, ...] | list[str], what: str, launches: int = 1, ex
     finally:
         if os.getpid() != pid:   # a copy the variant forked, back in kernel-ab's code: it says so and ends
             _forked(names, what)
-        _NOW.update(what="", names=())
-        _write({"variants": [], "what": ""})
+        _NOW.update(what="", names=(), record={})
+        none_running()
         new_threads = [t for t in threading.enumerate() if t not in threads and t.is_alive() and not t.daemon]
-        new_children = _live_children(_child_pids() - children)
+        new_children = live_children(child_pids() - children)
         if new_threads or new_children:
-            said = [f"thread {t.name!r}" for t in new_threads] + [f"process {_comm(pid)} ({pid})"
+            said = [f"thread {t.name!r}" for t in new_threads] + [f"process {comm(pid)} ({pid})"
                                                                    for pid in sorted(new_children)]
             for name in names:
                 LEFT_BEHIND.setdefault(name, []).extend(said)
@@ -314,8 +268,49 @@ def running(names: tuple[str, ...] | list[str], what: str, launches: int = 1, ex
             if importing and before is not None:
                 from compare.runtime import import_acts
                 import_acts.record(names, what, before[0].library_acts(before[1]))
-            check(before, names, what, _escaped(new_children))
+            check(before, names, what, escaped(new_children))
     _raise_pending()
+
+
+@contextlib.contextmanager
+def alone(name: str, what: str):
+    """Inside a `running` block of several variants, say that `name` alone runs `what` (its warm-up, its graph
+    capture) for the length of this block, within the outer block's time: a crash here is its own. The outer
+    record is written back at the end, so one after it names them all again. One record in and one out:
+    never inside timed rounds."""
+    outer, pid = dict(_NOW), os.getpid()
+    _NOW.update(what=what, names=(name,))
+    _write({**outer["record"], "variants": [name], "what": what})
+    try:
+        yield
+    finally:
+        _NOW.update(outer)
+        if os.getpid() == pid:   # a forked copy says so in `running` (`_forked`), and nothing else
+            _write(outer["record"] or {"variants": [], "what": ""})
+
+
+def none_running() -> None:
+    """Record that no launch runs now (at the end of one; after a timing process that shared the status file
+    ended inside one of its own)."""
+    _write({"variants": [], "what": ""})
+
+
+def status_mark() -> int:
+    """Where the run's status file ends now (0 without one): `last_launch` reads what is written after it."""
+    status = _channel()["status"]
+    try:
+        return os.path.getsize(status) if status else 0
+    except OSError:
+        return 0
+
+
+def last_launch(since: int) -> status_records.Launch | None:
+    """The launch a process sharing this one's status file (a timing process) ended in, read from its records
+    after `since` (`status_mark`) that carry the run's token; None unsupervised or without one."""
+    ch = _channel()
+    if not ch["status"]:
+        return None
+    return status_records.last_launch(status_records.read(ch["status"], ch["token"], since))
 
 
 def _forked(names, what: str) -> None:
@@ -333,7 +328,7 @@ def left_behind() -> tuple[str, ...]:
     lines = []
     for name, things in LEFT_BEHIND.items():
         live = [t for t in dict.fromkeys(things)
-                if t in alive_threads or (t.startswith("process ") and _live_children({int(t[:-1].rsplit("(")[1])}))]
+                if t in alive_threads or (t.startswith("process ") and live_children({int(t[:-1].rsplit("(")[1])}))]
         if live:
             lines.append(f"{name} left {', '.join(live)} running; stopped when kernel-ab ends")
     return tuple(lines)
