@@ -191,7 +191,7 @@ def test_variant_sources_are_shipped_and_load_from_where_they_are_unpacked(tmp_p
     import subprocess
 
     from compare.processes import shipping
-    from variants.spec import parse
+    from variants.spec import of
     repo = tmp_path / "repo"
     (repo / "pkg").mkdir(parents=True)
     (repo / "pkg" / "__init__.py").write_text("")
@@ -205,7 +205,7 @@ def test_variant_sources_are_shipped_and_load_from_where_they_are_unpacked(tmp_p
                           "repo": str(repo)})
     try:
         shipped = json.loads(shipping.unpacked(shipping.bundle(request), "t"))
-        old, new = (parse(s) for s in shipped["external"])
+        old, new = (of(s) for s in shipped["external"])
         assert old.rev and old.rev != "HEAD" and old.function == "OLD" and new.function == "NEW"
         at_rev = subprocess.run(["git", "-C", shipped["repo"], "show", f"{old.rev}:pkg/kern.py"],
                                 capture_output=True, text=True, check=True).stdout

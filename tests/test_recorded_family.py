@@ -84,7 +84,7 @@ def scale_family(library, tmp_path_factory):
 
 def test_the_family_takes_the_recorded_calls_names_values_and_gradients(scale_family):
     family, built, xs = scale_family
-    assert built.call == "(x, factor)" and family.op_params == ("x", "factor") and family.op_grads == {"grad_x": "x"}
+    assert built.call.text() == "(x, factor)" and family.op_params == ("x", "factor") and family.op_grads == {"grad_x": "x"}
     assert [family.preset(p).shapes[0].call for p in ("call1", "call2", "smallest", "timed")] == [0, 1, 0, 1]
     inputs = family.make_inputs(family.preset("call2").shapes[0], torch.float32, "cpu", seed=5, kind="recorded")
     assert torch.equal(inputs["x"], xs[1]) and inputs["factor"] == 3.0 and not inputs["x"].requires_grad
@@ -120,7 +120,7 @@ def test_both_revisions_run_forward_and_backward_on_the_recorded_inputs_launchin
     shape = family.preset("smallest").shapes[0]
     with ExternalKernels(library) as loaded:
         for rev in ("HEAD~1", "HEAD"):
-            op = loaded.load(f"at_{rev[-1]}=git:{rev}:toylib/ops.py::ScaleFunction.apply{built.call}", family)
+            op = loaded.load(f"at_{rev[-1]}=git:{rev}:toylib/ops.py::ScaleFunction.apply{built.call.text()}", family)
             inputs = family.make_inputs(shape, torch.float32, "cpu", 0, "recorded")
             grads = family.alloc_grads(shape, torch.float32, "cpu")
             run_backward(family, op, inputs, grads, shape)
@@ -150,7 +150,7 @@ def test_an_op_loads_into_a_family_whose_smallest_call_is_not_float32(library, t
     family = RecordedFamily(built.folder / built.name)
     assert built.dtypes["smallest"] == "bfloat16" and family.preset(family.default_preset).shapes[0].call == 1
     with ExternalKernels(library) as loaded:
-        op = loaded.load(f"head=git:HEAD:toylib/ops.py::ScaleFunction.apply{built.call}", family)
+        op = loaded.load(f"head=git:HEAD:toylib/ops.py::ScaleFunction.apply{built.call.text()}", family)
         inputs = family.make_inputs(family.preset("smallest").shapes[0], torch.bfloat16, "cpu", 0, "recorded")
         assert op.name == "head" and inputs["x"].dtype == torch.bfloat16
 

@@ -26,7 +26,7 @@ from variants.git_tree import Tree, TreeError, materialize, needed_paths
 from variants.isolation import _own_names, _package_root, _top_names, import_isolated, import_kept  # noqa: F401 (re-exported)
 from variants.kernel_checks import _is_triton_kernel, compile_failures, kernel_role  # noqa: F401 (re-exported)
 from variants.ops import op_variant
-from variants.spec import BadSpec, Spec, parse  # noqa: F401 (BadSpec re-exported)
+from variants.spec import BadSpec, Spec, of  # noqa: F401 (BadSpec re-exported)
 from variants.torch_modules import import_read_submodules
 from variants.variant import Variant
 
@@ -195,8 +195,7 @@ class ExternalKernels:
 
     # ------------------------------------------------------------ loading
     def load(self, spec: Spec | str, family: Family) -> Variant | FailedLoad:
-        if isinstance(spec, str):
-            spec = parse(spec)
+        spec = of(spec)
         if spec.installed:
             return self._load_installed(spec, family)
         if spec.rev is None:
@@ -340,7 +339,7 @@ def _resolve(module, spec: Spec, function: str):
 
 
 def add_to(registry: Registry, kernels: ExternalKernels, texts, family_name: str, skip=None):
-    """(registry with the loaded kernels, their names in order, failed loads) for the spec texts.
+    """(registry with the loaded kernels, their names in order, failed loads) for the specs (records or texts).
 
     BadSpec for bad input, including a name already taken or given twice; every spec is parsed
     before any is loaded. `skip` maps names not to load (say, one whose import ended the process) to why."""
@@ -348,7 +347,7 @@ def add_to(registry: Registry, kernels: ExternalKernels, texts, family_name: str
         family = registry.family(family_name)
     except UnknownName as exc:
         raise BadSpec(f"--family: {exc}") from None
-    specs = [parse(text) for text in texts]
+    specs = [of(given) for given in texts]
     seen: set[str] = set()
     for spec in specs:
         if registry.has(spec.name, family.name) or spec.name in seen:

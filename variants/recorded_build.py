@@ -15,6 +15,7 @@ import torch
 from variants import recorded_growth as growth
 from variants.call_values import MARK, TensorMeta, is_marker
 from variants.recorded import FAMILY_FILE
+from variants.spec import CallMap
 
 
 class NotTimeable(ValueError):
@@ -27,7 +28,7 @@ class Built:
 
     folder: Path            # the family folder (holding the package)
     name: str               # the family's name
-    call: str               # the op's argument list for a --variant spec: `(X, W, eps=eps)[0]`
+    call: CallMap           # the op's argument list for a --variant spec: `(X, W, eps=eps)[0]`
     timed: str              # which call is timed and how it was grown, one line
     dtype: str              # the timed call's dtype name
     dtypes: dict            # preset -> its call's dtype name (`timed`, `smallest`, `callN`)
@@ -137,13 +138,13 @@ def write_family(recording: Path, op: str, folder: Path, label: str, free_bytes:
     smallest = min(calls, key=_bytes)
     dtypes = {"timed": largest["dtype"], "smallest": smallest["dtype"], **{f"call{c['index'] + 1}": c["dtype"]
                                                                             for c in calls}}
-    return Built(folder, name, call_text(form, largest["select"]), f"call {largest['index'] + 1} "
+    return Built(folder, name, call_of(form, largest["select"]), f"call {largest['index'] + 1} "
                  f"({largest['signature']}), {planned.why}", largest["dtype"], dtypes, tuple(left),
                  f"call {smallest['index'] + 1} ({smallest['signature']})")
 
 
-def call_text(form, select) -> str:
+def call_of(form, select) -> CallMap:
     """The argument list a --variant spec gives the op: every recorded parameter by its name."""
     positional, keywords = form
-    return f"({', '.join([*positional, *(f'{k}={k}' for k in keywords)])})" + ("" if select is None else f"[{select}]")
+    return CallMap(tuple(positional), tuple((k, k) for k in keywords), select)
 

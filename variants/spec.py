@@ -68,6 +68,13 @@ class Spec:
     call: CallMap | None = None    # an op's argument mapping, if given
     installed: bool = False        # path is a module of an installed package (package.module:CALLABLE)
 
+    @classmethod
+    def made(cls, name: str, path: str, function: str, rev: str | None = None, call: CallMap | None = None,
+             installed: bool = False) -> "Spec":
+        """The Spec a program names from its parts, as `parse` reads it from its text (`text`: NAME=WHERE)."""
+        spec = cls(name, path, function, rev, "", call, installed)
+        return dataclasses.replace(spec, text=f"{name}={spec.where}")
+
     @property
     def sep(self) -> str:
         return ":" if self.installed else "::"
@@ -156,3 +163,19 @@ def parse(text: str) -> Spec:
         if not colon or not rev or not where:
             raise BadSpec(f"--variant {text!r}: a git spec is git:REV:PATH::CALLABLE, e.g. git:HEAD~1:pkg/kernel.py::fwd")
     return Spec(name, where.strip() if installed else where, function, rev, text, call, installed)
+
+
+def of(given: Spec | str | dict) -> Spec:
+    """The Spec given: itself, the --variant text a user typed (parsed: BadSpec if malformed), or the JSON form
+    `dataclasses.asdict` gave of one (a request handed to another process)."""
+    if isinstance(given, Spec):
+        return given
+    if isinstance(given, str):
+        return parse(given)
+    call = given["call"]
+    if call is not None:
+        def entry(e) -> Entry:
+            return e if isinstance(e, str) else Literal(e["value"])
+        call = CallMap(tuple(map(entry, call["positional"])), tuple((k, entry(e)) for k, e in call["keywords"]),
+                       call["select"])
+    return Spec(**{**given, "call": call})

@@ -26,7 +26,8 @@ def from_args(args) -> tuple[Request, Options]:
 
 def as_compare(args, **changes) -> tuple[Request, Options]:
     """The Request and Options `compare` would resolve from another command's parsed `args` (review's) with
-    `changes`, less the output paths: that command writes its own files."""
+    `changes` (`external` may hold the Specs it built: variants/spec.py), less the output paths: that command
+    writes its own files."""
     return from_values(**{**vars(args), "command": "compare", "json": None, "markdown": None, "out": None, **changes})
 
 

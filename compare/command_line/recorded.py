@@ -135,7 +135,7 @@ def prepare(args, backend):
         left = "".join(f"{why}; " for why in built.left_out)
         print(f"kernel-ab: family {built.name} from {folder}: {left}the timed call on a GPU is {built.timed}",
               file=sys.stderr)
-    external = [e if "(" in e.rpartition("::")[2] else e + built.call for e in args.external]
+    external = [e if "(" in e.rpartition("::")[2] else e + built.call.text() for e in args.external]
     preset = args.preset or (None if args.shape else "timed" if backend.gpu else "smallest")
     dtype = args.dtype or built.dtypes.get(preset or "", built.dtype)
     return argparse.Namespace(**{**vars(args), "external": external, "family": built.name, "checks": list(

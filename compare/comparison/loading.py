@@ -11,7 +11,6 @@ from pathlib import Path
 from compare.model.errors import UsageError
 from compare.model.results import VariantInfo
 from compare.runtime import import_acts, supervisor
-from variants.spec import parse
 
 
 class NothingToCompare(RuntimeError):
@@ -52,9 +51,8 @@ def _module(spec) -> str:
     return spec.path if spec.rev is not None or spec.installed else str(Path(spec.path).resolve())
 
 
-def settle(texts, names) -> None:
-    """After the --variant specs `texts` were loaded (`names`: those that did): a variant whose import did an
+def settle(specs, names) -> None:
+    """After the --variant `specs` were loaded (`names`: those that did): a variant whose import did an
     act the others of its module did not is ended as having tampered (supervisor.tampered)."""
-    specs = [parse(text) for text in texts]
     for name, changes, what in import_acts.decide({s.name: _module(s) for s in specs if s.name in names}):
         supervisor.tampered((name,), changes, what)

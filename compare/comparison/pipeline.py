@@ -56,14 +56,16 @@ def loaded(request: Request, registry: Registry, excluded=(), kernels=None) -> I
         yield request, registry, ()
         return
     from variants.external import BadSpec, ExternalKernels, add_to
+    from variants.spec import of
     loading.begin()
     with contextlib.nullcontext(kernels) if kernels else ExternalKernels(request.repo, guard=loading.launch) as kernels:
         try:
             joined = _joined_family(request, registry)
-            registry, names, failed = add_to(registry, kernels, request.external, joined, dict(excluded))
+            specs = tuple(of(given) for given in request.external)   # a user's text parsed here, once
+            registry, names, failed = add_to(registry, kernels, specs, joined, dict(excluded))
         except (BadSpec, ValueError) as exc:
             raise UnloadableSpec(str(exc)) from None
-        loading.settle(request.external, names)
+        loading.settle(specs, names)
         infos = tuple(VariantInfo(f.name, f.family, "triton", f"{f.where.rpartition('::')[2]}, loaded with --variant",
                                   f.origin, status=LoadStatus.FAILED, error=f.error, needs=MissingPackage.of(f.needs),
                                   failure=excluded_failure(f.name) if f.crashed else Failure.LOAD) for f in failed)
@@ -74,7 +76,7 @@ def loaded(request: Request, registry: Registry, excluded=(), kernels=None) -> I
         ordered = tuple(n for n in request.variants if n not in lost)
         ordered += tuple(n for n in names if n not in ordered)
         yield (dataclasses.replace(request, variants=ordered, external=(), family=joined,
-                                   loaded_specs=request.external), registry, infos)
+                                   loaded_specs=specs), registry, infos)
 
 
 @contextlib.contextmanager

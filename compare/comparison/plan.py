@@ -18,6 +18,7 @@ if TYPE_CHECKING:   # the families import torch: imported once the backend is ch
     import torch
 
     from variants import Family, Preset, Registry, Variant
+    from variants.spec import Spec
 
 @dataclasses.dataclass(frozen=True)
 class Request:
@@ -37,11 +38,11 @@ class Request:
     target: str = "sm_90"          # ir: the target of offline compiles (no GPU)
     stages: tuple[str, ...] = ()   # ir: stages to summarize and diff (empty: all)
     full: bool = False             # ir: keep whole normalized listings and uncut diffs
-    external: tuple[str, ...] = ()   # --variant specs: NAME=PATH::FUNCTION or NAME=git:REV:PATH::FUNCTION
+    external: tuple[Spec | str, ...] = ()   # --variant specs: as a user typed them, or built (variants/spec.py)
     repo: str = "."                  # the git repository of git: specs
     family: str | None = None        # the family compared (None: the named variants', else the default one)
     left_out: tuple[Skip, ...] = ()   # checks left out by a supervisor, each with its reason (compare.runtime.supervisor)
-    loaded_specs: tuple[str, ...] = ()   # the --variant specs `loaded` loaded (a timing process loads them again)
+    loaded_specs: tuple[Spec, ...] = ()   # the --variant specs `loaded` loaded (a timing process loads them again)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -67,7 +67,7 @@ def worker_request(plan):
     """The request a worker process loads (a timing process, a task worker): the variants still compared, the --variant specs that load them, the
     planned timing (a worker plans the request again: compare.comparison.plan.build)."""
     names = tuple(v.name for v in plan.variants)
-    specs = tuple(s for s in plan.request.loaded_specs if s.split("=", 1)[0] in names)
+    specs = tuple(s for s in plan.request.loaded_specs if s.name in names)
     return dataclasses.replace(plan.request, variants=names, external=specs, loaded_specs=(), timing=plan.timing,
                                checks=plan.checks, left_out=())
 
@@ -77,9 +77,12 @@ def request_json(request) -> str:
 
 
 def request_from_json(text: str, request_type, config_type):
-    """The Request `request_json` wrote (lists back to tuples)."""
+    """The Request `request_json` wrote (lists back to tuples, specs back to records: variants/spec.py)."""
+    from variants.spec import of
     data = json.loads(text)
     tuples = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+    for field in ("external", "loaded_specs"):
+        tuples[field] = tuple(of(s) if isinstance(s, dict) else s for s in tuples.get(field, ()))
     timing = {k: tuple(v) if isinstance(v, list) else v for k, v in data["timing"].items()}
     return request_type(**{**tuples, "timing": config_type(**timing)})
 

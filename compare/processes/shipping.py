@@ -4,6 +4,7 @@ On the worker the trees are unpacked once; a revision's tree becomes a one-commi
 same files, so the variant loads exactly as a git: spec loads here (variants/external.py)."""
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -39,14 +40,14 @@ def _tar_of(folder: Path, only: Path | None = None) -> bytes:
 
 
 def bundle(request_text: str) -> dict:
-    """{"request": the request JSON, "trees": [(spec text, "git"/"file", tar bytes, relative path)]}."""
+    """{"request": the request JSON, "trees": [(spec as the JSON holds it, "git"/"file", tar bytes, relative path)]}."""
     from variants.git_tree import TreeError, needed_paths
     from variants.isolation import _package_root
-    from variants.spec import parse
+    from variants.spec import of
     request = json.loads(request_text)
     trees = []
-    for text in request["external"]:
-        spec = parse(text)
+    for given in request["external"]:
+        spec = of(given)
         if spec.rev is not None:
             top = _git(request["repo"], "rev-parse", "--show-toplevel").stdout.decode().strip()
             commit = _git(top, "rev-parse", "--verify", f"{spec.rev}^{{commit}}").stdout.decode().strip()
@@ -55,13 +56,13 @@ def bundle(request_text: str) -> dict:
             except TreeError as exc:
                 raise UsageError(f"--variant {spec.name}: {exc}") from None
             data = _git(top, "archive", "--format=tar.gz", commit, "--", *paths).stdout
-            trees.append((text, "git", data, spec.path))
+            trees.append((given, "git", data, spec.path))
         else:
             file = Path(spec.path).resolve()
             root, module = _package_root(file)
             package = root / module.split(".")[0] if "." in module else file
             data = _tar_of(root, package)
-            trees.append((text, "file", data, str(file.relative_to(root))))
+            trees.append((given, "file", data, str(file.relative_to(root))))
         if sum(len(t[2]) for t in trees) > MAX_BYTES:
             raise UsageError(f"--variant {spec.name}: its sources are over {MAX_BYTES >> 20} MB, too much to ship "
                              "to the cluster's workers; use --jobs on this machine")
@@ -70,19 +71,19 @@ def bundle(request_text: str) -> dict:
 
 def unpacked(sources: dict, key: str) -> str:
     """On the worker: the request JSON whose specs load the shipped trees (unpacked once per `key`)."""
+    from variants.spec import Spec, of
     if key in _UNPACKED:
         return _UNPACKED[key]
     request = json.loads(sources["request"])
     home = Path(tempfile.mkdtemp(prefix="kernel-ab-shipped-", dir=scratch.folder()))
     _HOMES.append(home)
     specs = []
-    for n, (text, kind, data, rel) in enumerate(sources["trees"]):
+    for n, (given, kind, data, rel) in enumerate(sources["trees"]):
         dest = home / str(n)
         dest.mkdir()
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
             tar.extractall(dest, filter="data") if hasattr(tarfile, "data_filter") else tar.extractall(dest)
-        name, _, rest = text.partition("=")
-        where = rest.split("::", 1)[1]
+        spec = of(given)
         if kind == "git":   # one repository holds every shipped revision, one commit each
             repo = home / "repo"
             if not repo.is_dir():
@@ -91,11 +92,11 @@ def unpacked(sources: dict, key: str) -> str:
             _run(repo, f"--work-tree={dest}", "add", "-A")
             _run(repo, f"--work-tree={dest}", "commit", "-q", "--allow-empty", "--no-verify", "-m", "shipped")
             commit = _git(str(repo), "rev-parse", "HEAD").stdout.decode().strip()
-            specs.append(f"{name}=git:{commit}:{rel}::{where}")
+            specs.append(Spec.made(spec.name, rel, spec.function, commit, spec.call))
             request["repo"] = str(repo)
         else:
-            specs.append(f"{name}={dest / rel}::{where}")
-    request["external"] = specs
+            specs.append(Spec.made(spec.name, str(dest / rel), spec.function, None, spec.call))
+    request["external"] = [dataclasses.asdict(s) for s in specs]
     _UNPACKED[key] = json.dumps(request)
     return _UNPACKED[key]
 

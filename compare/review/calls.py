@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from variants.spec import BadSpec, Literal, call_map
+from variants.spec import BadSpec, CallMap, Literal, call_map
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +41,14 @@ class Call:
 
     def text(self) -> str:
         return "(" + ", ".join(e.text() for e in self.entries) + ")" + (f"[{self.index}]" if self.index is not None else "")
+
+    def as_call_map(self) -> CallMap:
+        """The call as a --variant spec holds it (variants/spec.py): its positional entries, then its keywords
+        (a Call has no positional entry after a keyword: neither `fit` nor Python's call syntax makes one)."""
+        def entry(value: ArgRef | Literal):
+            return value.name if isinstance(value, ArgRef) else value
+        return CallMap(tuple(entry(e.value) for e in self.entries if e.keyword is None),
+                       tuple((e.keyword, entry(e.value)) for e in self.entries if e.keyword is not None), self.index)
 
 
 def parse_call(text: str) -> Call:

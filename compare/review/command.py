@@ -193,7 +193,8 @@ class _Work:
         self.dtypes_left_out += [dropped] if dropped else []
         self._say(f"{label} (family {target.family}; changed: {changed_text(target.what)}); "
                   f"{max(self.clock.left(), 0):.0f} s of the {self.clock.seconds:g} s budget left")
-        specs = (target.spec(f"{label}.base", base), target.spec(f"{label}.head", base if self.args.aa else head))
+        specs = (target.variant(f"{label}.base", base),
+                 target.variant(f"{label}.head", base if self.args.aa else head))
         # each op's request as `compare` would resolve it; the review writes the files itself
         request, _ = as_compare(self.args, external=specs, repo=self.top, family=target.family, variants=[],
                                 preset=_preset(self.args, family, self.backend), dtype=dtype)

@@ -14,6 +14,7 @@ from compare.review import calls
 from compare.review.calls import Call, Fit, Miss
 from compare.review.kernels import Change, ChangedOp, What
 from compare.model.errors import UsageError
+from variants.spec import Spec
 
 TABLE = "[tool.kernel-ab.kernels]"
 _FORM = 'a family\'s name or { family = "NAME", call = "(ARG, ...)" }'
@@ -45,8 +46,13 @@ class Target:
     what: tuple[What, ...] = ()    # what changed in it
     by_names: bool = False         # fitted by its parameter names alone: compared in the family only if it fits
 
+    def variant(self, name: str, rev: str) -> Spec:
+        """The --variant spec comparing it at `rev` as variant `name`."""
+        return Spec.made(name, self.path, self.callable, rev, self.call.as_call_map() if self.call else None)
+
     def spec(self, name: str, rev: str) -> str:
-        return f"{name}=git:{rev}:{self.path}::{self.callable}{self.call.text() if self.call else ''}"
+        """The --variant text that compares it at `rev` by hand."""
+        return self.variant(name, rev).text
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,6 +21,7 @@ def timed(args, backend, compare, replayed: ReplayedOp, op, recording: Path, wor
     from compare.model import gates
     from variants import discovery
     from variants.recorded_build import NotTimeable, write_family
+    from variants.spec import Spec
     checks = [c for c in (args.checks or CHECKS) if c in CHECKS]
     if replayed.verdict == ReplayVerdict.NO_CALLS or not checks:
         return replayed
@@ -33,7 +34,7 @@ def timed(args, backend, compare, replayed: ReplayedOp, op, recording: Path, wor
     except NotTimeable as exc:
         return dataclasses.replace(replayed, timed=f"not timed: {exc}")
     preset = "timed" if backend.gpu else "smallest"
-    specs = tuple(f"{op.label}.{side}=git:{rev}:{op.path}::{op.name}{built.call}"
+    specs = tuple(Spec.made(f"{op.label}.{side}", op.path, op.name, rev, built.call)
                   for side, rev in (("base", base), ("head", head)))
     request, _ = as_compare(args, external=specs, family=built.name, variants=[], preset=preset, shape=None,
                             dtype=built.dtypes[preset], checks=checks, inputs="recorded", input_kind="recorded")
