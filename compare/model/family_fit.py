@@ -19,7 +19,7 @@ class FamilyFit:
 
 
 def family_fit(report, base: str) -> FamilyFit:
-    """From `report`'s forward numerics: variant `base` passed on some normal-input case (fits), or on none
+    """From `report`'s forward numerics (or a run's findings so far): variant `base` passed on some normal-input case (fits), or on none
     of them it ran, each failing the tolerance or raising in the op's own code or call (does not fit).
     Without such cases (numerics not run, the variant never loaded) the family is left to judge."""
     numerics = getattr(report, "numerics", None)
