@@ -1,8 +1,10 @@
-"""Each entry's bench calls for one timing case (compare/checks/timing.py times them): one per placement of the
-output buffers, each with a sealed copy of the inputs of its own."""
+"""Each entry's bench calls for one timing case (compare/checks/timing.py times them): one per placement, a
+placement being a set of output buffers shared by every entry and, for each entry, one of the sealed copies of
+the inputs (one copy per entry), passed on from entry to entry round by round."""
 from __future__ import annotations
 
 import contextlib
+import math
 from typing import Callable, Sequence
 
 from compare.runtime import sealing, supervisor
@@ -16,25 +18,28 @@ def _failing(exc: BaseException) -> Callable[[], None]:
 
 def case_calls(bench_call: Callable[..., Callable[[], None]], variants: Sequence, inputs, shape, mode: str,
                placements: int = 1) -> tuple[dict[str, tuple], tuple]:
-    """Every variant's bench calls for one case, one per placement, and the baseline's again for the A/A
-    control: `placements` sets of buffers, each shared by every variant (bench_call's `buffers`), and a
-    sealed copy of `inputs` for each entry (`sealed_inputs`), so no entry's writes reach another. A
-    variant whose call cannot be built gets a call that raises its error, so it is reported as failed."""
+    """Every variant's bench calls for one case, and the baseline's again for the A/A control: per placement
+    one set of output buffers shared by every entry, and entry i reads sealed copy (i + placement) mod E of
+    the E copies, so no entry keeps one copy's place in memory through the case and no two read one copy in
+    a round. Placements: at least `placements`, a multiple of E. A variant whose call cannot be built gets a call that raises its error (reported)."""
+    count = len(variants) + 1
+    placements = count * math.ceil(placements / count)
+    copies = [sealing.sealed_copy(inputs) for _ in range(count)]
     sets = [{} for _ in range(placements)]
 
-    def build(variant):
-        own = sealing.sealed_copy(inputs)
+    def build(variant, index: int) -> tuple:
+        own = [copies[(index + p) % count] for p in range(placements)]
         try:
-            calls = tuple(bench_call(variant, own, shape, mode, buffers=b) for b in sets)
+            calls = tuple(bench_call(variant, own[p], shape, mode, buffers=b) for p, b in enumerate(sets))
         except BaseException as exc:  # reported by time_case, the rest still timed
             supervisor.variant_fault(variant.name, exc)
-            calls = (_failing(exc),) * placements
-        for call in calls:
+            return (_failing(exc),) * placements
+        for call, copy in zip(calls, own):
             with contextlib.suppress(AttributeError):   # a callable that takes no attributes: not watched
-                call.sealed_inputs = own
+                call.sealed_inputs = copy
         return calls
-    calls = {v.name: build(v) for v in variants}
-    return calls, build(variants[0])
+    calls = {v.name: build(v, i) for i, v in enumerate(variants)}
+    return calls, build(variants[0], len(variants))
 
 
 def as_placements(fn, placements: int) -> tuple:

@@ -40,10 +40,16 @@ class _Timed:
         if self.restore is not None:
             self.restore()
 
+    def settle(self) -> None:
+        """After a call, outside its interval: inputs it wrote into put back, for the next entry that reads
+        this copy (compare/checks/case_calls.py passes copies from entry to entry)."""
+        self.prepare()
+
     def capture(self) -> None:
         own = getattr(self.fn, "capture_graph", None)   # a pass that knows how to capture itself (an op's)
         if own is not None:
             self.graph = own()
+            self.settle()
             return
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
@@ -54,6 +60,7 @@ class _Timed:
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph):
             self.fn()
+        self.settle()
 
     def __call__(self) -> None:
         if self.graph is not None:
@@ -79,6 +86,8 @@ def _one_call_ms(fn, flush) -> float:
     start.record()
     fn()
     end.record()
+    if isinstance(fn, _Timed):
+        fn.settle()
     end.synchronize()
     return start.elapsed_time(end)
 
@@ -88,6 +97,7 @@ def _peak_memory(fn) -> int:
     torch.cuda.reset_peak_memory_stats()
     base = torch.cuda.memory_allocated()
     fn()
+    fn.settle()
     torch.cuda.synchronize()
     return max(0, torch.cuda.max_memory_allocated() - base)
 
@@ -106,6 +116,7 @@ def _launch_cpu_ms(fn, flush, repeats: int = 3) -> tuple[float, float]:
         fn()
         cpu.append((time.perf_counter() - t0) * 1e3)
         end.record()
+        fn.settle()
         end.synchronize()
         gpu.append(start.elapsed_time(end))
     return min(cpu), min(gpu)
@@ -337,6 +348,7 @@ def _round_calls(name: str, t: _Timed, calls: int, flush) -> list:
         start.record()
         t()
         end.record()
+        t.settle()
         events.append((name, start, end))
     return events
 
