@@ -112,6 +112,21 @@ def test_a_grown_call_repeats_its_recorded_rows(scale_family, tmp_path):
     assert grown_family.bytes_moved(shape, torch.float32, "forward") == 3 * 1040
 
 
+def test_a_call_one_side_cannot_run_is_left_out_and_the_others_keep_their_numbers(scale_family, tmp_path):
+    from variants.recorded import RecordedFamily
+    from variants.recorded_build import write_family
+    family, _, _ = scale_family
+    built = write_family(family.recording, "toylib.ops:ScaleFunction.apply", tmp_path, "ScaleFunction", None,
+                         avoid={0: "its forward raises at BASE (ValueError: no)"})
+    assert built.left_out == ("call 1 (x: float32[50] grad, factor=3.0): its forward raises at BASE (ValueError: no)",)
+    assert built.timed.startswith("call 2 ") and built.smallest.startswith("call 2 ")
+    kept = RecordedFamily(built.folder / built.name)
+    assert "call1" not in kept.presets and kept.preset("call2").shapes[0].text == "call 2"
+    assert kept.parse_shape("2").shapes[0].call == 0
+    with pytest.raises(ValueError, match="a recorded call's number: 2"):
+        kept.parse_shape("1")
+
+
 def test_both_revisions_run_forward_and_backward_on_the_recorded_inputs_launching_their_kernel(library, scale_family):
     from compare.checks.harness import run_backward
     from compare.checks.ir.ops import discover

@@ -3,6 +3,7 @@ The toy library (tests/replay_library.py) plants a refactor, a bug, a failure, a
 test calls, and an op named like a layer norm that is none; the comparison of tensors is tested on its own."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import types
@@ -91,6 +92,21 @@ def test_an_ops_verdict_is_its_worst_call_and_a_side_failing_alone_comes_first()
     assert decide((_call(failures=both), _call(Agreement.IDENTICAL))) == ReplayVerdict.IDENTICAL
     op = ReplayedOp.made(op="m:f", label="f", tests=(), recorded_at=Side.HEAD, calls=(head_fails,))
     assert op.verdict == ReplayVerdict.HEAD_FAILS
+
+
+def test_the_summary_says_how_each_side_fails_and_on_which_calls():
+    from compare.review.replay_render import summary
+    head = CallFailure(Side.HEAD, Pass.BACKWARD, "UnboundLocalError: NUM_SMS")
+    base = CallFailure(Side.BASE, Pass.FORWARD, "AttributeError: None")
+    calls = tuple(dataclasses.replace(_call(failures=(base, head) if i % 2 == 0 else (head,)), index=i)
+                  for i in range(4))
+    op = ReplayedOp.made(op="m:f", label="f", tests=("t.py",), recorded_at=Side.HEAD, calls=calls)
+    level, line = summary(op)
+    assert op.verdict == ReplayVerdict.HEAD_FAILS and level == "fail"
+    assert line.endswith("its backward raises at HEAD: UnboundLocalError: NUM_SMS; "
+                         "its forward raises at BASE on calls 1, 3: AttributeError: None")
+    alone = ReplayedOp.made(op="m:f", label="f", tests=("t.py",), recorded_at=Side.HEAD, calls=calls[1:2])
+    assert summary(alone)[1].endswith("its backward raises at HEAD: UnboundLocalError: NUM_SMS (BASE runs it)")
 
 
 # ---------------------------------------------------------------- a family checked before it judges

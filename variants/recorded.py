@@ -56,17 +56,23 @@ class RecordedFamily(Family):
         shapes = [self._shape(c["index"]) for c in self.calls]
         smallest = min(shapes, key=lambda s: self._bytes(s))
         grown = self._shape(timed["call"], timed["factor"])
-        self.presets = {**{f"call{s.call + 1}": Preset(f"call{s.call + 1}", s.text, (s,), "call") for s in shapes},
+        self.presets = {**{f"call{self._number(s.call)}": Preset(f"call{self._number(s.call)}", s.text, (s,), "call")
+                           for s in shapes},
                         "smallest": Preset("smallest", "the recorded call moving the fewest bytes", (smallest,), "call"),
-                        "timed": Preset("timed", f"call {timed['call'] + 1}, {timed['why']}", (grown,), "call")}
+                        "timed": Preset("timed", f"call {self._number(timed['call'])}, {timed['why']}", (grown,),
+                                        "call")}
         self.default_preset, self.gpu_preset = "smallest", "timed"
-        self.shape_help = f"CALL (a recorded call's number, 1 to {len(self.calls)})"
+        self.shape_help = f"CALL (a recorded call's number: {', '.join(str(self._number(c['index'])) for c in self.calls)})"
         super().__init__()
 
     def _shape(self, index: int, factor: int = 1) -> RecordedShape:
         rows = self.data["timed"]["rows"]
         grown = f" grown x{factor} ({rows * factor} rows)" if factor > 1 else ""
-        return RecordedShape(index, factor, f"call {index + 1}{grown}")
+        return RecordedShape(index, factor, f"call {self._number(index)}{grown}")
+
+    def _number(self, index: int) -> int:
+        """The call's number as the review's table of replayed calls shows it (calls left out keep theirs)."""
+        return self.calls[index].get("number", index + 1)
 
     def _grows(self, shape: RecordedShape, size) -> tuple:
         """`size` grown with the shape where its leading dimension is the grown one."""
@@ -83,9 +89,10 @@ class RecordedFamily(Family):
 
     # ---------------------------------------------------------------- shapes and inputs
     def parse_shape(self, text: str, eps: float = 1e-6) -> Preset:
-        if not text.strip().isdigit() or not 1 <= int(text) <= len(self.calls):
+        numbers = {self._number(c["index"]): c["index"] for c in self.calls}
+        if not text.strip().isdigit() or int(text) not in numbers:
             raise ValueError(f"--shape {text!r}: give {self.shape_help}")
-        shape = self._shape(int(text) - 1)
+        shape = self._shape(numbers[int(text)])
         return Preset("custom", shape.text, (shape,), "call")
 
     def shape_from_dict(self, d: dict) -> RecordedShape:

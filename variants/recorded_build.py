@@ -97,10 +97,12 @@ def _package_name(label: str) -> str:
 
 
 def write_family(recording: Path, op: str, folder: Path, label: str, free_bytes: int | None,
-                 target: int = growth.TARGET_BYTES, factor: int | None = None, why: str = "") -> Built:
+                 target: int = growth.TARGET_BYTES, factor: int | None = None, why: str = "",
+                 avoid: dict[int, str] | None = None) -> Built:
     """The family package of `op`'s calls in `recording` (manifest.json and its call files), written under
     `folder`. `free_bytes`: the GPU's free memory (None: no GPU, no call grown); `factor`: a growth already
-    decided (1 with `why`: declined after a trial) instead of planning one. NotTimeable if no call fits."""
+    decided (1 with `why`: declined after a trial) instead of planning one; `avoid`: calls left out (by
+    their 0-based place among the op's calls), each with why. NotTimeable if no call fits."""
     manifest = json.loads((recording / "manifest.json").read_text())
     calls, left, form = [], [], None
     for entry in (e for e in manifest.get("calls", []) if e["op"] == op):
@@ -110,12 +112,15 @@ def write_family(recording: Path, op: str, folder: Path, label: str, free_bytes:
                 if "result" in entry else "what it returned was not recorded"
             left.append(f"call {n} ({entry['signature']}): {said}")
             continue
+        if (avoid or {}).get(n - 1):
+            left.append(f"call {n} ({entry['signature']}): {avoid[n - 1]}")
+            continue
         kept = torch.load(recording / entry["file"], weights_only=False)
         form = form or _form(kept, entry)
         if _form(kept, entry) != form:
             left.append(f"call {n} ({entry['signature']}): passes other arguments than call 1 of the family")
             continue
-        record = _call_record(len(calls), entry, kept)
+        record = {**_call_record(len(calls), entry, kept), "number": n}
         record["scalars"] = {k: v for k, v in _scalars(kept).items()}
         calls.append(record)
     if not calls:
@@ -136,11 +141,11 @@ def write_family(recording: Path, op: str, folder: Path, label: str, free_bytes:
                                          "from pathlib import Path\n\nfrom variants.recorded import RecordedFamily\n\n"
                                          "FAMILY = RecordedFamily(Path(__file__).parent)\n")
     smallest = min(calls, key=_bytes)
-    dtypes = {"timed": largest["dtype"], "smallest": smallest["dtype"], **{f"call{c['index'] + 1}": c["dtype"]
+    dtypes = {"timed": largest["dtype"], "smallest": smallest["dtype"], **{f"call{c['number']}": c["dtype"]
                                                                             for c in calls}}
-    return Built(folder, name, call_of(form, largest["select"]), f"call {largest['index'] + 1} "
+    return Built(folder, name, call_of(form, largest["select"]), f"call {largest['number']} "
                  f"({largest['signature']}), {planned.why}", largest["dtype"], dtypes, tuple(left),
-                 f"call {smallest['index'] + 1} ({smallest['signature']})")
+                 f"call {smallest['number']} ({smallest['signature']})")
 
 
 def call_of(form, select) -> CallMap:

@@ -39,8 +39,20 @@ def _calls(op: ReplayedOp) -> str:
 
 
 def _failure(op: ReplayedOp, side: str) -> str:
-    f = next(f for c in op.calls for f in c.failures if f.side == side)
-    return f"its {f.stage} raises at {side}: {f.error}"
+    """How `side` fails: the first failure, and on which calls where not on every one."""
+    failing = [c for c in op.calls if any(f.side == side for f in c.failures)]
+    if not failing:
+        return ""
+    f = next(f for f in failing[0].failures if f.side == side)
+    which = "" if len(failing) == len(op.calls) else \
+        f" on call{'s' if len(failing) > 1 else ''} {', '.join(str(c.index + 1) for c in failing)}"
+    return f"its {f.stage} raises at {side}{which}: {f.error}"
+
+
+def _failures(op: ReplayedOp, first: str, other: str) -> str:
+    """`first`'s failure, then `other`'s where it has one, else that `other` runs what `first` does not."""
+    more = _failure(op, other)
+    return _failure(op, first) + (f"; {more}" if more else f" ({other} runs it)")
 
 
 def summary(op: ReplayedOp, hint: str = "") -> tuple[str, str]:
@@ -54,9 +66,9 @@ def summary(op: ReplayedOp, hint: str = "") -> tuple[str, str]:
     if v == ReplayVerdict.NO_CALLS:
         return _LEVEL[v], f"{head}: changed, not compared: {'; '.join(op.notes) or 'no call recorded'}"
     said = {ReplayVerdict.IDENTICAL: "identical bits in every output and gradient",
-            ReplayVerdict.HEAD_FAILS: lambda: _failure(op, "HEAD") + " (BASE runs it)",
-            ReplayVerdict.BASE_FAILS: lambda: _failure(op, "BASE") + " (HEAD runs it)",
-            ReplayVerdict.BOTH_FAIL: lambda: _failure(op, "BASE") + ", and at HEAD",
+            ReplayVerdict.HEAD_FAILS: lambda: _failures(op, "HEAD", "BASE"),
+            ReplayVerdict.BASE_FAILS: lambda: _failures(op, "BASE", "HEAD"),
+            ReplayVerdict.BOTH_FAIL: lambda: _failures(op, "BASE", "HEAD"),
             ReplayVerdict.SPREAD: lambda: f"{v}: {tensor_text(op.worst())}",
             ReplayVerdict.WITHIN: lambda: f"{v}: {tensor_text(op.worst())}; {NO_REFERENCE}",
             ReplayVerdict.BEYOND: lambda: f"{v}: {tensor_text(op.worst())}; {NO_REFERENCE}"}[v]

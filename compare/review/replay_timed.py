@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from compare.model.replay import ReplayedOp, ReplayVerdict
+from compare.model.replay import Pass, ReplayedOp, ReplayVerdict
 from compare.model.vocabulary import IR, TIMING
 
 CHECKS = (TIMING, IR)
@@ -30,7 +30,8 @@ def timed(args, backend, compare, replayed: ReplayedOp, op, recording: Path, wor
         from compare.comparison.memory import device_available
         free = device_available()
     try:
-        built = write_family(recording, f"{op.module}:{op.name}", work / "families", op.label, free)
+        built = write_family(recording, f"{op.module}:{op.name}", work / "families", op.label, free,
+                             avoid=_not_run_forward(replayed))
     except NotTimeable as exc:
         return dataclasses.replace(replayed, timed=f"not timed: {exc}")
     preset = "timed" if backend.gpu else "smallest"
@@ -48,3 +49,10 @@ def timed(args, backend, compare, replayed: ReplayedOp, op, recording: Path, wor
     report = gates.decided(report, False, args.fail_if_slower, args.accept_unjudged)
     return dataclasses.replace(replayed, report=report, timed=said)
 
+
+
+def _not_run_forward(replayed: ReplayedOp) -> dict[int, str]:
+    """The calls whose forward raised at a side when replayed: neither timed nor compiled, since one side
+    would have no kernels to compare there."""
+    return {c.index: f"its forward raises at {f.side} ({f.error})"
+            for c in replayed.calls for f in c.failures if f.stage == Pass.FORWARD}
