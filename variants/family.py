@@ -3,7 +3,7 @@
 `compare/` knows no family by name: every shape, input, buffer, launch and legend comes through `Family`.
 A family states what it is (declarations, launchers, reference, presets); how a variant is run and timed is the
 checks' (compare/checks/harness.py). This module imports no family, no loading and no comparison code. The abstract
-members and the defaults are tabled in variants/README.md (docs/variants-and-families.md, "The family protocol").
+members and the defaults are tabled in variants/README.md (docs/variants-and-families.md, "Writing a family").
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 and one trial's drawn values (`Operands`), the record every variant reads a sealed copy of.
 
 From these declarations the protocol's defaults draw the inputs, allocate buffers, count bytes moved and
-pass the op its arguments. docs/variants-and-families.md ("Operands") walks through it.
+pass the op its arguments. variants/README.md tables the protocol.
 """
 from __future__ import annotations
 
