@@ -1,4 +1,5 @@
 """The command line: bad input is one line and exit 2; list and compare work end to end."""
+import argparse
 import json
 import subprocess
 import sys
@@ -135,12 +136,22 @@ def test_short_version_quiet_and_verbose_options(capsys):
     assert main._parser("kernel-ab").parse_args(["report", "r.json", "-v"]).verbose
 
 
-@pytest.mark.parametrize("command", ["list", "compare", "ir", "review", "report", "pairwise"])
+def _commands() -> list[str]:
+    """Every command the parser has, read from it: a command added later is checked without naming it here."""
+    return list(next(a for a in main._parser("kernel-ab")._actions if isinstance(a, argparse._SubParsersAction)).choices)
+
+
+def test_every_command_is_checked_for_its_examples():
+    assert {"list", "compare", "ir", "review", "report", "pairwise", "record", "diff"} <= set(_commands())
+
+
+@pytest.mark.parametrize("command", _commands())
 def test_each_commands_help_names_the_installed_command_with_two_examples(command, capsys):
     assert main.main([command, "--help"], prog="kernel-ab") == 0
     text = capsys.readouterr().out
     examples = text.split("\nexamples:\n")[1].splitlines()
-    assert len([line for line in examples if line.startswith(f"  kernel-ab {command}")]) == 2
+    assert len([line for line in examples if f"{line} ".startswith(f"  kernel-ab {command} ")]) == 2
+    assert all(len(line) <= 80 for line in examples), examples   # an 80-column terminal
     assert "main.py" not in text
 
 

@@ -120,6 +120,20 @@ def test_one_ops_comment_holds_the_answer_at_its_top_and_names_each_shared_nan()
     assert "<summary><b>Numerics</b>" in text and "problem group" not in text
 
 
+def test_the_compiled_code_on_top_is_in_plain_words_and_the_folded_details_keep_the_op_names():
+    """A reviewer reads loops by what they count over and instructions by kind, the stages by what they are; the
+    stages' short names and the instructions' own names are under the folds (report-full.md: none cut)."""
+    report = json_report.load(ONE_OP.read_text())
+    top = markdown.render(report, full_written=True).splitlines()[:TOP]
+    [said] = [line for line in top if "compiled code: " in line]
+    assert ("the innermost loop over `start` (loop 2.1, inside the loop over `channel`): 2 more pointer additions in "
+            "Triton's IR") in said, said
+    assert "from one iteration to the next" in said and "in the machine code" in said, said
+    for term in ("TTIR", "TTGIR", "LLIR", "SASS", "tt.addptr", "IADD3", "(for start)", "instruction count changes"):
+        assert not any(term in line for line in top), term
+    assert "innermost loop 2.1 (for start), instruction count changes: TTIR tt.addptr +2" in markdown.full(report)
+
+
 def test_a_replayed_ops_calls_are_folded_and_cut_to_its_room():
     tensor = TensorDiff("grad x", "bfloat16", (188, 31), Agreement.BEYOND, 26, 5, 4.6e-05, 39, (182, 4), -0.0028,
                         -0.0027, 3)

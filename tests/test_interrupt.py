@@ -47,7 +47,7 @@ def _cases(data) -> list[str]:
 
 def test_ctrl_c_writes_the_report_of_the_cases_done_and_exits_130(tmp_path):
     started = time.monotonic()
-    code, data, err, seen = _interrupted(tmp_path, "--check", "ir", after=2)   # a unit of progress: a case
+    code, data, err, seen = _interrupted(tmp_path, "--check", "ir", "--out", "o", after=2)   # a unit: a case
     assert code == 130, err
     cases = _cases(data)
     assert 2 <= len(cases) < 12 and cases[:2] == ["forward normal", "forward large_mean"]
@@ -55,7 +55,7 @@ def test_ctrl_c_writes_the_report_of_the_cases_done_and_exits_130(tmp_path):
     # the report counts as the progress did (12 cases and the compiled code), and says what never ran
     assert re.match(r"\[\s*[\d.]+s 2/13", seen[-1]), seen[-1]
     stop = data["interrupted"]
-    assert stop == {"stop": "interrupted (Ctrl-C)", "done": len(cases), "planned": 12,
+    assert stop == {"stop": "interrupted (Ctrl-C)", "done": len(cases), "planned": 12, "steps": 13,
                     "not_run": (["backward"] if len(cases) <= 6 else []) + ["ir"]}
     assert {"check": "ir", "why": "interrupted before it ran", "part": "", "interrupted": True} in data["skipped"]
     rows = {(v["check"], v["verdict"]) for v in data["verdicts"]}   # each row asked for is kept, and says why
@@ -63,6 +63,23 @@ def test_ctrl_c_writes_the_report_of_the_cases_done_and_exits_130(tmp_path):
     assert len(cases) > 6 or ("backward", "not run") in rows
     assert "kernel-ab: interrupted (Ctrl-C); the report holds what was finished before it" in err
     assert time.monotonic() - started < 60
+    _says_it_in_markdown(tmp_path / "o", len(cases))
+
+
+def _says_it_in_markdown(out: Path, done: int) -> None:
+    """The comment and report-full.md say how far the run got, both counts told apart, before any verdict, and
+    keep each row asked for; a pass a stop kept from starting has its line under the glance as well."""
+    said = (f"interrupted (Ctrl-C) after {done} of 12 cases (progress counted 13 steps: the 12 cases and 1 more "
+            f"for the other checks): {'backward and ' if done <= 6 else ''}compiled code not run")
+    for name in ("report.md", "report-full.md"):
+        text = (out / name).read_text()
+        assert f"> ⚠️ **{said}**" in text, text[:1500]
+        assert text.index(said) < text.index("| check ")
+        rows = {line.split("|")[1].strip()[2:].strip(): line.split("|")[2].strip() for line in text.splitlines()
+                if line.startswith("| ") and line.split("|")[1].strip()[:1] in "✅⏭️❌⚠ℹ"}
+        assert rows["timing"] == "not measured" and rows["compiled code"] == "not compared", rows
+        assert rows["numerics"] != "not run" and (done > 6 or rows["backward"] == "not run"), rows
+        assert done > 6 or "- ⏭️ backward: not run (interrupted before it ran)" in text
 
 
 @pytest.mark.slow   # two worker processes start (about 4 s each here)

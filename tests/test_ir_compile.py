@@ -15,6 +15,7 @@ from compare.checks import ir
 from compare.runtime.backend import configure
 from compare.checks.ir.compile import CompileCache
 from compare.model.headline import headline
+from compare.model.pair_code import details
 from compare.model.results import VariantInfo, from_dict, to_dict
 from tests.fixed_report import fixed_report
 from tests.planted import mutant
@@ -112,16 +113,27 @@ def test_two_pass_statistics_leave_the_channel_loop_matched_to_itself_and_its_po
         assert [(m.a, m.b) for m in s.pairs[0].loops if m.stage == stage and m.status == "matched"][:2] == [
             (("2",), ("3",)), (("2.1",), ("3.1",))], stage
     line = compiled_code_line(s, "two_pass")
-    assert "carries pointers" not in line and "for channel" not in line, line
+    assert "carries" not in line and "over `channel`" not in line, line
+    assert "no sure pairing of pointer_mutation's loops with two_pass's, so nothing is claimed of them: " \
+           "pointer_mutation has a loop over `start` (loop 1), two_pass a loop over `start` (loop 1) and a loop over " \
+           "`start` (loop 2)" in line, line
     assert "no confident match, no pair claimed: pointer_mutation's loop 1 (for start; no pointer carried) against " \
-           "two_pass's loops 1 (for start; no pointer carried), 2 (for start; no pointer carried)" in line, line
+           "two_pass's loops 1 (for start; no pointer carried), 2 (for start; no pointer carried)" in \
+           details(s, "pointer_mutation", "two_pass")   # the folded details' words
 
 
 def test_seed_pair_line_names_pointers_removed_and_address_arithmetic_added_to_the_inner_loop(compiled):
-    line = compiled_code_line(section(compiled, ["pointer_mutation", "explicit_offset"]), "explicit_offset")
+    s = section(compiled, ["pointer_mutation", "explicit_offset"])
+    line = compiled_code_line(s, "explicit_offset")
+    assert ("the loop over `channel` (loop 2) carries 2 pointers (X_ptr, Y_ptr) from one iteration to the next in "
+            "pointer_mutation, none in explicit_offset;") in line, line
+    assert ("the innermost loop over `start` (loop 2.1, inside the loop over `channel`): 2 more pointer additions in "
+            "Triton's IR") in line, line
+    assert "TTIR" not in line and "tt.addptr" not in line, line
+    raw = details(s, "pointer_mutation", "explicit_offset")   # what the folded compiled-code section says
     assert ("loop 2 (for channel) carries pointers across iterations: 2 in pointer_mutation (X_ptr, Y_ptr), 0 in "
-            "explicit_offset (TTIR, TTGIR, LLIR, PTX)") in line, line
-    assert "innermost loop 2.1 (for start), instruction count changes: TTIR tt.addptr +2 / " in line, line
+            "explicit_offset (TTIR, TTGIR, LLIR, PTX)") in raw, raw
+    assert "innermost loop 2.1 (for start), instruction count changes: TTIR tt.addptr +2 / " in raw, raw
 
 
 def test_normalized_ptx_diff_is_at_most_a_tenth_of_the_raw_diff(compiled):

@@ -178,3 +178,16 @@ def test_trip_is_read_back_to_arguments_constants_and_program_ids():
         ("1", "0 to a1 step 4"),
         ("2", "muli(program_id x, divsi(a1, a2)) to divsi(a1, a2) step 4"),   # %v6 reused in a sibling region
         ("2.1", "carried to iv step 4")]
+
+
+def test_plain_words_count_instructions_by_kind_so_a_swap_within_a_kind_is_no_change():
+    from compare.model.plain_words import delta, kind
+    assert kind("IADD3") == kind("VIADD") == kind("add.s32") == kind("arith.addi") == ("integer add", "integer adds")
+    assert kind("SHFL.BFLY") != kind("SHF.L.U32") and kind("add.f32") != kind("add.s32")
+    assert kind("asm ld.global.b32") == kind("LDG.E") and kind("tt.reduce")[1] == "instructions of other kinds"
+    assert delta({"tt.addptr": 4}, {"tt.addptr": 2}) == "2 more pointer additions"
+    assert delta({"IADD3": 3}, {"VIADD": 3}) == "as many instructions of each kind, some swapped for others of the kind"
+    assert delta({"IADD3": 3, "UMOV": 1}, {"VIADD": 3}) == "1 more register move (others swapped within their kind)"
+    assert delta({"UMOV": 4, "IMAD": 1}, {"ISETP.GE.AND": 2}) == \
+        "3 more instructions (4 more register moves, 2 fewer comparisons, 1 more integer multiply)"
+    assert delta({"MOV": 1}, {"MOV": 1}) == ""

@@ -77,8 +77,8 @@ def test_gn999_names_the_channel_loops_carried_pointers_at_both_sides(reviews):
     """The pull request's claim is about the compiled code: BASE advances X_ptr and Y_ptr through the channel
     loop, HEAD computes each channel's offset."""
     said = _headline(_compared(reviews["gn999"][1])["LigerGroupNormFunction"])["compiled code"]
-    assert ("carries pointers across iterations: 2 in LigerGroupNormFunction.base (X_ptr, Y_ptr), 0 in "
-            "LigerGroupNormFunction.head"
+    assert ("carries 2 pointers (X_ptr, Y_ptr) from one iteration to the next in LigerGroupNormFunction.base, none "
+            "in LigerGroupNormFunction.head"
             in said), said
 
 

@@ -19,6 +19,14 @@ EXAMPLES = {   # (what it does, the command), each under 78 columns
     "pairwise": (("flat against torch in a timed report, on the rounds they shared",
                   "kernel-ab pairwise out/report.json flat torch"),
                  ("one variant against two others", "kernel-ab pairwise out/report.json flat torch inductor")),
+    "record": (("an op's calls while its tests run, kept by value in rec/",
+                "kernel-ab record mylib.ops:f --out rec -- pytest tests/test_f.py"),
+               ("at most 3 calls, made on the CPU, from a script",
+                "kernel-ab record mylib.ops:f --out rec --calls 3 --device cpu -- python3 a.py")),
+    "diff": (("this run against the one saved before the change",
+              "kernel-ab diff saved/report.json out/report.json"),
+             ("the same as a pull-request comment",
+              "kernel-ab diff saved/report.json out/report.json --format markdown")),
 }
 
 

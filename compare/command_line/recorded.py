@@ -38,7 +38,7 @@ def register(subparsers, compare) -> None:
     compare.add_argument("--recorded", metavar="DIR", help="compare the --variant ops on the calls `record` kept in "
                          "DIR (timing and ir; docs/review.md)")
     compare.set_defaults(with_recording=prepare)
-    p = subparsers.add_parser("record", usage="main.py record OP --out DIR [--calls N] [--device D] -- COMMAND ...",
+    p = subparsers.add_parser("record", usage="%(prog)s OP --out DIR [--calls N] [--device D] -- COMMAND ...",
                               help="record an op's calls by value from a Python command (pytest, a script), for "
                                    "`compare --recorded`")
     p.add_argument("op", metavar="OP", help="the op, package.module:CALLABLE (e.g. mylib.ops:NormFunction.apply)")

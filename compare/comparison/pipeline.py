@@ -176,7 +176,7 @@ def execute(plan: Plan, backend: Backend, step: Step = Step(), failed: tuple[Var
     warm = Warm(ir=ir_cache, timing=timing_workers)
     begun = [distributed.pending(c) if distributed else c.begin(plan, backend, step, warm) for c in plan.runs]
     try:
-        return _checks(plan, backend, infos, begun, distributed, enough)
+        return _checks(plan, backend, infos, begun, distributed, enough, step.total)
     except BaseException:   # a stop, or an error: what a check began ends with the run (its files removed)
         for pending in begun:
             pending.cancel()
@@ -186,9 +186,9 @@ def execute(plan: Plan, backend: Backend, step: Step = Step(), failed: tuple[Var
             pending.close()
 
 
-def _checks(plan: Plan, backend, infos, begun: list, distributed=None, enough=None) -> Report:
+def _checks(plan: Plan, backend, infos, begun: list, distributed=None, enough=None, steps: int = 0) -> Report:
     """The report of every check's findings; on a stop signal, Interrupted with the report of what was finished
-    before it (the cases a `partial` check finished)."""
+    before it (the cases a `partial` check finished; `steps`: the units the progress counted to)."""
     left_out = Findings(skipped=plan.left_out + tuple(s for c in plan.runs for s in c.left_out(plan)))
     found, kept = left_out, left_out
     try:
@@ -205,7 +205,7 @@ def _checks(plan: Plan, backend, infos, begun: list, distributed=None, enough=No
         kept += exc.findings if isinstance(exc, CheckStopped) else Findings()
         asked = tuple(word for c in plan.runs for word in c.asked(plan))
         partial = next((c for c in plan.runs if c.partial), Check())
-        stopped = partial.interruption(str(stop), plan, backend, kept, asked)
+        stopped = dataclasses.replace(partial.interruption(str(stop), plan, backend, kept, asked), steps=steps)
         report = _report(plan, backend, infos, kept + Findings(skipped=stopped.skips()), distributed)
         raise Interrupted(dataclasses.replace(report, interrupted=stopped), stop) from None
     return _report(plan, backend, infos, found, distributed)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 
+from compare.model import plain_words
 from compare.model.loopmatch import stage_matches, stage_of
 from compare.model.results import IRLoop, IRSection, IRStage, IRVariant
 from compare.model.states import LoopMatch
@@ -72,6 +73,26 @@ class _Pair:
     def innermost(self, pa: str, pb: str) -> bool:
         return not any(p.startswith(pa + ".") for p in self.la) and not any(p.startswith(pb + ".") for p in self.lb)
 
+    def plain_loop(self, pa: str, pb: str, innermost: bool = False) -> str:
+        """'the innermost loop over `start` (loop 2.1, inside the loop over `channel`)': what it counts over,
+        where it sits, and its number, the name the folded details give it."""
+        var = self.va.get(pa) or self.vb.get(pb)
+        what = f"the {'innermost ' if innermost else ''}loop" + (f" over `{var}`" if var else "")
+        where = f"loop {pa}" if pa == pb else f"loop {pa} in {self.a}, {pb} in {self.b}"
+        outer = self.va.get(pa.rpartition(".")[0]) if pa == pb else None
+        return f"{what} ({where}" + (f", inside the loop over `{outer}`)" if outer else ")")
+
+    def plain_one(self, path: str, mine: bool) -> str:
+        """A loop of one side in words, with the pointers it carries from one iteration to the next."""
+        var = (self.va if mine else self.vb).get(path)
+        n = (self.la if mine else self.lb)[path].carried_pointers
+        carried = f", carrying {_pointers(n)}{self.named(path, mine)} from one iteration to the next" if n else ""
+        return f"a loop{f' over `{var}`' if var else ''} (loop {path}){carried}"
+
+
+def _pointers(n: int) -> str:
+    return "no pointer" if n == 0 else f"{n} pointer{'s' if n != 1 else ''}"
+
 
 def op_deltas(loop: IRLoop, base: IRLoop | None, top: int = TOP) -> str:
     """B's op counts against A's loop, the largest first ("" when they agree)."""
@@ -88,51 +109,92 @@ def _stages(stages: list[str]) -> str:
     return ", ".join(STAGE.get(s, s) for s in stages)
 
 
-def loop_claims(section: IRSection, va: IRVariant, vb: IRVariant, names: tuple[str, str] | None = None) -> list[str]:
+def loop_claims(section: IRSection, va: IRVariant, vb: IRVariant, names: tuple[str, str] | None = None,
+                plain: bool = False) -> list[str]:
     """The headline's parts on loops: carried pointers of matched loops, loops only one side has or
     without a confident match (TTIR to PTX: SASS gives no carried values), then the op deltas of the
     innermost matched loops at every stage (those with none named only when the code is not identical).
-    `names`: what to call va and vb (see _Pair)."""
+    `names`: what to call va and vb (see _Pair); `plain`: in plain words (compare/model/plain_words.py)."""
     claims: dict[str, list[str]] = {}
     inner: dict[str, dict[str, list[str]]] = {}
+    every = []   # the stages a pointer claim could hold in: both sides compiled to it, and not SASS
     for stage in section.stages:
         sa, sb = stage_of(va, stage), stage_of(vb, stage)
         if sa is None or sb is None:
             continue
         p, sass = _Pair(va, vb, sa, sb, names), stage == "sass"
+        every += [] if sass else [stage]
         for m in stage_matches(section, va.variant, vb.variant, stage):
             text = ""
             if m.status == LoopMatch.MATCHED:
                 (pa,), (pb,) = m.a, m.b
                 x, y = p.la[pa], p.lb[pb]
                 if not sass and x.carried_pointers != y.carried_pointers:
-                    text = (f"{p.loop(pa, pb)} carries pointers across iterations: {x.carried_pointers} in "
-                            f"{p.a}{p.named(pa, True)}, {y.carried_pointers} in {p.b}{p.named(pb, False)}")
+                    text = _carried(p, pa, pb, plain)
                 if p.innermost(pa, pb):
-                    inner.setdefault(p.loop(pa, pb), {}).setdefault(op_deltas(y, x), []).append(stage)
+                    name = p.plain_loop(pa, pb, True) if plain else p.loop(pa, pb)
+                    change = plain_words.delta(dict(y.ops), dict(x.ops)) if plain else op_deltas(y, x)
+                    inner.setdefault(name, {}).setdefault(change, []).append(stage)
             elif not sass and m.status in (LoopMatch.ADDED, LoopMatch.REMOVED):
                 who, path = (p.a, m.a[0]) if m.a else (p.b, m.b[0])
-                text = f"loop {p.one(path, bool(m.a))} only in {who}"
+                text = f"{p.plain_one(path, bool(m.a)) if plain else 'loop ' + p.one(path, bool(m.a))} only in {who}"
             elif not sass:
-                text = (f"no confident match, no pair claimed: {p.a}'s loop{'s' if len(m.a) > 1 else ''} "
-                        f"{', '.join(p.one(x, True) for x in m.a)} against {p.b}'s "
-                        f"loop{'s' if len(m.b) > 1 else ''} {', '.join(p.one(y, False) for y in m.b)}")
+                text = _unsure(p, m, plain)
             if text:
                 claims.setdefault(text, []).append(stage)
-    parts = [f"{text} ({_stages(stages)})" for text, stages in claims.items()]
-    same = []
-    for name, by_delta in inner.items():
-        changed = [f"{_stages(st)} {d}" for d, st in by_delta.items() if d]
-        if not changed:
-            same.append(name)
-            continue
-        unchanged = [f"unchanged in {_stages(by_delta[''])}"] if "" in by_delta else []
-        parts.append(f"innermost {name}, instruction count changes: " + " / ".join(changed + unchanged))
+    parts = [text + (_where(stages, every) if plain else f" ({_stages(stages)})") for text, stages in claims.items()]
+    parts += _innermost(inner, plain)
+    same = [name for name, by_delta in inner.items() if not any(by_delta)]
     pair = next((x for x in section.pairs if (x.a, x.b) == (va.variant, vb.variant)), None)
     identical = pair is not None and pair.stages and all(d.identical for d in pair.stages)
     if same and not identical:   # identical code: the headline says so, and nothing about its loops
-        parts.append(f"same instruction counts at every stage: innermost {', '.join(same)}")
+        parts.append(f"the same instruction counts at every stage in {plain_words.listed(same)}" if plain
+                     else f"same instruction counts at every stage: innermost {', '.join(same)}")
     return parts
+
+
+def _carried(p: _Pair, pa: str, pb: str, plain: bool) -> str:
+    """A matched loop whose carried pointers changed, and how many each side carries."""
+    x, y = p.la[pa].carried_pointers, p.lb[pb].carried_pointers
+    if not plain:
+        return (f"{p.loop(pa, pb)} carries pointers across iterations: {x} in {p.a}{p.named(pa, True)}, {y} in "
+                f"{p.b}{p.named(pb, False)}")
+    return (f"{p.plain_loop(pa, pb)} carries {_pointers(x)}{p.named(pa, True)} from one iteration to the next in "
+            f"{p.a}, {_pointers(y) if y else 'none'}{p.named(pb, False)} in {p.b}")
+
+
+def _unsure(p: _Pair, m, plain: bool) -> str:
+    """Loops of the two sides no pairing was sure of: each side's, and no claim made of them."""
+    if plain:
+        mine, theirs = (plain_words.listed([p.plain_one(x, True) for x in m.a]),
+                        plain_words.listed([p.plain_one(y, False) for y in m.b]))
+        return (f"no sure pairing of {p.a}'s loops with {p.b}'s, so nothing is claimed of them: {p.a} has {mine}, "
+                f"{p.b} {theirs}")
+    return (f"no confident match, no pair claimed: {p.a}'s loop{'s' if len(m.a) > 1 else ''} "
+            f"{', '.join(p.one(x, True) for x in m.a)} against {p.b}'s "
+            f"loop{'s' if len(m.b) > 1 else ''} {', '.join(p.one(y, False) for y in m.b)}")
+
+
+def _innermost(inner: dict[str, dict[str, list[str]]], plain: bool) -> list[str]:
+    """Per innermost loop whose counts changed somewhere: the change at each stage (raw: and where none)."""
+    parts = []
+    for name, by_delta in inner.items():
+        changed = [(d, st) for d, st in by_delta.items() if d]
+        if not changed:
+            continue
+        if plain:   # the stages where nothing changed go unsaid here; the folded details name them
+            parts.append(f"{name}: " + plain_words.listed([f"{d} in {plain_words.stages(st)}" for d, st in changed]))
+            continue
+        unchanged = [f"unchanged in {_stages(by_delta[''])}"] if "" in by_delta else []
+        parts.append(f"innermost {name}, instruction count changes: "
+                     + " / ".join([f"{_stages(st)} {d}" for d, st in changed] + unchanged))
+    return parts
+
+
+def _where(stages: list[str], every: list[str]) -> str:
+    """Nothing where a claim holds at every stage it could; else the stages it holds in, in words."""
+    return "" if set(every) <= set(stages) else f" (in {plain_words.stages(stages)})"
+
 
 
 def match_lines(section: IRSection, a: str, b: str) -> list[str]:

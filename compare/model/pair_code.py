@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
+from compare.model import plain_words
 from compare.model.line import Line
 from compare.model.loopclaims import loop_claims
 from compare.model.results import IRSection, IRVariant, PassStatus, Report
@@ -45,12 +46,23 @@ def pair_code(report: Report, a: str, b: str) -> PairCode:
         f"{s.kernel} kernel: {line.text}" for s, line in zip(sections, own))), None, None, own)
 
 
-def _section(section: IRSection, a: str, b: str) -> Line:
+def details(section: IRSection, a: str, b: str) -> str:
+    """The headline's words on B against A in `section`, by the stages' short names and the instructions' own
+    names: what the folded compiled-code section says under the plain words at the top."""
+    return _section(section, a, b, plain=False).text
+
+
+def pair_code_line(section: IRSection, a: str, b: str) -> str:
+    """The headline's plain words on B against A in `section` alone."""
+    return _section(section, a, b).text
+
+
+def _section(section: IRSection, a: str, b: str, plain: bool = True) -> Line:
     va = next((v for v in section.variants if v.variant == a), None)
     vb = next((v for v in section.variants if v.variant == b), None)
     matches = [m for m in section.kernels if (m.a, m.b) == (a, b)]
     if matches:   # op-level variants: the kernels each launched, paired by name
-        return _ops(section, a, b, matches)
+        return _ops(section, a, b, matches, plain)
     gone = [v for v in (vb, va) if v is not None and v.status == NOT_RUN]
     if gone:   # an op that failed when run: its kernels are unknown, not broken
         first = gone[0].error.splitlines()[0] if gone[0].error else "?"
@@ -62,24 +74,31 @@ def _section(section: IRSection, a: str, b: str) -> Line:
         return Line(TOPIC, Level.FAIL, f"{b} did not compile: {vb.error.splitlines()[0] if vb.error else '?'}")
     if va.status != IRStatus.OK:
         return Line(TOPIC, Level.SKIP, f"the baseline {a} did not compile")
-    parts = loop_claims(section, va, vb) + _resources(va, vb)
+    parts = loop_claims(section, va, vb, plain=plain) + _resources(va, vb, plain)
     pair = next((p for p in section.pairs if (p.a, p.b) == (a, b)), None)
     if pair is not None:
         changed = [d for d in pair.stages if not d.identical]
         if not changed:
             parts.append("identical at every stage")
+        elif plain and len(changed) == len(pair.stages) > 1:   # every stage, in order: its counts in that order
+            first, last = (plain_words.STAGE_WORDS[d.stage] for d in (changed[0], changed[-1]))
+            parts.append(f"lines changed from {first} to {last}: " + ", ".join(str(d.changed_lines) for d in changed))
+        elif plain:
+            parts.append("lines changed: " + ", ".join(f"{d.changed_lines} in {plain_words.STAGE_WORDS[d.stage]}"
+                                                       for d in changed))
         else:
             parts.append("changed lines: " + ", ".join(f"{_STAGE[d.stage]} {d.changed_lines}" for d in changed))
     return Line(TOPIC, Level.INFO, "; ".join(parts or ["no structural change found"]))
 
 
-def _resources(va: IRVariant, vb: IRVariant) -> list[str]:
+def _resources(va: IRVariant, vb: IRVariant, plain: bool = False) -> list[str]:
+    spilled = "bytes spilled to memory per thread" if plain else "spill bytes"
     return [f"{what} {x} -> {y}" for what, x, y in (("registers", va.registers, vb.registers),
-                                                    ("spill bytes", va.spill_bytes, vb.spill_bytes))
+                                                    (spilled, va.spill_bytes, vb.spill_bytes))
             if x != y and x >= 0 and y >= 0]
 
 
-def _ops(section: IRSection, a: str, b: str, matches: list) -> Line:
+def _ops(section: IRSection, a: str, b: str, matches: list, plain: bool = True) -> Line:
     """The launched kernels of two ops, paired by name: each one's status, a changed one's loops (carried
     pointers at both sides, see loop_claims) and resources, then the passes whose kernels were not found."""
     rows = {v.variant: v for v in section.variants if v.status == IRStatus.OK}
@@ -87,18 +106,26 @@ def _ops(section: IRSection, a: str, b: str, matches: list) -> Line:
     for m in matches:
         failed = failed_at(section.variants, m.kernel, (a, b)) if m.failed else ()
         broken.update(failed)
-        text = f"{m.kernel} {m.status}" + (f" ({', '.join(_STAGE.get(x, x) for x in m.changed_stages)})"
-                                           if m.changed_stages else "") + \
+        at = _changed_at(section, m.changed_stages, plain) if m.changed_stages else ""
+        text = f"{m.kernel} {m.status}{at}" + \
             (f" (did not compile in {' and '.join(failed)})" if failed else "")
         va, vb = rows.get(op_kernel(a, m.kernel)), rows.get(op_kernel(b, m.kernel))
-        claims = loop_claims(section, va, vb, names=(a, b)) + _resources(va, vb) \
+        claims = loop_claims(section, va, vb, names=(a, b), plain=plain) + _resources(va, vb, plain) \
             if m.changed and va is not None and vb is not None else []
         text += f" [{'; '.join(claims)}]" if claims else ""
         said.append(text)
     said += not_found(section, (a, b))
     # the variant's kernel that does not compile fails it; the baseline's alone is what the change fixed or kept
     level = Level.INFO if not any(m.failed for m in matches) else Level.WARN if broken == {a} else Level.FAIL
-    return Line(TOPIC, level, "launched kernels, paired by name: " + "; ".join(said))
+    head = "the kernels each op launched, paired by name: " if plain else "launched kernels, paired by name: "
+    return Line(TOPIC, level, head + "; ".join(said))
+
+
+def _changed_at(section: IRSection, stages: tuple[str, ...], plain: bool) -> str:
+    if plain:
+        return " (at every stage)" if len(section.stages) > 1 and set(section.stages) <= set(stages) \
+            else f" (in {plain_words.stages(stages)})"
+    return f" ({', '.join(_STAGE.get(x, x) for x in stages)})"
 
 
 def not_found(section: IRSection, ops: tuple[str, ...]) -> list[str]:

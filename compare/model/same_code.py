@@ -12,7 +12,7 @@ from compare.model.kept import carried, kept
 from compare.model.problems import judged
 from compare.model.results import IRSection, PassStatus, Report
 from compare.model.states import TimingBasis, TimingVerdict
-from compare.model.vocabulary import STAGE_TITLES
+from compare.model.plain_words import STAGE_WORDS
 
 MACHINE_STAGE = "sass"   # identical here too: the same machine code, not only the same intermediate code
 
@@ -35,10 +35,13 @@ class SameCode:
 
     @property
     def said(self) -> str:
-        """'both sides run the same compiled code (sm_90, compiled offline: ... identical at ...)'."""
+        """'both sides run the same compiled code (sm_90, compiled offline: forward kernel identical at every
+        stage, from Triton's IR to the machine code)': the headline's plain words for the stages."""
         shared = f"; {' and '.join(self.shared)} kernel shared, not compiled" if self.shared else ""
+        first = STAGE_WORDS.get(self.stages[0], self.stages[0]) if self.stages else ""
+        at = f"every stage, from {first} to the machine code" if len(self.stages) > 1 else first
         return (f"both sides run the same compiled code ({self.where}: {', '.join(self.kernels)} identical at "
-                f"{', '.join(STAGE_TITLES.get(s, s) for s in self.stages)}{shared})")
+                f"{at}{shared})")
 
 
 def _unknown(section: IRSection, a: str, b: str) -> bool:

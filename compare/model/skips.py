@@ -41,12 +41,16 @@ class Interruption:
     done: int
     planned: int
     not_run: tuple[str, ...] = ()   # numerics, backward, timing, ir
+    steps: int = 0                  # the units the progress counted to: the cases and the other checks' (0: none shown)
 
     def text(self) -> str:
-        """'interrupted (Ctrl-C) after 3 of 12 cases: timing and compiled code not run'."""
+        """'interrupted (Ctrl-C) after 3 of 12 cases (progress counted 13 steps: the 12 cases and 1 more for the
+        other checks): timing and compiled code not run'."""
         words = [_CHECK_WORDS.get(c, c) for c in self.not_run]
         left = " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 2 else words)
-        return f"{self.stop} after {self.done} of {self.planned} cases" + (f": {left} not run" if left else "")
+        counted = (f" (progress counted {self.steps} steps: the {self.planned} cases and {self.steps - self.planned} "
+                   "more for the other checks)") if self.steps > self.planned > 0 else ""
+        return f"{self.stop} after {self.done} of {self.planned} cases{counted}" + (f": {left} not run" if left else "")
 
     def skips(self) -> tuple[Skip, ...]:
         """A record for each check that never ran, so that every row asked for still says why it is empty."""

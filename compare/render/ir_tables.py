@@ -5,7 +5,7 @@ import dataclasses
 
 from compare.model.loopclaims import match_lines, op_deltas
 from compare.model.loopmatch import stage_matches
-from compare.model.pair_code import not_found
+from compare.model.pair_code import details, not_found, pair_code_line
 from compare.model.results import IRLoop, IRSection, IRStage, IRVariant
 from compare.model.states import IRStatus, LoopMatch
 from compare.model.results_ir import NOT_RUN, IRKernelMatch, failed_at
@@ -208,6 +208,10 @@ def ir_summary(section: IRSection, baseline: str) -> list[tuple[str, str]]:
         regs = ", ".join(f"{v.variant} {v.registers} regs {v.spill_bytes} B spilled" for v in ok)
         level = "warn" if any(v.spill_bytes > 0 for v in ok) else "info"
         lines.append((level, f"{ir} resources: {regs}"))
+    for p in section.pairs:   # the headline's plain words as the tables and diffs name stages and ops; last, so
+        raw = details(section, p.a, p.b)   # that a comment short of room cuts it before any other line
+        if raw != pair_code_line(section, p.a, p.b):
+            lines.append(("info", f"{ir} {p.b} against {p.a}, by stage and instruction: {raw}"))
     return lines
 
 

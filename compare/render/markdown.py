@@ -174,10 +174,12 @@ def glance_table(rows, variant: str) -> list[str]:
 
 
 def verdicts(report: Report, glance_shown: bool = True) -> list[str]:
-    """The answer: per pair its glance (unless shown elsewhere: `glance_shown` False) and the headline's
-    lines, the problems it introduced (open) and fixed (folded); then every shared problem named, the gates
-    and the report's other summary lines."""
+    """The answer: how far an interrupted run got; per pair its glance (unless shown elsewhere: `glance_shown`
+    False) and the headline's lines, the problems it introduced (open) and fixed (folded); then every shared
+    problem named, the gates and the report's other summary lines."""
     head, rows, out = headline(report), glance.rows(report), []
+    if report.interrupted is not None:   # before any verdict: each row below may hold only part of what was asked
+        out += [f"> {_MARK['warn']} **{report.interrupted.text()}**", ""]
     for pair in head.pairs:
         a, b = pair.baseline, pair.variant
         if glance_shown:

@@ -29,6 +29,8 @@ def fitted(line: str, width: int) -> str:
 class Step:
     """Progress that goes nowhere (and the interface of those that do)."""
 
+    total = 0   # the units of work it counts to (none here: nothing is shown, so a report has no count to match)
+
     def __call__(self, text: str) -> None:
         pass
 
@@ -62,8 +64,8 @@ class _Lines(Step):
 
 
 class _Bar(Step):
-    def __init__(self, progress, task):
-        self.progress, self.task = progress, task
+    def __init__(self, progress, task, total: int):
+        self.progress, self.task, self.total = progress, task, total
 
     def __call__(self, text: str) -> None:
         self.progress.update(self.task, description=text)
@@ -88,6 +90,6 @@ def reporter(total: int, enabled: bool = True):
         shown = (TextColumn("{task.description}", markup=False, table_column=description), BarColumn(bar_width=10),
                  MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
         with Progress(*shown, console=Console(stderr=True, emoji=False), transient=True, expand=True) as progress:
-            yield _Bar(progress, progress.add_task("starting", total=total))
+            yield _Bar(progress, progress.add_task("starting", total=total), total)
         return
     yield _Lines(total)
