@@ -16,7 +16,6 @@ from pathlib import Path
 # a stop signal that comes while the command starts is kept, not lost: the supervisor or main() acts on it
 EARLY_SIGNALS: list[int] = []
 
-
 # options whose value may start with '-' (`--shape -2,8,2,16` is a bad shape, not a missing value)
 _VALUE_OPTIONS = frozenset({"--shape", "--eps", "--seed", "--trials", "--noise", "--rounds", "--calls",
                             "--variant-timeout", "--max-seconds", "--fail-if-slower", "--dtype", "--inputs", "--modes",
@@ -260,17 +259,19 @@ def _prog() -> str:
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """The command line (`python main.py ...`, `kernel-ab ...`): its exit code."""
+    from compare.model import written
     from compare.runtime import supervisor
     previous = {}
+    written.start()
     try:
         early, EARLY_SIGNALS[:] = list(EARLY_SIGNALS), []   # consumed: a later call in this process starts clean
         previous = supervisor.install_stop_handlers(early)
         code = _main(_join_values(list(sys.argv[1:] if argv is None else argv)), prog or _prog())
     except supervisor.Stopped as exc:   # temporary trees and files are gone by now: the stack unwound
-        print(f"kernel-ab: {exc}; no report", file=sys.stderr)
+        print(f"kernel-ab: {exc}; {written.after_stop()}", file=sys.stderr)
         code = exc.exit_code
     except KeyboardInterrupt:           # raised by code outside any variant's launch
-        print("kernel-ab: interrupted; no report", file=sys.stderr)
+        print(f"kernel-ab: interrupted; {written.after_stop()}", file=sys.stderr)
         code = 130
     except BrokenPipeError:
         # the reader left (`kernel-ab list | head`): stop quietly, as a command killed by SIGPIPE does;
@@ -282,7 +283,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             raise
         if supervisor.STOP_REQUESTED:
             stop = supervisor.Stopped(supervisor.STOP_REQUESTED[0])
-            print(f"kernel-ab: {stop}; no report", file=sys.stderr)
+            print(f"kernel-ab: {stop}; {written.after_stop()}", file=sys.stderr)
             code = stop.exit_code
         else:                           # kernel-ab's own error: exit 3, never 1 (a gate's code)
             from compare.runtime.exit_codes import internal_error
@@ -294,7 +295,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     stopped = (ExitCode.SIGINT, ExitCode.SIGTERM, ExitCode.SIGHUP)
     if pending is not None and code not in stopped:   # the stop came; the run ended before it was raised
         stop = supervisor.Stopped(pending)
-        print(f"kernel-ab: {stop}; no report", file=sys.stderr)
+        print(f"kernel-ab: {stop}; {written.after_stop()}", file=sys.stderr)
         code = stop.exit_code
     if code != supervisor.POISONED_EXIT:
         supervisor.done(code)

@@ -115,11 +115,13 @@ def test_two_families_with_one_name_is_one_line_and_exit_2(tmp_path, capsys):
 @pytest.mark.parametrize("source, error", [
     ("import no_such_module_anywhere\n", "ModuleNotFoundError: No module named 'no_such_module_anywhere'"),
     ("raise SystemExit('no GPU, no family')\n", "SystemExit: no GPU, no family"),
+    ("import sys\nsys.exit(0)\n", "SystemExit: 0"),   # a success code is no success here: the family is not there
+    ("import sys\nsys.exit()\n", "SystemExit"),
 ])
 def test_a_family_package_that_fails_to_import_is_named_in_one_line(tmp_path, capsys, source, error):
     folder = package(tmp_path, "broken", source)
-    code, _, err = run_main(capsys, "list", "--family-path", str(folder))
-    assert code == 2
+    code, out, err = run_main(capsys, "list", "--family-path", str(folder))
+    assert code == 2 and out == ""
     assert err == f"kernel-ab: error: family package broken (--family-path {folder}) failed to load: {error}\n"
 
 

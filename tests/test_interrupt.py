@@ -96,3 +96,45 @@ def test_ctrl_c_with_jobs_keeps_every_task_that_answered(tmp_path):
     answered = [re.search(r"\] done: numerics (\w+) float32 (\w+) ", line).groups() for line in progress]
     cases = _cases(data)
     assert len(answered) >= 3 and {" ".join(a) for a in answered} <= set(cases) and len(cases) < 12, (answered, cases)
+
+
+def test_a_stop_while_the_files_are_written_leaves_no_half_write_and_names_what_came_out(tmp_path, monkeypatch,
+                                                                                         capsys):
+    """SIGINT just as report.md is put in place (a stop put off until that file's write ends: no temporary
+    file, no file written but said unwritten): exit 130, and the line names the files that came out, never
+    'no report'. In one process (main.main), as the supervised child runs it."""
+    import main
+    from compare.render import files
+    put = files._put
+
+    def put_then_stop(tmp, target):
+        put(tmp, target)
+        if target.name == files.REPORT_MD:
+            os.kill(os.getpid(), signal.SIGINT)   # as Ctrl-C would, report.md in place, its write not yet returned
+    monkeypatch.setattr(files, "_put", put_then_stop)
+    out = tmp_path / "out"
+    code = main.main(["compare", "--shape", "2,8,2,4", "--trials", "1", "--inputs", "normal", "--check", "numerics",
+                      "--quiet", "--out", str(out)])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 130
+    names = [files.REPORT_MD, files.FULL_MD, files.REPORT_JSON]
+    came = [str(out / n) for n in names if (out / n).exists()]
+    assert sorted(p.name for p in out.iterdir()) == sorted(Path(p).name for p in came)   # nothing temporary
+    assert came[:1] == [str(out / files.REPORT_MD)] and files.ours(out / files.REPORT_MD)
+    said = (f"the report was written ({', '.join(came)})" if len(came) == len(names) else
+            f"wrote {', '.join(came)}; not written: {', '.join(str(out / n) for n in names[len(came):])}")
+    assert err[-1] == f"kernel-ab: interrupted (Ctrl-C); {said}", err
+
+
+def test_a_stops_line_says_which_outputs_came_out():
+    from compare.model import written
+    written.start()
+    assert written.after_stop() == "no report"
+    written.planned(["o/report.md", "o/report-full.md", "o/report.json"])
+    assert written.after_stop() == "no report"
+    written.wrote("o/report.md")
+    assert written.after_stop() == "wrote o/report.md; not written: o/report-full.md, o/report.json"
+    written.wrote("o/report-full.md")
+    written.wrote("o/report.json")
+    assert written.after_stop() == "the report was written (o/report.md, o/report-full.md, o/report.json)"
+    written.start()

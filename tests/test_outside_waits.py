@@ -1,7 +1,8 @@
 """What kernel-ab waits on outside itself has a time limit (variants/waiting.py): a --family-path package whose
-import blocks is one line and exit 2, soon; `report` and `pairwise` refuse a FIFO or a device at once. An output
-written at the end never replaces a file that appeared at its path, or changed, during the run
-(compare/render/files.py): the report is kept beside it, the line says where, exit 74."""
+import blocks is one line and exit 2, soon (a --variant file's: that variant failed, within --variant-timeout);
+`report` and `pairwise` refuse a FIFO or a device at once. An output written at the end never replaces a file
+that appeared at its path, or changed, during the run (compare/render/files.py): the report is kept beside it,
+the line says where, exit 74."""
 import json
 import os
 import subprocess
@@ -100,3 +101,23 @@ def test_compare_keeps_its_report_beside_a_file_made_at_its_json_path_while_it_r
     assert main.main(["compare", "--shape", "2,8,2,4", "--trials", "1", "--inputs", "normal", "--check",
                       "numerics", "--quiet", "--json", str(target)]) == 0
     assert target.stat().st_ino != first and json.loads(target.read_text())["baseline"] == "pointer_mutation"
+
+
+def test_a_variant_file_whose_import_blocks_is_that_variants_failure_within_the_timeout(tmp_path):
+    """Bounded like a launch (--variant-timeout), not like a family package (bad input): the variant is failed
+    in one line naming it, and the others' report comes out; no gate was asked for, so exit 0."""
+    (tmp_path / "blocky.py").write_text("import time\ntime.sleep(600)\n\ndef op(X, W, B, C, G, eps):\n    return X\n")
+    out = tmp_path / "r.json"
+    started = time.monotonic()
+    r = _run("compare", "torch", "--variant", f"bad={tmp_path / 'blocky.py'}::op", "--shape", "1,2,1,4", "--check",
+             "numerics", "--inputs", "normal", "--trials", "1", "--quiet", "--variant-timeout", "2", "--json",
+             str(out), cwd=tmp_path, limit="600")
+    assert r.returncode == 0, r.stderr
+    said = [line for line in r.stderr.splitlines() if "bad" in line]
+    assert said == [f"kernel-ab: variant bad did not return within 2 s (--variant-timeout) and was stopped while "
+                    f"running import of {tmp_path / 'blocky.py'}; running again without it"], r.stderr
+    report = json.loads(out.read_text())
+    status = {v["name"]: (v["status"], v["error"]) for v in report["variants"]}
+    assert status == {"torch": ("ok", ""), "bad": ("failed", said[0].split("variant bad ")[1].split("; running")[0])}
+    assert [v["status"] for c in report["numerics"]["cases"] for v in c["variants"]] == ["pass"]
+    assert time.monotonic() - started < 60

@@ -152,19 +152,27 @@ def test_a_table_naming_an_unknown_family_is_said_with_the_known_ones():
 
 
 @pytest.mark.slow
-def test_an_op_that_ends_the_process_is_reported_failed_and_the_review_still_comes_out(tmp_path):
+@pytest.mark.parametrize("act, why", [("import os; os._exit(3)", "ended the process (exit code 3, no report)"),
+                                      ("import os; os.kill(os.getpid(), 11)", "crashed the process (SIGSEGV)"),
+                                      ("import time; time.sleep(600)", "did not return within 5 s")])
+def test_an_op_that_ends_the_process_is_reported_failed_and_the_review_still_comes_out(tmp_path, act, why):
+    """...and leaves none of the review's temporary trees (the revisions' files, the checks' folders) behind."""
     repo = make_repo(tmp_path, table=False)
     rms = repo / "mylib" / "rms.py"
-    rms.write_text(rms.read_text().replace("        X = X.contiguous()\n", "        import os\n        os._exit(3)\n", 1))
+    rms.write_text(rms.read_text().replace("        X = X.contiguous()\n", f"        {act}\n", 1))
     git(repo, "commit", "-q", "-am", "the op ends the process")
-    env = {k: v for k, v in os.environ.items() if k != "KERNEL_AB_ISOLATE"}
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**{k: v for k, v in os.environ.items() if k != "KERNEL_AB_ISOLATE"}, "TMPDIR": str(tmp)}
     done = subprocess.run([sys.executable, "main.py", "review", "--repo", str(repo), "v1", "HEAD", *SMALL,
-                           "--json", str(tmp_path / "r.json")], capture_output=True, text=True, env=env,
-                          cwd=Path(main.__file__).parent, timeout=300)
-    assert "variant RMSNormFunction.head ended the process (exit code 3" in done.stderr
+                           "--variant-timeout", "5", "--json", str(tmp_path / "r.json")], capture_output=True,
+                          text=True, env=env, cwd=Path(main.__file__).parent, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert f"variant RMSNormFunction.head {why}" in done.stderr
     [compared] = json.loads((tmp_path / "r.json").read_text())["compared"]
     status = {v["name"]: v["status"] for v in compared["report"]["variants"]}
     assert status["RMSNormFunction.head"] == "failed" and status["RMSNormFunction.base"] == "ok"
+    assert list(tmp.iterdir()) == []   # no kernel-ab-run-*, -byok-*, -ir-*, -status-* left
 
 
 @pytest.mark.parametrize("text, says", [

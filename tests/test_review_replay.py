@@ -233,3 +233,27 @@ def test_a_replayed_op_gets_its_compiled_code_compared_on_its_recorded_calls(rev
     section = md.split("### `shift`", 1)[1].split("\n### ", 1)[0]
     assert "timing and compiled code, BASE against HEAD on its recorded calls" in section
     assert "_shift_kernel changed" in section
+
+
+@pytestmark_slow
+@pytest.mark.parametrize("act", ["import os; os._exit(3)", "import os; os.kill(os.getpid(), 11)"])
+def test_a_replayed_op_that_ends_its_process_leaves_no_temporary_tree(tmp_path, act, monkeypatch):
+    """clip ends the process at HEAD (its recording and its replay): clip fails there, the review comes out,
+    and none of the recording's or the plays' folders is left in TMPDIR."""
+    import os
+    import subprocess
+    import sys
+    monkeypatch.setitem(replay_library.SIDES["after"], "clip_raise", f"{act}\n    ")
+    top = tmp_path / "toylib"
+    top.mkdir()
+    replay_library.make(top)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**{k: v for k, v in os.environ.items() if k != "KERNEL_AB_ISOLATE"}, "TMPDIR": str(tmp)}
+    r = subprocess.run([sys.executable, "main.py", "review", "HEAD~1", "HEAD", "--repo", str(top), "--quiet",
+                        "--json", str(tmp_path / "review.json")], capture_output=True, text=True, timeout=600,
+                       env=env, cwd=replay_library.Path(__file__).resolve().parents[1])
+    assert r.returncode == 0, r.stderr
+    ops = {op["label"]: op for op in json.loads((tmp_path / "review.json").read_text())["replayed"]}
+    assert ops["clip"]["verdict"] == "fails at HEAD only" and ops["ScaleFunction"]["verdict"] == "identical"
+    assert list(tmp.iterdir()) == []   # no kernel-ab-run-*, -replay-*, -record-* left

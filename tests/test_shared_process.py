@@ -78,6 +78,8 @@ ACTS = [   # (the variant's act in its call, how its failure starts)
                  marks=pytest.mark.slow),
     pytest.param('sys.modules["variants"] = types.ModuleType("variants")', "replaced sys.modules['variants']",
                  marks=pytest.mark.slow),
+    pytest.param('sys.modules["compare"] = types.ModuleType("compare")', "replaced sys.modules['compare']",
+                 marks=pytest.mark.slow),   # kernel-ab's own package, which the rest of the run imports from
     pytest.param('numpy.seterr(all="raise")', "changed numpy's floating-point error handling (numpy.seterr: "
                  "divide=raise, invalid=raise, over=raise, under=raise)", marks=pytest.mark.slow),
     ("os.fork()", "forked the process (os.fork) and its copy went on into kernel-ab's code"),

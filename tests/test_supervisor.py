@@ -91,6 +91,17 @@ def test_the_supervisor_reruns_without_each_variant_that_took_the_process_down(t
         "kernel-ab: variant c crashed the process (SIGABRT) while running case of c; running again without it"]
 
 
+def test_a_stop_that_comes_after_the_child_finished_is_said_in_one_line_and_exits_130(tmp_path, capfd):
+    """The child wrote its report (done, exit code 0) and the user's Ctrl-C reached the supervisor only then:
+    exit 130, and a sentence that says the run had finished (not silence, not 'no report')."""
+    child = tmp_path / "child.py"
+    child.write_text(f"import os, signal, sys, time\nsys.path.insert(0, {str(ROOT)!r})\n"
+                     "from compare.runtime import supervisor\nsupervisor.done(0)\n"
+                     "os.kill(os.getppid(), signal.SIGINT)\ntime.sleep(1)\n")   # its own stops stay blocked
+    assert supervise([sys.executable, str(child)]) == 130
+    assert capfd.readouterr().err.splitlines() == ["kernel-ab: interrupted (Ctrl-C) after the run had finished (exit "
+                                                   "code 0, its output written); exit code 130"]
+
 def test_a_crash_outside_any_variant_is_one_line_and_exit_3_an_internal_error(tmp_path, capfd):
     child = tmp_path / "child.py"
     child.write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")

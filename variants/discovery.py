@@ -149,7 +149,8 @@ def _loading(what: str):
         raise
     except (Exception, SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
         first = next((line for line in str(exc).splitlines() if line.strip()), "")
-        raise FamilyError(f"{what} failed to load: {type(exc).__name__}: {first}"[:400]) from None
+        said = f"{type(exc).__name__}: {first}" if first else type(exc).__name__   # sys.exit() says nothing
+        raise FamilyError(f"{what} failed to load: {said}"[:400]) from None
 
 
 def _built_in() -> list[Found]:

@@ -262,6 +262,18 @@ def _after_report(rc: int, ended: int) -> int:
     return ended or code
 
 
+def _stopped(signum: int, rc: int, ended: int | None) -> int:
+    """A stop signal's exit code, said here where the child did not say it: it ended without a word (no report),
+    or it had finished, its report written, before the stop reached it."""
+    words, code = _STOP_WORDS[signum], _STOP_CODES[signum]
+    if ended is None and rc not in _STOP_CODES.values():
+        print(f"kernel-ab: {words}; no report", file=sys.stderr)
+    elif ended is not None and ended not in _STOP_CODES.values():
+        print(f"kernel-ab: {words} after the run had finished (exit code {ended}, its output written); exit code "
+              f"{code}", file=sys.stderr)
+    return code
+
+
 def supervise(command: list[str], stop: list[int] | None = None) -> int:
     """Run `command` (a kernel-ab child) until it ends deliberately; rerun without each variant that ended,
     hung or tampered with its process (or with the run's outcome: a forged status, a stop it sent itself).
@@ -295,9 +307,7 @@ def supervise(command: list[str], stop: list[int] | None = None) -> int:
             if run.leftover and not stop:   # after a stop signal, ending what is left is the stop's own cleanup
                 print(f"kernel-ab: stopped what the run left running: {', '.join(run.leftover)}", file=sys.stderr)
             if stop:
-                if ended is None and rc not in _STOP_CODES.values():   # the child could not say it: say it here
-                    print(f"kernel-ab: {_STOP_WORDS[stop[0]]}; no report", file=sys.stderr)
-                return _STOP_CODES[stop[0]]
+                return _stopped(stop[0], rc, ended)
             if ended is not None and _culprit(records, rc, ended) is None:   # the report came out: its code stands
                 if run.lingered:
                     print(f"kernel-ab: the process did not end within {AFTER_DONE_S:g} s after its report "

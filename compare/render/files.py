@@ -13,6 +13,7 @@ import stat
 import tempfile
 from pathlib import Path
 
+from compare.model import written
 from compare.model.results import MARKER, MARKER_KEY, from_dict
 
 REPORT_MD, FULL_MD, REPORT_JSON, ROWS_JSON = "report.md", "report-full.md", "report.json", "benchmark_rows.json"
@@ -143,10 +144,11 @@ def _put(tmp: str, target: Path) -> None:
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Write `data` to `path` (through a link: to the file it names) via a temporary file in the same
-    folder and os.replace; on any failure the temporary file is removed and the old file stays."""
-    target = Path(os.path.realpath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".kernel-ab-tmp", dir=target.parent)
+    folder and os.replace; on any failure the temporary file is removed and the old file stays. A stop
+    signal waits for it to end (compare.runtime.supervisor): the file is whole and noted as written, or untouched."""
+    target, tmp = Path(os.path.realpath(path)), None
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".kernel-ab-tmp", dir=target.parent)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -154,9 +156,11 @@ def write_atomic(path: Path, data: bytes) -> None:
         os.chmod(tmp, _mode(target))
         _put(tmp, target)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
         raise
+    written.wrote(path)
 
 
 def _rendered(report, json_path, markdown_path, out) -> tuple[list, list, list[str]]:
@@ -202,6 +206,7 @@ def write(report, json_path: str | Path | None = None, markdown_path: str | Path
     """Write every output asked for; returns one line per file (or per thing not written, with why) and
     how many files could not be written (each of those lines starts `kernel-ab: error:`)."""
     single, inside, notes = _rendered(report, json_path, markdown_path, out)
+    written.planned(path for path, _, _ in single + inside)
     lines, failed = [], 0
     if inside:
         try:

@@ -295,6 +295,7 @@ def finish(review: Review, args) -> int:
     """Print the review, write its files, and return the exit code (gates as compare's, and a changed kernel
     no comparison judged is a gate that could not be judged)."""
     from compare.model import gates
+    from compare.model.written import planned
     from compare.render import files
     to_stdout = args.json == "-"   # --json -: the JSON on standard output, the screen on standard error
     _terminal(review, args.verbose, sys.stderr if to_stdout else None)
@@ -305,6 +306,8 @@ def finish(review: Review, args) -> int:
                (None if to_stdout else args.json, lambda: _json(review))]
     if args.out:
         outputs.append((str(Path(args.out) / files.REPORT_MD), lambda: markdown(review, True)))
+    planned(path for path, _ in outputs if path)   # a stop's line says which of them came out
+    if args.out:
         for c in review.compared:
             if c.report is not None:
                 said, failed = files.write(c.report, out=Path(args.out) / c.label)

@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import signal
+import sys
 import threading
 import time
 
@@ -99,12 +100,14 @@ def _raise_pending() -> None:
 
 def _on_stop_signal(signum, frame):
     # never raised inside an import (a half-imported C extension refuses to load again, and an exception
-    # through C++ aborts): asked again shortly, when the import is done
+    # through C++ aborts) or an output file's write (its temporary file left, or it written but not said):
+    # asked again shortly, when that is done
     f = frame
     first = _DEFERRED.setdefault(signum, time.monotonic())
     _DEFERRED_IN.setdefault(signum, (_NOW["names"], _NOW["what"]))   # whose launch it came in (raised after it?)
+    writing = getattr(getattr(sys.modules.get("compare.render.files"), "write_atomic", None), "__code__", None)
     while f is not None and time.monotonic() - first < 2.0:   # at most 2 s: then wherever it is
-        if f.f_code.co_filename.startswith("<frozen importlib"):
+        if f.f_code.co_filename.startswith("<frozen importlib") or f.f_code is writing:
             again = threading.Timer(0.05, _ask_again, (signum, len(_RUNS)))
             again.daemon = True
             again.start()

@@ -1,0 +1,31 @@
+"""The output files of the running command: those it is to write and those put in place so far
+(compare/render/files.py notes both). A stop signal's line (main.py) says from them what came out, never "no
+report" after a report was written. In the bottom layer, so that main.py reads it without the renderers."""
+from __future__ import annotations
+
+_PLANNED: list[str] = []
+_WRITTEN: list[str] = []
+
+
+def start() -> None:
+    """A command begins: nothing planned or written yet."""
+    _PLANNED.clear()
+    _WRITTEN.clear()
+
+
+def planned(paths) -> None:
+    _PLANNED.extend(p for p in map(str, paths) if p not in _PLANNED)
+
+
+def wrote(path) -> None:
+    _WRITTEN.append(str(path))
+
+
+def after_stop() -> str:
+    """What a stop's line says of the outputs: none came out, some (and which did not), or all of them."""
+    if not _WRITTEN:
+        return "no report"
+    left = [p for p in _PLANNED if p not in _WRITTEN]
+    if not left:
+        return f"the report was written ({', '.join(_WRITTEN)})"
+    return f"wrote {', '.join(_WRITTEN)}; not written: {', '.join(left)}"
