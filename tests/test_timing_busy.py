@@ -120,3 +120,121 @@ def test_threads_an_import_starts_are_noted_daemon_included_and_only_while_alive
     for t in background.STARTED["imports"][0]:
         t.join()
     assert background.starters(("imports",)) == []
+
+
+def _timed(tmp_path, monkeypatch, behaviour: str, variants: tuple[str, ...]):
+    """The float32 timing of `variants` by the stand-in timing process of tests/test_timing_run.py."""
+    from compare.comparison import plan, timing_run
+    from compare.runtime.progress import Step
+    from tests.test_timing_run import _fake
+    worker, starts = _fake(tmp_path, monkeypatch, behaviour)
+    processes = timing_run.TimingProcesses(plan.Request(variants=variants), ("float32",), worker)
+    try:
+        return processes.run(Step()), starts
+    finally:
+        processes.close()
+
+
+def test_a_timing_process_that_named_a_busy_variant_is_started_again_without_it(tmp_path, monkeypatch, channel):
+    found, starts = _timed(tmp_path, monkeypatch, "busy:bad", ("base", "bad", "good"))
+    assert found.skipped == ()
+    [case] = found.timing.cases
+    assert [(v.variant, v.status) for v in case.variants] == [
+        ("base", TimingStatus.OK), ("bad", TimingStatus.ERROR), ("good", TimingStatus.OK)]
+    assert case.variants[1].reason == ("keeps the GPU busy between its calls (a probe copy took 4 times as long), "
+                                       "seen in the process that timed float32 at timing s forward; float32 was "
+                                       "timed again without it")
+    assert len(starts.read_text().split()) == 2   # the one that named it, and one that never imported it
+    (tmp_path / "alone").mkdir()
+    alone, _ = _timed(tmp_path / "alone", monkeypatch, "ok", ("base", "good"))   # a run that never had it
+    assert [c for c in case.comparisons if c.variant == "good"] == list(alone.timing.cases[0].comparisons)
+
+
+def test_a_busy_variant_whose_thread_runs_here_too_ends_this_process_as_tampered(tmp_path, monkeypatch, channel):
+    import threading
+    stop = threading.Event()
+    with supervisor.running(("bad",), "import of bad.py", importing=True):   # imported here too, for its numerics
+        threading.Thread(target=stop.wait, daemon=True).start()
+    try:
+        with pytest.raises(supervisor.ContextPoisoned) as ended:
+            _timed(tmp_path, monkeypatch, "busy:bad", ("base", "bad", "good"))
+    finally:
+        stop.set()
+    # no process of this run would time the others without its thread: the supervisor runs it again without it
+    assert (ended.value.variant, ended.value.kind) == ("bad", supervisor.TAMPER)
+    assert ended.value.error.startswith(supervisor.KEEPS_BUSY)
+
+
+def test_a_gpu_kept_busy_here_by_a_variant_is_named_before_any_timing_process_times(clock, tmp_path, monkeypatch,
+                                                                                     channel):
+    from compare.comparison import timing_run
+    told, tell = [], timing_run.WarmWorker.tell
+    monkeypatch.setattr(timing_run.WarmWorker, "tell", lambda self, line: told.append(line) or tell(self, line))
+    device_busy.at_start()
+    with supervisor.running(("bad",), "import of bad.py", importing=True):
+        stop = keeps_launching(clock)
+    try:
+        with pytest.raises(supervisor.ContextPoisoned) as ended:
+            _timed(tmp_path, monkeypatch, "ok", ("base", "bad", "good"))
+    finally:
+        stop.set()
+    assert (ended.value.variant, ended.value.kind) == ("bad", Failure.BUSY)
+    assert not [line for line in told if "status" in line]   # no timing process was told to go
+
+
+_WORKER = '''
+import sys, threading
+sys.path.insert(0, {root!r})
+from compare.checks import copy_bandwidth
+from compare.comparison import timing_run
+from compare.model.results import TimingSection
+from compare.runtime import backend
+on_cpu = backend.configure
+backend.configure = lambda device, probe=False: backend.Backend("cuda", False, str(on_cpu("cpu")))   # a "GPU"
+# a neighbour's thread on the device lowers the copy bandwidth read while it runs
+copy_bandwidth.copy_bandwidth_gbs = lambda: 400.0 if any(t.name == "busy" for t in threading.enumerate()) else 4200.0
+
+
+def stand_in(planned, step, copy_gbs=0.0):   # what it would time with: the variants, and the copy bandwidth
+    alive = any(t.name == "busy" for t in threading.enumerate())
+    return TimingSection(",".join(v.name for v in planned.variants) + f"|busy thread: {{alive}}", copy_gbs, 0.01,
+                         0.95, "m", ())
+
+
+timing_run.run_timing = stand_in
+from compare.processes import timing_worker
+sys.exit(timing_worker.main(*sys.argv[1:]))
+'''
+
+_BUSY_OP = '''
+import threading, time
+import torch
+
+threading.Thread(target=lambda: time.sleep(60), name="busy", daemon=True).start()   # as it would launch work
+
+
+def op(X, W, B, num_channels, num_groups, eps):
+    return torch.nn.functional.group_norm(X, num_groups, W, B, eps)
+'''
+
+
+def test_the_timing_process_measures_copy_bandwidth_before_any_variant_is_imported(tmp_path, monkeypatch):
+    from pathlib import Path
+    from compare.comparison import plan, timing_run
+    from compare.runtime.progress import Step
+    worker = tmp_path / "worker.py"
+    worker.write_text(_WORKER.format(root=str(Path(timing_run.__file__).resolve().parents[2])))
+    (tmp_path / "busy.py").write_text(_BUSY_OP)
+    monkeypatch.setattr(supervisor, "_CHANNEL", {"status": str(tmp_path / "status"), "token": None})
+    monkeypatch.setattr(supervisor, "_LIMIT", [120.0])
+    request = plan.Request(variants=("pointer_mutation", "busy"), family="group_norm", shape="2,8,2,16",
+                           external=(f"busy={tmp_path / 'busy.py'}::op",))
+    processes = timing_run.TimingProcesses(request, ("float32",), worker)
+    try:
+        found = processes.run(Step())
+    finally:
+        processes.close()
+    assert found.skipped == ()
+    # the variant's import had started its thread by the time it timed, but not when the bandwidth was measured
+    assert found.timing.gpu == "pointer_mutation,busy|busy thread: True"
+    assert found.timing.copy_gbs == 4200.0
