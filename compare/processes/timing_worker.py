@@ -2,8 +2,7 @@
 protocol: compare/runtime/warm_worker.py): `timing_worker LIMIT_S WORDS_FD` (LIMIT_S: --variant-timeout). Per
 request line ({"request": REQUEST.json, "answer": SECTION.json}) it loads the variants (each revision imported
 once for all), says "ready", waits for a go line ({"status", "token", "copy_gbs"}), times them with launches
-written to that status file (a supervisor sees them), writes the TimingSection, says "timed"; ends with stdin.
-The copy bandwidth is measured at start, before any variant is imported (`floor`); one the go line gives wins."""
+written to that status file (a supervisor sees them), writes the TimingSection, says "timed"; ends with stdin."""
 from __future__ import annotations
 
 import sys
