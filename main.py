@@ -336,7 +336,7 @@ def _main(argv: list[str], prog: str) -> int:
         distributed = distributed_options.from_args(args)
         # read by every launch's status record (compare.runtime.supervisor)
         supervisor.set_limit(args.variant_timeout if options is None else options.variant_timeout)
-        backend = configure("auto" if options is None else options.device)
+        backend = configure("auto" if options is None else options.device, probe=True)
         if getattr(args, "recorded", None):   # the family made from the recording
             request, options = from_args(args := args.with_recording(args, backend))
         with discovery.configured(args.family_paths or (), args.repo or "."):   # the processes a run starts see them too

@@ -2,7 +2,8 @@
 # Hostile ops beside an honest pair, timed on a GPU (docs/threat-model.md; the simulated-device tests are
 # tests/test_timing_isolation.py): group_norm's pointer_mutation and explicit_offset at the seed512 preset,
 # timed alone (run "honest") and again beside op variants that return one persistent output buffer, return a
-# cached answer, or abort their process in the timed rounds (run "hostile"); each run twice, so the honest
+# cached answer, abort their process in the timed rounds, or keep the GPU busy from a thread their module's
+# import starts (run "hostile"); each run twice, so the honest
 # pair's numbers are read against their own run-to-run spread (RUNS=1: once). steps.txt holds exit codes and
 # wall times.
 #   bash benchmarks/timing_isolation_gpu.sh
@@ -48,12 +49,33 @@ def aborting(X, W, B, num_channels, num_groups, eps):
         os.abort()
     return _y(X, W, B, num_channels, num_groups, eps)
 PY
+cat > "$W/ops/busy.py" <<'PY'
+"""A group-norm op right in its numbers whose module, when imported, starts a daemon thread that launches work on
+a side stream in a loop: the GPU is busy between its calls (kernel-ab names it for that)."""
+import threading
+
+import torch
+
+
+def _keep_busy():
+    x = torch.ones(64 << 20, device="cuda")   # 256 MB: each launch reads and writes it
+    with torch.cuda.stream(torch.cuda.Stream()):
+        while True:
+            x.mul_(1.0000001)
+
+
+threading.Thread(target=_keep_busy, name="keeps the GPU busy", daemon=True).start()
+
+
+def busy(X, W, B, num_channels, num_groups, eps):
+    return torch.nn.functional.group_norm(X, num_groups, W, B, eps)
+PY
 base=(python3 main.py compare pointer_mutation explicit_offset --family group_norm --preset seed512 --check timing)
 hostile=(--variant "persistent=$W/ops/hostile.py::persistent" --variant "cached=$W/ops/hostile.py::cached"
-         --variant "aborting=$W/ops/hostile.py::aborting")
+         --variant "aborting=$W/ops/hostile.py::aborting" --variant "busy=$W/ops/busy.py::busy")
 for n in $(seq 1 "${RUNS:-2}"); do
     step "honest_$n" 120 "${base[@]}" --json "$W/honest_$n.json"
-    step "hostile_$n" 150 "${base[@]}" "${hostile[@]}" --json "$W/hostile_$n.json"
+    step "hostile_$n" 300 "${base[@]}" "${hostile[@]}" --json "$W/hostile_$n.json"   # busy: run again without it
 done
 python3 - "$W" > "$W/summary.txt" <<'PY'
 import json, sys
@@ -61,6 +83,9 @@ from pathlib import Path
 for path in sorted(Path(sys.argv[1]).glob("*.json")):
     data = json.loads(path.read_text())
     print(f"== {path.stem}")
+    for v in data.get("variants", []):
+        if v.get("status") == "failed":
+            print(f"   failed {v['name']}: {v.get('error', '')[:200]}")
     for v in data.get("verdicts", []):
         print(f"   {v['check']} {v['variant']} vs {v.get('against')}: {v['verdict']} ({v.get('amount', '')})")
     for case in (data.get("timing") or {}).get("cases", []):

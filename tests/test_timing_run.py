@@ -57,7 +57,8 @@ def test_timing_runs_in_fresh_processes_on_a_gpu_unless_told(monkeypatch, gpu, e
 # given, writes a timing section (one case of the variants it was handed less those its environment excludes, its
 # method that exclusion) and says "timed". A request naming variant "dies" ends it while timing; with FAKE_WORKER
 # "abort:NAMES", a request holding NAMES not excluded writes the run's launch record of every variant, then one
-# naming NAMES (and a forged one without the token, naming the last variant), and aborts.
+# naming NAMES (and a forged one without the token, naming the last variant), and aborts; with "busy:NAME", NAME
+# not excluded is named for keeping the GPU busy, as the timing process's probe names one.
 _FAKE_WORKER = '''
 import json, os, resource, sys, time
 sys.path.insert(0, {root!r})
@@ -85,6 +86,10 @@ while (line := sys.stdin.readline()):
     open(answer + ".when", "w").write(repr(time.time()))
     if "dies" in request["variants"]:
         os._exit(9)
+    if behaviour.partition("busy:")[2] in names:   # as compare.runtime.device_busy ends it: the variant named
+        from compare.runtime import supervisor
+        supervisor.set_channel(go["status"], go["token"])
+        supervisor.keeps_busy(behaviour[5:], "timing s forward", "a probe copy took 4 times as long")
     ending = behaviour.partition("abort:")[2].split(",") if behaviour.startswith("abort:") else []
     if ending and set(ending) <= set(names):
         with open(go["status"], "a") as status:

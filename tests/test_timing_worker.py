@@ -18,7 +18,7 @@ from compare.comparison import timing_run
 from compare.model.results import TimingSection
 from compare.runtime import backend
 on_cpu = backend.configure
-backend.configure = lambda device: on_cpu("cpu")   # no GPU here: the variants load for Triton's interpreter
+backend.configure = lambda device, probe=False: on_cpu("cpu")   # no GPU here: the variants load for Triton's interpreter
 
 
 def stand_in(planned, step, copy_gbs=0.0):   # the variants planned, in place of their timing on a GPU

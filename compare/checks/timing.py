@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from compare.runtime import sealing, supervisor
+from compare.runtime import device_busy, sealing, supervisor
 from compare.checks import audit, referee, stats
 from compare.checks.case_calls import as_placements, case_calls  # noqa: F401 (re-exported)
 from compare.checks.copy_bandwidth import copy_bandwidth_gbs  # noqa: F401 (re-exported)
@@ -162,7 +162,8 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
         entries[CONTROL] = as_placements(control, placements)
     flush = torch.empty(config.flush_bytes // 4, dtype=torch.int32, device="cuda")
     baseline, where = next(iter(calls)), f"timing {shape_label} {mode}"
-    warmed = _warm_up(entries, baseline, inputs, config, flush, where, step)
+    busy = device_busy.check(tuple(calls), where)   # before any call of the case (busy: no warm-up is to blame)
+    warmed = _warm_up(entries, baseline, inputs, config, flush, where, step, probe=not busy)
     timed, drop = warmed.timed, _dropping(warmed, baseline)
     launch = _launch_costs(timed, flush, drop, baseline, where)
     launch_bound = tuple(n for n, (cpu, gpu) in launch.items() if n != CONTROL and cpu >= LAUNCH_BOUND_FRACTION * gpu)
@@ -206,9 +207,10 @@ def time_case(calls: dict[str, Callable[[], None] | Sequence[Callable[[], None]]
 
 
 def _warm_up(entries: dict[str, tuple], baseline: str, inputs, config: TimingConfig, flush, where: str,
-             step: Callable[[str], None]) -> verdicts.Warmed:
+             step: Callable[[str], None], probe: bool = False) -> verdicts.Warmed:
     """Call every entry until warm (its first call compiles, not a sample); one that fails is not timed. Each
-    warms up `alone` (compare.runtime.supervisor): a crash there names it, not every variant of the case."""
+    warms up `alone` (compare.runtime.supervisor): a crash there names it, and so does the GPU left busy after
+    it (`probe`: compare.runtime.device_busy), not every variant of the case."""
     warmed = verdicts.Warmed()
     for name, fns in entries.items():
         step(f"{where}: warm-up {'A/A control' if name == CONTROL else name}")
@@ -217,6 +219,8 @@ def _warm_up(entries: dict[str, tuple], baseline: str, inputs, config: TimingCon
             before = supervisor.snapshot()   # what its warm-up changes in the process names it alone (process_guard)
             _warm_entry(warmed, name, fns, culprit, inputs, config, flush)
             supervisor.check(before, (culprit,), f"{where} warm-up")
+            if probe:
+                probe = not device_busy.check(tuple(n for n in entries if n != CONTROL), f"{where} warm-up", culprit)
     return warmed
 
 

@@ -126,10 +126,10 @@ def without_crashed(plan: Plan, failed: tuple[VariantInfo, ...], crashed: list[t
 
 def excluded_failure(name: str, kinds: dict | None = None) -> Failure:
     """The failure kind of a variant an earlier run of this one excluded: TAMPER where it changed the
-    process's shared state or the run's outcome (compare.runtime.process_guard), else CRASH. `kinds`:
-    name -> kind, where not the supervisor's (a worker's task: compare.processes.distributed)."""
+    process's shared state or the run's outcome (compare.runtime.process_guard) or kept the GPU busy, else
+    CRASH. `kinds`: name -> kind, where not the supervisor's (a worker's task: compare.processes.distributed)."""
     kind = kinds[name] if kinds and name in kinds else supervisor.excluded_kind(name)
-    return Failure.TAMPER if kind == supervisor.TAMPER else Failure.CRASH
+    return Failure.TAMPER if kind in (supervisor.TAMPER, supervisor.BUSY) else Failure.CRASH
 
 
 def _nothing_left(failed: tuple[VariantInfo, ...]) -> NothingToCompare:

@@ -1,7 +1,8 @@
 """A variant that ends a dtype's timing process (compare/comparison/timing_run.py) while it runs alone (its warm-up,
-launch cost, graph capture, audit: compare.runtime.supervisor.alone) is named by that launch's record; the dtype is
-timed again in a fresh process without it, and its section says the variant was not timed, and why. A process
-that ends while several variants ran together (the interleaved rounds) blames none: the dtype is not timed."""
+launch cost, graph capture, audit: compare.runtime.supervisor.alone), or that kernel-ab ended there for keeping the
+GPU busy (compare.runtime.device_busy), is named by that launch's record; the dtype is timed again in a fresh
+process without it, and its section says the variant was not timed, and why. A process that ends while several
+variants ran together (the interleaved rounds) blames none: the dtype is not timed."""
 from __future__ import annotations
 
 import dataclasses
@@ -37,6 +38,9 @@ def blamed(launch: Launch | None, exit_code: int, dtype: str, baseline: str, ear
     alone, unless it is the baseline (nothing to time against) or was left out already; else None."""
     if launch is None or len(launch.names) != 1 or launch.names[0] in {baseline, *(c.name for c in earlier)}:
         return None
+    if launch.failure == supervisor.BUSY:   # kernel-ab ended that process: its exit code says nothing of the variant
+        return Culprit(launch.names[0], f"{launch.error}, seen in the process that timed {dtype} at {launch.what}; "
+                                        f"{dtype} was timed again without it", launch.failure)
     said = (f"{launch.error} in the process that timed {dtype}" if launch.error else
             f"{Crash.CRASHED if exit_code < 0 else Crash.ENDED} that timed {dtype}")
     return Culprit(launch.names[0], f"{said} ({_exit(exit_code)}) while running {launch.what or 'it'}; {dtype} was "

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from compare.checks.check import Findings
 from compare.comparison import timing_culprit
-from compare.runtime import supervisor
+from compare.runtime import background, device_busy, supervisor
 from compare.model.results import TimingSection, decode, to_dict
 from compare.model.skips import Skip
 from compare.model import vocabulary
@@ -194,6 +194,7 @@ class TimingProcesses:
             launch = supervisor.last_launch(mark) if untimed.exit_code is not None else None
             if launch is not None:
                 supervisor.none_running()   # the launch it said it ran ended with it
+                _busy_here(launch)
             culprit = timing_culprit.blamed(launch, untimed.exit_code, w.dtype, baseline, culprits) \
                 if len(culprits) < CULPRITS_AT_MOST else None
             if culprit is None:
@@ -213,6 +214,9 @@ class TimingProcesses:
             return Untimed(f"its process had not loaded the variants after {supervisor.limit_s():g} s "
                            "(--variant-timeout)")
         if said == "ready":
+            # none of this process's calls in flight: busy now, the GPU is kept so by a thread or process this
+            # process runs (a variant's import here started it), and no timing process would time without it
+            device_busy.check(self.request.variants, f"timing {w.dtype}: before its process times")
             channel = supervisor.channel_env()   # the run's status file and token (read once, out of os.environ)
             worker.tell({"status": channel.get(supervisor.STATUS_ENV, ""),
                          "token": channel.get(supervisor.TOKEN_ENV, ""), "copy_gbs": copy_gbs})
@@ -233,6 +237,14 @@ class TimingProcesses:
             worker.kill()
         if self.own:
             self.pool.close()
+
+
+def _busy_here(launch) -> None:
+    """A timing process found the GPU kept busy by one variant (`launch`, its record): where that variant's thread
+    or process runs in this process too, no process of this run times without it, so this one ends as tampered
+    with (the supervisor runs the comparison again without it)."""
+    if launch.failure == supervisor.BUSY and len(launch.names) == 1 and background.starters(launch.names):
+        supervisor.tampered(launch.names, f"{launch.error}; its thread or process started here runs on", launch.what)
 
 
 def merged(sections: list[TimingSection]) -> TimingSection | None:

@@ -34,6 +34,8 @@ class Failure(Word):
     TAMPER = "tamper"           # changed what the process shares (a patched function, a flag, the environment,
                                 # signals, atexit, kernel-ab's status): excluded, and the run made again without it
     FOUL = "foul"               # stopped for a foul (its case's `fouls` say which): no numbers to judge
+    BUSY = "busy"               # kept the GPU busy between its calls (work its threads, processes or calls left
+                                # in flight): its timing process ended, the dtype timed again without it
 
 
 class Status(Word):

@@ -20,7 +20,7 @@ from compare.runtime.exit_codes import ExitCode
 from compare.runtime.child_processes import child_pids, comm, live_children
 from compare.runtime.status_records import read as read_records
 from compare.runtime.supervisor import (_STOP_CODES, _STOP_WORDS, EXCLUDED_ENV, GRACE_S, NO_TIMING_ENV,
-                                POISONED_EXIT, STARTED_ENV, STATUS_ENV, TAMPER, TOKEN_ENV)
+                                POISONED_EXIT, STARTED_ENV, STATUS_ENV, TAMPER, TOKEN_ENV, BUSY)
 
 _MAX_RERUNS = 8
 _POLL_S = 0.1
@@ -127,7 +127,9 @@ class _Run:
         if last.get("variants") and "since" in last and time.time() - last["since"] > last.get("limit", 1e18):
             self.hung = last
             _kill_group(self.proc.pid)
-        if self._ended_at is None and any("done" in r or r.get("error") for r in records):
+        # a timing process's BUSY record ends that process, not the child (which times the dtype again without it)
+        if self._ended_at is None and any("done" in r or (r.get("error") and r.get("failure") != BUSY)
+                                          for r in records):
             self._ended_at = now
         if self._ended_at is not None and now - self._ended_at > AFTER_DONE_S:
             self.lingered = True

@@ -8,19 +8,28 @@ from __future__ import annotations
 import sys
 
 
+def floor() -> float:
+    """The copy bandwidth, measured before any variant is imported: no variant's thread, process or stream can
+    slow it (a variant's import may start one; `configure` took compare.runtime.device_busy's idle probe)."""
+    from compare.checks import copy_bandwidth
+    return copy_bandwidth.copy_bandwidth_gbs()
+
+
 def main(limit_s: str, words_fd: str) -> int:
     from compare.runtime.warm_worker import Serving, die_with_parent
     die_with_parent()
     import contextlib
     from pathlib import Path
 
-    from compare.comparison import loading, pipeline, plan, timing_run
     from compare.runtime import supervisor
     from compare.runtime.backend import configure
+    supervisor.set_limit(float(limit_s))
+    backend = configure("cuda", probe=True)
+    copy_gbs = floor() if backend.gpu else 0.0
+
+    from compare.comparison import loading, pipeline, plan, timing_run
     from compare.checks.timing import TimingConfig
     from variants import registry
-    supervisor.set_limit(float(limit_s))
-    backend = configure("cuda")
     serving = Serving(int(words_fd))
     with contextlib.ExitStack() as stack:
         kept = {}   # repository -> its revisions' trees and modules, loaded once for every request
@@ -39,7 +48,7 @@ def main(limit_s: str, words_fd: str) -> int:
                     return 1
                 supervisor.set_channel(go["status"], go.get("token"))
                 try:
-                    section = timing_run.run_timing(planned, pipeline.Step(), go.get("copy_gbs", 0.0))
+                    section = timing_run.run_timing(planned, pipeline.Step(), go.get("copy_gbs") or copy_gbs)
                 finally:   # loading the next request is silent again, as the first was
                     supervisor.set_channel(None, None)
             timing_run.write_section(section, asked["answer"])

@@ -31,8 +31,9 @@ def _cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
-def configure(requested: str = "auto") -> Backend:
-    """Pick the backend: 'auto' (the GPU when there is one), 'cuda' or 'cpu' (the interpreter)."""
+def configure(requested: str = "auto", probe: bool = False) -> Backend:
+    """Pick the backend: 'auto' (the GPU when there is one), 'cuda' or 'cpu' (the interpreter). `probe`: on a GPU,
+    take the idle device's probe that later checks read against (compare.runtime.device_busy)."""
     if requested not in ("auto", "cuda", "cpu"):
         raise BackendError(f"unknown device {requested!r}; use auto, cuda or cpu")
     has_gpu = _cuda_available()
@@ -57,6 +58,9 @@ def configure(requested: str = "auto") -> Backend:
         return Backend("cpu", True, note)
     os.environ.pop("TRITON_INTERPRET", None)
     import torch
+    if probe:   # before any variant is imported, so that none can have made the device busy yet
+        from compare.runtime import device_busy
+        device_busy.at_start()
     return Backend("cuda", False, f"compiled Triton kernels on {torch.cuda.get_device_name()}")
 
 

@@ -16,7 +16,9 @@ import time
 from compare.model.errors import message, summarize
 from compare.model.states import Crash, Failure
 from compare.runtime import status_records
-from compare.runtime.child_processes import child_pids, comm, escaped, live_children
+from compare.runtime.background import LEFT_BEHIND, left_behind  # noqa: F401 (re-exported)
+from compare.runtime.background import note as _note_left
+from compare.runtime.child_processes import child_pids, escaped, live_children
 from compare.runtime.exit_codes import ExitCode
 
 STATUS_ENV = "KERNEL_AB_STATUS_FILE"     # set in the child: where it says what it is running
@@ -27,6 +29,8 @@ ISOLATE_ENV = "KERNEL_AB_ISOLATE"        # "0": run in one process (no superviso
 STARTED_ENV = "KERNEL_AB_STARTED"        # set in the child: when the supervisor started the first run (time.time())
 POISONED_EXIT = ExitCode.POISONED        # the child's exit code after a fatal device error (or a tampered process)
 TAMPER = Failure.TAMPER   # a record's failure kind: the variant changed process-wide state (compare.runtime.process_guard)
+BUSY = Failure.BUSY       # a record's failure kind: the GPU was busy with none of the variant's calls in flight
+KEEPS_BUSY = "keeps the GPU busy between its calls"
 DEFAULT_LIMIT_S = 300.0                  # --variant-timeout: one launch (a variant's case) at most this long
 GRACE_S = 10.0                           # after passing a signal on, the child's time to unwind
 _FATAL_DEVICE_ERRORS = ("illegal memory access", "illegal address", "unspecified launch failure",
@@ -40,7 +44,6 @@ _NOW: dict = {"what": "", "names": (), "record": {}}
 # dropped from it, so that no variant redirects the records or reads the token there (`_channel`)
 _CHANNEL: dict[str, str | None] = {}
 _LIMIT: list[float] = []   # --variant-timeout, set once by the run (`set_limit`): no variant's environment moves it
-LEFT_BEHIND: dict[str, list[str]] = {}   # variant -> threads and processes its launches left running
 
 
 class ContextPoisoned(BaseException):
@@ -260,13 +263,8 @@ def running(names: tuple[str, ...] | list[str], what: str, launches: int = 1, ex
             _forked(names, what)
         _NOW.update(what="", names=(), record={})
         none_running()
-        new_threads = [t for t in threading.enumerate() if t not in threads and t.is_alive() and not t.daemon]
         new_children = live_children(child_pids() - children)
-        if new_threads or new_children:
-            said = [f"thread {t.name!r}" for t in new_threads] + [f"process {comm(pid)} ({pid})"
-                                                                   for pid in sorted(new_children)]
-            for name in names:
-                LEFT_BEHIND.setdefault(name, []).extend(said)
+        _note_left(tuple(names), threads, new_children)
         if error is None or is_variant_fault(error):   # a stop or a poisoned context ends the run anyway
             if importing and before is not None:
                 from compare.runtime import import_acts
@@ -323,18 +321,6 @@ def _forked(names, what: str) -> None:
         _write({"forked": os.getpid(), "variants": list(names), "what": what})
     finally:
         os._exit(POISONED_EXIT)   # its parent reads no code of it: the record says it
-
-
-def left_behind() -> tuple[str, ...]:
-    """One line per variant that left threads or processes running (still alive now), for the report."""
-    alive_threads = {f"thread {t.name!r}" for t in threading.enumerate() if t.is_alive() and not t.daemon}
-    lines = []
-    for name, things in LEFT_BEHIND.items():
-        live = [t for t in dict.fromkeys(things)
-                if t in alive_threads or (t.startswith("process ") and live_children({int(t[:-1].rsplit("(")[1])}))]
-        if live:
-            lines.append(f"{name} left {', '.join(live)} running; stopped when kernel-ab ends")
-    return tuple(lines)
 
 
 @contextlib.contextmanager
@@ -395,3 +381,12 @@ def tampered(names, changes: str, what: str) -> None:
     _write({"variants": list(names), "what": what, "error": changes, "failure": TAMPER})
     raise ContextPoisoned(", ".join(names), changes, TAMPER, what)
 
+
+
+def keeps_busy(name: str, what: str, seen: str) -> None:
+    """Record, for the process that started this timing process, that `name` keeps the GPU busy between its
+    calls (`seen`: how that showed while running `what`), with the failure kind BUSY; then raise ContextPoisoned:
+    this process ends, and the dtype is timed again without it (compare/comparison/timing_culprit.py)."""
+    error = f"{KEEPS_BUSY} ({seen})"
+    _write({"variants": [name], "what": what, "error": error, "failure": BUSY})
+    raise ContextPoisoned(name, error, BUSY, what)
