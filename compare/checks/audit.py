@@ -1,7 +1,7 @@
 """The timed calls audited after a case's rounds, with calls made exactly as the timed ones: on fresh inputs
 written into the tensors it was timed on (their outputs against its checked run; their times against its
 rounds'), with threads watched, with a device-wide synchronisation, and against the roofline. What each
-catches: docs/reports-and-gates.md ("What a variant cannot fake in a call")."""
+catches: docs/threat-model.md ("What a variant cannot fake in a call")."""
 from __future__ import annotations
 
 import dataclasses

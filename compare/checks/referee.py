@@ -1,7 +1,7 @@
 """What the numerics keep out of a variant's reach while it runs: freed memory of its outputs' sizes poisoned
 before each call (an output never written says so), no tensor of the reference or of other variants'
 outputs until all have run (outputs kept as bare storage), and no Tensor subclass ever read (a foul).
-docs/reports-and-gates.md ("What a variant cannot fake in a call") says what each defends against."""
+docs/threat-model.md ("What a variant cannot fake in a call") says what each defends against."""
 from __future__ import annotations
 
 import dataclasses

@@ -2,7 +2,7 @@
 every launch (its import, each call: compare.runtime.supervisor.running) a snapshot of torch's, triton's and
 kernel-ab's functions by identity, of the registry's objects and of flags (process_flags.py); what differs is
 put back and named ("patched torch.Tensor.__ne__"), and the process ends as tampered with.
-docs/reports-and-gates.md ("The shared process") tables what is checked, what is not, and the cost."""
+docs/threat-model.md ("The shared process") tables what is checked, what is not, and the cost."""
 from __future__ import annotations
 
 import importlib.machinery
