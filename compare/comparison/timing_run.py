@@ -51,12 +51,13 @@ def plan_modes(family, chosen, asked: tuple[str, ...]) -> tuple[tuple[str, ...],
     differs = {m: len({_code(family, v, m) for v in chosen}) > 1 for m in ("forward", "backward")}
     modes = tuple(m for m in ("forward", "backward") if differs[m])
     left = [Skip("timing", f"every variant runs the same {m} kernel and launcher (identical code; --modes {m} "
-                 "times it)", m) for m in ("forward", "backward") if not differs[m]]
+                 "times it)", m, short=f"every variant runs the same {m} kernel and launcher")
+            for m in ("forward", "backward") if not differs[m]]
     if all(differs.values()):
         modes += ("full",)
     else:
-        left.append(Skip("timing", "the forward and the backward pass are timed apart where they differ "
-                         "(--modes full times both together)", "full"))
+        apart = "the forward and the backward pass are timed apart where they differ"
+        left.append(Skip("timing", f"{apart} (--modes full times both together)", "full", short=apart))
     return modes, tuple(left)
 
 
@@ -150,6 +151,7 @@ class Untimed:
 
     why: str
     exit_code: int | None = None
+    short: str = ""   # `why` without its detail: what a gate's line names
 
 
 class TimingProcesses:
@@ -202,7 +204,7 @@ class TimingProcesses:
                 supervisor.none_running()   # the launch it said it ran ended with it
                 _busy_here(launch)
             why = timing_culprit.not_timed_why(untimed.why, launch, baseline, list(culprits))
-            skip = Findings(skipped=(Skip("timing", why, w.dtype),))
+            skip = Findings(skipped=(Skip("timing", why, w.dtype, short=untimed.short),))
             culprit = timing_culprit.blamed(launch, untimed.exit_code, w.dtype, baseline)
             return Ran(skip) if culprit is None else Blamed(culprit, culprit.name, skip)
         return run_excluding(attempt, CULPRITS_AT_MOST).result
@@ -214,8 +216,8 @@ class TimingProcesses:
         said = worker.word(supervisor.limit_s())
         if said == "":
             worker.kill()
-            return Untimed(f"its process had not loaded the variants after {supervisor.limit_s():g} s "
-                           "(--variant-timeout)")
+            late = f"its process had not loaded the variants after {supervisor.limit_s():g} s"
+            return Untimed(f"{late} (--variant-timeout)", short=late)
         if said == "ready":
             # none of this process's calls in flight: busy now, the GPU is kept so by a thread or process this
             # process runs (a variant's import here started it), and no timing process would time without it
@@ -226,7 +228,8 @@ class TimingProcesses:
             said = worker.word()
         if said != "timed" or not w.answer.exists():
             rc, tail = worker.failure()
-            return Untimed(f"its process ended with exit code {rc} ({tail})", rc)
+            ended = f"its process ended with exit code {rc}"
+            return Untimed(f"{ended} ({tail})", rc, ended)
         self.timed.add(w.dtype)
         return None
 
