@@ -1,5 +1,6 @@
 """Exit-code gates: they trip on what they promise and on nothing else."""
 import dataclasses
+from types import SimpleNamespace
 
 from compare.model import gates
 from compare.model.results import Gate
@@ -87,6 +88,9 @@ def test_a_difference_beyond_the_baselines_run_to_run_spread_is_judged():
     assert len(gates.failures(report, fail_on_numerics=True)) == 2   # less accurate, and beyond tolerance
 
 
+_NO_GPU_HERE = Skip("timing", "needs a CUDA GPU (none here)", short="needs a CUDA GPU")
+
+
 def test_a_gate_without_its_evidence_fails_and_says_why():
     report = fixed_report(slower_ratio=1.0)
     no_timing = dataclasses.replace(report, timing=None, skipped=(Skip("timing", "needs a CUDA GPU and this run has none"),))
@@ -95,6 +99,25 @@ def test_a_gate_without_its_evidence_fails_and_says_why():
     assert gates.failures(dataclasses.replace(report, numerics=None), fail_on_numerics=True) == [
         "--fail-on-numerics could not be judged: no numerics were run"]
     assert gates.failures(report, fail_if_slower_pct=2, fail_on_numerics=True) == []
+
+
+def test_the_timing_gate_names_the_short_reason_its_skip_carries_and_reads_no_sentence_back():
+    from compare.comparison.timing_check import NO_GPU, TimingCheck
+    from compare.model.results import from_dict, to_dict
+    cpu = SimpleNamespace(gpu=False)
+    (skip,) = TimingCheck().collect(None, cpu, None, None).skipped
+    assert skip.why == NO_GPU and NO_GPU.startswith(skip.short + " (")
+    no_timing = dataclasses.replace(fixed_report(), timing=None, skipped=(skip,))
+    said = ["--fail-if-slower could not be judged: timing was not measured (needs a CUDA GPU and this run has none)"]
+    assert gates.failures(no_timing, fail_if_slower_pct=2) == said
+    assert "short" not in to_dict(no_timing)["skipped"][0]   # the report's JSON is as it was
+    assert from_dict(to_dict(no_timing)) == no_timing
+    # a reason with no short form is said whole, its parenthesis and all; the first short form ends the line
+    whole = Skip("timing", "its process ended (exit code 1)", "float16")
+    both = dataclasses.replace(no_timing, skipped=(whole, dataclasses.replace(skip, part="float32"), whole))
+    assert gates.failures(both, fail_if_slower_pct=2) == [
+        "--fail-if-slower could not be judged: timing was not measured (float16: its process ended (exit code 1); "
+        "float32: needs a CUDA GPU and this run has none)"]
 
 
 def test_each_gate_asked_for_is_recorded_with_its_threshold_outcome_and_lines():
@@ -108,7 +131,7 @@ def test_each_gate_asked_for_is_recorded_with_its_threshold_outcome_and_lines():
 
 
 def test_an_unjudged_gate_fails_unless_accepted():
-    no_timing = dataclasses.replace(fixed_report(), timing=None, skipped=(Skip("timing", "needs a CUDA GPU (none here)"),))
+    no_timing = dataclasses.replace(fixed_report(), timing=None, skipped=(_NO_GPU_HERE,))
     strict, = gates.decide(no_timing, fail_if_slower_pct=2)
     lenient, = gates.decide(no_timing, fail_if_slower_pct=2, accept_unjudged=True)
     assert strict.outcome == lenient.outcome == "not judged" and strict.lines == lenient.lines
@@ -141,7 +164,7 @@ def test_every_renderer_lists_the_gates_and_json_keeps_them():
     from compare.render import json_report, markdown, terminal
     import io
     from rich.console import Console
-    report = dataclasses.replace(fixed_report(), timing=None, skipped=(Skip("timing", "needs a CUDA GPU (none here)"),))
+    report = dataclasses.replace(fixed_report(), timing=None, skipped=(_NO_GPU_HERE,))
     report = dataclasses.replace(report, gates=gates.decide(report, fail_on_numerics=True, fail_if_slower_pct=2))
     said = "gate --fail-if-slower 2: could not be judged, so it fails (--accept-unjudged would let it pass): " \
            "timing was not measured (needs a CUDA GPU)"

@@ -61,7 +61,7 @@ def test_a_variant_whose_imported_thread_keeps_launching_work_is_named_and_the_o
     # the record the process that started this one reads: it names the variant, and the dtype goes again without it
     launch = supervisor.last_launch(0)
     assert launch.names == ("busy",) and launch.failure == Failure.BUSY
-    culprit = timing_culprit.blamed(launch, 1, "float32", "honest", [])
+    culprit = timing_culprit.blamed(launch, 1, "float32", "honest")
     assert culprit.name == "busy" and culprit.reason.startswith("keeps the GPU busy between its calls (")
     assert culprit.reason.endswith("float32 was timed again without it")
     # ... in a fresh process, which never imports it: no thread, nothing queued by one

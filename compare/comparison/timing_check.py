@@ -18,7 +18,8 @@ from compare.runtime.progress import Step
 if TYPE_CHECKING:
     from compare.comparison.plan import Plan
 
-NO_GPU = ("needs a CUDA GPU and this run has none (Triton ran through its CPU interpreter, whose speed says "
+NO_GPU_SHORT = "needs a CUDA GPU and this run has none"
+NO_GPU = (f"{NO_GPU_SHORT} (Triton ran through its CPU interpreter, whose speed says "
           "nothing about the GPU)")
 
 
@@ -77,14 +78,14 @@ class TimingCheck(Check):
 
     def collect(self, plan: Plan, backend: Backend, step: Step, results) -> Findings:
         if not backend.gpu:
-            return Findings(skipped=(Skip("timing", NO_GPU),))
+            return Findings(skipped=(Skip("timing", NO_GPU, short=NO_GPU_SHORT),))
         return merged(plan, results.all())
 
     def begin(self, plan: Plan, backend: Backend, step: Step, warm: Warm = Warm()) -> Ready:
         """On a GPU, each dtype's timing process (`warm.timing`'s, where the caller keeps them) asked now to load
         while the numerics run."""
         if not backend.gpu:
-            return Ready(lambda: Findings(skipped=(Skip("timing", NO_GPU),)))
+            return Ready(lambda: Findings(skipped=(Skip("timing", NO_GPU, short=NO_GPU_SHORT),)))
         processes = _timing_processes(plan, backend, warm.timing)
 
         return Ready(lambda: _timing(plan, backend, step, processes),

@@ -9,19 +9,11 @@ import dataclasses
 import json
 import signal
 
+from compare.model.reruns import Culprit
 from compare.model.results import TimingCase, TimingComparison, TimingSection, TimingVariant
 from compare.model.states import Crash, TimingStatus, TimingVerdict
 from compare.runtime import supervisor
 from compare.runtime.status_records import Launch
-
-
-@dataclasses.dataclass(frozen=True)
-class Culprit:
-    """A variant that ended a dtype's timing process alone; the dtype was timed again without it."""
-
-    name: str
-    reason: str      # said after its name: "crashed the process that timed float32 (exit code -6, SIGABRT) while ..."
-    kind: str = ""   # the supervisor's failure kind of its exclusion ("" a crash, supervisor.TAMPER)
 
 
 def _exit(exit_code: int) -> str:
@@ -33,10 +25,11 @@ def _exit(exit_code: int) -> str:
         return f"exit code {exit_code}"
 
 
-def blamed(launch: Launch | None, exit_code: int, dtype: str, baseline: str, earlier: list[Culprit]) -> Culprit | None:
+def blamed(launch: Launch | None, exit_code: int, dtype: str, baseline: str) -> Culprit | None:
     """The variant to time `dtype` again without: the one the launch its process ended in (`launch`) names
-    alone, unless it is the baseline (nothing to time against) or was left out already; else None."""
-    if launch is None or len(launch.names) != 1 or launch.names[0] in {baseline, *(c.name for c in earlier)}:
+    alone, unless it is the baseline (nothing to time against); else None. One left out already is not
+    again (compare.model.reruns)."""
+    if launch is None or len(launch.names) != 1 or launch.names[0] == baseline:
         return None
     if launch.failure == supervisor.BUSY:   # kernel-ab ended that process: its exit code says nothing of the variant
         return Culprit(launch.names[0], f"{launch.error}, seen in the process that timed {dtype} at {launch.what}; "

@@ -17,6 +17,7 @@ from pathlib import Path
 from compare.checks.check import Findings
 from compare.comparison import timing_culprit
 from compare.runtime import background, device_busy, supervisor
+from compare.model.reruns import Blamed, Culprit, Ran, run_excluding
 from compare.model.results import TimingSection, decode, to_dict
 from compare.model.skips import Skip
 from compare.model import vocabulary
@@ -50,12 +51,13 @@ def plan_modes(family, chosen, asked: tuple[str, ...]) -> tuple[tuple[str, ...],
     differs = {m: len({_code(family, v, m) for v in chosen}) > 1 for m in ("forward", "backward")}
     modes = tuple(m for m in ("forward", "backward") if differs[m])
     left = [Skip("timing", f"every variant runs the same {m} kernel and launcher (identical code; --modes {m} "
-                 "times it)", m) for m in ("forward", "backward") if not differs[m]]
+                 "times it)", m, short=f"every variant runs the same {m} kernel and launcher")
+            for m in ("forward", "backward") if not differs[m]]
     if all(differs.values()):
         modes += ("full",)
     else:
-        left.append(Skip("timing", "the forward and the backward pass are timed apart where they differ "
-                         "(--modes full times both together)", "full"))
+        apart = "the forward and the backward pass are timed apart where they differ"
+        left.append(Skip("timing", f"{apart} (--modes full times both together)", "full", short=apart))
     return modes, tuple(left)
 
 
@@ -149,6 +151,7 @@ class Untimed:
 
     why: str
     exit_code: int | None = None
+    short: str = ""   # `why` without its detail: what a gate's line names
 
 
 class TimingProcesses:
@@ -181,28 +184,30 @@ class TimingProcesses:
         """`w`'s dtype timed: its section, else a Skip saying why not. A process that ended while one variant ran
         alone is started afresh without it (timing_culprit), at most CULPRITS_AT_MOST times; the section then
         says each such variant was not timed, and why."""
-        culprits: list[timing_culprit.Culprit] = []
         baseline = self.request.variants[0] if self.request.variants else ""
-        while True:
+
+        def attempt(culprits: tuple[Culprit, ...]) -> Ran[Findings] | Blamed[Findings, Culprit]:
+            asked = w
+            if culprits:
+                step(f"timing {w.dtype}: {culprits[-1].name} ended its process; again without it")
+                asked = self.pool.ask_apart(self.request, w.dtype, timing_culprit.excluding(list(culprits)))
             mark = supervisor.status_mark()
-            untimed = self._time(w, copy_gbs)
-            if w.worker in self.pool.apart:   # timed one request without its culprits: never used again
-                w.worker.close()
+            untimed = self._time(asked, copy_gbs)
+            if asked.worker in self.pool.apart:   # timed one request without its culprits: never used again
+                asked.worker.close()
             if untimed is None:
-                section = decode(TimingSection, json.loads(w.answer.read_text()))
-                return Findings(timing=timing_culprit.with_culprits(section, culprits, self.request.variants))
+                section = decode(TimingSection, json.loads(asked.answer.read_text()))
+                return Ran(Findings(timing=timing_culprit.with_culprits(section, list(culprits),
+                                                                         self.request.variants)))
             launch = supervisor.last_launch(mark) if untimed.exit_code is not None else None
             if launch is not None:
                 supervisor.none_running()   # the launch it said it ran ended with it
                 _busy_here(launch)
-            culprit = timing_culprit.blamed(launch, untimed.exit_code, w.dtype, baseline, culprits) \
-                if len(culprits) < CULPRITS_AT_MOST else None
-            if culprit is None:
-                return Findings(skipped=(Skip("timing", timing_culprit.not_timed_why(untimed.why, launch, baseline,
-                                                                                      culprits), w.dtype),))
-            culprits.append(culprit)
-            step(f"timing {w.dtype}: {culprit.name} ended its process; again without it")
-            w = self.pool.ask_apart(self.request, w.dtype, timing_culprit.excluding(culprits))
+            why = timing_culprit.not_timed_why(untimed.why, launch, baseline, list(culprits))
+            skip = Findings(skipped=(Skip("timing", why, w.dtype, short=untimed.short),))
+            culprit = timing_culprit.blamed(launch, untimed.exit_code, w.dtype, baseline)
+            return Ran(skip) if culprit is None else Blamed(culprit, culprit.name, skip)
+        return run_excluding(attempt, CULPRITS_AT_MOST).result
 
     def _time(self, w: AskedWorker, copy_gbs: float) -> Untimed | None:
         """None when `w` timed its cases, else why not. `copy_gbs`: the copy bandwidth an earlier process
@@ -211,8 +216,8 @@ class TimingProcesses:
         said = worker.word(supervisor.limit_s())
         if said == "":
             worker.kill()
-            return Untimed(f"its process had not loaded the variants after {supervisor.limit_s():g} s "
-                           "(--variant-timeout)")
+            late = f"its process had not loaded the variants after {supervisor.limit_s():g} s"
+            return Untimed(f"{late} (--variant-timeout)", short=late)
         if said == "ready":
             # none of this process's calls in flight: busy now, the GPU is kept so by a thread or process this
             # process runs (a variant's import here started it), and no timing process would time without it
@@ -223,7 +228,8 @@ class TimingProcesses:
             said = worker.word()
         if said != "timed" or not w.answer.exists():
             rc, tail = worker.failure()
-            return Untimed(f"its process ended with exit code {rc} ({tail})", rc)
+            ended = f"its process ended with exit code {rc}"
+            return Untimed(f"{ended} ({tail})", rc, ended)
         self.timed.add(w.dtype)
         return None
 

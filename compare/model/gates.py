@@ -14,7 +14,7 @@ from compare.model.headline import headline
 from compare.model.problems import describe, judged, problems, ran, variant_of
 from compare.model.results import Failure, Gate, Report
 from compare.model.same_code import same_pass_code
-from compare.model.skips import why_not_run
+from compare.model.skips import short_why
 from compare.model.states import GateOutcome, LoadStatus, TimingVerdict
 
 
@@ -128,8 +128,8 @@ def _slower(report: Report, pct: float) -> Gate:
     if tampered(report) or foul_lines(report):   # a foul or a tampered process fails every gate
         return Gate(name, pct, GateOutcome.FAILED, tuple(tampered(report) + foul_lines(report)))
     if report.timing is None:
-        why = why_not_run(report.skipped, "timing")
-        return Gate(name, pct, GateOutcome.NOT_JUDGED, (f"timing was not measured ({why.split(' (')[0]})",))
+        why = short_why(report.skipped, "timing")
+        return Gate(name, pct, GateOutcome.NOT_JUDGED, (f"timing was not measured ({why})",))
     broken, judged_pairs, untimed = [], set(), {}
     for case in report.timing.cases:
         for c in case.comparisons:

@@ -11,6 +11,7 @@ from compare.model.check_sections import verdicts_of
 from compare.model.headline import PairVerdicts, verdicts
 from compare.model.kept import kept
 from compare.model.line import Line, plural as _n
+from compare.model.pair_code import changes, resources, sides
 from compare.model.problems import judged, lists, problems, variant_of
 from compare.model.states import Accuracy, IRStatus, Level, ProblemKind, TimingVerdict
 from compare.model.ratios import ratio_span
@@ -126,9 +127,7 @@ def _failed_where(section: IRSection, failed: list[str], ops: tuple[str, str]) -
 
 def _ir(section: IRSection, line: Line, a: str, b: str, check: str) -> Row:
     level = line.level
-    va = next((v for v in section.variants if v.variant == a), None)
-    vb = next((v for v in section.variants if v.variant == b), None)
-    matches = [m for m in section.kernels if (m.a, m.b) == (a, b)]
+    va, vb, matches = sides(section, a, b)
     if matches:
         changed = [m.kernel for m in matches if m.changed]
         failed = [m.kernel for m in matches if m.failed]
@@ -148,10 +147,7 @@ def _ir(section: IRSection, line: Line, a: str, b: str, check: str) -> Row:
                    f"{broken.variant}: {why}" if why else broken.variant, level)
     pair = next((p for p in section.pairs if (p.a, p.b) == (a, b)), None)
     changed = [d for d in pair.stages if not d.identical] if pair else []
-    amounts = [f"{what} {x} -> {y}" for what, x, y in (("carried pointers", _pointers(va), _pointers(vb)),
-                                                       ("registers", va.registers, vb.registers),
-                                                       ("spill bytes", va.spill_bytes, vb.spill_bytes))
-               if x != y and x >= 0 and y >= 0]
+    amounts = changes((("carried pointers", _pointers(va), _pointers(vb)),)) + resources(va, vb)
     if not changed:
         return Row(b, check, "identical", "; ".join(amounts), "every stage", level)
     lines = sum(d.changed_lines for d in changed)

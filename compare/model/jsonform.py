@@ -21,6 +21,12 @@ def omitted_empty():
     return dataclasses.field(default=(), metadata={"omitted_empty": True})
 
 
+def unwritten(default: Any):
+    """A field the JSON form leaves out (and equality ignores): what the run that made a record reads off it, never
+    a report's content; read back, it is `default`."""
+    return dataclasses.field(default=default, compare=False, metadata={"unwritten": True})
+
+
 def _encode(value: Any) -> Any:
     if isinstance(value, ObjectForm):
         return _encode(value.values)
@@ -28,7 +34,7 @@ def _encode(value: Any) -> Any:
         return value.value
     if dataclasses.is_dataclass(value):
         return {f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)
-                if getattr(value, f.name) or not f.metadata.get("omitted_empty")}
+                if (getattr(value, f.name) or not f.metadata.get("omitted_empty")) and not f.metadata.get("unwritten")}
     if isinstance(value, (list, tuple)):
         return [_encode(v) for v in value]
     if isinstance(value, dict):

@@ -57,10 +57,20 @@ def pair_code_line(section: IRSection, a: str, b: str) -> str:
     return _section(section, a, b).text
 
 
-def _section(section: IRSection, a: str, b: str, plain: bool = True) -> Line:
+def sides(section: IRSection, a: str, b: str) -> tuple[IRVariant | None, IRVariant | None, list]:
+    """A's and B's rows in `section` (None: no row), and their launched kernels paired by name (op-level variants)."""
     va = next((v for v in section.variants if v.variant == a), None)
     vb = next((v for v in section.variants if v.variant == b), None)
-    matches = [m for m in section.kernels if (m.a, m.b) == (a, b)]
+    return va, vb, [m for m in section.kernels if (m.a, m.b) == (a, b)]
+
+
+def changes(counts) -> list[str]:
+    """'registers 40 -> 48' for each (what, A's, B's) that differs where both are known (-1: not known)."""
+    return [f"{what} {x} -> {y}" for what, x, y in counts if x != y and x >= 0 and y >= 0]
+
+
+def _section(section: IRSection, a: str, b: str, plain: bool = True) -> Line:
+    va, vb, matches = sides(section, a, b)
     if matches:   # op-level variants: the kernels each launched, paired by name
         return _ops(section, a, b, matches, plain)
     gone = [v for v in (vb, va) if v is not None and v.status == NOT_RUN]
@@ -74,7 +84,7 @@ def _section(section: IRSection, a: str, b: str, plain: bool = True) -> Line:
         return Line(TOPIC, Level.FAIL, f"{b} did not compile: {vb.error.splitlines()[0] if vb.error else '?'}")
     if va.status != IRStatus.OK:
         return Line(TOPIC, Level.SKIP, f"the baseline {a} did not compile")
-    parts = loop_claims(section, va, vb, plain=plain) + _resources(va, vb, plain)
+    parts = loop_claims(section, va, vb, plain=plain) + resources(va, vb, plain)
     pair = next((p for p in section.pairs if (p.a, p.b) == (a, b)), None)
     if pair is not None:
         changed = [d for d in pair.stages if not d.identical]
@@ -91,11 +101,10 @@ def _section(section: IRSection, a: str, b: str, plain: bool = True) -> Line:
     return Line(TOPIC, Level.INFO, "; ".join(parts or ["no structural change found"]))
 
 
-def _resources(va: IRVariant, vb: IRVariant, plain: bool = False) -> list[str]:
+def resources(va: IRVariant, vb: IRVariant, plain: bool = False) -> list[str]:
+    """A's and B's registers and spill bytes where they differ (`plain`: spills in plain words)."""
     spilled = "bytes spilled to memory per thread" if plain else "spill bytes"
-    return [f"{what} {x} -> {y}" for what, x, y in (("registers", va.registers, vb.registers),
-                                                    (spilled, va.spill_bytes, vb.spill_bytes))
-            if x != y and x >= 0 and y >= 0]
+    return changes((("registers", va.registers, vb.registers), (spilled, va.spill_bytes, vb.spill_bytes)))
 
 
 def _ops(section: IRSection, a: str, b: str, matches: list, plain: bool = True) -> Line:
@@ -110,7 +119,7 @@ def _ops(section: IRSection, a: str, b: str, matches: list, plain: bool = True) 
         text = f"{m.kernel} {m.status}{at}" + \
             (f" (did not compile in {' and '.join(failed)})" if failed else "")
         va, vb = rows.get(op_kernel(a, m.kernel)), rows.get(op_kernel(b, m.kernel))
-        claims = loop_claims(section, va, vb, names=(a, b), plain=plain) + _resources(va, vb, plain) \
+        claims = loop_claims(section, va, vb, names=(a, b), plain=plain) + resources(va, vb, plain) \
             if m.changed and va is not None and vb is not None else []
         text += f" [{'; '.join(claims)}]" if claims else ""
         said.append(text)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from compare.model.jsonform import unwritten
+
 NOT_ASKED = "not asked for"
 
 
@@ -17,6 +19,7 @@ class Skip:
     why: str
     part: str = ""
     interrupted: bool = False   # not run because a stop signal ended the run first (Report.interrupted says how far)
+    short: str = unwritten("")   # `why` in a few words, where it says more: what a gate's line names (short_why)
 
     def __str__(self) -> str:
         return f"{self.check} {self.part}: {self.why}" if self.part else f"{self.check}: {self.why}"
@@ -25,6 +28,17 @@ class Skip:
 def why_not_run(skipped: tuple[Skip, ...], check: str) -> str:
     """'not asked for' when nothing of `check` was skipped; else each skip's reason, its part first."""
     said = [f"{s.part}: {s.why}" if s.part else s.why for s in skipped if s.check == check]
+    return "; ".join(said) if said else NOT_ASKED
+
+
+def short_why(skipped: tuple[Skip, ...], check: str) -> str:
+    """As `why_not_run`, for a line with no room for detail: each skip's reason up to the first that has a short
+    form, which ends it (said short)."""
+    said = []
+    for s in (s for s in skipped if s.check == check):
+        said.append(f"{s.part}: {s.short or s.why}" if s.part else s.short or s.why)
+        if s.short:
+            break
     return "; ".join(said) if said else NOT_ASKED
 
 

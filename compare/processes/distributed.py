@@ -8,12 +8,11 @@ from __future__ import annotations
 import dataclasses
 
 from compare.processes import tasks as tasks_mod
+from compare.model.reruns import Blamed, Ending, Ran, run_excluding
 from compare.model.results import decode
 from compare.model.states import Failure
 from compare.model.task_answers import TaskState
 from compare.model.vocabulary import TIMING
-
-_MAX_RERUNS = 8
 
 
 class VariantCrashed(Exception):
@@ -129,22 +128,22 @@ def compare(plan, backend, step, failed, distribution: Distribution):
     """pipeline.execute through `distribution`, again without each variant that ended or hung a worker."""
     from compare.comparison import pipeline
     from compare.processes.supervision import without_culprit
-    crashed: list[tuple[str, str]] = []
-    kinds: dict[str, str] = {}
-    no_timing = ""
-    asked, asked_failed = plan, failed
-    for _ in range(_MAX_RERUNS):
+
+    def attempt(culprits):
+        crashed = [(c.name, c.reason) for c in culprits if c.name]
+        kinds = {c.name: c.kind for c in culprits if c.name}
+        no_timing = next((c.reason for c in reversed(culprits) if not c.name), "")
+        asked, asked_failed = pipeline.without_crashed(plan, failed, crashed, no_timing, kinds) if culprits \
+            else (plan, failed)
         try:
-            return pipeline.execute(plan, backend, step, failed=failed, distributed=distribution)
+            return Ran(pipeline.execute(asked, backend, step, failed=asked_failed, distributed=distribution))
         except VariantCrashed as exc:
             distribution.executor.cancel()
-            culprit, left_out = without_culprit(exc.names, exc.why, exc.what)
-            if culprit:
-                crashed.append(culprit)
-                kinds[culprit[0]] = exc.kind
-            else:
-                no_timing = left_out
-            plan, failed = pipeline.without_crashed(asked, asked_failed, crashed, no_timing, kinds)
+            culprit = without_culprit(exc.names, exc.why, exc.what, exc.kind)
+            return Blamed(culprit, culprit.name)
+    reruns = run_excluding(attempt)
+    if reruns.ending is Ending.RAN:
+        return reruns.result
     raise TaskFailed("too many variants ended their worker processes")
 
 

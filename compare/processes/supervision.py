@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 
+from compare.model.reruns import Blamed, Culprit, Ending, Ran, run_excluding
 from compare.model.scratch import SCRATCH_ENV
 from compare.model.states import Crash
 from compare.runtime.exit_codes import ExitCode
@@ -22,7 +23,6 @@ from compare.runtime.status_records import read as read_records
 from compare.runtime.supervisor import (_STOP_CODES, _STOP_WORDS, EXCLUDED_ENV, GRACE_S, NO_TIMING_ENV,
                                 POISONED_EXIT, STARTED_ENV, STATUS_ENV, TAMPER, TOKEN_ENV, BUSY)
 
-_MAX_RERUNS = 8
 _POLL_S = 0.1
 AFTER_DONE_S = 30.0   # after its report, the child's time to end (its atexit handlers, its workers) before it is stopped
 _PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
@@ -215,17 +215,17 @@ def _failed(records: list[dict], rc: int, hung: dict, ended: int | None) -> tupl
     return last.get("variants") or [], _why(rc, last, hung), last.get("what", ""), str(last.get("failure", ""))
 
 
-def without_culprit(names, why: str, where: str) -> tuple[tuple[str, str] | None, str]:
+def without_culprit(names, why: str, where: str, kind: str = "") -> Culprit:
     """The one policy for a run a variant ended (here, and for a worker: compare.processes.distributed):
-    ((name, reason), "") to run again without the one variant that was running; (None, why timing is left
-    out) when several were (a timing process's), to run again without timing. Says which, on stderr."""
+    the one variant that was running, to run again without; timing (a Culprit named "") when several
+    were (a timing process's), to run again without timing. Says which, on stderr."""
     if len(names) == 1:
         reason = f"{why} while running {where}"
         print(f"kernel-ab: variant {names[0]} {reason}; running again without it", file=sys.stderr)
-        return (names[0], reason), ""
+        return Culprit(names[0], reason, kind)
     no_timing = f"the process {why} while timing {where} ({', '.join(names)}); left out"
     print(f"kernel-ab: {no_timing}; running again without timing", file=sys.stderr)
-    return None, no_timing
+    return Culprit("", no_timing)
 
 
 def _outside_launches(records: list[dict], why: str) -> int:
@@ -276,13 +276,47 @@ def _stopped(signum: int, rc: int, ended: int | None) -> int:
     return code
 
 
+def _attempt(command: list[str], culprits: tuple[Culprit, ...], stop: list[int], started: str,
+             scratch: str) -> Ran[int | None] | Blamed:
+    """One run of the child without `culprits`: its exit code (None: a stop signal came before it started),
+    or the culprit that ended it."""
+    if stop:
+        return Ran(None)
+    _empty(scratch)
+    excluded = [[c.name, c.reason, c.kind] if c.kind else [c.name, c.reason] for c in culprits if c.name]
+    env = {**os.environ, EXCLUDED_ENV: json.dumps(excluded), STARTED_ENV: started, SCRATCH_ENV: scratch}
+    no_timing = next((c.reason for c in reversed(culprits) if not c.name), "")
+    if no_timing:
+        env[NO_TIMING_ENV] = no_timing
+    run = _Run(command, env, stop)
+    try:
+        rc = run.wait()
+        records = run.records()
+    finally:
+        run.close()
+    ended = next((r["done"] for r in reversed(records) if "done" in r), None)
+    if run.leftover and not stop:   # after a stop signal, ending what is left is the stop's own cleanup
+        print(f"kernel-ab: stopped what the run left running: {', '.join(run.leftover)}", file=sys.stderr)
+    if stop:
+        return Ran(_stopped(stop[0], rc, ended))
+    if ended is not None and _culprit(records, rc, ended) is None:   # the report came out: its code stands
+        if run.lingered:
+            print(f"kernel-ab: the process did not end within {AFTER_DONE_S:g} s after its report "
+                  "(an atexit handler?) and was stopped", file=sys.stderr)
+            return Ran(ended)
+        return Ran(_after_report(rc, ended))
+    names, why, where, kind = _failed(records, rc, run.hung, ended)
+    if not names:
+        return Ran(_outside_launches(records, why))
+    culprit = without_culprit(names, why, where, kind)
+    return Blamed(culprit, culprit.name)
+
+
 def supervise(command: list[str], stop: list[int] | None = None) -> int:
     """Run `command` (a kernel-ab child) until it ends deliberately; rerun without each variant that ended,
     hung or tampered with its process (or with the run's outcome: a forged status, a stop it sent itself).
     The exit code is the child's, or 130/143/129 when a stop signal came (`stop` may hold one that came
     before this was called)."""
-    excluded_now: list[list[str]] = []
-    no_timing = ""
     started = repr(time.time())   # a rerun keeps the first run's clock: a time budget counts from here
     stop = stop if stop is not None else []
 
@@ -292,38 +326,9 @@ def supervise(command: list[str], stop: list[int] | None = None) -> int:
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)   # what a run double-forks out of its group comes here, to be ended
     scratch = tempfile.mkdtemp(prefix="kernel-ab-run-")   # the child's temporary trees: emptied after each run
     try:
-        for _ in range(_MAX_RERUNS):
-            if stop:
-                break
-            _empty(scratch)
-            env = {**os.environ, EXCLUDED_ENV: json.dumps(excluded_now), STARTED_ENV: started, SCRATCH_ENV: scratch}
-            if no_timing:
-                env[NO_TIMING_ENV] = no_timing
-            run = _Run(command, env, stop)
-            try:
-                rc = run.wait()
-                records = run.records()
-            finally:
-                run.close()
-            ended = next((r["done"] for r in reversed(records) if "done" in r), None)
-            if run.leftover and not stop:   # after a stop signal, ending what is left is the stop's own cleanup
-                print(f"kernel-ab: stopped what the run left running: {', '.join(run.leftover)}", file=sys.stderr)
-            if stop:
-                return _stopped(stop[0], rc, ended)
-            if ended is not None and _culprit(records, rc, ended) is None:   # the report came out: its code stands
-                if run.lingered:
-                    print(f"kernel-ab: the process did not end within {AFTER_DONE_S:g} s after its report "
-                          "(an atexit handler?) and was stopped", file=sys.stderr)
-                    return ended
-                return _after_report(rc, ended)
-            names, why, where, kind = _failed(records, rc, run.hung, ended)
-            if not names:
-                return _outside_launches(records, why)
-            culprit, left_out = without_culprit(names, why, where)
-            if culprit:
-                excluded_now.append([*culprit, kind] if kind else list(culprit))
-            else:
-                no_timing = left_out
+        reruns = run_excluding(lambda culprits: _attempt(command, culprits, stop, started, scratch))
+        if reruns.ending is Ending.RAN and reruns.result is not None:
+            return reruns.result
         if stop:
             print(f"kernel-ab: {_STOP_WORDS[stop[0]]}; no report", file=sys.stderr)
             return _STOP_CODES[stop[0]]
