@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -19,7 +18,6 @@ from compare.review.mapping import TABLE, Unmapped
 from compare.review import replay_render
 from compare.model.budget import BudgetUse, Cut, DtypesLeftOut, LeftOut
 from compare.model.replay import NUMERICS_FAILURES, ReplayedOp, ReplayVerdict
-from compare.model.errors import UsageError
 from compare.model.headline import headline
 from compare.runtime.exit_codes import after_report
 
@@ -279,12 +277,8 @@ def _check_out(args, labels, timed: bool) -> None:
     folders = [out] + [out / label for label in labels]
     for folder in folders:
         usage.output_folder(f"--out {folder}", folder)
-    singles = [(flag, Path(text)) for flag, text in (("--json", args.json), ("--markdown", args.markdown))
-               if text and not (flag == "--json" and text == "-")]
-    for flag, path in singles:
-        where = os.path.realpath(path)
-        if any(os.path.realpath(f) == where or os.path.realpath(f).startswith(where + os.sep) for f in folders):
-            raise UsageError(f"{flag} {path} is where --out {out} needs a folder; give a file elsewhere")
+    singles = usage.single_files(args.json, args.markdown)
+    usage.no_file_where_folders_go(singles, out, folders)
     files = [(flag, path, "path") for flag, path in singles] + [(f"--out {out}", out / REPORT_MD, "folder")]
     modes = ("forward", "backward", "full") if timed else ()
     files += [(f"--out {out / label}", p, "folder") for label in labels for p in folder_files(out / label, modes)]
