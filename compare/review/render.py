@@ -270,6 +270,7 @@ def check_outputs(args, labels=(), timed: bool = False) -> None:
 def _check_out(args, labels, timed: bool) -> None:
     from compare.render.files import REPORT_MD, folder_files
     from compare.command_line import usage
+    from variants.variant import MODES   # each op's folder takes compare's files, its timed passes' among them
     if args.out is None:
         return
     usage.not_blank("--out", args.out, "a folder")
@@ -280,7 +281,7 @@ def _check_out(args, labels, timed: bool) -> None:
     singles = usage.single_files(args.json, args.markdown)
     usage.no_file_where_folders_go(singles, out, folders)
     files = [(flag, path, "path") for flag, path in singles] + [(f"--out {out}", out / REPORT_MD, "folder")]
-    modes = ("forward", "backward", "full") if timed else ()
+    modes = MODES if timed else ()
     files += [(f"--out {out / label}", p, "folder") for label in labels for p in folder_files(out / label, modes)]
     usage.replaceable(files, args.force)
 
