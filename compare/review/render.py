@@ -320,11 +320,10 @@ def finish(review: Review, args) -> int:
     for line in written:
         print(line, file=sys.stderr)
     reports = [c.report for c in review.compared] + [r.report for r in review.replayed]
-    broken = [line for report in reports if report is not None for g in report.gates for line in gates.reasons(g)]
-    if args.fail_on_numerics:
-        broken += replay_failures(review)
+    decided = [g for report in reports if report is not None for g in report.gates]
+    more = replay_failures(review) if args.fail_on_numerics else []
     if (args.fail_on_numerics or args.fail_if_slower is not None) and not args.accept_unjudged:
-        broken += [f"review could not judge: {line}" for line in unjudged(review)]
-    for line in broken:
+        more += [f"review could not judge: {line}" for line in unjudged(review)]
+    for line in [line for g in decided for line in gates.reasons(g)] + more:
         print(f"kernel-ab: gate failed: {line}", file=sys.stderr)
-    return after_report(unwritten, bool(broken))
+    return after_report(unwritten, decided, failed=bool(more))
