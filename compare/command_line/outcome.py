@@ -64,4 +64,4 @@ def finish(report, options, stopped, saved=None) -> int:
     across = saved.after_run(report, options.verbose) if saved is not None else 0
     if stopped is not None:
         return stopped.exit_code
-    return after_report(unwritten, any(g.fails for g in report.gates), across)
+    return after_report(unwritten, report.gates, otherwise=across)

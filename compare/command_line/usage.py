@@ -169,20 +169,31 @@ def _outputs(json_path: str | None, markdown_path: str | None, out: str | None, 
     not_blank("--json", json_path, "a file name")
     not_blank("--markdown", markdown_path, "a file name")
     not_blank("--out", out, "a folder")
-    singles = [(flag, Path(text)) for flag, text in (("--json", json_path), ("--markdown", markdown_path))
-               if text is not None and not (flag == "--json" and text == "-")]   # --json -: standard output
+    singles = single_files(json_path, markdown_path)
     folder = None if out is None else Path(out)
     output_folder("--out", folder)
     for flag, path in singles:
         output_file(flag, path)
     if folder is not None:
-        where = os.path.realpath(folder)
-        for flag, path in singles:
-            if where == os.path.realpath(path) or where.startswith(os.path.realpath(path) + os.sep):
-                raise UsageError(f"{flag} {path} is where --out {folder} needs a folder; give a file elsewhere")
+        no_file_where_folders_go(singles, folder, [folder])
     files = [(flag, path, "path") for flag, path in singles]
     files += [(f"--out {folder}", p, "folder") for p in (folder_files(folder, modes) if folder else [])]
     replaceable(files, force)
+
+
+def single_files(json_path: str | None, markdown_path: str | None) -> list[tuple[str, Path]]:
+    """(flag, path) of --json and --markdown where given; `--json -` is standard output, no file."""
+    return [(flag, Path(text)) for flag, text in (("--json", json_path), ("--markdown", markdown_path))
+            if text is not None and not (flag == "--json" and text == "-")]
+
+
+def no_file_where_folders_go(singles: list[tuple[str, Path]], out: Path, folders: list[Path]) -> None:
+    """UsageError for the first of `singles` (`single_files`) that is, or lies above, one of `folders`: --out
+    and the folders made in it (compare's and review's outputs refused alike)."""
+    for flag, path in singles:
+        where = os.path.realpath(path)
+        if any(os.path.realpath(f) == where or os.path.realpath(f).startswith(where + os.sep) for f in folders):
+            raise UsageError(f"{flag} {path} is where --out {out} needs a folder; give a file elsewhere")
 
 
 def replaceable(files: list[tuple[str, Path, str]], force: bool) -> None:

@@ -33,30 +33,34 @@ class Compared:
 
 def register(subparsers, more_options=()) -> None:
     """The `review` subcommand: BASE, HEAD, --repo, the comparison's options it passes on, and `more_options`
-    (main's timing, IR and output options, each a function adding them to a parser)."""
+    (main's timing, IR and output options, each a function adding them to a parser). The defaults it shares with
+    `compare` are read from compare's records (compare/comparison/plan.py), never restated."""
+    from compare.comparison.plan import Options, Request
+    d, o = Request(), Options()
     p = subparsers.add_parser("review", help="compare the ops of the Triton kernels changed between two git revisions")
     p.add_argument("base", metavar="BASE", help="the revision before the change (a commit, branch or tag)")
     p.add_argument("head", metavar="HEAD", help="the revision with the change")
-    p.add_argument("--repo", default=".", help="the reviewed git repository (default: the current directory)")
+    p.add_argument("--repo", default=d.repo, help="the reviewed git repository (default: the current directory)")
     p.add_argument("--mapping", metavar="FILE",
                    help="the reviewer's TOML with a [tool.kernel-ab.kernels] table mapping ops or kernels to families "
                         "(and calls); its lines come before the reviewed repository's (docs/review.md)")
     p.add_argument("--preset", help="shape preset of every family compared (default: on a GPU each family's GPU preset, the "
                    "sizes its op is used at; on the CPU its small default)")
     p.add_argument("--shape", help="one shape instead of a preset, in the family's form (`kernel-ab list`)")
-    p.add_argument("--eps", type=float, help="eps for --shape (default 1e-6)")
+    p.add_argument("--eps", type=float, help=f"eps for --shape (default {d.eps:g})")
     p.add_argument("--dtype", help="float32, float16, bfloat16, a comma list, or all (default: on a GPU "
                    f"{','.join(budgets.GPU_DTYPES)}, the dtype LLM kernels run in too; on the CPU "
                    f"{','.join(budgets.CPU_DTYPES)}, the interpreter's bfloat16 rounding not being the GPU's); "
                    "ops replayed from the library's tests run the dtypes their calls had")
-    p.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"), help="where kernels run")
-    p.add_argument("--variant-timeout", type=float, default=300.0, metavar="SECONDS",
-                   help="a launch that has not returned after this long is stopped and reported (default 300)")
+    p.add_argument("--device", default=o.device, choices=("auto", "cuda", "cpu"), help="where kernels run")
+    p.add_argument("--variant-timeout", type=float, default=o.variant_timeout, metavar="SECONDS",
+                   help=f"a launch that has not returned after this long is stopped and reported "
+                        f"(default {o.variant_timeout:g})")
     p.add_argument("--check", action="append", dest="checks",
                    help="run only this check (repeatable): numerics, backward, timing, ir (default all)")
     p.add_argument("--inputs", help="input kinds, comma list or all (default: the quick plan)")
-    p.add_argument("--trials", type=int, default=3, help="fresh-input trials per shape (default 3)")
-    p.add_argument("--seed", type=int, default=0, help="first seed of the trials (default 0)")
+    p.add_argument("--trials", type=int, default=d.trials, help=f"fresh-input trials per shape (default {d.trials})")
+    p.add_argument("--seed", type=int, default=d.seed, help=f"first seed of the trials (default {d.seed})")
     p.add_argument("--budget", type=float, metavar="SECONDS",
                    help=f"the review's comparisons end this long after the command starts (default: on a GPU "
                         f"{budgets.GPU_S:g}, so that the review with its report fits a minute; on the CPU "

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -19,7 +18,6 @@ from compare.review.mapping import TABLE, Unmapped
 from compare.review import replay_render
 from compare.model.budget import BudgetUse, Cut, DtypesLeftOut, LeftOut
 from compare.model.replay import NUMERICS_FAILURES, ReplayedOp, ReplayVerdict
-from compare.model.errors import UsageError
 from compare.model.headline import headline
 from compare.runtime.exit_codes import after_report
 
@@ -272,6 +270,7 @@ def check_outputs(args, labels=(), timed: bool = False) -> None:
 def _check_out(args, labels, timed: bool) -> None:
     from compare.render.files import REPORT_MD, folder_files
     from compare.command_line import usage
+    from variants.variant import MODES   # each op's folder takes compare's files, its timed passes' among them
     if args.out is None:
         return
     usage.not_blank("--out", args.out, "a folder")
@@ -279,14 +278,10 @@ def _check_out(args, labels, timed: bool) -> None:
     folders = [out] + [out / label for label in labels]
     for folder in folders:
         usage.output_folder(f"--out {folder}", folder)
-    singles = [(flag, Path(text)) for flag, text in (("--json", args.json), ("--markdown", args.markdown))
-               if text and not (flag == "--json" and text == "-")]
-    for flag, path in singles:
-        where = os.path.realpath(path)
-        if any(os.path.realpath(f) == where or os.path.realpath(f).startswith(where + os.sep) for f in folders):
-            raise UsageError(f"{flag} {path} is where --out {out} needs a folder; give a file elsewhere")
+    singles = usage.single_files(args.json, args.markdown)
+    usage.no_file_where_folders_go(singles, out, folders)
     files = [(flag, path, "path") for flag, path in singles] + [(f"--out {out}", out / REPORT_MD, "folder")]
-    modes = ("forward", "backward", "full") if timed else ()
+    modes = MODES if timed else ()
     files += [(f"--out {out / label}", p, "folder") for label in labels for p in folder_files(out / label, modes)]
     usage.replaceable(files, args.force)
 
@@ -325,11 +320,10 @@ def finish(review: Review, args) -> int:
     for line in written:
         print(line, file=sys.stderr)
     reports = [c.report for c in review.compared] + [r.report for r in review.replayed]
-    broken = [line for report in reports if report is not None for g in report.gates for line in gates.reasons(g)]
-    if args.fail_on_numerics:
-        broken += replay_failures(review)
+    decided = [g for report in reports if report is not None for g in report.gates]
+    more = replay_failures(review) if args.fail_on_numerics else []
     if (args.fail_on_numerics or args.fail_if_slower is not None) and not args.accept_unjudged:
-        broken += [f"review could not judge: {line}" for line in unjudged(review)]
-    for line in broken:
+        more += [f"review could not judge: {line}" for line in unjudged(review)]
+    for line in [line for g in decided for line in gates.reasons(g)] + more:
         print(f"kernel-ab: gate failed: {line}", file=sys.stderr)
-    return after_report(unwritten, bool(broken))
+    return after_report(unwritten, decided, failed=bool(more))

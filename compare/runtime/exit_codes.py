@@ -26,9 +26,11 @@ class ExitCode(enum.IntEnum):
     SIGTERM = 143
 
 
-def after_report(unwritten: int, failed: bool, otherwise: int = ExitCode.OK) -> int:
+def after_report(unwritten: int, gates=(), failed: bool = False, otherwise: int = ExitCode.OK) -> int:
     """The exit code of a run whose report is out (compare, review): a report file that could not be written,
-    else a gate that failed (or could not be judged), else `otherwise`."""
+    else one of `gates` (compare.model.results.Gate) failing the run, or `failed` (a failure the command counts
+    as a gate's: review's replay failures and unjudged changes), else `otherwise`."""
+    failed = failed or any(g.fails for g in gates)
     return int(ExitCode.WRITE_FAILED if unwritten else ExitCode.GATE_FAILED if failed else otherwise)
 
 
