@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from compare.runtime import supervisor
+from compare.processes import supervision
 from compare.processes.supervision import supervise
 from tests.group_norm_text import IMPORTS, forward_def
 
@@ -101,6 +102,37 @@ def test_a_stop_that_comes_after_the_child_finished_is_said_in_one_line_and_exit
     assert supervise([sys.executable, str(child)]) == 130
     assert capfd.readouterr().err.splitlines() == ["kernel-ab: interrupted (Ctrl-C) after the run had finished (exit "
                                                    "code 0, its output written); exit code 130"]
+
+def _deaf_child(tmp_path, stops: int):
+    """A child that ignores SIGINT (as one busy in C code for long does), asks its supervisor to stop `stops`
+    times, then sleeps a minute."""
+    child = tmp_path / "deaf.py"
+    child.write_text("import os, signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                     f"for _ in range({stops}):\n    os.kill(os.getppid(), signal.SIGINT)\n    time.sleep(0.5)\n"
+                     "time.sleep(60)\n")
+    return child
+
+
+def test_a_child_that_does_not_unwind_after_a_stop_is_killed_and_says_why(tmp_path, capfd, monkeypatch):
+    """The stop is passed on and the child given GRACE_S to write what finished; past it, it is killed and the
+    line says so (not a bare 'no report'), exit 130."""
+    monkeypatch.setattr(supervision, "GRACE_S", 1.0)
+    started = time.monotonic()
+    assert supervise([sys.executable, str(_deaf_child(tmp_path, 1))]) == 130
+    assert time.monotonic() - started < 30
+    assert capfd.readouterr().err.splitlines() == [
+        "kernel-ab: interrupted (Ctrl-C); the run was killed (it had not ended 1 s after the stop signal); no report"]
+
+
+def test_a_second_stop_kills_the_child_without_waiting_for_its_report(tmp_path, capfd):
+    """A user who presses Ctrl-C again does not wait out the grace the first one gave (30 s)."""
+    started = time.monotonic()
+    assert supervise([sys.executable, str(_deaf_child(tmp_path, 2))]) == 130
+    assert time.monotonic() - started < supervision.GRACE_S
+    assert capfd.readouterr().err.splitlines() == [
+        "kernel-ab: interrupted (Ctrl-C); the run was killed (a second stop signal came before the report was "
+        "written); no report"]
+
 
 def test_a_crash_outside_any_variant_is_one_line_and_exit_3_an_internal_error(tmp_path, capfd):
     child = tmp_path / "child.py"

@@ -96,10 +96,11 @@ class _Run:
         self.hung: dict = {}
         self.leftover: list[str] = []
         self.lingered = False   # it did not end within AFTER_DONE_S of its report and was stopped
+        self.cut_short = ""     # why it was killed after a stop signal (GRACE_S passed, or a second stop came)
         self._ended_at: float | None = None
 
     def wait(self) -> int:
-        passed, killed_at = None, None
+        passed, killed_at = 0, None
         while True:
             try:
                 rc = self.proc.wait(timeout=_POLL_S)
@@ -107,11 +108,13 @@ class _Run:
             except subprocess.TimeoutExpired:
                 pass
             now = time.monotonic()
-            if self.stop and passed != self.stop[-1]:
-                passed = self.stop[-1]
-                _kill_group(self.proc.pid, passed)
-                killed_at = now + GRACE_S
+            if len(self.stop) > passed:   # the first stop is passed on; a second one does not wait for the report
+                if passed:
+                    self.cut_short = "a second stop signal came before the report was written"
+                _kill_group(self.proc.pid, self.stop[-1] if not passed else signal.SIGKILL)
+                killed_at, passed = (now + GRACE_S if not passed else now), len(self.stop)
             elif killed_at is not None and now > killed_at:
+                self.cut_short = self.cut_short or f"it had not ended {GRACE_S:g} s after the stop signal"
                 _kill_group(self.proc.pid)
             elif not self.stop and not self.hung and not self.lingered:
                 self._check(now)
@@ -264,11 +267,13 @@ def _after_report(rc: int, ended: int) -> int:
     return ended or code
 
 
-def _stopped(signum: int, rc: int, ended: int | None) -> int:
-    """A stop signal's exit code, said here where the child did not say it: it ended without a word (no report),
-    or it had finished, its report written, before the stop reached it."""
+def _stopped(signum: int, rc: int, ended: int | None, cut_short: str = "") -> int:
+    """A stop signal's exit code, said here where the child did not say it: it ended without a word (no report;
+    `cut_short`: why it was killed), or it had finished, its report written, before the stop reached it."""
     words, code = _STOP_WORDS[signum], _STOP_CODES[signum]
-    if ended is None and rc not in _STOP_CODES.values():
+    if ended is None and cut_short:
+        print(f"kernel-ab: {words}; the run was killed ({cut_short}); no report", file=sys.stderr)
+    elif ended is None and rc not in _STOP_CODES.values():
         print(f"kernel-ab: {words}; no report", file=sys.stderr)
     elif ended is not None and ended not in _STOP_CODES.values():
         print(f"kernel-ab: {words} after the run had finished (exit code {ended}, its output written); exit code "
@@ -298,7 +303,7 @@ def _attempt(command: list[str], culprits: tuple[Culprit, ...], stop: list[int],
     if run.leftover and not stop:   # after a stop signal, ending what is left is the stop's own cleanup
         print(f"kernel-ab: stopped what the run left running: {', '.join(run.leftover)}", file=sys.stderr)
     if stop:
-        return Ran(_stopped(stop[0], rc, ended))
+        return Ran(_stopped(stop[0], rc, ended, run.cut_short))
     if ended is not None and _culprit(records, rc, ended) is None:   # the report came out: its code stands
         if run.lingered:
             print(f"kernel-ab: the process did not end within {AFTER_DONE_S:g} s after its report "

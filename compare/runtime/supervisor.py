@@ -32,7 +32,7 @@ TAMPER = Failure.TAMPER   # a record's failure kind: the variant changed process
 BUSY = Failure.BUSY       # a record's failure kind: the GPU was busy with none of the variant's calls in flight
 KEEPS_BUSY = "keeps the GPU busy between its calls"
 DEFAULT_LIMIT_S = 300.0                  # --variant-timeout: one launch (a variant's case) at most this long
-GRACE_S = 10.0                           # after passing a signal on, the child's time to unwind
+GRACE_S = 30.0   # after passing a stop on, the child's time to write the report of what finished (a loaded machine)
 _FATAL_DEVICE_ERRORS = ("illegal memory access", "illegal address", "unspecified launch failure",
                         "misaligned address", "illegal instruction", "device-side assert", "launch timed out")
 _STOP_CODES = {signal.SIGINT: ExitCode.SIGINT, signal.SIGTERM: ExitCode.SIGTERM, signal.SIGHUP: ExitCode.SIGHUP}
