@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import main
+from tests.sampled import sampled
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -18,7 +19,7 @@ def cli(*args, timeout=300):
                           timeout=timeout)
 
 
-@pytest.mark.parametrize("args, expected", [
+@pytest.mark.parametrize("args, expected", sampled([
     (["compare", "nosuch"], "unknown variant 'nosuch'; known variants: pointer_mutation, explicit_offset"),
     (["compare", "--preset", "huge"], "unknown preset 'huge'"),
     (["compare", "--dtype", "float8"], "unknown dtype 'float8'; known dtypes: float32, float16, bfloat16"),
@@ -35,7 +36,7 @@ def cli(*args, timeout=300):
     (["compare", "--fail-if-slower", "-1"], "--fail-if-slower takes a percentage >= 0"),
     (["report", "no/such/report.json"], "does not exist"),
     (["report", "README.md"], "is not JSON"),
-])
+], fast=6, several=True))
 def test_bad_input_is_one_line_and_exit_2(args, expected):
     r = cli(*args)
     assert r.returncode == 2, r.stderr

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from compare.runtime.exit_codes import ExitCode
+from tests.sampled import sampled
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ["compare", "pointer_mutation", "explicit_offset", "--shape", "2,8,2,16", "--trials", "1",
@@ -54,12 +55,12 @@ def test_every_gate_holding_exits_0_and_a_gate_failing_exits_1(tmp_path):
     assert "kernel-ab: gate failed: --fail-if-slower could not be judged" in failed.stderr
 
 
-@pytest.mark.parametrize("argv, said", [
+@pytest.mark.parametrize("argv, said", sampled([
     (["compare", "--dtype", "float99"], "float99"),
     (["list", "--family", "nope"], "unrecognized arguments: --family nope"),   # not --family-path
     (["compare", "--fail-if", "2"], "unrecognized arguments: --fail-if"),    # not --fail-if-slower
     (["review", "A", "B", "--rep", "."], "unrecognized arguments: --rep"),
-])
+], fast=2, several=True))
 def test_bad_input_and_an_abbreviated_option_are_one_line_and_exit_2(tmp_path, argv, said):
     r = run(argv, tmp_path)
     assert r.returncode == ExitCode.USAGE

@@ -24,6 +24,7 @@ from variants import registry
 from variants.group_norm import FAMILY, PRESETS
 import variants.group_norm.explicit_offset as explicit_offset
 import variants.group_norm.pointer_mutation as pointer_mutation
+from tests.sampled import sampled
 
 BACKEND = configure("auto")
 REG = registry()
@@ -166,11 +167,11 @@ def test_section_survives_json_and_is_cut_unless_full(compiled):
     assert full.stages == ("ptx",) and full.variants[0].stages[0].listing.startswith(".version")
 
 
-@pytest.mark.parametrize("args, expected", [
+@pytest.mark.parametrize("args, expected", sampled([
     (["ir", "--stage", "asm"], "unknown stage 'asm'; known stages: ttir, ttgir, llir, ptx, sass"),
     (["ir", "--target", "sm_xx"], "unknown target 'sm_xx'"),
     (["compare", "--check", "ir", "--target", "90"], "unknown target '90'"),
-])
+], several=True))
 def test_ir_bad_input_is_one_line_and_exit_2(args, expected):
     r = subprocess.run([sys.executable, "main.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 2, r.stderr

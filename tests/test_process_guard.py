@@ -97,7 +97,7 @@ ACTS = [
 ]
 # these stay in the default run (one of each mechanism: a patch at import, the environment, a stop the
 # variant sent, a forged status, atexit); the rest are slow
-QUICK = {"tensor_ne", "timeout_env", "sigterm", "forged_done", "atexit_hang"}
+QUICK = {"tensor_ne", "sigterm"}
 
 
 def _hostile(folder: Path, act: str, when: str) -> Path:

@@ -10,6 +10,7 @@ backend.configure("cpu")
 import variants.group_norm as gn  # noqa: E402
 from tests.planted import load_mutated  # noqa: E402
 from variants.group_norm import single_read  # noqa: E402
+from tests.sampled import sampled
 
 TOL = {torch.float32: (1.3e-6, 1e-5), torch.bfloat16: (1.6e-2, 1e-5)}
 CONFIGS = {
@@ -48,9 +49,9 @@ def _problems(outputs, ref, dtype):
     return found
 
 
-@pytest.mark.parametrize("path", CONFIGS)
+@pytest.mark.parametrize("path", sampled(CONFIGS))
 @pytest.mark.parametrize("kind", [k for k in gn.INPUT_KINDS if k != "huge"])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("dtype", sampled([torch.float32, torch.bfloat16]))
 def test_within_tolerance_of_float64_on_every_input_kind(path, kind, dtype):
     assert problems_on_every_shape(single_read, CONFIGS[path], kind, dtype) == []
 

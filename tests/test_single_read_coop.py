@@ -10,6 +10,7 @@ from tests.test_single_read import (SHAPES, _problems, _run, huge_problems,  # c
 import variants.group_norm as gn  # noqa: E402
 from tests.planted import load_mutated_coop  # noqa: E402
 from variants.group_norm import single_read_coop as coop  # noqa: E402
+from tests.sampled import sampled
 
 TILED = gn.Shape(2, 8, 2, (256,))     # 256 elements per channel: W and B per tile row
 CONFIGS = {
@@ -18,14 +19,13 @@ CONFIGS = {
     "split_one_block": coop.Config(16, 1, split=True),
     "register_cap": coop.Config(1024, 4, max_registers=96),   # a compile option: the interpreter runs it as is
 }
-# the configurations whose every-input-kind sweep takes minutes on the interpreter: `slow` (.ci/run runs them)
-SWEPT = [pytest.param(name, marks=pytest.mark.slow) if name in ("split_one_block", "register_cap") else name
-         for name in CONFIGS]
+# the every-input-kind sweep takes minutes on the interpreter: the quick suite runs the first configuration
+SWEPT = sampled(CONFIGS)
 
 
 @pytest.mark.parametrize("path", SWEPT)
 @pytest.mark.parametrize("kind", [k for k in gn.INPUT_KINDS if k != "huge"])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("dtype", sampled([torch.float32, torch.bfloat16]))
 def test_within_tolerance_of_float64_on_every_input_kind(path, kind, dtype):
     assert problems_on_every_shape(coop, CONFIGS[path], kind, dtype, SHAPES + (TILED,)) == []
 
@@ -190,7 +190,8 @@ def _float32_mean_error(module, shape):
 
 
 @pytest.mark.parametrize("shape", [pytest.param(gn.Shape(4, 64, 16, (512,)), marks=pytest.mark.slow),
-                                   gn.Shape(16, 8, 2, (256,))], ids=["per_element", "tiled"])
+                                   pytest.param(gn.Shape(16, 8, 2, (256,)), marks=pytest.mark.slow)],
+                         ids=["per_element", "tiled"])
 def test_a_centre_of_few_bits_keeps_the_float32_mean_of_values_around_0_close(tmp_path, shape):
     """Values around 0 with spread 1: the centre rounds to a multiple of a power of two above the spread
     (0 here), so every x - c is exact; the planted fault centres on the slice's first value, as before,

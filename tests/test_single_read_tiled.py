@@ -8,6 +8,7 @@ from tests.test_single_read import (SHAPES, _problems, _run, huge_problems,  # c
 import variants.group_norm as gn  # noqa: E402
 from tests.planted import load_mutated  # noqa: E402
 from variants.group_norm import single_read_tiled as tiled  # noqa: E402
+from tests.sampled import sampled
 
 CONFIGS = {
     "default": None,
@@ -16,9 +17,9 @@ CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("path", CONFIGS)
+@pytest.mark.parametrize("path", sampled(CONFIGS))
 @pytest.mark.parametrize("kind", [k for k in gn.INPUT_KINDS if k != "huge"])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("dtype", sampled([torch.float32, torch.bfloat16]))
 def test_within_tolerance_of_float64_on_every_input_kind(path, kind, dtype):
     assert problems_on_every_shape(tiled, CONFIGS[path], kind, dtype) == []
 

@@ -16,6 +16,7 @@ from compare.runtime import supervisor
 from compare.processes import supervision
 from compare.processes.supervision import supervise
 from tests.group_norm_text import IMPORTS, forward_def
+from tests.sampled import sampled
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -249,15 +250,15 @@ SAY = {signal.SIGTERM: (143, "kernel-ab: terminated (SIGTERM)"),
 ENDS = ("; no report", "; the report holds what was finished before it")
 
 
-@pytest.mark.parametrize("signum, to_group, args, prefix", [
-    (signal.SIGTERM, False, GIT_VARIANT, "kernel-ab-byok-"),   # what a CI timeout does: to the command alone
+@pytest.mark.parametrize("signum, to_group, args, prefix", sampled([
     (signal.SIGINT, True, GIT_VARIANT, "kernel-ab-byok-"),     # Ctrl-C: to the terminal's whole process group
+    (signal.SIGTERM, False, IR, "kernel-ab-ir-"),
+    (signal.SIGTERM, False, IR, ""),                          # while the child starts
+    (signal.SIGTERM, False, GIT_VARIANT, "kernel-ab-byok-"),   # what a CI timeout does: to the command alone
     (signal.SIGINT, False, GIT_VARIANT, "kernel-ab-byok-"),    # `timeout -s INT`: to the command alone
     (signal.SIGHUP, True, GIT_VARIANT, "kernel-ab-byok-"),     # the terminal closed
-    (signal.SIGTERM, False, IR, "kernel-ab-ir-"),
     (signal.SIGINT, True, IR, "kernel-ab-ir-"),                # while the IR worker compiles
-    (signal.SIGTERM, False, IR, ""),                          # while the child starts
-])
+], fast=3, several=True))
 def test_an_interrupted_run_is_one_line_and_leaves_nothing_behind(signum, to_group, args, prefix, tmp_path):
     tmp = tmp_path / "tmp"   # the run's TMPDIR: empty again after it (no status file, tree or worker file)
     tmp.mkdir()
