@@ -24,7 +24,7 @@ class TimingConfig:
     graph: str = "auto"           # "auto", "on" or "off"
     flush_bytes: int = 256 * 1024 * 1024
     seed: int = 0
-    placements: int = 3           # at least this many output-buffer sets rotated by round (a multiple of the entries)
+    placements: int = 3           # output-buffer sets; each entry pairs each with every input copy once a cycle
 
     def __post_init__(self):
         if self.modes:   # (no modes: the family protocol, and the families with it, are not imported)
@@ -48,10 +48,10 @@ def method_text(config: TimingConfig) -> str:
             f"round, {config.min_rounds}-{config.rounds} rounds or {config.max_seconds:g} s per case, "
             f"{config.flush_bytes >> 20} MiB L2 flush before every call (a read, so that the timed call "
             "writes back no dirty lines of the flush's), CUDA events around each call; "
-            f"the variants of a case write into one shared set of output buffers, at least {config.placements} "
-            "such sets rotated round by round (placement moves every variant of a round alike), and read one of "
-            "as many sealed copies of the inputs as there are entries, passed on from entry to entry round by "
-            "round; the baseline is "
+            f"the variants of a case write into one shared set of output buffers, {config.placements} such sets "
+            "rotated (placement moves every variant of a round alike), and read one of as many sealed copies of "
+            "the inputs as there are entries, each entry pairing every copy with every set once a cycle; "
+            "the baseline is "
             "timed again as a hidden A/A control entry; graph mode auto replays a case from CUDA graphs when "
             f"its fastest call is under {GRAPH_AUTO_BELOW_MS:g} ms or a variant's host time per eager call "
             f"is at least {LAUNCH_BOUND_FRACTION:.0%} of its GPU time (launch-bound); "
