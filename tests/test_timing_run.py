@@ -247,16 +247,10 @@ def test_a_variant_that_ends_the_timing_process_alone_is_named_and_the_others_ar
         workers.close()
 
 
-@pytest.mark.parametrize("ending, said", [
-    ("bad,good", "while running timing s forward graph capture with bad, good timed together (no one of them to "
-                 "blame)"),
-    ("base", "while the baseline base ran alone (timing s forward graph capture): nothing to time the others "
-             "against")])
-def test_a_timing_process_ended_while_several_ran_or_by_the_baseline_leaves_the_dtype_untimed(tmp_path, monkeypatch,
-                                                                                               ending, said):
+def test_a_timing_process_ended_by_the_baseline_alone_leaves_the_dtype_untimed(tmp_path, monkeypatch):
     from compare.comparison import plan
     from compare.runtime.progress import Step
-    worker, starts = _fake(tmp_path, monkeypatch, f"abort:{ending}")
+    worker, starts = _fake(tmp_path, monkeypatch, "abort:base")
     processes = timing_run.TimingProcesses(plan.Request(variants=("base", "bad", "good")), ("float32",), worker)
     try:
         found = processes.run(Step())
@@ -265,5 +259,34 @@ def test_a_timing_process_ended_while_several_ran_or_by_the_baseline_leaves_the_
     assert found.timing is None
     [skip] = found.skipped
     assert (skip.check, skip.part) == ("timing", "float32")
-    assert skip.why.startswith("its process ended with exit code -6 (") and skip.why.endswith(said)
+    assert skip.why.startswith("its process ended with exit code -6 (") and skip.why.endswith(
+        "while the baseline base ran alone (timing s forward graph capture): nothing to time the others against")
     assert len(starts.read_text().split()) == 1   # not started again: no one variant to leave out
+
+
+@pytest.mark.parametrize("ending, timed", [("bad,good", ("bad", "good", "also")), ("bad,base", ("good", "also"))])
+def test_a_process_ended_while_several_ran_times_each_variant_apart_and_names_the_one_that_ends_its_own(
+        tmp_path, monkeypatch, ending, timed):
+    from compare.comparison import plan
+    from compare.model.states import TimingStatus
+    from compare.runtime.progress import Step
+    # "bad,good": only the two together end a process, so apart each is timed; "bad,base": bad ends its own pair
+    worker, starts = _fake(tmp_path, monkeypatch, f"abort:{ending}")
+    processes = timing_run.TimingProcesses(plan.Request(variants=("base", "bad", "good", "also")), ("float32",),
+                                           worker)
+    try:
+        found = processes.run(Step())
+    finally:
+        processes.close()
+    assert found.skipped == ()
+    [case] = found.timing.cases
+    assert [v.variant for v in case.variants] == ["base", "bad", "good", "also"]
+    assert {v.variant for v in case.variants if v.status == TimingStatus.OK} == {"base", *timed}
+    assert {c.variant for c in case.comparisons} == {"bad", "good", "also"}
+    assert case.note.startswith("each variant timed apart with the baseline, in a process of its own: its process "
+                                "ended with exit code -6")
+    assert len(starts.read_text().split()) == 4   # the one that ended, and one per variant apart
+    if "bad" not in timed:
+        [bad] = [v for v in case.variants if v.variant == "bad"]
+        assert bad.status == TimingStatus.ERROR and bad.reason.startswith(
+            "ended the process that timed it apart with the baseline: its process ended with exit code -6")

@@ -1,8 +1,8 @@
 """A variant that ends a dtype's timing process (compare/comparison/timing_run.py) while it runs alone (its warm-up,
 launch cost, graph capture, audit: compare.runtime.supervisor.alone), or that kernel-ab ended there for keeping the
 GPU busy (compare.runtime.device_busy), is named by that launch's record; the dtype is timed again in a fresh
-process without it, and its section says the variant was not timed, and why. A process that ends while several
-variants ran together (the interleaved rounds) blames none: the dtype is not timed."""
+process without it, and its section says why. One that ends while several ran together (the interleaved rounds)
+blames none: each variant is then timed apart with the baseline (compare/comparison/timing_apart.py)."""
 from __future__ import annotations
 
 import dataclasses

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from compare.checks.check import Findings
-from compare.comparison import timing_culprit
+from compare.comparison import timing_apart, timing_culprit
 from compare.runtime import background, device_busy, supervisor
 from compare.model.reruns import Blamed, Culprit, Ran, run_excluding
 from compare.model.results import TimingSection, decode, to_dict
@@ -183,31 +183,68 @@ class TimingProcesses:
     def _dtype(self, w: AskedWorker, copy_gbs: float, step) -> Findings:
         """`w`'s dtype timed: its section, else a Skip saying why not. A process that ended while one variant ran
         alone is started afresh without it (timing_culprit), at most CULPRITS_AT_MOST times; the section then
-        says each such variant was not timed, and why."""
+        says each such variant was not timed, and why. One that ended while several ran together: each variant
+        is timed apart with the baseline (timing_apart)."""
         baseline = self.request.variants[0] if self.request.variants else ""
+        together: list = []   # the launch of several variants the last process ended in, if it did
 
         def attempt(culprits: tuple[Culprit, ...]) -> Ran[Findings] | Blamed[Findings, Culprit]:
             asked = w
             if culprits:
                 step(f"timing {w.dtype}: {culprits[-1].name} ended its process; again without it")
                 asked = self.pool.ask_apart(self.request, w.dtype, timing_culprit.excluding(list(culprits)))
-            mark = supervisor.status_mark()
-            untimed = self._time(asked, copy_gbs)
-            if asked.worker in self.pool.apart:   # timed one request without its culprits: never used again
-                asked.worker.close()
+            section, untimed, launch = self._timed_or_why(asked, copy_gbs)
             if untimed is None:
-                section = decode(TimingSection, json.loads(asked.answer.read_text()))
                 return Ran(Findings(timing=timing_culprit.with_culprits(section, list(culprits),
                                                                          self.request.variants)))
-            launch = supervisor.last_launch(mark) if untimed.exit_code is not None else None
-            if launch is not None:
-                supervisor.none_running()   # the launch it said it ran ended with it
-                _busy_here(launch)
             why = timing_culprit.not_timed_why(untimed.why, launch, baseline, list(culprits))
             skip = Findings(skipped=(Skip("timing", why, w.dtype, short=untimed.short),))
+            together[:] = [launch] if launch is not None and len(launch.names) > 1 else []
             culprit = timing_culprit.blamed(launch, untimed.exit_code, w.dtype, baseline)
             return Ran(skip) if culprit is None else Blamed(culprit, culprit.name, skip)
-        return run_excluding(attempt, CULPRITS_AT_MOST).result
+        reruns = run_excluding(attempt, CULPRITS_AT_MOST)
+        each = timing_apart.suspects(self.request.variants, baseline, reruns.culprits)
+        if reruns.result.timing is None and together and len(each) > 1:
+            return self._apart(w, copy_gbs, step, each, reruns.culprits, reruns.result)
+        return reruns.result
+
+    def _timed_or_why(self, asked: AskedWorker, copy_gbs: float):
+        """`asked` timed: (its section, None, None), else (None, why not, the launch its process ended in)."""
+        mark = supervisor.status_mark()
+        untimed = self._time(asked, copy_gbs)
+        if asked.worker in self.pool.apart:   # timed one request without its culprits: never used again
+            asked.worker.close()
+        if untimed is None:
+            return decode(TimingSection, json.loads(asked.answer.read_text())), None, None
+        launch = supervisor.last_launch(mark) if untimed.exit_code is not None else None
+        if launch is not None:
+            supervisor.none_running()   # the launch it said it ran ended with it
+            _busy_here(launch)
+        return None, untimed, launch
+
+    def _apart(self, w: AskedWorker, copy_gbs: float, step, each: tuple[str, ...], culprits: tuple[Culprit, ...],
+               together: Findings) -> Findings:
+        """Each of `each` timed with the baseline in a fresh process of its own (compare.comparison.timing_apart);
+        a pair whose process ends too leaves its variant out, saying why. None timed: `together`, as it was."""
+        pairs, failed = {}, list(culprits)
+        for name in each:
+            step(f"timing {w.dtype}: its process ended while several variants ran; {name} apart")
+            asked = self.pool.ask_apart(self.request, w.dtype, timing_culprit.excluding(
+                list(culprits) + timing_apart.others(each, name)))
+            section, untimed, launch = self._timed_or_why(asked, copy_gbs)
+            if untimed is None:
+                pairs[name] = section
+                continue
+            said = timing_culprit.not_timed_why(untimed.why, launch, "", [])
+            failed.append(Culprit(name, f"ended the process that timed it apart with the baseline: {said}"))
+        if not pairs:
+            return together
+        ended = together.skipped[0].why if together.skipped else "its process ended"
+        note = f"each variant timed apart with the baseline, in a process of its own: {ended}"
+        section = timing_apart.merged_apart(pairs, self.request.variants, note)
+        gone = [c for c in failed if c.name in each]
+        section = timing_apart.without(section, [c.name for c in gone], self.request.variants)
+        return Findings(timing=timing_culprit.with_culprits(section, failed, self.request.variants))
 
     def _time(self, w: AskedWorker, copy_gbs: float) -> Untimed | None:
         """None when `w` timed its cases, else why not. `copy_gbs`: the copy bandwidth an earlier process
