@@ -64,7 +64,8 @@ def _rounds(v) -> list[list[float]]:
     return [list(v.samples_ms[i:i + per]) for i in range(0, per * v.rounds, per)]
 
 
-def _timed_variant(name: str, old: TimingCase, new: TimingCase, noise: float, confidence: float) -> TimingAcross:
+def _estimated(name: str, old: TimingCase, new: TimingCase, confidence: float):
+    """`name`'s new samples against its saved ones: (estimate, saved, new), else its TimingAcross saying why not."""
     a = next(v for v in old.variants if v.variant == name)
     b = next(v for v in new.variants if v.variant == name)
     for side, v, case in (("saved", a, old), ("new", b, new)):
@@ -74,11 +75,30 @@ def _timed_variant(name: str, old: TimingCase, new: TimingCase, noise: float, co
             return TimingAcross(name, TimingVerdict.NA, reason=f"the {side} run's report holds too few of its samples")
         if _withheld(case, name):
             return TimingAcross(name, TimingVerdict.NA, reason=f"the {side} run withheld it ({_withheld(case, name)})")
-    est = stats.ratio_across_runs(_rounds(a), _rounds(b), confidence=confidence)
+    return stats.ratio_across_runs(_rounds(a), _rounds(b), confidence=confidence), a, b
+
+
+def _timed_variants(names: list[str], old: TimingCase, new: TimingCase, noise: float,
+                    confidence: float) -> tuple[TimingAcross, ...]:
+    """Each variant's new samples against its saved ones. The runs were not interleaved, so all of a case's
+    variants move alike with the GPU's drift between them: a variant's change counts only beyond the least
+    change of the case's other variants (an unchanged one shows the drift alone; a changed one only widens it)."""
+    found = {n: _estimated(n, old, new, confidence) for n in names}
+    estimates = {n: e[0] for n, e in found.items() if isinstance(e, tuple)}
     controls = [c for c in (_control(old), _control(new)) if c is not None]
     control = max(controls, key=stats.control_deviation) if controls else None
-    decision = stats.decide(est, noise, control)
-    return stats.judged(TimingAcross, name, est, decision, old_median_ms=a.median_ms, new_median_ms=b.median_ms)
+    records = []
+    for name, e in found.items():
+        if not isinstance(e, tuple):
+            records.append(e)
+            continue
+        est, a, b = e
+        others = [x for n, x in estimates.items() if n != name]
+        drift = min(others, key=stats.control_deviation) if others else None
+        decision = stats.decide(est, noise, control, drift=drift)
+        records.append(stats.judged(TimingAcross, name, est, decision, old_median_ms=a.median_ms,
+                                    new_median_ms=b.median_ms))
+    return tuple(records)
 
 
 def _matched(what: str, old: Report, new: Report, old_cases, new_cases, key, only: list[str]) -> list[tuple]:
@@ -115,8 +135,7 @@ def _timing(old: Report, new: Report, noise: float, only: list[str]) -> list[Tim
     for k, before, case in _matched("timing", old, new, old.timing.cases, new.timing.cases, _timing_key, only):
         names = [v.variant for v in case.variants if v.variant in {w.variant for w in before.variants}]
         note = "" if before.graph == case.graph else "timed from CUDA graphs in one run, eagerly in the other"
-        found.append(TimingCaseAcross(*k, tuple(_timed_variant(n, before, case, noise, new.timing.confidence)
-                                                for n in names), note))
+        found.append(TimingCaseAcross(*k, _timed_variants(names, before, case, noise, new.timing.confidence), note))
     return found
 
 
