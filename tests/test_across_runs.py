@@ -10,6 +10,7 @@ import pytest
 import main
 from compare.checks.across_runs import compare_runs
 from compare.model.errors import UsageError
+from compare.model.fouls import Finding, Foul
 from compare.model.runs import NumericsChange, Setting
 from compare.model.states import TimingBasis, TimingVerdict
 from compare.render import json_report, runs
@@ -178,7 +179,13 @@ def test_a_variant_not_timed_or_withheld_in_either_run_has_no_verdict_and_says_w
     b = next(v for v in compare_runs(_run(1), new, "s", "n").timing[0].variants if v.variant == "B")
     assert b.verdict is TimingVerdict.NA and b.reason == "not timed in the new run: CompilationError: out of resources"
     old = _run(1)
+    cache = Finding("B", Foul.TIMED_MISMATCH, "y: 512 of 512 elements never written on fresh inputs")
     old = dataclasses.replace(old, timing=dataclasses.replace(old.timing, cases=(
-        dataclasses.replace(old.timing.cases[0], comparisons=(fouled,)),)))
+        dataclasses.replace(old.timing.cases[0], comparisons=(fouled,), fouls=(cache,)),)))
     b = next(v for v in compare_runs(old, _run(2), "s", "n").timing[0].variants if v.variant == "B")
     assert b.verdict is TimingVerdict.NA and b.reason == "the saved run withheld it (foul: answered from a cache)"
+    # the verdict withheld is read from the case's foul records, whatever the comparison's words
+    reworded = dataclasses.replace(old.timing.cases[0], comparisons=(dataclasses.replace(fouled, reason="n/a"),))
+    old = dataclasses.replace(old, timing=dataclasses.replace(old.timing, cases=(reworded,)))
+    b = next(v for v in compare_runs(old, _run(2), "s", "n").timing[0].variants if v.variant == "B")
+    assert b.verdict is TimingVerdict.NA and b.reason == "the saved run withheld it (n/a)"

@@ -10,7 +10,7 @@ import torch
 
 from compare.checks import accuracy, stats
 from compare.model.errors import UsageError
-from compare.model.results import NumericsCase, Report, TimingCase, TimingComparison, VariantNumerics
+from compare.model.results import NumericsCase, Report, TimingCase, VariantNumerics
 from compare.model.runs import (NumericsAcross, NumericsCaseAcross, NumericsChange, RunsComparison,
                                 TimingAcross, TimingCaseAcross, environment_changes)
 from compare.model.states import Accuracy, Status, TimingStatus, TimingVerdict
@@ -54,9 +54,12 @@ def _control(case: TimingCase):
 
 
 def _withheld(case: TimingCase, name: str) -> str:
-    """Why the run's own verdict for `name` was withheld (a foul), else ''."""
-    found: list[TimingComparison] = [c for c in case.comparisons if c.variant == name and c.reason.startswith("foul")]
-    return found[0].reason if found else ""
+    """Why the run's own verdict for `name` was withheld (a foul of its own or of the case's baseline), else ''."""
+    fouled = [f for f in case.fouls if f.variant in (name, case.variants[0].variant if case.variants else name)]
+    if not fouled:
+        return ""
+    said = next((c.reason for c in case.comparisons if c.variant == name and c.reason), "")
+    return said or f"foul: {fouled[0].variant}: {fouled[0].foul}"
 
 
 def _rounds(v) -> list[list[float]]:
