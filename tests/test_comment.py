@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -19,12 +20,14 @@ from compare.model.replay import Agreement, ReplayedCall, ReplayedOp, ReplayVerd
 from compare.model.states import ProblemKind
 from compare.render import files, json_report, markdown
 from compare.render.table import Table
-from compare.review import replay_render
+from compare.review import render as review_render, replay_render
+from compare.review.kernels import Changes
 from tests.fixed_report import fixed_report
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "reports" / "seed_pair" / "report.json"
 ONE_OP = ROOT / "reports" / "numerics_seed_pair" / "report.json"   # the H200's, NaN shared on five input kinds
+SEVEN = ROOT / "reports" / "roofline_group_norm" / "forward_image_float32" / "report.json"   # a wide Variants table
 BUNDLE = Path(os.environ.get("KERNEL_AB_CORPUS") or ROOT.parent / "shared" / "corpus") / "liger-kernel-prs.bundle"
 TOP = 25                                                  # lines a reviewer reads before opening anything
 LABEL_ONLY = re.compile(r"^[-*>\s]*[A-Za-z][\w .]*:\s*$")   # "specialization:" and nothing after it
@@ -132,6 +135,50 @@ def test_the_compiled_code_on_top_is_in_plain_words_and_the_folded_details_keep_
     for term in ("TTIR", "TTGIR", "LLIR", "SASS", "tt.addptr", "IADD3", "(for start)", "instruction count changes"):
         assert not any(term in line for line in top), term
     assert "innermost loop 2.1 (for start), instruction count changes: TTIR tt.addptr +2" in markdown.full(report)
+
+
+def _folds(text: str) -> dict[str, str]:
+    """The top-level folds of a report's details (variants, each section), by title."""
+    return {fold.split("</b>", 1)[0]: fold for fold in text.split("<details><summary><b>")[1:]}
+
+
+def _said(text: str) -> set[str]:
+    """The lines of `text`, each legend (<sub>, a line of a few) taken apart into its lines."""
+    return {item for line in text.splitlines()
+            for item in (line.removeprefix("<sub>").removesuffix("</sub>").split("<br>") if line.startswith("<sub>")
+                         else [line])}
+
+
+@pytest.mark.parametrize("path, full_written", [(ONE_OP, False), (SEVEN, False), (SEVEN, True)],
+                         ids=["one pair, 600,000 characters whole", "seven variants", "seven, report-full.md written"])
+def test_the_details_fit_any_room_above_their_folds_and_each_cut_fold_says_where_the_rest_is(path, full_written):
+    """Cut only: each fold keeps what fits of it (no line that the whole lacks) and says where the rest is."""
+    report = json_report.load(path.read_text())
+    whole = markdown.details(report)
+    floor = len(markdown.details(report, 0, full_written))   # each fold holding its note alone
+    where = markdown.FULL_WRITTEN if full_written else markdown.CUT_WHERE
+    top = min(len(whole) - 1, 2 * markdown.COMMENT_LIMIT)
+    for room in sorted({floor + (top - floor) * k // 3 for k in range(4)}):
+        text = markdown.details(report, room, full_written)
+        assert len(text) <= room, (room, len(text))
+        assert {line for line in _said(text) if where not in line} <= _said(whole)
+        cut, uncut = _folds(text), _folds(whole)
+        assert cut.keys() == uncut.keys()
+        assert [t for t in cut if (where in cut[t]) != (cut[t] != uncut[t])] == [], room
+
+
+@pytest.mark.parametrize("ops, full_written", [(1, False), (2, True)])
+def test_a_reviews_comment_of_a_large_report_keeps_the_answer_on_top_and_the_bound_per_op(ops, full_written):
+    """The review's own lines and each op's answer are never cut; its details share what they leave."""
+    report = json_report.load(ONE_OP.read_text())
+    target = SimpleNamespace(module="lib.ops", callable="Norm.apply", family=report.family, what=(),
+                             how="matched by parameter names: " + ", ".join(f"argument_{i}" for i in range(40)))
+    compared = tuple(SimpleNamespace(target=target, label=f"Norm{i}", report=report, error="", needs=(),
+                                     stopped=False) for i in range(ops))
+    review = review_render.Review("v1", "v2", "a" * 40, "b" * 40, Changes(), compared, ())
+    text = review_render.markdown(review, full_written)
+    assert_readable(text, [report], ops)
+    assert text.count("### `Norm") == ops and len(text) > markdown.COMMENT_LIMIT * 0.9
 
 
 def test_a_replayed_ops_calls_are_folded_and_cut_to_its_room():

@@ -12,6 +12,7 @@ from tabulate import tabulate
 from compare.model import glance
 from compare.model.headline import Headline, headline
 from compare.render.ir_tables import diff_blocks
+from compare.render.table import Section
 from compare.render.tables import IR_TITLE, Table, build, environment_lines, gate_lines, section_legend, variants_table
 from compare.model.results import Report
 
@@ -77,10 +78,6 @@ def narrow(table: Table) -> list[Table]:
     return tables
 
 
-def _table(table: Table, heading: str = "####") -> str:
-    return "\n".join(_one_table(t, heading) for t in narrow(table))
-
-
 def _one_table(table: Table, heading: str) -> str:
     rows = [[_cell(c) for c in row] for row in table.rows]
     parts = [f"{heading} {table.title}", "", tabulate(rows, headers=[_cell(h) for h in table.headers],
@@ -103,48 +100,70 @@ def _legend(tables) -> str:
     return f"{_sub(lines)}\n" if lines else ""
 
 
-def _section(section, diffs: tuple[str, ...] = (), budget: int | None = None, full_written: bool = False) -> str:
-    """A section's Markdown, folded under its title. `diffs` (the IR diffs) come right after the section's
-    first table, the legend of the tables shown after them. With a `budget`, only the parts that fit in it
-    are kept, in order, and a line says how many were left out, and where they are (`full_written`:
-    report-full.md, written with this comment; else how to get them: the Cut note)."""
-    where = FULL_WRITTEN if full_written else CUT_WHERE
-    head = []
-    for i, (level, text) in enumerate(section.lines):
-        line = f"- {_MARK[level]} {text}"
-        if budget is not None and len("\n".join(head)) + len(line) > budget // 2:
-            head.append(f"- … {len(section.lines) - i} more verdict lines of this section: {where}")
-            break
-        head.append(line)
-    if section.lines:
-        head.append("")
-    head.extend(f"{line}\n" for line in section.intro)
-    tables = [(_table(t), t) for t in section.tables]
-    parts = tables[:1] + [(d, None) for d in diffs] + tables[1:]
-    kept, used, explained = [], len("\n".join(head)) + 300, set()
-    for text, table in parts:
-        new = [line for line in (table.legend if table else ()) if line not in explained]
-        size = len(text) + 1 + sum(len(line) + 4 for line in new) + (12 if new and not explained else 0)
-        if budget is not None and used + size > budget:
-            break
-        kept.append((text, table))
-        explained.update(new)
-        used += size
-    counted = ", ".join(f"{n} {noun}{'s' if n != 1 else ''}" for n, noun in (
-        (len(section.lines), "verdict line"), (len(tables), "table"), (len(diffs), "diff")) if n)
-    block = [f"<details><summary><b>{section.title}</b>: {counted}</summary>", "", *head]
-    block.extend(text for text, _ in kept)
-    legend = _legend([t for _, t in kept if t is not None])
-    if legend:
-        block.append(legend)
-    if len(kept) < len(parts) and full_written:
-        block.append(f"<sub>{len(parts) - len(kept)} of this section's {len(parts)} parts (tables, diffs) are left "
-                     f"out of this comment: {where}.</sub>\n")
-    elif len(kept) < len(parts):
-        block.append(f"> **Cut:** {len(parts) - len(kept)} of this section's {len(parts)} parts (tables, diffs) "
-                     f"were left out to keep this comment short: {where}.\n")
-    block.append("</details>\n")
-    return "\n".join(block) + "\n"
+def _parts(section, diffs: tuple[str, ...]) -> list[tuple[str, Table | None]]:
+    """A section's parts in order, each (text, its table or None for a diff): the IR diffs right after the
+    first table; each column part of a wide table a part of its own, so a cut can keep its first columns."""
+    tables = [[(_one_table(part, "####"), t) for part in narrow(t)] for t in section.tables]
+    return [*(tables[0] if tables else ()), *((d, None) for d in diffs), *(p for t in tables[1:] for p in t)]
+
+
+def _counts(section, parts, kept: tuple[int, int, int]) -> tuple[int, int, int, int]:
+    """How many verdict lines, intro lines, tables (each column part of a wide one a table, as GitHub shows
+    it) and diffs the first `kept` of each hold."""
+    shown = parts[:kept[2]]
+    return (*kept[:2], sum(t is not None for _, t in shown), sum(t is None for _, t in shown))
+
+
+def _left_out(whole, kept, verbs: tuple[str, str]) -> str:
+    """What a cut left out of a section, said once: "3 of this section's 6 verdict lines and 42 of its 42
+    tables were left out" (`verbs`: one thing, several)."""
+    cut = [(w - k, w, kind) for w, k, kind in zip(whole, kept, ("verdict lines", "intro lines", "tables", "diffs"))
+           if k < w]
+    whose = ["this section's", *["its"] * (len(cut) - 1)]
+    said = [f"{n} of {who} {w} {kind}" for who, (n, w, kind) in zip(whose, cut)]
+    verb = verbs[sum(n for n, _, _ in cut) != 1]
+    return (", ".join(said[:-1]) + f" and {said[-1]}" if len(said) > 1 else said[0]) + f" {verb} left out"
+
+
+def _fold(section, parts, kept: tuple[int, int, int], full_written: bool, counted: bool) -> str:
+    """A section folded under its title, holding its first `kept` verdict lines, intro lines and `parts`,
+    and one note (where anything was left out) of how many of each and where they are."""
+    said, intro, shown = kept
+    whole = _counts(section, parts, (len(section.lines), len(section.intro), len(parts)))
+    count = ", ".join(f"{n} {noun}{'s' if n != 1 else ''}" for n, noun in zip(
+        (whole[0], *whole[2:]), ("verdict line", "table", "diff")) if n)
+    block = [f"<details><summary><b>{section.title}</b>{f': {count}' if counted else ''}</summary>", ""]
+    block += [f"- {_MARK[level]} {text}" for level, text in section.lines[:said]] + ([""] if said else [])
+    block += [f"{line}\n" for line in section.intro[:intro]] + [text for text, _ in parts[:shown]]
+    legend = _legend([t for _, t in parts[:shown] if t is not None])
+    block += [legend] if legend else []
+    shown_counts = _counts(section, parts, kept)
+    if full_written and shown_counts != whole:
+        what = _left_out(whole, shown_counts, ("is", "are"))
+        block.append(f"<sub>{what[:1].upper()}{what[1:]} of this comment: {FULL_WRITTEN}.</sub>\n")
+    elif shown_counts != whole:
+        block.append(f"> **Cut:** {_left_out(whole, shown_counts, ('was', 'were'))} to keep this comment short: "
+                     f"{CUT_WHERE}.\n")
+    return "\n".join([*block, "</details>\n"]) + "\n"
+
+
+def _section(section, parts, budget: int | None = None, full_written: bool = False, counted: bool = True) -> str:
+    """A section's Markdown with its `parts` (_parts), folded under its title (`counted`: the title says how many
+    lines, tables and diffs it has). With a `budget`, at most that many characters: the verdict lines that fit
+    in half of it, then the intro lines and the parts that fit, each in order, and a note of what was cut."""
+    whole = [len(section.lines), len(section.intro), len(parts)]
+    if budget is None:
+        return _fold(section, parts, tuple(whole), full_written, counted)
+    lines = [len(text) + 5 for _, text in section.lines]
+    kept = [0, 0, 0]
+    for kind in range(3):
+        while kept[kind] < whole[kind]:
+            kept[kind] += 1
+            if len(_fold(section, parts, tuple(kept), full_written, counted)) > budget or \
+                    kind == 0 and sum(lines[:kept[0]]) > budget // 2:
+                kept[kind] -= 1
+                break
+    return _fold(section, parts, tuple(kept), full_written, counted)
 
 
 def _ir_diff(block) -> str:
@@ -202,26 +221,31 @@ def verdicts(report: Report, glance_shown: bool = True) -> list[str]:
 
 def details(report: Report, room: int | None = None, full_written: bool = False) -> str:
     """Everything under the answer, each part folded: the variants, each check's section, the environment.
-    With `room`, each section gets an even share of what the variants and the environment leave, and keeps
-    the verdict lines and tables that fit in it, with a note saying what was left out and where it is."""
+    With `room`, the variants and each section in turn get an even share of what is left of it (the
+    environment's taken first), then what the others left unused, and keep what fits, with a note saying
+    what was left out and where it is."""
     _, sections = build(report, headline(report))
-    variants = variants_table(report)
-    fixed = "\n".join(["<details><summary><b>Variants</b></summary>", "", _table(variants), _legend([variants]),
-                       "</details>", "", ""])
     extras = [() for _ in sections]
     ir_at = [i for i, s in enumerate(sections) if s.title.startswith(IR_TITLE)]
     for at, ir in zip(ir_at, report.ir_sections):   # the diffs go with their compiled-code section
         extras[at] = tuple(_ir_diff(block) for block in diff_blocks(ir))
+    variants = Section("Variants", (), (variants_table(report),))
+    folds = [(section, _parts(section, extra), counted) for section, extra, counted in (
+        (variants, (), False), *((s, e, True) for s, e in zip(sections, extras)))]
     tail = "\n".join(["<details><summary>Environment</summary>", "",
                       *(f"- {line}" for line in environment_lines(report)), "", "</details>", ""])
-    whole = "".join(_section(s, e) for s, e in zip(sections, extras))
-    if room is None or len(fixed) + len(whole) + len(tail) <= room:
-        return fixed + whole + tail
-    left, body = room - len(fixed) - len(tail), ""
-    for i, (section, extra) in enumerate(zip(sections, extras)):
-        share = (left - len(body)) // (len(sections) - i)
-        body += _section(section, extra, budget=share, full_written=full_written)
-    return fixed + body + tail
+    whole = "".join(_section(section, parts, counted=counted) for section, parts, counted in folds)
+    if room is None or len(whole) + len(tail) <= room:
+        return whole + tail
+    left, texts = room - len(tail), []
+    for i, (section, parts, counted) in enumerate(folds):
+        share = (left - sum(map(len, texts))) // (len(folds) - i)
+        texts.append(_section(section, parts, share, full_written, counted))
+    # a fold whose next part is bigger than its share leaves the share unused: the first folds it fits take it
+    for i, (section, parts, counted) in enumerate(folds):
+        spare = left - sum(map(len, texts))
+        texts[i] = _section(section, parts, len(texts[i]) + spare, full_written, counted)
+    return "".join(texts) + tail
 
 
 def render(report: Report, limit: int | None = COMMENT_LIMIT, full_written: bool = False) -> str:
@@ -240,4 +264,4 @@ def full(report: Report) -> str:
 
 def section_text(section) -> str:
     """One section's Markdown, uncut (a section outside a report: `diff`, `compare --baseline`)."""
-    return _section(section)
+    return _section(section, _parts(section, ()))

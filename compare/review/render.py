@@ -201,12 +201,13 @@ def markdown(review: Review, full_written: bool = False) -> str:
     for r in replayed:
         level, line = replay_render.summary(r, _hint(review, r))
         text += ([] if text[-1] == "" else [""]) + [f"- {_MARKS[level]}{line}"]
-    room = max(md.COMMENT_LIMIT - len("\n".join(text)), 2000) // max(len(ran) + len(replayed), 1)
+    room = max(md.COMMENT_LIMIT - len("\n".join(text) + "\n"), 2000) // max(len(ran) + len(replayed), 1)
     for c in ran:
         t = c.target
         said = ["", f"### `{c.label}`", "", f"`{t.module}:{t.callable}` in family {t.family}: {t.how}", "",
                 *md.verdicts(_in_review(c.report), glance_shown=False)]
-        body = md.details(_in_review(c.report), room - len("\n".join(said)), full_written)
+        # what is said above the details, and the newlines joining them, count against the room too
+        body = md.details(_in_review(c.report), room - len("\n".join(["", *said, ""])), full_written)
         text += [*said, body]
     for r in replayed:
         section = [""] + replay_render.markdown(r, room // 2 if r.report is not None else room - 400)
