@@ -173,15 +173,20 @@ def _git(top: Path, *args: str) -> None:
                    capture_output=True)
 
 
-def make(top: Path) -> Path:
-    """The library at `top`, committed twice (HEAD~1: before; HEAD: after)."""
+def commit(top: Path, sides: dict[str, dict[str, str]]) -> Path:
+    """A git repository at `top` with a commit per side (its message -> its files, path -> text), in order."""
+    top.mkdir(parents=True, exist_ok=True)
     _git(top, "init", "-q")
-    for side in ("before", "after"):
-        (top / "toylib").mkdir(exist_ok=True)
-        (top / "tests").mkdir(exist_ok=True)
-        (top / "toylib" / "__init__.py").write_text("")
-        (top / "toylib" / "ops.py").write_text(KERNELS.format(**SIDES[side]))
-        (top / "tests" / "test_ops.py").write_text(TESTS.format(more=SIDES[side]["more"]))
+    for side, files in sides.items():
+        for path, text in files.items():
+            (top / path).parent.mkdir(parents=True, exist_ok=True)
+            (top / path).write_text(text)
         _git(top, "add", "-A")
         _git(top, "commit", "-qm", side)
     return top
+
+
+def make(top: Path) -> Path:
+    """The library at `top`, committed twice (HEAD~1: before; HEAD: after)."""
+    return commit(top, {side: {"toylib/__init__.py": "", "toylib/ops.py": KERNELS.format(**SIDES[side]),
+                               "tests/test_ops.py": TESTS.format(more=SIDES[side]["more"])} for side in SIDES})

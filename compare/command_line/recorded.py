@@ -93,6 +93,10 @@ def run_record(args) -> int:
     calls = manifest.get("calls", [])
     for note in manifest.get("notes", []):
         print(f"kernel-ab: {note}", file=sys.stderr)
+    for failed in manifest.get("unimportable", []):
+        what = f"{args.op}'s module" if failed["ops"] else failed["test"] or "a module the command imports"
+        where = f" ({failed['raised_in']} raised)" if failed["raised_in"] else ""
+        print(f"kernel-ab: {what} could not be imported{where}: {failed['error']}", file=sys.stderr)
     for m in manifest.get("missing", []):
         print(f"kernel-ab: the command needs package {m['package']!r}, which this environment lacks", file=sys.stderr)
     said = f"the command ended with exit code {code}" if code else "the command ended"

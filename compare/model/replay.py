@@ -18,6 +18,7 @@ class Side(Word):
 
 
 class Pass(Word):
+    IMPORT = "import"                        # the op could not be loaded at that side: no call of it ran
     FORWARD = "forward"
     BACKWARD = "backward"
 
@@ -42,6 +43,7 @@ class ReplayVerdict(Word):
     HEAD_FAILS = "fails at HEAD only"        # a call BASE runs raises at HEAD
     BASE_FAILS = "fails at BASE only"
     BOTH_FAIL = "fails at both"
+    NOT_IMPORTED = "could not be imported"   # where its calls were to be recorded: not_imported says what
     NO_CALLS = "no call recorded"            # no test of the library called it (notes say why)
 
 
@@ -64,6 +66,23 @@ class TensorDiff:
     nan_mismatch: int = 0           # NaN or inf at one side where the other has a finite number
     why: str = ""                   # UNLIKE: what differs (shape, dtype, present at one side only)
     spread: float = -1.0            # BASE's largest |run 1 - run 2| on it (-1: not run twice)
+
+
+@dataclasses.dataclass(frozen=True)
+class ImportFailure:
+    """An import that raised at `side`: the op's module (`module`) or a test file of it (`test`), the module
+    whose own code raised (that module, a package above it or one it imports; "" where none ran)."""
+
+    side: Side
+    error: str                      # the exception's type and first line
+    module: str = ""
+    test: str = ""
+    raised_in: str = ""
+
+    def text(self) -> str:
+        what = f"its test file {self.test}" if self.test else f"its module {self.module}"
+        where = f" ({self.raised_in} raised)" if self.raised_in not in ("", self.module) else ""
+        return f"at {self.side} {what} could not be imported{where}: {self.error}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,6 +116,7 @@ class ReplayedOp:
     notes: tuple[str, ...] = ()     # what the recording or replay could not do, a line each
     stopped: bool = False           # the review's time budget stopped its recording or replay: calls are missing
     verdict: ReplayVerdict = ReplayVerdict.NO_CALLS
+    not_imported: tuple[ImportFailure, ...] = ()   # imports that kept calls of it from being recorded
     # timing and compiled code, compared as compare compares an op, in the family made from its recorded calls
     # (variants/recorded.py): the compare Report (None: not run), which call was timed and how it was grown, or
     # why they were not run
@@ -106,7 +126,7 @@ class ReplayedOp:
     @classmethod
     def made(cls, **fields) -> "ReplayedOp":
         """The record with its verdict decided from its calls (the one place it is)."""
-        return cls(**fields, verdict=decide(fields["calls"]))
+        return cls(**fields, verdict=decide(fields["calls"], fields.get("not_imported", ())))
 
     def worst(self) -> TensorDiff | None:
         """The tensor that differs most: beyond tolerance first, then by ULPs."""
@@ -115,10 +135,11 @@ class ReplayedOp:
         return min(found, key=lambda t: (order[t.agreement], -t.beyond, -t.ulp_where), default=None)
 
 
-def decide(calls: tuple[ReplayedCall, ...]) -> ReplayVerdict:
-    """The op's verdict: a side failing where the other runs first, then the largest disagreement."""
+def decide(calls: tuple[ReplayedCall, ...], not_imported: tuple[ImportFailure, ...] = ()) -> ReplayVerdict:
+    """The op's verdict: no call, for an import that failed first; a side failing where the other runs, then
+    the largest disagreement."""
     if not calls:
-        return ReplayVerdict.NO_CALLS
+        return ReplayVerdict.NOT_IMPORTED if not_imported else ReplayVerdict.NO_CALLS
     base = [c.failed(Side.BASE) for c in calls]
     head = [c.failed(Side.HEAD) for c in calls]
     if any(h and not b for b, h in zip(base, head)):
@@ -136,5 +157,7 @@ def decide(calls: tuple[ReplayedCall, ...]) -> ReplayVerdict:
     return ReplayVerdict.SPREAD if Agreement.SPREAD in agreements else ReplayVerdict.IDENTICAL
 
 
+# no call of the op ran: nothing judged
+NOT_REPLAYED = frozenset({ReplayVerdict.NOT_IMPORTED, ReplayVerdict.NO_CALLS})
 # a difference HEAD brings that --fail-on-numerics fails on
 NUMERICS_FAILURES = frozenset({ReplayVerdict.BEYOND, ReplayVerdict.HEAD_FAILS})

@@ -17,7 +17,7 @@ from compare.review.ops_changed import CODE
 from compare.review.mapping import TABLE, Unmapped
 from compare.review import replay_render
 from compare.model.budget import BudgetUse, Cut, DtypesLeftOut, LeftOut
-from compare.model.replay import NUMERICS_FAILURES, ReplayedOp, ReplayVerdict
+from compare.model.replay import NOT_REPLAYED, NUMERICS_FAILURES, ReplayedOp, ReplayVerdict
 from compare.model.headline import headline
 from compare.runtime.exit_codes import after_report
 
@@ -85,7 +85,7 @@ def lines(review: Review, per_op: bool = True) -> list[tuple[str, str]]:
                 (" in what could be read (below)" if unsure else ""))]
     else:
         n, k = len(ch.ops), len(ch.changed)
-        compared = [c.label for c in ran] + [r.label for r in review.replayed if r.verdict != ReplayVerdict.NO_CALLS]
+        compared = [c.label for c in ran] + [r.label for r in review.replayed if r.verdict not in NOT_REPLAYED]
         stopped = review.stopped()
         compared = [label for label in compared if label not in stopped]
         out = [("info", f"{n} op{'s' if n != 1 else ''} changed between {span} ({k} changed kernel{'s' if k != 1 else ''} "
@@ -103,10 +103,10 @@ def lines(review: Review, per_op: bool = True) -> list[tuple[str, str]]:
         out += [("info", f"{c.label}: {changed_text(c.target.what)}") for c in ran]
         out += [replay_render.summary(r, _hint(review, r)) for r in review.replayed]
         out += [("info", f"{r.label}: {replay_render.timed_line(r)}") for r in review.replayed
-                if r.verdict != ReplayVerdict.NO_CALLS]
+                if r.verdict not in NOT_REPLAYED]
     else:   # a replayed op that ran no call has no answer of its own: its line stays here
         out += [replay_render.summary(r, _hint(review, r)) for r in review.replayed
-                if r.verdict == ReplayVerdict.NO_CALLS]
+                if r.verdict in NOT_REPLAYED]
     out += [("fail", f"{changed_kernels(c.target)}: changed; {c.target.module}:{c.target.callable} could not be "
                      f"compared: {_why_not(c)}") for c in review.compared if c.report is None and not c.stopped]
     out += _budget_lines(review)
@@ -164,7 +164,7 @@ def unjudged(review: Review) -> list[str]:
            [f"{changed_kernels(c.target)} changed and could not be compared" for c in review.compared
             if c.report is None and not c.stopped] + \
            [f"{r.op} changed and its replay judged nothing ({r.verdict})" for r in review.replayed
-            if r.verdict in (ReplayVerdict.NO_CALLS, ReplayVerdict.BOTH_FAIL)] + \
+            if r.verdict in NOT_REPLAYED | {ReplayVerdict.BOTH_FAIL}] + \
            [f"{label} changed and the time budget stopped its comparison" for label in review.stopped()] + \
            [f"{left.op} changed and was not compared ({left.cut})" for left in review.left_out]
 
@@ -190,7 +190,7 @@ def markdown(review: Review, full_written: bool = False) -> str:
     from compare.model import glance
     from compare.render import markdown as md
     ran = [c for c in review.compared if c.report is not None]
-    replayed = [r for r in review.replayed if r.verdict != ReplayVerdict.NO_CALLS]
+    replayed = [r for r in review.replayed if r.verdict not in NOT_REPLAYED]
     text = [f"{md.TITLE}review of {review.base_rev}..{review.head_rev}", ""]
     text += [f"- {_MARKS[level]}{line}" for level, line in lines(review, per_op=False)]
     for c in ran:

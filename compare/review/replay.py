@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from compare.model.replay import CallFailure, Pass, ReplayedCall, ReplayedOp, Side
+from compare.review import replay_recording
 from compare.review.members import module_name
 from compare.review.revisions import Repository
 from compare.review.sources import Role, role
@@ -221,7 +222,7 @@ class Replayer:
         started, waiting = time.monotonic(), self._start_plays(wanted, recording) if wanted else {}
         try:
             ran = self._record(at, wanted, sorted({t for op in wanted for t in tests[op.key]}), recording)
-            manifest = _manifest(recording)
+            manifest = replay_recording.manifest(recording)
             self.say(f"recorded {len(manifest.get('calls', []))} calls from {manifest.get('tests_run', 0)} tests "
                      f"at {at.value} in {time.monotonic() - started:.0f} s")
             calls = {op.key: [c for c in manifest.get("calls", []) if c["op"] == f"{op.module}:{op.name}"]
@@ -233,23 +234,26 @@ class Replayer:
                 if proc.poll() is None:
                     os.killpg(proc.pid, 9)
                     proc.wait()
-        shared = list(_recording_notes(manifest, ran, self.limits))
+        shared = list(replay_recording.notes(manifest, ran.code, ran.tail, ran.by_budget, self.limits.record_s))
         if not played:
             self.processes_left = max(self.processes_left - 1, 0)   # no play: its share goes to those after
         done = {}
         for op in ops:
-            notes = [*op.notes, *_own(shared, op)]
+            name = f"{op.module}:{op.name}"
+            notes = [*op.notes, *replay_recording.own(shared, name)]
             if not tests[op.key]:
                 notes.append("no test of the library names it or a wrapper of it")
             recorded = calls[op.key]
             made = dict(op=op.key, label=op.label, recorded_at=at, tests=tuple(dict.fromkeys(
                 c["test"].split("::")[0] for c in recorded if c["test"])) or tuple(tests[op.key]))
             if recorded:
-                notes += [n for side in Side for n in played[side].notes.get(f"{op.module}:{op.name}", [])]
+                notes += [n for side in Side for n in played[side].notes.get(name, [])]
             compared = [_compared(i, c, played) for i, c in enumerate(recorded)]
             done[op.key] = ReplayedOp.made(**made, calls=tuple(c for c in compared if c is not None),
                                            notes=tuple(dict.fromkeys(notes)), stopped=None in compared or (
-                                               ran.by_budget and op in wanted and not recorded))
+                                               ran.by_budget and op in wanted and not recorded),
+                                           not_imported=replay_recording.not_imported(manifest, at, name, op.module,
+                                                                                      tests[op.key]))
         return done
 
     def _limit(self, own: float) -> tuple[float, bool]:
@@ -300,18 +304,14 @@ class Replayer:
 
     def _played(self, side: Side, ops: list[OpToReplay], out: Path, code: int | None, tail: str,
                 by_budget: bool) -> "_Played":
-        try:
-            unloadable = json.loads((out / "unloadable.json").read_text())
-        except (OSError, ValueError):
-            unloadable = {}
-        notes = {key: [f"at {side.value} the op could not be loaded: {why}"] for key, why in unloadable.items()}
+        notes: dict = {}
         if code is None or code != 0:
             said = "was stopped when the review's time budget ran out" if by_budget and code is None else \
                 f"ran past its {self.limits.play_s:.0f} s limit and was stopped" if code is None else \
                 f"ended with exit code {code}: {tail}"
             for op in ops:
                 notes.setdefault(f"{op.module}:{op.name}", []).append(f"at {side.value} the replaying process {said}")
-        return _Played(out, notes, by_budget and code is None)
+        return _Played(out, notes, by_budget and code is None, replay_recording.unloadable(out, side))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -319,6 +319,7 @@ class _Played:
     folder: Path                        # what each call gave at one side
     notes: dict                         # op -> what the replay could not do
     by_budget: bool = False             # the review's time budget stopped the process
+    unloadable: dict = dataclasses.field(default_factory=dict)   # op -> how loading it failed there
 
 
 def share(own: float, left: float, processes: int) -> tuple[float, bool]:
@@ -326,32 +327,6 @@ def share(own: float, left: float, processes: int) -> tuple[float, bool]:
     seconds the review's budget has `left` among the `processes` still to run (this one included)."""
     part = left / max(processes, 1)
     return (own, False) if part >= own else (max(part, 0.0), True)
-
-
-def _own(notes: list[str], op: OpToReplay) -> list[str]:
-    """The recording's notes that concern `op`: its own (they start with its name) and those of no op."""
-    ops_said = [n for n in notes if re.match(r"^[\w.]+:[\w.]+: ", n)]
-    return [n for n in notes if n not in ops_said or n.startswith(f"{op.module}:{op.name}: ")]
-
-
-def _manifest(folder: Path) -> dict:
-    try:
-        return json.loads((folder / "manifest.json").read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def _recording_notes(manifest: dict, ran: _Ran, limits: Limits):
-    for m in manifest.get("missing", []):
-        yield f"the library's tests need package {m['package']!r}, which this environment lacks" + \
-            (f" (imported at {m['where']})" if m["where"] else "")
-    yield from manifest.get("notes", [])
-    if ran.by_budget:
-        yield "the recording was stopped when the review's time budget ran out (its calls kept)"
-    elif ran.code is None:
-        yield f"the recording ran past its {limits.record_s:.0f} s limit and was stopped (its calls kept)"
-    elif ran.code != 0:
-        yield f"the recording process ended with exit code {ran.code}: {ran.tail}"
 
 
 def _compared(index: int, call: dict, played: dict) -> ReplayedCall | None:
@@ -362,6 +337,9 @@ def _compared(index: int, call: dict, played: dict) -> ReplayedCall | None:
     for side, ran in played.items():
         path = ran.folder / call["file"].replace("call_", "played_")
         if not path.is_file():
+            if call["op"] in ran.unloadable:
+                failures.append(ran.unloadable[call["op"]])
+                continue
             if ran.by_budget:
                 return None
             failures.append(CallFailure(side, Pass.FORWARD, "the replaying process ended before this call"))

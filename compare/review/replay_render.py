@@ -6,7 +6,7 @@ from compare.model.replay import Agreement, ReplayedCall, ReplayedOp, ReplayVerd
 
 _LEVEL = {ReplayVerdict.IDENTICAL: "ok", ReplayVerdict.SPREAD: "ok", ReplayVerdict.WITHIN: "info", ReplayVerdict.BEYOND: "warn",
           ReplayVerdict.HEAD_FAILS: "fail", ReplayVerdict.BASE_FAILS: "info", ReplayVerdict.BOTH_FAIL: "warn",
-          ReplayVerdict.NO_CALLS: "warn"}
+          ReplayVerdict.NOT_IMPORTED: "warn", ReplayVerdict.NO_CALLS: "warn"}
 NO_REFERENCE = "nothing here says which side is right"
 NOT_RUN = "timing and compiled code were not run on its recorded calls"
 
@@ -63,6 +63,9 @@ def summary(op: ReplayedOp, hint: str = "") -> tuple[str, str]:
     if v == ReplayVerdict.NO_CALLS and op.stopped:
         return _LEVEL[v], f"{head}: changed, not compared: the review's time budget ran out before a call of it " \
                           f"was replayed; {hint}"
+    if v == ReplayVerdict.NOT_IMPORTED:
+        return _LEVEL[v], f"{head}: changed, not compared: no call of it could be recorded: " + \
+            "; ".join([f.text() for f in op.not_imported] + list(op.notes))
     if v == ReplayVerdict.NO_CALLS:
         return _LEVEL[v], f"{head}: changed, not compared: {'; '.join(op.notes) or 'no call recorded'}"
     said = {ReplayVerdict.IDENTICAL: "identical bits in every output and gradient",
@@ -99,7 +102,7 @@ def markdown(op: ReplayedOp, room: int | None = None) -> list[str]:
             text += [f"{len(rows) - len(kept)} more calls left out to keep this comment short: the review's --json "
                      "holds every call", ""]
         text += ["</details>", ""]
-    text += [f"- {n}" for n in op.notes] + [f"- {timed_line(op)}", ""]
+    text += [f"- {n}" for n in [f.text() for f in op.not_imported] + list(op.notes)] + [f"- {timed_line(op)}", ""]
     return text
 
 

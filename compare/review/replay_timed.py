@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from compare.model.replay import Pass, ReplayedOp, ReplayVerdict
+from compare.model.replay import NOT_REPLAYED, Pass, ReplayedOp
 from compare.model.vocabulary import IR, TIMING
 
 CHECKS = (TIMING, IR)
@@ -23,7 +23,7 @@ def timed(args, backend, compare, replayed: ReplayedOp, op, recording: Path, wor
     from variants.recorded_build import NotTimeable, write_family
     from variants.spec import Spec
     checks = [c for c in (args.checks or CHECKS) if c in CHECKS]
-    if replayed.verdict == ReplayVerdict.NO_CALLS or not checks:
+    if replayed.verdict in NOT_REPLAYED or not checks:
         return replayed
     free = None
     if backend.gpu:

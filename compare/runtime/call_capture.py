@@ -6,7 +6,6 @@ own process: these run a reviewed library's code.
 """
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import torch
@@ -15,15 +14,6 @@ import torch
 from variants.call_values import (MAX_VALUE_BYTES, TensorMeta, Unrecordable, dtype_name as _dtype_name,  # noqa: F401
                                   keep, pack, remake, unpack)
 from variants.ops import call_signature
-
-
-def resolve(module: str, name: str) -> tuple[Any, str, Any]:
-    """(owner, attribute, callable) for `module`'s `name` (`f`, or `Cls.apply`)."""
-    owner: Any = importlib.import_module(module)
-    *path, attribute = name.split(".")
-    for part in path:
-        owner = getattr(owner, part)
-    return owner, attribute, getattr(owner, attribute)
 
 
 def parameter_names(fn, count: int) -> list[str]:

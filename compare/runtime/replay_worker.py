@@ -14,13 +14,8 @@ from pathlib import Path
 
 
 def _first_line(exc: BaseException) -> str:
-    """The exception in one line; one whose first line only points at a place (Triton's `at 31:19:`) gets its
-    last line too, which says what is wrong there."""
-    text = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
-    if not text:
-        return type(exc).__name__
-    said = text[0] if not text[0].endswith(":") or len(text) == 1 else f"{text[0]} {text[-1]}"
-    return f"{type(exc).__name__}: {said[:300]}"
+    from compare.runtime.library_imports import first_line
+    return first_line(exc)
 
 
 class Recorder:
@@ -29,7 +24,10 @@ class Recorder:
     def __init__(self, request: dict):
         self.out, self.calls, self.budget = Path(request["out"]), request["calls"], request["bytes"]
         self.per_dtypes = request["per_dtypes"]   # calls kept per combination of argument dtypes
-        self.manifest = {"calls": [], "notes": [], "missing": [], "tests_run": 0}
+        # unimportable: each import that raised (library_imports.failure()'s record) with the ops it kept from
+        # being wrapped (`ops`) or the test file whose collection it stopped (`test`)
+        self.manifest = {"calls": [], "notes": [], "missing": [], "unimportable": [], "tests_run": 0}
+        self.failures: dict[int, dict] = {}   # id of an import's record -> its entry in `unimportable`
         self.seen: dict[str, set] = {}
         self.kinds: dict[str, dict] = {}
         self.spent, self.depth = 0, 0
@@ -118,14 +116,17 @@ class Recorder:
 
     def install(self, ops: list[dict]) -> None:
         """Each op wrapped where it is defined, and where modules already imported hold it by name."""
-        from compare.runtime import call_capture as cc
-        self.ops = []
+        from compare.runtime.library_imports import ImportFailed, Imports
+        imports, self.ops = Imports(), []
         for spec in ops:
             key = f"{spec['module']}:{spec['name']}"
             try:
-                owner, attribute, fn = cc.resolve(spec["module"], spec["name"])
-            except Exception as exc:  # noqa: BLE001 - the library's import, whatever it raises
-                self._import_failed(key, exc)
+                owner, attribute, fn = imports.resolve(spec["module"], spec["name"])
+            except ImportFailed as failed:
+                self.unimportable(failed.record, failed.__cause__, op=key)
+                continue
+            except Exception as exc:  # noqa: BLE001 - the library's own lookup, whatever it raises
+                self.note(f"{key}: could not be found in its module: {_first_line(exc)}")
                 continue
             wrapped = self.wrap(key, fn)
             setattr(owner, attribute, staticmethod(wrapped) if isinstance(owner, type) else wrapped)
@@ -137,10 +138,17 @@ class Recorder:
                             setattr(module, attr, wrapped)
             self.ops.append(key)
 
-    def _import_failed(self, key: str, exc: BaseException) -> None:
+    def unimportable(self, record: dict, exc: BaseException | None, op: str = "", test: str = "") -> None:
+        """An import that raised (`record`: library_imports.failure()'s, `exc` where it was raised here) kept
+        `op` from being wrapped, or stopped the collection of the test file `test`."""
         if isinstance(exc, ModuleNotFoundError) and exc.name:
             self.missing(exc)
-        self.note(f"{key}: could not be imported: {_first_line(exc)}")
+        if id(record) not in self.failures:
+            self.failures[id(record)] = {**record, "ops": [], "test": test}
+            self.manifest["unimportable"].append(self.failures[id(record)])
+        if op:
+            self.failures[id(record)]["ops"].append(op)
+        self.write()
 
     def missing(self, exc: ModuleNotFoundError) -> None:
         """A package the library's code or tests import that this environment lacks, with the file importing it."""
@@ -168,8 +176,14 @@ class _Plugin:
         self.recorder = recorder
 
     def pytest_exception_interact(self, node, call, report):
+        import pytest
+        from compare.runtime.library_imports import failure
         exc = call.excinfo.value if call.excinfo is not None else None
-        if isinstance(exc, ModuleNotFoundError) and exc.name:
+        if isinstance(exc, pytest.Collector.CollectError) and exc.__cause__ is not None:
+            exc = exc.__cause__   # pytest's words for an import or syntax error; the error itself is its cause
+        if report.when == "collect" and isinstance(node, pytest.Module) and exc is not None:
+            self.recorder.unimportable(failure("", exc), exc, test=node.nodeid)
+        elif isinstance(exc, ModuleNotFoundError) and exc.name:
             self.recorder.missing(exc)
         elif report.when == "collect" and exc is not None:
             self.recorder.note(f"{node.nodeid}: could not be collected: {_first_line(exc)}")
@@ -192,8 +206,9 @@ def record(request: dict) -> int:
         code = run_command(request["command"], _Plugin(recorder))
         recorder.write()
         return code
+    # a test file that cannot be imported stops only its own tests (its ops say so: `unimportable`), not the others'
     args = [*request["tests"], "-q", "-p", "no:cacheprovider", "-o", "addopts=", "--rootdir", request["rootdir"],
-            "-W", "ignore"]
+            "-W", "ignore", "--continue-on-collection-errors"]
     code = pytest.main(args, plugins=[_Plugin(recorder)])
     recorder.write()
     return 0 if code in (0, 1, 5) else 0
@@ -301,14 +316,14 @@ def _tensors(value, name: str):
             yield from _tensors(v, f"{name}[{i}]")
 
 
-def _ready(request: dict) -> dict:
-    """Started beside the recording: torch, the ops' library and the device made ready, then the request
-    with the ops' calls once the recording is done (`go`); ends with the review if that never comes."""
+def _ready(request: dict, imports) -> dict:
+    """Started beside the recording: torch, the ops' library (`imports`: library_imports.Imports) and the device
+    made ready, then the request with the ops' calls once the recording is done (`go`); ends with the review if
+    that never comes."""
     import torch
-    from compare.runtime import call_capture as cc
     for op in request["ops"]:
         try:
-            cc.resolve(op["module"], op["name"])
+            imports.resolve(op["module"], op["name"])
         except Exception:  # noqa: BLE001 - said when the op is played (unloadable.json)
             pass
     if request["device"] == "cuda":
@@ -322,16 +337,19 @@ def _ready(request: dict) -> dict:
 
 
 def play(request: dict) -> int:
+    """The recorded calls played; an op that cannot be loaded is in unloadable.json: the record of the import
+    that raised (`import`), or what its lookup in its module raised (`lookup`)."""
     import torch
-    from compare.runtime import call_capture as cc
-    request = _ready(request) if request.get("go") else request
+    from compare.runtime.library_imports import ImportFailed, Imports
+    imports = Imports()
+    request = _ready(request, imports) if request.get("go") else request
     out, unloadable = Path(request["out"]), {}
     for op in request["ops"]:
         key = f"{op['module']}:{op['name']}"
         try:
-            fn = cc.resolve(op["module"], op["name"])[2]
-        except Exception as exc:  # noqa: BLE001 - the library's import, whatever it raises
-            unloadable[key] = _first_line(exc)
+            fn = imports.resolve(op["module"], op["name"])[2]
+        except Exception as exc:  # noqa: BLE001 - the library's import or lookup, whatever it raises
+            unloadable[key] = {"import": exc.record} if isinstance(exc, ImportFailed) else {"lookup": _first_line(exc)}
             (out / "unloadable.json").write_text(json.dumps(unloadable))
             continue
         for call in op["calls"]:

@@ -1,0 +1,59 @@
+"""What a recording's manifest and a play's unloadable.json (compare/runtime/replay_worker.py) say, as the
+review's records: the notes on what the recording could not do, and the imports that raised, typed, with the
+ops they kept from being recorded or played."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from compare.model.replay import CallFailure, ImportFailure, Pass, Side
+
+
+def manifest(folder: Path) -> dict:
+    try:
+        return json.loads((folder / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def notes(found: dict, code: int | None, tail: str, by_budget: bool, limit_s: float):
+    """The recording's notes of no op's own, then how its process ended (`code` None: stopped at its limit)."""
+    for m in found.get("missing", []):
+        yield f"the library's tests need package {m['package']!r}, which this environment lacks" + \
+            (f" (imported at {m['where']})" if m["where"] else "")
+    yield from found.get("notes", [])
+    if by_budget:
+        yield "the recording was stopped when the review's time budget ran out (its calls kept)"
+    elif code is None:
+        yield f"the recording ran past its {limit_s:.0f} s limit and was stopped (its calls kept)"
+    elif code != 0:
+        yield f"the recording process ended with exit code {code}: {tail}"
+
+
+def own(said: list[str], op: str) -> list[str]:
+    """The recording's notes that concern `op` (module:name): its own (they start with its name) and those of
+    no op."""
+    ops_said = [n for n in said if re.match(r"^[\w.]+:[\w.]+: ", n)]
+    return [n for n in said if n not in ops_said or n.startswith(f"{op}: ")]
+
+
+def not_imported(found: dict, side: Side, op: str, module: str, tests: list[str]) -> tuple[ImportFailure, ...]:
+    """The imports that raised at `side` while `op` (module:name, in `module`) was recorded there: one that kept
+    it from being wrapped (its module's, or a package's above it), and those of its test files (`tests`)."""
+    return tuple(ImportFailure(side, e["error"], module if op in e["ops"] else "", e["test"], e["raised_in"])
+                 for e in found.get("unimportable", []) if op in e["ops"] or e["test"] and e["test"] in tests)
+
+
+def unloadable(folder: Path, side: Side) -> dict[str, CallFailure]:
+    """op (module:name) -> how loading it failed at `side`, said for each of its calls there."""
+    try:
+        found = json.loads((folder / "unloadable.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    said = {}
+    for op, what in found.items():
+        record = what.get("import")
+        said[op] = CallFailure(side, Pass.IMPORT, what.get("lookup", "") if record is None else record["error"] + (
+            f" (raised in {record['raised_in']})" if record["raised_in"] else ""))
+    return said
