@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from compare.comparison.timing_culprit import in_order
 from compare.model.reruns import Culprit
 from compare.model.results import TimingCase, TimingSection
 
@@ -27,12 +28,6 @@ def _key(case: TimingCase) -> tuple[str, str, str]:
     return case.shape, case.mode, case.dtype
 
 
-def _place(order: tuple[str, ...]):
-    def place(record) -> int:
-        return order.index(record.variant) if record.variant in order else len(order)
-    return place
-
-
 def _joined(case: TimingCase, name: str, own: TimingCase | None, order: tuple[str, ...], note: str) -> TimingCase:
     """`case` with `name`'s records taken from `own` (its pair's case; None: its pair did not time this case)."""
     variants = tuple(v for v in case.variants if v.variant != name)
@@ -42,9 +37,8 @@ def _joined(case: TimingCase, name: str, own: TimingCase | None, order: tuple[st
         variants += tuple(v for v in own.variants if v.variant == name)
         comparisons += tuple(c for c in own.comparisons if c.variant == name)
         fouls += tuple(f for f in own.fouls if f.variant == name)
-    place = _place(order)
-    return dataclasses.replace(case, variants=tuple(sorted(variants, key=place)), fouls=fouls,
-                               comparisons=tuple(sorted(comparisons, key=place)),
+    return dataclasses.replace(case, variants=in_order(variants, order), fouls=fouls,
+                               comparisons=in_order(comparisons, order),
                                note="; ".join(n for n in (case.note, note) if n))
 
 

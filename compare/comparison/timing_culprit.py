@@ -66,12 +66,14 @@ def with_culprits(section: TimingSection, culprits: list[Culprit], order: tuple[
     return dataclasses.replace(section, cases=tuple(_with_culprits(c, culprits, order) for c in section.cases))
 
 
+def in_order(records, order: tuple[str, ...]) -> tuple:
+    """`records` (each with a `variant`) in the comparison's `order`, those it does not name last."""
+    return tuple(sorted(records, key=lambda r: order.index(r.variant) if r.variant in order else len(order)))
+
+
 def _with_culprits(case: TimingCase, culprits: list[Culprit], order: tuple[str, ...]) -> TimingCase:
-    def place(record) -> int:
-        return order.index(record.variant) if record.variant in order else len(order)
     baseline = case.variants[0].variant if case.variants else order[0]
     variants = case.variants + tuple(TimingVariant(c.name, TimingStatus.ERROR, reason=c.reason) for c in culprits)
     comparisons = case.comparisons + tuple(TimingComparison(c.name, TimingVerdict.NA, baseline=baseline,
                                                             reason=f"{c.name} {c.reason}") for c in culprits)
-    return dataclasses.replace(case, variants=tuple(sorted(variants, key=place)),
-                               comparisons=tuple(sorted(comparisons, key=place)))
+    return dataclasses.replace(case, variants=in_order(variants, order), comparisons=in_order(comparisons, order))
