@@ -197,6 +197,21 @@ def test_an_op_no_test_calls_is_not_compared_and_a_layer_norm_by_name_alone_is_r
     assert "1 test or benchmark file changed (calls of ops, not ops): tests/test_ops.py" in r.stdout
 
 
+@pytestmark_slow
+@pytest.mark.parametrize("flags", [("--check", "timing"), ("--aa", "--check", "timing")])
+def test_a_family_matched_by_name_is_checked_to_fit_when_the_checks_asked_for_leave_out_numerics(tmp_path, flags):
+    import subprocess
+    import sys
+    top = replay_library.make(tmp_path / "toylib")
+    r = subprocess.run([sys.executable, "main.py", "review", "HEAD~1", "HEAD", "--repo", str(top), "--quiet",
+                        "--op", "PolyFunction", "--json", str(tmp_path / "r.json"), *flags], capture_output=True,
+                       text=True, timeout=600, cwd=replay_library.Path(__file__).resolve().parents[1])
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert [op["label"] for op in data["compared"]] == [], r.stderr   # not judged as a layer norm
+    [poly] = [op for op in data["replayed"] if op["label"] == "PolyFunction"]
+    assert any(n.startswith("family layer_norm does not fit it: BASE's forward") for n in poly["notes"])
+
+
 def test_the_recorder_wraps_an_op_where_a_module_holds_its_apply_under_another_name(tmp_path):
     import sys
     (tmp_path / "aliaslib").mkdir()

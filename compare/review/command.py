@@ -12,13 +12,13 @@ import dataclasses
 import sys
 
 from compare.model.budget import BudgetUse, Cut
-from compare.model.family_fit import family_fit
+from compare.model.family_fit import NORMAL, family_fit
 from compare.model.habits import MissingPackage
 from compare.review import budget as budgets, mapping
 from compare.review.kernels import changes
 from compare.review.revisions import Repository
 from compare.model.errors import UsageError
-from compare.model.vocabulary import TIMING
+from compare.model.vocabulary import NUMERICS, TIMING
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,16 +202,20 @@ class _Work:
         # each op's request as `compare` would resolve it; the review writes the files itself
         request, _ = as_compare(self.args, external=specs, repo=self.top, family=target.family, variants=[],
                                 preset=_preset(self.args, family, self.backend), dtype=dtype)
+        checked, fit = target.by_names and NUMERICS not in request.checks, None
         try:
             with deadline(self.clock.left(), f"the review's time budget ({self.clock.seconds:g} s) ran out"):
-                done = _compare(target, label, request, self.registry, self.backend, self.args.quiet, self.warm,
-                                enough=_misfit(f"{label}.base") if target.by_names else None)
+                fit = self._fit(target, label, request) if checked else None
+                done = None if fit is not None and not fit.fits else _compare(
+                    target, label, request, self.registry, self.backend, self.args.quiet, self.warm,
+                    enough=_misfit(f"{label}.base") if target.by_names else None)
         except supervisor.OutOfTime as stop:   # before its checks began: loading, compiling
             done = Compared(target, label, None, str(stop), stopped=True)
-        if done.stopped:
+        if done is not None and done.stopped:
             self.clock.ran_out = True
             self._say(f"the time budget ran out while comparing {label}: what finished is reported")
-        fit = family_fit(done.report, f"{label}.base") if done.report is not None and target.by_names else None
+        if done is not None and done.report is not None and target.by_names and not checked:
+            fit = family_fit(done.report, f"{label}.base")
         if fit is not None and not fit.fits:
             self.misfits.append((target, label, f"family {target.family} does not fit it: {fit.why}"))
             return
@@ -220,6 +224,16 @@ class _Work:
             done = dataclasses.replace(done, report=gates.decided(done.report, a.fail_on_numerics, a.fail_if_slower,
                                                                   a.accept_unjudged))
         self.done.append(done)
+
+    def _fit(self, target: mapping.Target, label: str, request):
+        """Whether the family matched by parameter names alone fits the op where the checks asked for leave out
+        numerics (`--check timing`, `--aa`): BASE's forward on one trial of the normal input, against the
+        family's reference, before the family's timing or code is taken for the op's (FamilyFit)."""
+        probe = dataclasses.replace(request, checks=(NUMERICS,), inputs=NORMAL, trials=1)
+        self._say(f"{label}: checking that family {target.family} fits it (BASE's forward on a normal input)")
+        found = _compare(target, label, probe, self.registry, self.backend, True, self.warm,
+                         enough=_misfit(f"{label}.base"))
+        return family_fit(found.report, f"{label}.base") if found.report is not None else None
 
     def replay(self, repo, base: str, head: str, ops: list) -> list:
         """Each changed op no family fits (and each misfit), replayed on its library's tests' calls while the time
