@@ -112,11 +112,13 @@ def control_deviation(control: RatioEstimate | None) -> float:
 def decide(est: RatioEstimate, noise: float = DEFAULT_NOISE, control: RatioEstimate | None = None,
            same_code: bool = False, alpha: float = ALPHA, drift: RatioEstimate | None = None) -> Decision:
     """'slower' or 'faster' only when p < alpha and the whole interval lies outside 1 ± margin, the
-    margin being the largest of the noise band, the A/A control's deviation and (across runs) `drift`'s. Two
-    variants whose timed pass runs identical compiled code differ by measurement alone: never faster or slower."""
+    margin being the larger of the noise band and the A/A control's deviation, compounded (across runs) with
+    `drift`'s: drift moves kernels by unlike amounts, so a change must clear the band beyond it. Two variants
+    whose timed pass runs identical compiled code differ by measurement alone: never faster or slower."""
     aa, moved = control_deviation(control), control_deviation(drift)
-    margin, basis = max((noise, TimingBasis.NOISE_BAND), (aa, TimingBasis.AA_CONTROL), (moved, TimingBasis.DRIFT),
-                        key=lambda m: m[0])
+    margin, basis = max((noise, TimingBasis.NOISE_BAND), (aa, TimingBasis.AA_CONTROL), key=lambda m: m[0])
+    if moved > 0:   # the basis names the larger part of the compounded margin
+        margin, basis = (1 + margin) * (1 + moved) - 1, TimingBasis.DRIFT if moved > margin else basis
     if same_code:
         return Decision(NO_DIFFERENCE, margin, TimingBasis.IDENTICAL_TIMED_CODE)
     if est.p_value < alpha and est.ci_low > 1 + margin:

@@ -106,8 +106,8 @@ class RunsComparison:
         if any(case.variants for case in self.timing):
             parts.append("timing across runs, not within one: the runs were not interleaved, so drift between "
                          "them (clocks, temperature, other work on the GPU) is not cancelled as within a run; the "
-                         "margin is the largest of the noise band, each run's own A/A control and the least change "
-                         "of the case's other variants (drift moves them all alike)")
+                         "margin is the larger of the noise band and each run's own A/A control, beyond the least change "
+                         "of the case's other variants (drift moves them all, by unlike amounts)")
         if self.setting is Setting.ONE_SETUP:
             parts.append("the reports name the GPU, driver and software, not the machine")
         return "; ".join(parts)

@@ -91,7 +91,7 @@ class TimingBasis(Word):
     NOT_DECIDED = ""                                  # no verdict (n/a), or a report older than the basis
     NOISE_BAND = "noise band"
     AA_CONTROL = "A/A control"
-    DRIFT = "drift across runs"                       # the least change across runs of the case's other variants
+    DRIFT = "drift across runs"                       # the band beyond the least change across runs of the case's other variants
     IDENTICAL_TIMED_CODE = "identical timed code"     # one kernel and launcher timed under two names
     IDENTICAL_COMPILED_CODE = "identical compiled code"   # a pass whose kernels are identical on both sides
 
