@@ -272,3 +272,46 @@ def test_a_replayed_op_that_ends_its_process_leaves_no_temporary_tree(tmp_path, 
     ops = {op["label"]: op for op in json.loads((tmp_path / "review.json").read_text())["replayed"]}
     assert ops["clip"]["verdict"] == "fails at HEAD only" and ops["ScaleFunction"]["verdict"] == "identical"
     assert list(tmp.iterdir()) == []   # no kernel-ab-run-*, -replay-*, -record-* left
+
+
+_ABORTING_AT_EXIT = '''\
+import os
+import types
+import weakref
+
+import torch
+import triton
+import triton.language as tl
+
+weakref.finalize(types.SimpleNamespace, os.abort)   # as the process ends, as a library's thread might
+
+
+@triton.jit
+def _double_kernel(X, Y, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < n)
+    tl.store(Y + offs, {body}, mask=offs < n)
+
+
+def double(x):
+    y = torch.empty_like(x)
+    _double_kernel[(triton.cdiv(x.numel(), 64),)](x, y, x.numel(), BLOCK=64)
+    return y
+'''
+
+
+@pytestmark_slow
+def test_a_play_that_aborts_as_it_exits_after_every_call_keeps_its_results_and_says_when(tmp_path):
+    import subprocess
+    import sys
+    tests = "import torch\nfrom abortlib.ops import double\n\n\ndef test_double():\n    assert double(torch.ones(100)).sum() == 200\n"
+    top = replay_library.commit(tmp_path / "abortlib", {side: {
+        "abortlib/__init__.py": "", "abortlib/ops.py": _ABORTING_AT_EXIT.format(body=body),
+        "tests/test_ops.py": tests} for side, body in (("before", "x * 2"), ("after", "x + x"))})
+    r = subprocess.run([sys.executable, "main.py", "review", "HEAD~1", "HEAD", "--repo", str(top), "--quiet",
+                        "--json", str(tmp_path / "r.json")], capture_output=True, text=True, timeout=600,
+                       cwd=replay_library.Path(__file__).resolve().parents[1])
+    [op] = json.loads((tmp_path / "r.json").read_text())["replayed"]
+    assert op["verdict"] == ReplayVerdict.IDENTICAL.value, (op, r.stderr)
+    ended = [n for n in op["notes"] if "the replaying process ended with exit code" in n]
+    assert ended and all("after every call was played (as it exited)" in n for n in ended), op["notes"]

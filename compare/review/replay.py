@@ -293,22 +293,27 @@ class Replayer:
         check numbers, not time), and notes on what the replay could not do, by op."""
         limit, by_budget = self._limit(self.limits.play_s)
         started, by = time.monotonic(), time.monotonic() + limit
-        go = {"ops": [{"module": op.module, "name": op.name, "calls": [c["file"] for c in calls[op.key]]} for op in ops]}
+        go = {"ops": [{"module": op.module, "name": op.name, "calls": go_files(calls[op.key])} for op in ops]}
         for out, _ in waiting.values():
             (out / "go.tmp").write_text(json.dumps(go))
             (out / "go.tmp").replace(out / "go.json")
         ended = {side: (out, _finish(proc, by)) for side, (out, proc) in waiting.items()}
         self.say(f"played them at {' and '.join(s.value for s in Side)}, side by side, in "
                  f"{time.monotonic() - started:.0f} s")
-        return {side: self._played(side, ops, out, *result, by_budget) for side, (out, result) in ended.items()}
+        every = {c.replace("call_", "played_") for op in ops for c in go_files(calls[op.key])}
+        return {side: self._played(side, ops, out, *result, by_budget, every) for side, (out, result) in ended.items()}
 
     def _played(self, side: Side, ops: list[OpToReplay], out: Path, code: int | None, tail: str,
-                by_budget: bool) -> "_Played":
+                by_budget: bool, every: set = frozenset()) -> "_Played":
         notes: dict = {}
         if code is None or code != 0:
+            # an end after every call was played and kept (a thread or finalizer at exit) costs no result
+            names = every | ({n.replace("played_", "again_") for n in every} if side == Side.BASE else set())
+            after = " after every call was played (as it exited)" if code is not None and every and all(
+                (out / name).is_file() for name in names) else ""
             said = "was stopped when the review's time budget ran out" if by_budget and code is None else \
                 f"ran past its {self.limits.play_s:.0f} s limit and was stopped" if code is None else \
-                f"ended with exit code {code}: {tail}"
+                f"ended with exit code {code}{after}{': ' + tail if tail else ''}"
             for op in ops:
                 notes.setdefault(f"{op.module}:{op.name}", []).append(f"at {side.value} the replaying process {said}")
         return _Played(out, notes, by_budget and code is None, replay_recording.unloadable(out, side))
@@ -320,6 +325,11 @@ class _Played:
     notes: dict                         # op -> what the replay could not do
     by_budget: bool = False             # the review's time budget stopped the process
     unloadable: dict = dataclasses.field(default_factory=dict)   # op -> how loading it failed there
+
+
+def go_files(calls: list[dict]) -> list[str]:
+    """The recorded files of `calls` (as the play is told them)."""
+    return [c["file"] for c in calls]
 
 
 def share(own: float, left: float, processes: int) -> tuple[float, bool]:
