@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import sys
 import types
 
@@ -69,6 +70,14 @@ def test_ops_are_ordered_by_changed_kernel_code_then_by_their_other_changes():
            "d": (kernel("k4"), What(Change.KERNEL_ADDED, "k5"), helper("E")), "e": (kernel("k6"),)}
     assert budgets.change_size(ops["d"]) == (2, 1)
     assert budgets.most_changed_first(list(ops), ops.get) == ["d", "b", "a", "e", "c"]
+
+
+def test_a_recording_stopped_by_its_share_of_the_budget_says_the_share_and_one_past_its_own_limit_says_that():
+    from compare.review.replay_recording import notes
+    [shared] = notes({}, None, "", True, 17.6)
+    assert shared.startswith("the recording was stopped at its share of the review's time budget (18 s;")
+    [own] = notes({}, None, "", False, 240.0)
+    assert own == "the recording ran past its 240 s limit and was stopped (its calls kept)"
 
 
 def test_each_replay_process_gets_its_own_limit_or_its_share_of_what_the_budget_leaves():
@@ -229,3 +238,7 @@ def test_a_budget_spent_during_the_replay_stops_its_processes_and_no_call_is_tak
             hint = f"--budget {data['budget']['suggested']} or --op {label} compares it whole"
             assert any(line["text"].startswith(f"{label}: replayed") and hint in line["text"] for line in data["lines"])
             assert hint in md
+        # a recording the budget stopped says the share it had, which is within the budget
+        shares = [re.search(r"the recording was stopped at its share of the review's time budget \((\d+) s;", n)
+                  for n in op["notes"] if n.startswith("the recording was stopped")]
+        assert all(m is not None and int(m.group(1)) <= 12 for m in shares), op["notes"]

@@ -58,6 +58,7 @@ class _Ran:
     code: int | None                    # None: stopped at its limit
     tail: str                           # the end of what it printed
     by_budget: bool = False             # the limit was the review's time budget's share, not the process's own
+    limit_s: float = 0.0                # the limit it ran under
 
 
 def replayable(found, unmapped) -> list[OpToReplay]:
@@ -234,7 +235,8 @@ class Replayer:
                 if proc.poll() is None:
                     os.killpg(proc.pid, 9)
                     proc.wait()
-        shared = list(replay_recording.notes(manifest, ran.code, ran.tail, ran.by_budget, self.limits.record_s))
+        shared = list(replay_recording.notes(manifest, ran.code, ran.tail, ran.by_budget,
+                                             ran.limit_s if ran.by_budget else self.limits.record_s))
         if not played:
             self.processes_left = max(self.processes_left - 1, 0)   # no play: its share goes to those after
         done = {}
@@ -273,7 +275,7 @@ class Replayer:
                    "tests": tests, "calls": self.limits.calls, "per_dtypes": self.limits.per_dtypes,
                    "bytes": self.limits.bytes}
         code, tail = _run("record", request, out, limit)
-        return _Ran(code, tail, by_budget and code is None)
+        return _Ran(code, tail, by_budget and code is None, limit)
 
     def _start_plays(self, ops: list[OpToReplay], recording: Path) -> dict:
         """Each revision's play process started beside the recording: it imports torch, the op's library and

@@ -18,13 +18,15 @@ def manifest(folder: Path) -> dict:
 
 
 def notes(found: dict, code: int | None, tail: str, by_budget: bool, limit_s: float):
-    """The recording's notes of no op's own, then how its process ended (`code` None: stopped at its limit)."""
+    """The recording's notes of no op's own, then how its process ended (`code` None: stopped at `limit_s`, its
+    own limit or, `by_budget`, its share of the review's time budget)."""
     for m in found.get("missing", []):
         yield f"the library's tests need package {m['package']!r}, which this environment lacks" + \
             (f" (imported at {m['where']})" if m["where"] else "")
     yield from found.get("notes", [])
     if by_budget:
-        yield "the recording was stopped when the review's time budget ran out (its calls kept)"
+        yield (f"the recording was stopped at its share of the review's time budget ({limit_s:.0f} s; the rest "
+               "was kept for the plays; its calls kept)")
     elif code is None:
         yield f"the recording ran past its {limit_s:.0f} s limit and was stopped (its calls kept)"
     elif code != 0:
