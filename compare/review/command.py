@@ -202,20 +202,21 @@ class _Work:
         # each op's request as `compare` would resolve it; the review writes the files itself
         request, _ = as_compare(self.args, external=specs, repo=self.top, family=target.family, variants=[],
                                 preset=_preset(self.args, family, self.backend), dtype=dtype)
-        checked, fit = target.by_names and NUMERICS not in request.checks, None
+        fit = None   # whether a family matched by parameter names alone fits the op: from its numerics
         try:
             with deadline(self.clock.left(), f"the review's time budget ({self.clock.seconds:g} s) ran out"):
-                fit = self._fit(target, label, request) if checked else None
+                if target.by_names and NUMERICS not in request.checks:
+                    fit = self._fit(target, label, request)
                 done = None if fit is not None and not fit.fits else _compare(
                     target, label, request, self.registry, self.backend, self.args.quiet, self.warm,
                     enough=_misfit(f"{label}.base") if target.by_names else None)
         except supervisor.OutOfTime as stop:   # before its checks began: loading, compiling
             done = Compared(target, label, None, str(stop), stopped=True)
+        if fit is None and target.by_names and done.report is not None:   # done is None only for a misfit
+            fit = family_fit(done.report, f"{label}.base")
         if done is not None and done.stopped:
             self.clock.ran_out = True
             self._say(f"the time budget ran out while comparing {label}: what finished is reported")
-        if done is not None and done.report is not None and target.by_names and not checked:
-            fit = family_fit(done.report, f"{label}.base")
         if fit is not None and not fit.fits:
             self.misfits.append((target, label, f"family {target.family} does not fit it: {fit.why}"))
             return

@@ -235,8 +235,7 @@ class Replayer:
                 if proc.poll() is None:
                     os.killpg(proc.pid, 9)
                     proc.wait()
-        shared = list(replay_recording.notes(manifest, ran.code, ran.tail, ran.by_budget,
-                                             ran.limit_s if ran.by_budget else self.limits.record_s))
+        shared = list(replay_recording.notes(manifest, ran.code, ran.tail, ran.by_budget, ran.limit_s))
         if not played:
             self.processes_left = max(self.processes_left - 1, 0)   # no play: its share goes to those after
         done = {}
@@ -270,7 +269,7 @@ class Replayer:
     def _record(self, side: Side, ops: list[OpToReplay], tests: list[str], out: Path) -> _Ran:
         limit, by_budget = self._limit(self.limits.record_s)
         if not ops:
-            return _Ran(0, "")
+            return _Ran(0, "", limit_s=limit)
         request = {**self._request(side, ops[0], out), "ops": [{"module": op.module, "name": op.name} for op in ops],
                    "tests": tests, "calls": self.limits.calls, "per_dtypes": self.limits.per_dtypes,
                    "bytes": self.limits.bytes}
@@ -306,13 +305,12 @@ class Replayer:
         return {side: self._played(side, ops, out, *result, by_budget, every) for side, (out, result) in ended.items()}
 
     def _played(self, side: Side, ops: list[OpToReplay], out: Path, code: int | None, tail: str,
-                by_budget: bool, every: set = frozenset()) -> "_Played":
+                by_budget: bool, every: set) -> "_Played":
         notes: dict = {}
         if code is None or code != 0:
             # an end after every call was played and kept (a thread or finalizer at exit) costs no result
-            names = every | ({n.replace("played_", "again_") for n in every} if side == Side.BASE else set())
             after = " after every call was played (as it exited)" if code is not None and every and all(
-                (out / name).is_file() for name in names) else ""
+                (out / name).is_file() for name in every) else ""
             said = "was stopped when the review's time budget ran out" if by_budget and code is None else \
                 f"ran past its {self.limits.play_s:.0f} s limit and was stopped" if code is None else \
                 f"ended with exit code {code}{after}{': ' + tail if tail else ''}"
