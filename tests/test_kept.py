@@ -1,6 +1,7 @@
 """Each verdict of a report is decided once (compare/model/kept.py): one `compare --out` decides the problem
 lists, the compiled-code verdicts, the headline and the glance once each, though the gates, the terminal, the
-comment, the full Markdown and the JSON all read them; a changed report decides anew."""
+comment, the full Markdown and the JSON all read them; one review decides its op's once too (each of the four
+was decided four times over the copies it showed); a changed report decides anew."""
 import dataclasses
 
 import main
@@ -45,3 +46,16 @@ def test_a_report_changed_decides_anew_and_its_gates_keep_what_was_decided(monke
     fixed = dataclasses.replace(report, numerics=fixed_report().numerics)
     assert headline.headline(fixed).pairs[0].problems_introduced == () != first.pairs[0].problems_introduced
     assert counts["_headline"] == 2 and counts["_lists"] == 2
+
+
+def test_one_review_decides_each_verdict_of_its_op_once_though_the_terminal_comment_and_json_read_them(
+        tmp_path, monkeypatch, capsys):
+    from tests.review_repo import make_repo
+    repo = make_repo(tmp_path, True)
+    counts = _counted(monkeypatch)
+    code = main.main(["review", "--repo", str(repo), "v1", "v2", "--fail-on-numerics", "--json",
+                      str(tmp_path / "r.json"), "--markdown", str(tmp_path / "r.md"), "--shape", "4,64", "--check",
+                      "numerics", "--check", "ir", "--trials", "1", "--inputs", "normal"], prog="kernel-ab")
+    assert code == 0, capsys.readouterr().err
+    assert "review: " in capsys.readouterr().out and "gate --fail-on-numerics: passed" in (tmp_path / "r.md").read_text()
+    assert counts == {"_headline": 1, "_verdicts": 1, "_lists": 1, "_same_code": 1, "_rows": 1}   # one op, one pair

@@ -3,7 +3,8 @@ verdicts, the pairs' verdicts, the headline, the glance) is made the first time 
 report it was decided from, where the headline, the glance, the gates and every renderer read it.
 
 A report changed by dataclasses.replace is a new report and decides anew, unless `carried` says what changed
-feeds none of the records it carries (the gates, decided from them; timing verdicts settled on the code)."""
+feeds none of the records it carries (the gates, decided from them; timing verdicts settled on the code), or
+`shared` that it feeds none at all (a review's copy without the libraries' habits)."""
 from __future__ import annotations
 
 from typing import Any, Callable, TypeVar
@@ -27,4 +28,11 @@ def carried(before: Any, after: Any, kinds: tuple[type, ...] | None = None) -> A
     records of those kinds already decided on `before`."""
     records = vars(before).get(_KEPT, {})
     vars(after).setdefault(_KEPT, {}).update({k: v for k, v in records.items() if kinds is None or k in kinds})
+    return after
+
+
+def shared(before: Any, after: Any) -> Any:
+    """`after`, made from `before` by a change that feeds no record: the two keep one set of records, each
+    decided once on whichever is asked first."""
+    vars(after)[_KEPT] = vars(before).setdefault(_KEPT, {})
     return after

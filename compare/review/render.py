@@ -19,6 +19,7 @@ from compare.review import replay_render
 from compare.model.budget import BudgetUse, Cut, DtypesLeftOut, LeftOut
 from compare.model.replay import NOT_REPLAYED, NUMERICS_FAILURES, ReplayedOp, ReplayVerdict
 from compare.model.headline import headline
+from compare.model.kept import shared
 from compare.runtime.exit_codes import after_report
 
 _MARKS = {"ok": "✅ ", "fail": "❌ ", "warn": "⚠️ ", "info": ""}
@@ -154,8 +155,9 @@ def _why_not(c) -> str:
 
 
 def _in_review(report):
-    """An op's report as the review shows it: its libraries' habits said once, in the review's lines."""
-    return dataclasses.replace(report, library=())
+    """An op's report as the review shows it: its libraries' habits said once, in the review's lines (no
+    record decided from the report reads them: the copy and the report share theirs)."""
+    return shared(report, dataclasses.replace(report, library=()))
 
 
 def unjudged(review: Review) -> list[str]:
@@ -204,16 +206,18 @@ def markdown(review: Review, full_written: bool = False) -> str:
     room = max(md.COMMENT_LIMIT - len("\n".join(text) + "\n"), 2000) // max(len(ran) + len(replayed), 1)
     for c in ran:
         t = c.target
+        shown = _in_review(c.report)
         said = ["", f"### `{c.label}`", "", f"`{t.module}:{t.callable}` in family {t.family}: {t.how}", "",
-                *md.verdicts(_in_review(c.report), glance_shown=False)]
+                *md.verdicts(shown, glance_shown=False)]
         # what is said above the details, and the newlines joining them, count against the room too
-        body = md.details(_in_review(c.report), room - len("\n".join(["", *said, ""])), full_written)
+        body = md.details(shown, room - len("\n".join(["", *said, ""])), full_written)
         text += [*said, body]
     for r in replayed:
         section = [""] + replay_render.markdown(r, room // 2 if r.report is not None else room - 400)
         if r.report is not None:   # its timing and compiled code on the recorded calls
-            section += [*md.verdicts(_in_review(r.report), glance_shown=False)]
-            section += [md.details(_in_review(r.report), room - len("\n".join(section)), False)]
+            shown = _in_review(r.report)
+            section += [*md.verdicts(shown, glance_shown=False)]
+            section += [md.details(shown, room - len("\n".join(section)), False)]
         text += section
     return "\n".join(text) + "\n"
 
