@@ -30,3 +30,20 @@ def test_without_a_reason_every_check_runs():
     report = _execute(lambda found: None)
     assert [c.check for c in report.checks] == ["finite"]
     assert not [s for s in report.skipped if s.check == "finite"]
+
+
+def test_compiled_code_skipped_as_not_worth_it_leaves_the_next_comparisons_compiles_running():
+    """Skipping the IR check ends its compile workers: the next comparison in the process (a review's next op)
+    still compiles its kernels (it was refused: "IR worker not started: the run is stopping")."""
+    def run(enough):
+        request = pipeline.Request(("pointer_mutation", "explicit_offset"), family="group_norm", shape="2,8,2,4",
+                                   trials=1, inputs="normal", checks=("numerics", "ir"))
+        with pipeline.planned(request, registry()) as (the_plan, _):
+            return pipeline.execute(the_plan, BACKEND, enough=enough)
+    skipped = run(lambda found: "not worth it" if found.numerics is not None else None)
+    assert [s.why for s in skipped.skipped if s.check == "ir"] == ["not worth it"] and not skipped.ir_sections
+    compiled = run(None)
+    assert [s.part for s in compiled.skipped if s.check == "ir"] == ["backward"]   # one backward kernel: not compiled
+    assert [section.kernel for section in compiled.ir_sections] == ["forward"]
+    assert [(v.variant, v.error) for v in compiled.ir_sections[0].variants] == [("pointer_mutation", ""),
+                                                                                ("explicit_offset", "")]

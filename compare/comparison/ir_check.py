@@ -67,10 +67,9 @@ def _alongside(plan: Plan, backend: Backend, step: Step, cache=None) -> Ready:
             raise found["error"]
         return _found(found["result"], step)
 
-    def cancel():   # the run is ending: the worker's compile, and with it the thread, end now
-        from compare.checks.ir.compile import stop_workers
-        stop_workers()
-        worker.join(timeout=30)
+    def cancel():   # the check is ending: the worker's compile, and with it the thread, end now
+        from compare.runtime.warm_worker import stop_answering
+        stop_answering(worker)
     return Ready(result, cancel)
 
 

@@ -5,15 +5,49 @@ os._exit) is seen so (`word` gives None) and the next request starts a fresh one
 process costs itself alone. Standard library only: the workers import this before anything heavy."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 _POLL_S = 0.5   # how often a wait for a word looks whether the worker ended (a fork of it may hold the pipe)
+
+# a check's workers answering a request now, and whether the check ending them is stopping: its thread must
+# start no other meanwhile (`stop_answering`); the process's state, so it lives at the process boundary
+_ANSWERING: set = set()
+_STOPPING = threading.Event()
+
+
+def refuse_while_stopping(what: str) -> None:
+    """RuntimeError while a check's workers are being stopped: `what` is not started."""
+    if _STOPPING.is_set():
+        raise RuntimeError(f"{what} not started: the run is stopping")
+
+
+@contextlib.contextmanager
+def answering(proc: subprocess.Popen):
+    """`proc` answers a request for the block: `stop_answering` ends it."""
+    _ANSWERING.add(proc)
+    try:
+        yield proc
+    finally:
+        _ANSWERING.discard(proc)
+
+
+def stop_answering(ended: "threading.Thread") -> None:
+    """End every worker answering a request now and start no other until `ended` (the thread that sent them
+    the requests) ends, given 30 s; one still running then keeps the refusal, as it may ask again."""
+    _STOPPING.set()
+    for proc in list(_ANSWERING):
+        proc.kill()
+    ended.join(timeout=30)
+    if not ended.is_alive():
+        _STOPPING.clear()
 
 
 class WarmWorker:

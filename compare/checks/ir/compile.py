@@ -19,6 +19,7 @@ from pathlib import Path
 
 from compare.model.vocabulary import STAGES, dtype_name  # noqa: F401 (re-exported: compare.checks.ir.STAGES)
 from compare.model import scratch
+from compare.runtime import warm_worker
 from compare.runtime.warm_worker import WarmWorker
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
@@ -206,24 +207,10 @@ def kernel_spec(name: str, kernel, import_roots=()) -> dict:
             "function": fn.__name__, "root": str(PROJECT_ROOT), "import_roots": list(import_roots)}
 
 
-LIVE_WORKERS: set = set()   # workers compiling now (a run that stops ends them: `stop_workers`)
-
-
-_STOPPING: list[bool] = []
-
-
-def stop_workers() -> None:
-    """End every worker compiling now, and start no other (from another thread: its caller then fails)."""
-    _STOPPING.append(True)
-    for proc in list(LIVE_WORKERS):
-        proc.kill()
-
-
 def run_worker(request: dict, warm: "WarmCompiler | None" = None) -> list[dict]:
     """Run the worker on `request` (in `warm`'s process, where given); its per-kernel results (RuntimeError if
     the worker itself fails)."""
-    if _STOPPING:
-        raise RuntimeError("IR worker not started: the run is stopping")
+    warm_worker.refuse_while_stopping("IR worker")
     if warm is not None:
         return warm.compile(request)
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
@@ -234,15 +221,13 @@ def run_worker(request: dict, warm: "WarmCompiler | None" = None) -> list[dict]:
         env["TMPDIR"] = tmp
         proc = subprocess.Popen([sys.executable, "-m", "compare.checks.ir.worker"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=PROJECT_ROOT, env=env)
-        LIVE_WORKERS.add(proc)
         try:
-            stdout, stderr = proc.communicate(json.dumps(request), timeout=WORKER_TIMEOUT_S)
+            with warm_worker.answering(proc):
+                stdout, stderr = proc.communicate(json.dumps(request), timeout=WORKER_TIMEOUT_S)
         except BaseException:
             proc.kill()
             proc.wait()
             raise
-        finally:
-            LIVE_WORKERS.discard(proc)
     proc.stdout, proc.stderr = stdout, stderr   # read as subprocess.run's result was
     try:
         return json.loads(proc.stdout)["results"]
@@ -269,15 +254,12 @@ class WarmCompiler:
         self.asked += 1
         answer = Path(self.tmp.name, f"{self.asked}.answer.json")
         self.worker.send({"request": request, "answer": str(answer)})
-        proc = self.worker.proc
-        LIVE_WORKERS.add(proc)
         try:
-            said = self.worker.word(WORKER_TIMEOUT_S)
+            with warm_worker.answering(self.worker.proc):
+                said = self.worker.word(WORKER_TIMEOUT_S)
         except BaseException:
             self.worker.kill()
             raise
-        finally:
-            LIVE_WORKERS.discard(proc)
         if said == "":
             self.worker.kill()
             raise subprocess.TimeoutExpired(self.worker.command, WORKER_TIMEOUT_S)
