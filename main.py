@@ -228,16 +228,10 @@ def cmd_compare(request, options, registry, backend, distributed=None, saved=Non
 
 
 def cmd_report(args) -> int:
-    import json
-    from compare.command_line.usage import UsageError, report_text
-    from compare.render import files, json_report, markdown, terminal
-    text = report_text(args.file)
-    try:
-        report = json_report.load(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise UsageError(f"{args.file} is not JSON ({exc}); give a report.json written by compare") from None
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise UsageError(f"{args.file} is not a kernel-ab report: {exc}") from None
+    from compare.command_line import baseline
+    from compare.command_line.usage import UsageError
+    from compare.render import files, markdown, terminal
+    report = baseline.load(args.file)
     try:  # a report of the right types may still hold what no renderer expects (say, an unknown IR stage)
         if args.format in ("markdown", "markdown-full"):
             sys.stdout.write(files.comment(report, args.file) if args.format == "markdown" else markdown.full(report))
