@@ -13,6 +13,8 @@ import sys
 import threading
 from pathlib import Path
 
+from compare.runtime.exit_codes import ExitCode
+
 # a stop signal that comes while the command starts is kept, not lost: the supervisor or main() acts on it
 EARLY_SIGNALS: list[int] = []
 
@@ -190,7 +192,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
 
 def _fail(message: str) -> int:
     print(f"kernel-ab: error: {message}", file=sys.stderr)
-    return 2
+    return ExitCode.USAGE
 
 
 def _pairwise(args) -> int:
@@ -266,12 +268,12 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         code = exc.exit_code
     except KeyboardInterrupt:           # raised by code outside any variant's launch
         print(f"kernel-ab: interrupted; {written.after_stop()}", file=sys.stderr)
-        code = 130
+        code = ExitCode.SIGINT
     except BrokenPipeError:
         # the reader left (`kernel-ab list | head`): stop quietly, as a command killed by SIGPIPE does;
         # stdout goes to devnull so that the interpreter's final flush does not raise again
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        code = 141
+        code = ExitCode.SIGPIPE
     except BaseException as exc:        # an error while unwinding from a stop signal is that stop
         if isinstance(exc, SystemExit) or not (supervisor.STOP_REQUESTED or isinstance(exc, Exception)):
             raise
@@ -285,7 +287,6 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     finally:
         supervisor.restore_handlers(previous)
     pending = supervisor.pending_stop()
-    from compare.runtime.exit_codes import ExitCode
     stopped = (ExitCode.SIGINT, ExitCode.SIGTERM, ExitCode.SIGHUP)
     if pending is not None and code not in stopped:   # the stop came; the run ended before it was raised
         stop = supervisor.Stopped(pending)
@@ -346,10 +347,10 @@ def _main(argv: list[str], prog: str) -> int:
         for needs in dict.fromkeys(MissingPackage.of(i.needs) for i in exc.failed if i.needs):   # first: what to install
             print(f"kernel-ab: {needs.text()}", file=sys.stderr)
         print(f"kernel-ab: nothing to compare: {exc}", file=sys.stderr)
-        return 1
+        return ExitCode.GATE_FAILED
     except TaskFailed as exc:
         print(f"kernel-ab: error: a task failed: {exc}; no report", file=sys.stderr)
-        return 1
+        return ExitCode.GATE_FAILED
     except ContextPoisoned as exc:
         print(f"kernel-ab: error: variant {exc.variant} {exc.error}; nothing more can run in this process "
               "(the kernel-ab command reruns without it)", file=sys.stderr)
