@@ -13,6 +13,8 @@ import sys
 import threading
 from pathlib import Path
 
+from compare.runtime.exit_codes import ExitCode
+
 # a stop signal that comes while the command starts is kept, not lost: the supervisor or main() acts on it
 EARLY_SIGNALS: list[int] = []
 
@@ -190,7 +192,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
 
 def _fail(message: str) -> int:
     print(f"kernel-ab: error: {message}", file=sys.stderr)
-    return 2
+    return ExitCode.USAGE
 
 
 def _pairwise(args) -> int:
@@ -228,16 +230,10 @@ def cmd_compare(request, options, registry, backend, distributed=None, saved=Non
 
 
 def cmd_report(args) -> int:
-    import json
-    from compare.command_line.usage import UsageError, report_text
-    from compare.render import files, json_report, markdown, terminal
-    text = report_text(args.file)
-    try:
-        report = json_report.load(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise UsageError(f"{args.file} is not JSON ({exc}); give a report.json written by compare") from None
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise UsageError(f"{args.file} is not a kernel-ab report: {exc}") from None
+    from compare.command_line import baseline
+    from compare.command_line.usage import UsageError
+    from compare.render import files, markdown, terminal
+    report = baseline.load(args.file)
     try:  # a report of the right types may still hold what no renderer expects (say, an unknown IR stage)
         if args.format in ("markdown", "markdown-full"):
             sys.stdout.write(files.comment(report, args.file) if args.format == "markdown" else markdown.full(report))
@@ -272,12 +268,12 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         code = exc.exit_code
     except KeyboardInterrupt:           # raised by code outside any variant's launch
         print(f"kernel-ab: interrupted; {written.after_stop()}", file=sys.stderr)
-        code = 130
+        code = ExitCode.SIGINT
     except BrokenPipeError:
         # the reader left (`kernel-ab list | head`): stop quietly, as a command killed by SIGPIPE does;
         # stdout goes to devnull so that the interpreter's final flush does not raise again
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        code = 141
+        code = ExitCode.SIGPIPE
     except BaseException as exc:        # an error while unwinding from a stop signal is that stop
         if isinstance(exc, SystemExit) or not (supervisor.STOP_REQUESTED or isinstance(exc, Exception)):
             raise
@@ -291,7 +287,6 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     finally:
         supervisor.restore_handlers(previous)
     pending = supervisor.pending_stop()
-    from compare.runtime.exit_codes import ExitCode
     stopped = (ExitCode.SIGINT, ExitCode.SIGTERM, ExitCode.SIGHUP)
     if pending is not None and code not in stopped:   # the stop came; the run ended before it was raised
         stop = supervisor.Stopped(pending)
@@ -352,10 +347,10 @@ def _main(argv: list[str], prog: str) -> int:
         for needs in dict.fromkeys(MissingPackage.of(i.needs) for i in exc.failed if i.needs):   # first: what to install
             print(f"kernel-ab: {needs.text()}", file=sys.stderr)
         print(f"kernel-ab: nothing to compare: {exc}", file=sys.stderr)
-        return 1
+        return ExitCode.GATE_FAILED
     except TaskFailed as exc:
         print(f"kernel-ab: error: a task failed: {exc}; no report", file=sys.stderr)
-        return 1
+        return ExitCode.GATE_FAILED
     except ContextPoisoned as exc:
         print(f"kernel-ab: error: variant {exc.variant} {exc.error}; nothing more can run in this process "
               "(the kernel-ab command reruns without it)", file=sys.stderr)

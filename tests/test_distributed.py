@@ -138,6 +138,7 @@ def test_timing_cases_merge_in_plan_order_each_saying_its_gpu():
     from types import SimpleNamespace
 
     from compare.model.results import TimingCase, to_dict
+    from compare.comparison.timing_check import TimingCheck
     from compare.processes.distributed import Started
 
     def answer(dtype, gpu):
@@ -156,8 +157,8 @@ def test_timing_cases_merge_in_plan_order_each_saying_its_gpu():
 
     tasks = [Task(key, "timing", "{}", "cuda", (key.split()[1], 0, key.split()[3])) for key in answers]
     plan = SimpleNamespace(timing=SimpleNamespace(noise=0.01), timing_left_out=("left out",))
-    started = Started(Fixed(), tasks, plan, None, None)
-    found = started.timing()
+    started = Started(Fixed(), tasks, plan, SimpleNamespace(gpu="H200"), None)
+    found = started.pending(TimingCheck()).result()
     section, skipped = found.timing, found.skipped
     assert [c.ran_on.split(",")[0] for c in section.cases] == ["H200 GPU-0", "H200 GPU-1", "H200 GPU-0"]
     assert [c.dtype for c in section.cases] == ["float32", "bfloat16", "bfloat16"]

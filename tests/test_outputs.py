@@ -12,6 +12,7 @@ import main
 from compare.command_line import usage
 from compare.render import files, json_report, markdown
 from compare.model.results import MARKER_KEY
+from compare.runtime.exit_codes import ExitCode
 from tests.extras import need
 from tests.fixed_report import fixed_report
 
@@ -169,7 +170,7 @@ def test_a_run_whose_write_fails_says_so_in_one_line_and_exits_74(tmp_path, caps
     monkeypatch.setattr(os, "link", full_for_json(real_link))
     rc = main.main([*TINY, "--json", str(tmp_path / "r.json"), "--markdown", str(tmp_path / "r.md")], prog="main.py")
     out, err = capsys.readouterr()
-    assert rc == files.WRITE_FAILED == 74
+    assert rc == ExitCode.WRITE_FAILED == 74
     assert "check" in out.splitlines()[3].split()   # the terminal report (its glance) came first
     errors = [line for line in err.splitlines() if line.startswith("kernel-ab: error:")]
     assert errors == [f"kernel-ab: error: could not write {tmp_path / 'r.json'} (No space left on device); "

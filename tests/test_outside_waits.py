@@ -14,6 +14,7 @@ import pytest
 
 import main
 from compare.render import files, json_report
+from compare.runtime.exit_codes import ExitCode
 from tests.fixed_report import fixed_report
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,7 +90,7 @@ def test_compare_keeps_its_report_beside_a_file_made_at_its_json_path_while_it_r
     code = main.main(["compare", "--shape", "2,8,2,4", "--trials", "1", "--inputs", "normal", "--check", "numerics",
                       "--quiet", "--json", str(target)])
     err = capsys.readouterr().err
-    assert code == files.WRITE_FAILED and target.read_text() == "someone else's\n"
+    assert code == ExitCode.WRITE_FAILED and target.read_text() == "someone else's\n"
     assert json.loads(Path(f"{target}.kernel-ab-1").read_text())["baseline"] == "pointer_mutation"
     assert f"this file is {target}.kernel-ab-1 instead" in err
     # a run whose path holds its own earlier report replaces it

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import torch
 
+from compare.runtime.device_busy import median_ms
+
 
 def copy_bandwidth_gbs(nbytes: int = 1 << 30, repeats: int = 10) -> float:
     """A large device-to-device copy, in GB/s counting bytes read plus written: the memory ceiling."""
@@ -12,13 +14,6 @@ def copy_bandwidth_gbs(nbytes: int = 1 << 30, repeats: int = 10) -> float:
     dst = torch.empty_like(src)
     for _ in range(3):
         dst.copy_(src)
-    times = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        dst.copy_(src)
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
+    ms = median_ms(lambda: dst.copy_(src), repeats)
     del src, dst
-    return 2 * nbytes / (sorted(times)[len(times) // 2] * 1e-3) / 1e9
+    return 2 * nbytes / (ms * 1e-3) / 1e9

@@ -228,7 +228,7 @@ class _Case:
     diffs: dict[tuple[str, str, str], list] = dataclasses.field(default_factory=dict)   # (a, b, output) -> trials
 
     def what(self, seed: int) -> str:
-        return (f"numerics {self.direction} {self.shape.label} {str(self.dtype).removeprefix('torch.')} "
+        return (f"numerics {self.direction} {self.shape.label} {dtype_name(self.dtype)} "
                 f"{self.input_kind} seed {seed}")
 
 
@@ -279,7 +279,7 @@ def _tally(case: _Case, v) -> _Tally:
     if v.needs_gpu and not case.backend.gpu:
         tally.ended = VariantNumerics(v.name, Status.NOT_RUN, ("needs a GPU; this run has none",))
     elif untrusted and v.kind in ("triton", "op"):   # an op launches Triton kernels too
-        tally.ended = VariantNumerics(v.name, Status.UNTRUSTED, (f"{str(case.dtype).removeprefix('torch.')}: {untrusted}",))
+        tally.ended = VariantNumerics(v.name, Status.UNTRUSTED, (f"{dtype_name(case.dtype)}: {untrusted}",))
     elif runner.unsupported:
         tally.ended = VariantNumerics(v.name, Status.NOT_RUN, (runner.unsupported,))
     return tally

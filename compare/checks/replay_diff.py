@@ -13,21 +13,17 @@ from compare.model.results import SPREAD_FACTOR
 from compare.model.vocabulary import dtype_name
 
 
-def _dtype(t: torch.Tensor) -> str:
-    return dtype_name(t.dtype)
-
-
 def _unlike(name: str, base, head) -> TensorDiff | None:
     """A TensorDiff saying why the two cannot be compared element by element, or None when they can."""
     present = [x for x in (base, head) if isinstance(x, torch.Tensor)]
     if len(present) < 2:
         side = "BASE" if isinstance(base, torch.Tensor) else "HEAD"
         t = present[0] if present else None
-        return TensorDiff(name, _dtype(t) if t is not None else "", tuple(t.shape) if t is not None else (),
+        return TensorDiff(name, dtype_name(t.dtype) if t is not None else "", tuple(t.shape) if t is not None else (),
                           Agreement.UNLIKE, why=f"a tensor at {side} only" if present else "no tensor at either")
     if base.shape != head.shape or base.dtype != head.dtype:
-        why = f"{_dtype(base)}{list(base.shape)} at BASE, {_dtype(head)}{list(head.shape)} at HEAD"
-        return TensorDiff(name, _dtype(base), tuple(base.shape), Agreement.UNLIKE, why=why)
+        why = f"{dtype_name(base.dtype)}{list(base.shape)} at BASE, {dtype_name(head.dtype)}{list(head.shape)} at HEAD"
+        return TensorDiff(name, dtype_name(base.dtype), tuple(base.shape), Agreement.UNLIKE, why=why)
     return None
 
 
@@ -37,7 +33,7 @@ def tensor_diff(name: str, base, head) -> TensorDiff:
     if unlike is not None:
         return unlike
     base, head = base.detach().cpu(), head.detach().cpu()
-    dtype, shape = _dtype(base), tuple(base.shape)
+    dtype, shape = dtype_name(base.dtype), tuple(base.shape)
     differs = ~same_bits(base, head)
     differing = int(differs.sum())
     if differing == 0:
@@ -61,7 +57,7 @@ def _float_diff(name: str, base: torch.Tensor, head: torch.Tensor, differing: in
     where = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), gap.shape)) if gap.dim() else ()
     max_abs = float(gap.reshape(-1)[flat]) if gap.numel() else 0.0
     units = gap / ulp(torch.where(finite, torch.maximum(a.abs(), b.abs()), torch.ones_like(a)), base.dtype)
-    return TensorDiff(name, _dtype(base), tuple(base.shape), Agreement.BEYOND if beyond else Agreement.WITHIN,
+    return TensorDiff(name, dtype_name(base.dtype), tuple(base.shape), Agreement.BEYOND if beyond else Agreement.WITHIN,
                       differing, beyond, max_abs, float(units.max()) if units.numel() else 0.0, where,
                       float(a.reshape(-1)[flat]), float(b.reshape(-1)[flat]),
                       float(units.reshape(-1)[flat]) if units.numel() else 0.0, nan_mismatch)

@@ -41,6 +41,12 @@ def _as_rounds(rounds: list[list[float]]) -> torch.Tensor:
     return torch.tensor([r[:width] for r in rounds], dtype=torch.float64)
 
 
+def _interval(boot: torch.Tensor, n_boot: int, confidence: float) -> tuple[float, float]:
+    """The percentile interval of the `n_boot` sorted bootstrap ratios `boot`."""
+    tail = (1 - confidence) / 2
+    return float(boot[int(math.floor(tail * (n_boot - 1)))]), float(boot[int(math.ceil((1 - tail) * (n_boot - 1)))])
+
+
 def ratio_with_interval(a: list[list[float]], b: list[list[float]], confidence: float = CONFIDENCE,
                         n_boot: int = 2000, n_perm: int = 10000, seed: int = 0) -> RatioEstimate:
     """Ratio of medians B/A with a paired percentile-bootstrap interval over rounds, and a two-sided
@@ -53,9 +59,7 @@ def ratio_with_interval(a: list[list[float]], b: list[list[float]], confidence: 
     ratio = float(tb.flatten().median() / ta.flatten().median())
     idx = torch.randint(0, rounds, (n_boot, rounds), generator=gen)
     boot = torch.sort(_pooled_median_ratio(ta, tb, idx)).values
-    tail = (1 - confidence) / 2
-    lo = float(boot[int(math.floor(tail * (n_boot - 1)))])
-    hi = float(boot[int(math.ceil((1 - tail) * (n_boot - 1)))])
+    lo, hi = _interval(boot, n_boot, confidence)
     d = torch.log(tb.median(dim=1).values / ta.median(dim=1).values)
     observed = d.mean().abs()
     signs = torch.randint(0, 2, (n_perm, rounds), generator=gen, dtype=torch.float64) * 2 - 1
@@ -78,9 +82,7 @@ def ratio_across_runs(a: list[list[float]], b: list[list[float]], confidence: fl
     pick_a, pick_b = (torch.randint(0, n, (n_boot, n), generator=gen) for n in (na, nb))
     boot = torch.sort(ta[pick_a].reshape(n_boot, -1).median(dim=1).values.reciprocal()
                       * tb[pick_b].reshape(n_boot, -1).median(dim=1).values).values
-    tail = (1 - confidence) / 2
-    lo = float(boot[int(math.floor(tail * (n_boot - 1)))])
-    hi = float(boot[int(math.ceil((1 - tail) * (n_boot - 1)))])
+    lo, hi = _interval(boot, n_boot, confidence)
     logs = torch.cat([ta.median(dim=1).values, tb.median(dim=1).values]).log()
     observed = (logs[na:].mean() - logs[:na].mean()).abs()
     picked = logs[torch.rand(n_perm, na + nb, generator=gen).topk(nb, dim=1, sorted=False).indices].sum(dim=1)

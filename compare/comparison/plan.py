@@ -13,6 +13,7 @@ from compare.checks.timing_config import TimingConfig
 from compare.model.errors import UsageError
 from compare.model.skips import Skip
 from compare.model.vocabulary import BACKWARD, CHECKS, NUMERICS, STAGES, TIMING
+from compare.runtime.supervisor import DEFAULT_LIMIT_S
 
 if TYPE_CHECKING:   # the families import torch: imported once the backend is chosen (compare.runtime.backend)
     import torch
@@ -50,7 +51,7 @@ class Options:
     """How a run is carried out and written: the device, the launch limit, the gates, the outputs."""
 
     device: str = "auto"             # auto (a GPU if there is one), cuda or cpu
-    variant_timeout: float = 300.0   # seconds a variant's launch may take before it is stopped as hung
+    variant_timeout: float = DEFAULT_LIMIT_S   # seconds a variant's launch may take before it is stopped as hung
     fail_on_numerics: bool = False
     fail_if_slower: Optional[float] = None   # percent
     fail_on: tuple[str, ...] = ()    # checks beyond the built-in four whose gate is asked (compare/model/check_sections.py)

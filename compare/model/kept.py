@@ -1,10 +1,8 @@
 """What is decided from a report is decided once per report: each record (the problem lists, the compiled-code
-verdicts, the pairs' verdicts, the headline, the glance) is made the first time it is asked for and kept on the
-report it was decided from, where the headline, the glance, the gates and every renderer read it.
-
-A report changed by dataclasses.replace is a new report and decides anew, unless `carried` says what changed
-feeds none of the records it carries (the gates, decided from them; timing verdicts settled on the code), or
-`shared` that it feeds none at all (a review's copy without the libraries' habits)."""
+verdicts, the pairs' verdicts, the headline, the glance) is made the first time it is asked for and kept on the report
+it was decided from, where the headline, the glance, the gates and every renderer read it. A report changed by
+dataclasses.replace is a new report and decides anew, unless `carried` says what changed feeds none of the records it
+carries (the gates, decided from them; timing verdicts settled on the code), or `shared` that it feeds none at all."""
 from __future__ import annotations
 
 from typing import Any, Callable, TypeVar

@@ -11,8 +11,8 @@ from compare.model import plain_words
 from compare.model.loopmatch import stage_matches, stage_of
 from compare.model.results import IRLoop, IRSection, IRStage, IRVariant
 from compare.model.states import LoopMatch
+from compare.model.vocabulary import STAGE_TITLES
 
-STAGE = {"ttir": "TTIR", "ttgir": "TTGIR", "llir": "LLIR", "ptx": "PTX", "sass": "SASS"}
 TOP = 3          # op deltas named per loop and stage (the tables name more)
 
 
@@ -106,7 +106,7 @@ def op_deltas(loop: IRLoop, base: IRLoop | None, top: int = TOP) -> str:
 
 
 def _stages(stages: list[str]) -> str:
-    return ", ".join(STAGE.get(s, s) for s in stages)
+    return ", ".join(STAGE_TITLES.get(s, s) for s in stages)
 
 
 def loop_claims(section: IRSection, va: IRVariant, vb: IRVariant, names: tuple[str, str] | None = None,

@@ -42,7 +42,8 @@ def _case_key(c: NumericsCase) -> str:
     return f"{c.direction} {c.dtype} {c.input_kind}"
 
 
-def _grouped(items: list[tuple[NumericsCase, str]], limit: int = 3) -> str:
+def grouped(items, limit: int = 3) -> str:
+    """'key (first detail; n shapes), ...' for (case, detail) items, grouped by direction/dtype/kind."""
     groups: dict[str, list[str]] = {}
     for c, detail in items:
         groups.setdefault(_case_key(c), []).append(detail)
@@ -152,7 +153,7 @@ def _said(section: NumericsSection, a: str, b: str, found: PairNumerics, bitwise
     same = found.judged - len(less) - len(found.more)
     front = []
     if less:
-        front.append(f"LESS ACCURATE than {a} in {_grouped(less)}")
+        front.append(f"LESS ACCURATE than {a} in {grouped(less)}")
         gate += [f"numerics: {b} less accurate than {a} on {c.shape} {_case_key(c)} ({d})" for c, d in less]
         level = Level.FAIL
     if found.introduced:
@@ -162,7 +163,7 @@ def _said(section: NumericsSection, a: str, b: str, found: PairNumerics, bitwise
     if found.fixed:
         front.append(f"fixes: {brief(found.fixed, input_kinds(section))}")
     if more:
-        front.append(f"more accurate than {a} in {_grouped(more)}")
+        front.append(f"more accurate than {a} in {grouped(more)}")
     parts = front + bitwise
     if same:
         parts.append(f"as accurate as {a} in the other {_n(same, 'case')}" if less or found.more

@@ -12,7 +12,6 @@ from compare.model.reruns import Blamed, Ending, Ran, run_excluding
 from compare.model.results import decode
 from compare.model.states import Failure
 from compare.model.task_answers import TaskState
-from compare.model.vocabulary import TIMING
 
 
 class VariantCrashed(Exception):
@@ -69,11 +68,6 @@ class Started:
         """`check` begun as tasks: its findings, collected from its tasks' results where the run started."""
         from compare.checks.check import Ready
         return Ready(lambda: check.collect(self.plan, self.backend, self.step, Results(self, check)))
-
-    def timing(self):
-        """The timing section merged from every timing task, and the Skips of what was not timed (Findings)."""
-        from compare.comparison.timing_check import TimedCase, merged
-        return merged(self.plan, [decode(TimedCase, self._answer(t)) for t in self.tasks if t.kind == TIMING])
 
     def incidents(self) -> tuple[str, ...]:
         return tuple(self.left_behind) + tuple(self.executor.incidents())

@@ -19,7 +19,7 @@ from compare.model.scratch import SCRATCH_ENV
 from compare.model.states import Crash
 from compare.runtime.exit_codes import ExitCode
 from compare.runtime.child_processes import child_pids, comm, live_children
-from compare.runtime.status_records import read as read_records
+from compare.runtime import status_records
 from compare.runtime.supervisor import (_STOP_CODES, _STOP_WORDS, EXCLUDED_ENV, GRACE_S, NO_TIMING_ENV,
                                 POISONED_EXIT, STARTED_ENV, STATUS_ENV, TAMPER, TOKEN_ENV, BUSY)
 
@@ -126,9 +126,8 @@ class _Run:
 
     def _check(self, now: float) -> None:
         records = [r for r in self.records() if "forged" not in r]
-        last = records[-1] if records else {}
-        if last.get("variants") and "since" in last and time.time() - last["since"] > last.get("limit", 1e18):
-            self.hung = last
+        if hung := status_records.hung(records):
+            self.hung = hung
             _kill_group(self.proc.pid)
         # a timing process's BUSY record ends that process, not the child (which times the dtype again without it)
         if self._ended_at is None and any("done" in r or (r.get("error") and r.get("failure") != BUSY)
@@ -139,7 +138,7 @@ class _Run:
             _kill_group(self.proc.pid)
 
     def records(self) -> list[dict]:
-        return read_records(self.status, self.token)
+        return status_records.read(self.status, self.token)
 
     def close(self) -> None:
         try:
@@ -211,10 +210,7 @@ def _failed(records: list[dict], rc: int, hung: dict, ended: int | None) -> tupl
     found = _culprit(records, rc, ended)
     if found is not None:
         return (*found, TAMPER)
-    records = [r for r in records if "forged" not in r]
-    last = next((r for r in reversed(records) if "variants" in r), {})
-    if rc == POISONED_EXIT:   # the launch that poisoned the context (or tampered with the process) said so
-        last = next((r for r in reversed(records) if r.get("error")), last)
+    last = status_records.ended_in(records, rc == POISONED_EXIT)
     return last.get("variants") or [], _why(rc, last, hung), last.get("what", ""), str(last.get("failure", ""))
 
 

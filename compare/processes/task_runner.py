@@ -9,7 +9,6 @@ import select
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from compare.processes import supervision
@@ -70,20 +69,15 @@ class Runner:
                 hung = self._hang()
 
     def _hang(self) -> dict:
-        records = status_records.read(self.status)
-        last = records[-1] if records else {}
-        if last.get("variants") and "since" in last and time.time() - last["since"] > last.get("limit", 1e18):
+        hung = status_records.hung(status_records.read(self.status))
+        if hung:
             self.proc.kill()
-            return last
-        return {}
+        return hung
 
     def _ended(self, hung: dict) -> TaskAnswer:
         rc = self.proc.wait()
         self.proc = None
-        records = status_records.read(self.status)
-        last = next((r for r in reversed(records) if "variants" in r), {})
-        if rc == POISONED_EXIT:
-            last = next((r for r in reversed(records) if r.get("error")), last)
+        last = status_records.ended_in(status_records.read(self.status), rc == POISONED_EXIT)
         why = supervision._why(rc, last, hung)
         if hung or last.get("variants"):
             return TaskAnswer.crashed(CrashedVariants(tuple(last.get("variants") or hung.get("variants", [])), why,

@@ -18,7 +18,6 @@ from compare.model.results import MARKER, MARKER_KEY, from_dict
 
 REPORT_MD, FULL_MD, REPORT_JSON, ROWS_JSON = "report.md", "report-full.md", "report.json", "benchmark_rows.json"
 REVIEW_MARKER = "review"   # the marker of `review`'s JSON (compare/review/render.py)
-WRITE_FAILED = 74   # the exit code when a file could not be written (sysexits' EX_IOERR)
 
 
 def folder_files(folder: Path, modes: tuple[str, ...] = ()) -> list[Path]:

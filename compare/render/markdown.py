@@ -28,7 +28,7 @@ ROW_ROOM, WRAP = 100, 25
 # how every Markdown report begins: compare/render/files.py tells kernel-ab's own reports (those it may
 # replace without --force) by it, so a change here must keep reports written before it recognized
 TITLE = "## kernel-ab: "
-_MARK = {"ok": "✅", "fail": "❌", "warn": "⚠️", "skip": "⏭️", "info": "ℹ️"}
+MARK = {"ok": "✅", "fail": "❌", "warn": "⚠️", "skip": "⏭️", "info": "ℹ️"}
 
 
 def _cell(value) -> str:
@@ -133,7 +133,7 @@ def _fold(section, parts, kept: tuple[int, int, int], full_written: bool, counte
     count = ", ".join(f"{n} {noun}{'s' if n != 1 else ''}" for n, noun in zip(
         (whole[0], *whole[2:]), ("verdict line", "table", "diff")) if n)
     block = [f"<details><summary><b>{section.title}</b>{f': {count}' if counted else ''}</summary>", ""]
-    block += [f"- {_MARK[level]} {text}" for level, text in section.lines[:said]] + ([""] if said else [])
+    block += [f"- {MARK[level]} {text}" for level, text in section.lines[:said]] + ([""] if said else [])
     block += [f"{line}\n" for line in section.intro[:intro]] + [text for text, _ in parts[:shown]]
     legend = _legend([t for _, t in parts[:shown] if t is not None])
     block += [legend] if legend else []
@@ -187,7 +187,7 @@ def _listed(title: str, items: tuple[str, ...], fold: bool = False) -> list[str]
 def glance_table(rows, variant: str) -> list[str]:
     """The variant's glance table (compare/model/glance.py): a row per check."""
     mine = [r for r in rows if r.variant == variant]
-    table = tabulate([[f"{_MARK[r.level]} {_cell(r.check)}", *(_cell(c) for c in (r.verdict, r.amount, r.where))]
+    table = tabulate([[f"{MARK[r.level]} {_cell(r.check)}", *(_cell(c) for c in (r.verdict, r.amount, r.where))]
                       for r in mine], headers=glance.HEADERS, tablefmt="github", disable_numparse=True)
     return [table, ""] if mine else []
 
@@ -198,14 +198,14 @@ def verdicts(report: Report, glance_shown: bool = True) -> list[str]:
     problem named, the gates and the report's other summary lines."""
     head, rows, out = headline(report), glance.rows(report), []
     if report.interrupted is not None:   # before any verdict: each row below may hold only part of what was asked
-        out += [f"> {_MARK['warn']} **{report.interrupted.text()}**", ""]
+        out += [f"> {MARK['warn']} **{report.interrupted.text()}**", ""]
     for pair in head.pairs:
         a, b = pair.baseline, pair.variant
         if glance_shown:
             out += [f"**`{b}`** against **`{a}`** (baseline)", "", *glance_table(rows, b)]
         elif len(head.pairs) > 1:
             out += [f"**`{b}`** against **`{a}`** (baseline):", ""]
-        out += [f"- {_MARK[line.level]} {line.text}" for line in pair.lines]
+        out += [f"- {MARK[line.level]} {line.text}" for line in pair.lines]
         out.append("")
         if pair.problems_introduced:   # what the change broke is never folded away
             out += [f"New in `{b}` (not in `{a}`):", "", *(f"- {item}" for item in pair.problems_introduced), ""]
@@ -213,9 +213,9 @@ def verdicts(report: Report, glance_shown: bool = True) -> list[str]:
     out += _listed(head.shared_title, head.shared_named) + _listed(head.kept_title, head.kept)
     gates = gate_lines(report)
     if gates:
-        out += ["**Gates**", "", *(f"- {_MARK[level]} {text}" for level, text in gates), ""]
+        out += ["**Gates**", "", *(f"- {MARK[level]} {text}" for level, text in gates), ""]
     summary, _ = build(report, head)
-    out += [f"- {_MARK[level]} {text}" for level, text in summary.lines]
+    out += [f"- {MARK[level]} {text}" for level, text in summary.lines]
     return out + ([""] if summary.lines else [])
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 
+from compare.model.pair_numerics import grouped
 from compare.model.problems import NOT_RUN, Lists, covered, describe, input_kinds, lists, produced, variant_of
 from compare.render import check_tables, ir_tables
 from compare.render.table import Section, Summary, Table, section_legend  # noqa: F401 (re-exported)
@@ -107,20 +108,6 @@ def _numerics_tables(case: NumericsCase, section: NumericsSection) -> list[Table
     return tables
 
 
-def _case_key(c: NumericsCase) -> str:
-    return f"{c.direction} {c.dtype} {c.input_kind}"
-
-
-def _grouped(items, limit: int = 4) -> str:
-    """'key (first detail; n shapes), ...' for (case, detail) items, grouped by direction/dtype/kind."""
-    groups: dict[str, list[str]] = {}
-    for c, detail in items:
-        groups.setdefault(_case_key(c), []).append(detail)
-    parts = [f"{k} ({d[0]}{'' if len(d) == 1 else f'; {len(d)} shapes'})" for k, d in groups.items()]
-    more = f"; and {len(parts) - limit} more" if len(parts) > limit else ""
-    return "; ".join(parts[:limit]) + more
-
-
 def numerics_summary(section: NumericsSection, found: Lists) -> list[tuple[str, str]]:
     """The section's verdict lines: each variant's problems as the headline groups them (shared by every
     variant, introduced, fixed), the yardstick for scale, what did not run, and the bits against the baseline."""
@@ -139,11 +126,11 @@ def numerics_summary(section: NumericsSection, found: Lists) -> list[tuple[str, 
             crashed = [(c, v) for c, v in results if v.status == Status.ERROR]
             lines.append(("info", f"numerics: {label} judges the others and is not judged; for scale, it is outside "
                                   f"the dtype's tolerance in {len(outside)} of {ran} cases run"
-                                  + (": " + _grouped((c, v.reasons[0]) for c, v in outside) + TOLERANCE_RULE.format(
+                                  + (": " + grouped(((c, v.reasons[0]) for c, v in outside), 4) + TOLERANCE_RULE.format(
                                       ref=name) if outside else "")))
             if crashed:
                 lines.append(("warn", f"numerics: {label} (the reference point) crashed in {len(crashed)} cases: "
-                                      + _grouped((c, v.reasons[0] if v.reasons else "crashed") for c, v in crashed)))
+                                      + grouped(((c, v.reasons[0] if v.reasons else "crashed") for c, v in crashed), 4)))
         elif name == base and ran:
             lines.append(_baseline_line(found, label, ran))
         elif name in found.others and ran:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from compare.review.members import Kind, Module, Op, module_name, parse   # noqa: F401 (Op, module_name: re-exported)
+from compare.review.members import Kind, Module, Op, parse   # noqa: F401 (Op: re-exported)
 from compare.review.ops_changed import Change, ChangedOp, Side, What, changed_ops   # noqa: F401 (re-exported)
 from compare.review.revisions import Repository
 from compare.review.sources import Role, library, role

@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from compare.render.markdown import MARK
 from compare.review.kernels import Change, Changes, What
 from compare.review.ops_changed import CODE
 from compare.review.mapping import TABLE, Unmapped
@@ -22,7 +23,7 @@ from compare.model.headline import headline
 from compare.model.kept import shared
 from compare.runtime.exit_codes import after_report
 
-_MARKS = {"ok": "✅ ", "fail": "❌ ", "warn": "⚠️ ", "info": ""}
+_MARKS = {**{level: MARK[level] + " " for level in ("ok", "fail", "warn")}, "info": ""}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,9 +11,10 @@ from typing import Any
 import torch
 
 # the call kept by value lives with the recorded family, which loads it (variants may not import this layer)
-from variants.call_values import (MAX_VALUE_BYTES, TensorMeta, Unrecordable, dtype_name as _dtype_name,  # noqa: F401
-                                  keep, pack, remake, unpack)
+from variants.call_values import (MAX_VALUE_BYTES, TensorMeta, Unrecordable, keep, pack, remake,  # noqa: F401
+                                  unpack)
 from variants.ops import call_signature
+from compare.model.vocabulary import dtype_name
 
 
 def parameter_names(fn, count: int) -> list[str]:
@@ -30,7 +31,7 @@ def parameter_names(fn, count: int) -> list[str]:
 def describe(value, names: dict[int, str] | None = None) -> str:
     """An argument in short: `float32[4, 128] grad`, or the value's repr cut to 40 characters."""
     if isinstance(value, torch.Tensor):
-        return f"{_dtype_name(value.dtype)}{list(value.shape)}" + (" grad" if value.requires_grad else "") + \
+        return f"{dtype_name(value.dtype)}{list(value.shape)}" + (" grad" if value.requires_grad else "") + \
             ("" if value.is_contiguous() else " strided")
     if isinstance(value, (tuple, list)) and len(value) <= 4:
         inner = ", ".join(describe(v) for v in value)
@@ -50,7 +51,7 @@ def dtypes(args: tuple, kwargs: dict) -> tuple[str, ...]:
     """The dtypes of a call's tensor arguments, in order: calls in other dtypes test other code paths."""
     def walk(value):
         if isinstance(value, torch.Tensor):
-            yield _dtype_name(value.dtype)
+            yield dtype_name(value.dtype)
         elif isinstance(value, (tuple, list)):
             for v in value:
                 yield from walk(v)
@@ -81,7 +82,7 @@ def result_form(value) -> dict:
     """What an op's call returned, for the recorded family to time it: each tensor by name (dtype, shape, whether
     it has a gradient), and `select`, the index of the element of a tuple result that is its output (the first
     tensor with a gradient, else the first tensor; None: the result is that tensor)."""
-    found = {name: {"dtype": _dtype_name(t.dtype), "shape": list(t.shape), "grad": t.grad_fn is not None}
+    found = {name: {"dtype": dtype_name(t.dtype), "shape": list(t.shape), "grad": t.grad_fn is not None}
              for name, t in named_outputs(value).items() if isinstance(t, torch.Tensor)}
     top = list(value) if isinstance(value, (tuple, list)) else []
     tensors = [i for i, v in enumerate(top) if isinstance(v, torch.Tensor)]

@@ -21,11 +21,11 @@ def _probe_work():
     return lambda: dst.copy_(src)
 
 
-def probe_ms() -> float:
-    """The probe copy's median time on the current stream (events bracket it: what the stream held before is
-    not in it)."""
-    work, times = _probe_work(), []
-    for _ in range(SAMPLES):
+def median_ms(work, samples: int) -> float:
+    """`work()`'s median time in ms over `samples` calls on the current stream (events bracket each: what the
+    stream held before is not in it)."""
+    times = []
+    for _ in range(samples):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         work()
@@ -33,6 +33,11 @@ def probe_ms() -> float:
         end.synchronize()
         times.append(start.elapsed_time(end))
     return sorted(times)[len(times) // 2]
+
+
+def probe_ms() -> float:
+    """The probe copy's median time on the current stream."""
+    return median_ms(_probe_work(), SAMPLES)
 
 
 def at_start() -> float:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 
 
 def read(path: str, token: str | None = None, since: int = 0) -> list[dict]:
@@ -27,6 +28,21 @@ def read(path: str, token: str | None = None, since: int = 0) -> list[dict]:
             if "variants" in r:
                 launch = r
     return out
+
+
+def hung(records: list[dict]) -> dict:
+    """The last of `records` where it is a launch past its limit (--variant-timeout), else {}."""
+    last = records[-1] if records else {}
+    late = last.get("variants") and "since" in last and time.time() - last["since"] > last.get("limit", 1e18)
+    return last if late else {}
+
+
+def ended_in(records: list[dict], poisoned: bool) -> dict:
+    """The launch record a process ended in: the last naming variants or, `poisoned` (POISONED_EXIT), the last
+    saying the error that poisoned it; {} without one. Forged records count for nothing."""
+    own = [r for r in records if "forged" not in r]
+    last = next((r for r in reversed(own) if "variants" in r), {})
+    return next((r for r in reversed(own) if r.get("error")), last) if poisoned else last
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,7 +16,7 @@ import time
 from compare.model.errors import message, summarize
 from compare.model.states import Crash, Failure
 from compare.runtime import status_records
-from compare.runtime.background import LEFT_BEHIND, left_behind  # noqa: F401 (re-exported)
+from compare.runtime.background import left_behind  # noqa: F401 (re-exported)
 from compare.runtime.background import note as _note_left
 from compare.runtime.child_processes import child_pids, escaped, live_children
 from compare.runtime.exit_codes import ExitCode

@@ -23,7 +23,6 @@ from compare.runtime import warm_worker
 from compare.runtime.warm_worker import WarmWorker
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
-ROLES = ("forward", "backward")
 _TARGET = re.compile(r"^sm_(\d{2,3})a?$")
 # what Triton's NVIDIA backend compiles for (Turing on), as far as the ptxas it ships knows the GPU
 CAPABILITIES = (75, 80, 86, 87, 89, 90, 100, 101, 103, 120, 121)
