@@ -5,7 +5,7 @@ input copy and output set (on an H100, identical kernels kept 2.4% apart at 537 
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 from compare.runtime import sealing, supervisor
 
@@ -16,8 +16,15 @@ def _failing(exc: BaseException) -> Callable[[], None]:
     return fail
 
 
+class CaseCalls(NamedTuple):
+    """One case's bench calls: each variant's, one per placement, and the baseline's again (the A/A control)."""
+
+    calls: dict[str, tuple]
+    control: tuple
+
+
 def case_calls(bench_call: Callable[..., Callable[[], None]], variants: Sequence, inputs, shape, mode: str,
-               placements: int = 1) -> tuple[dict[str, tuple], tuple]:
+               placements: int = 1) -> "CaseCalls":
     """Every variant's bench calls for one case, and the baseline's again for the A/A control. With E entries
     and S = `placements` output sets, placement p (of E * S) writes set p // E and entry i reads sealed copy
     (i + p) mod E: no two entries read one copy in a round, and each entry pairs every copy with every set
@@ -39,7 +46,7 @@ def case_calls(bench_call: Callable[..., Callable[[], None]], variants: Sequence
                 call.sealed_inputs = copy
         return calls
     calls = {v.name: build(v, i) for i, v in enumerate(variants)}
-    return calls, build(variants[0], len(variants))
+    return CaseCalls(calls, build(variants[0], len(variants)))
 
 
 def as_placements(fn, placements: int) -> tuple:

@@ -3,6 +3,7 @@ every value is checked here, before any work; a bad one is a UsageError of one l
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 from compare.checks.timing_config import TimingConfig
 from compare.command_line import usage
@@ -19,19 +20,26 @@ def _filled(args: dict, name: str, default):
     return default if value is None else value
 
 
-def from_args(args) -> tuple[Request, Options]:
+class Asked(NamedTuple):
+    """What a command line asks, resolved: the Request (what is compared) and the Options (how it runs)."""
+
+    request: Request
+    options: Options
+
+
+def from_args(args) -> Asked:
     """The Request and Options of a parsed `compare` or `ir` command line; UsageError (one line) for a bad value."""
     return from_values(**vars(args))
 
 
-def as_compare(args, **changes) -> tuple[Request, Options]:
+def as_compare(args, **changes) -> Asked:
     """The Request and Options `compare` would resolve from another command's parsed `args` (review's) with
     `changes` (`external` may hold the Specs it built: variants/spec.py), less the output paths: that command
     writes its own files."""
     return from_values(**{**vars(args), "command": "compare", "json": None, "markdown": None, "out": None, **changes})
 
 
-def from_values(**args) -> tuple[Request, Options]:
+def from_values(**args) -> Asked:
     """The Request and Options of a `compare` or `ir` command line given as its values (the names of its parsed
     fields; one left out is its default); UsageError (one line) for a bad value."""
     d, t, o = Request(), TimingConfig(), Options()
@@ -81,7 +89,7 @@ def from_values(**args) -> tuple[Request, Options]:
                       full=_filled(args, "full", d.full), external=tuple(args.get("external") or ()), repo=repo,
                       family=args.get("family"), inputs=args.get("inputs"),
                       input_kind=_filled(args, "input_kind", d.input_kind))
-    return request, options
+    return Asked(request, options)
 
 
 def registry_of(args):

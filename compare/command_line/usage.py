@@ -10,6 +10,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 from compare.model.errors import UsageError
 
@@ -181,13 +182,20 @@ def _outputs(json_path: str | None, markdown_path: str | None, out: str | None, 
     replaceable(files, force)
 
 
-def single_files(json_path: str | None, markdown_path: str | None) -> list[tuple[str, Path]]:
-    """(flag, path) of --json and --markdown where given; `--json -` is standard output, no file."""
-    return [(flag, Path(text)) for flag, text in (("--json", json_path), ("--markdown", markdown_path))
+class SingleFile(NamedTuple):
+    """--json's or --markdown's file: the flag, and the path it names."""
+
+    flag: str
+    path: Path
+
+
+def single_files(json_path: str | None, markdown_path: str | None) -> list[SingleFile]:
+    """--json's and --markdown's files where given; `--json -` is standard output, no file."""
+    return [SingleFile(flag, Path(text)) for flag, text in (("--json", json_path), ("--markdown", markdown_path))
             if text is not None and not (flag == "--json" and text == "-")]
 
 
-def no_file_where_folders_go(singles: list[tuple[str, Path]], out: Path, folders: list[Path]) -> None:
+def no_file_where_folders_go(singles: list[SingleFile], out: Path, folders: list[Path]) -> None:
     """UsageError for the first of `singles` (`single_files`) that is, or lies above, one of `folders`: --out
     and the folders made in it (compare's and review's outputs refused alike)."""
     for flag, path in singles:

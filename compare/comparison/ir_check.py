@@ -112,12 +112,12 @@ class IRCheck(Check):
 
 
 def _entries(plan: Plan, name: str) -> list:
-    """(pass, the compile entry) of each kernel variant `name` brings itself (compare.checks.ir._entry)."""
+    """(pass, what to compile) of each kernel variant `name` brings itself (compare.checks.ir.compile_entry)."""
     from compare.checks import ir
     variant = next(v for v in plan.variants if v.name == name)
-    entries = [(role, ir._entry(plan.family, variant, role)) for role in ("forward", "backward")
+    entries = [(role, ir.compile_entry(plan.family, variant, role)) for role in ("forward", "backward")
                if role in variant.own_kernels and (role == "forward" or plan.family.grads)]
-    return [(role, e) for role, e in entries if isinstance(e, tuple)]
+    return [(role, e) for role, e in entries if isinstance(e, ir.ToCompile)]
 
 
 def compile_variant(plan: Plan, name: str, backend: Backend) -> tuple[CompiledPass, ...]:

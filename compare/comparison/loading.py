@@ -54,5 +54,5 @@ def _module(spec) -> str:
 def settle(specs, names) -> None:
     """After the --variant `specs` were loaded (`names`: those that did): a variant whose import did an
     act the others of its module did not is ended as having tampered (supervisor.tampered)."""
-    for name, changes, what in import_acts.decide({s.name: _module(s) for s in specs if s.name in names}):
-        supervisor.tampered((name,), changes, what)
+    for own in import_acts.decide({s.name: _module(s) for s in specs if s.name in names}):
+        supervisor.tampered((own.variant,), own.changes, own.what)

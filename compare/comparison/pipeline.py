@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import Iterator, Optional
+from typing import Iterator, NamedTuple, Optional
 
 from compare.model.habits import MissingPackage
 from compare.checks import numerics  # noqa: F401 (its run_case is what a numerics case calls)
@@ -79,9 +79,16 @@ def loaded(request: Request, registry: Registry, excluded=(), kernels=None) -> I
                                    loaded_specs=specs), registry, infos)
 
 
+class Planned(NamedTuple):
+    """A plan, and the variants that failed to load or an earlier run excluded (reported, never run)."""
+
+    plan: Plan
+    failed: tuple[VariantInfo, ...]
+
+
 @contextlib.contextmanager
 def planned(request: Request, registry: Registry, options=None, *, excluded=(),
-            backend: Backend | None = None, no_timing: str = "", kernels=None) -> Iterator[tuple[Plan, tuple]]:
+            backend: Backend | None = None, no_timing: str = "", kernels=None) -> Iterator[Planned]:
     """The one way from a request to a plan: its --variant kernels loaded for the block (`loaded`), the plan
     built once (bad input fails before any work), and (given the `backend`: in the process that runs the
     comparison, not a worker) refused when it cannot fit, less the variants and timing an earlier run
@@ -92,7 +99,7 @@ def planned(request: Request, registry: Registry, options=None, *, excluded=(),
             from compare.comparison import memory
             memory.refuse_what_cannot_fit(plan, backend)
             plan, failed = without_crashed(plan, failed, excluded, no_timing)
-        yield plan, failed
+        yield Planned(plan, failed)
 
 
 def _joined_family(request: Request, registry: Registry) -> str:
@@ -107,21 +114,21 @@ def _joined_family(request: Request, registry: Registry) -> str:
 
 
 def without_crashed(plan: Plan, failed: tuple[VariantInfo, ...], crashed: list[tuple[str, str]],
-                    no_timing: str = "", kinds: dict | None = None) -> tuple[Plan, tuple[VariantInfo, ...]]:
+                    no_timing: str = "", kinds: dict | None = None) -> Planned:
     """The plan less the variants that crashed an earlier run (each reported as failed with its
     reason), and less timing when it crashed (compare.runtime.supervisor). `kinds`: name -> the failure
     kind its end was given (default: the supervisor's, `excluded_failure`)."""
     if no_timing:
         plan = plan.without_timing(no_timing)
     if not crashed:
-        return plan, failed
+        return Planned(plan, failed)
     reasons = dict(crashed)
     failed += tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, status=LoadStatus.FAILED, error=reasons[v.name],
                                 failure=excluded_failure(v.name, kinds)) for v in plan.variants if v.name in reasons)
     kept = [v for v in plan.variants if v.name not in reasons]
     if not kept:
         raise NothingToCompare("; ".join(f"{name} {reason}" for name, reason in crashed))
-    return plan.keeping(kept), failed
+    return Planned(plan.keeping(kept), failed)
 
 
 def excluded_failure(name: str, kinds: dict | None = None) -> Failure:

@@ -264,9 +264,9 @@ class TimingProcesses:
                          "token": channel.get(supervisor.TOKEN_ENV, ""), "copy_gbs": copy_gbs})
             said = worker.word()
         if said != "timed" or not w.answer.exists():
-            rc, tail = worker.failure()
-            ended = f"its process ended with exit code {rc}"
-            return Untimed(f"{ended} ({tail})", rc, ended)
+            end = worker.failure()
+            ended = f"its process ended with exit code {end.exit_code}"
+            return Untimed(f"{ended} ({end.last_line})", end.exit_code, ended)
         self.timed.add(w.dtype)
         return None
 

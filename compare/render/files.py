@@ -12,6 +12,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 from compare.model import written
 from compare.model.results import MARKER, MARKER_KEY, from_dict
@@ -200,10 +201,17 @@ def comment(report, json_path: Path) -> str:
     return markdown.render(report, full_written=beside)
 
 
+class Wrote(NamedTuple):
+    """What a write said: a line per file (or per thing not written, with why), and how many files could not
+    be written (each of those lines starts `kernel-ab: error:`)."""
+
+    lines: list[str]
+    unwritten: int
+
+
 def write(report, json_path: str | Path | None = None, markdown_path: str | Path | None = None,
-          out: str | Path | None = None) -> tuple[list[str], int]:
-    """Write every output asked for; returns one line per file (or per thing not written, with why) and
-    how many files could not be written (each of those lines starts `kernel-ab: error:`)."""
+          out: str | Path | None = None) -> Wrote:
+    """Write every output asked for."""
     single, inside, notes = _rendered(report, json_path, markdown_path, out)
     written.planned(path for path, _, _ in single + inside)
     lines, failed = [], 0
@@ -226,4 +234,4 @@ def write(report, json_path: str | Path | None = None, markdown_path: str | Path
                          "a file that was there is left as it was")
         else:
             lines.append(f"wrote {path}{note}")
-    return lines + notes, failed
+    return Wrote(lines + notes, failed)

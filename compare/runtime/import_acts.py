@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import warnings
+from typing import NamedTuple
 
 from compare.model.habits import Act, ImportAct, LibraryImport
 from compare.runtime.process_flags import library_filter
@@ -46,10 +47,18 @@ def lifted():
         warnings._filters_mutated()
 
 
-def decide(modules: dict[str, str]) -> list[tuple[str, str, str]]:
+class OwnActs(NamedTuple):
+    """A variant whose import did acts the other variants of its module did not: the acts said as changes,
+    and what it ran."""
+
+    variant: str
+    changes: str
+    what: str
+
+
+def decide(modules: dict[str, str]) -> list[OwnActs]:
     """`modules`: each loaded variant -> the module it was imported from. The acts all of one module's imports
-    did are its library's (`library`); returns (variant, its acts said as changes, what it ran) for each
-    variant whose import did acts the others' did not."""
+    did are its library's (`library`); the others are the variant's own (`OwnActs`)."""
     grouped: dict[str, list[str]] = {}
     for name, module in modules.items():
         if name in ACTS:
@@ -60,7 +69,7 @@ def decide(modules: dict[str, str]) -> list[tuple[str, str, str]]:
         for n in names:
             extra = [a for a in ACTS[n][1] if a not in common]
             if extra:
-                culprits.append((n, "; ".join(a.fault() for a in extra), ACTS[n][0]))
+                culprits.append(OwnActs(n, "; ".join(a.fault() for a in extra), ACTS[n][0]))
         if common:
             _SHARED.append(LibraryImport(module, tuple(a for a in ACTS[names[0]][1] if a in common)))
     return culprits

@@ -11,6 +11,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import NamedTuple
 
 
 def _first_line(exc: BaseException) -> str:
@@ -215,20 +216,28 @@ def record(request: dict) -> int:
     return 0
 
 
-def command_form(argv: list[str]) -> tuple[str, str, list[str]]:
-    """(how, what, its arguments) of a Python command: ("pytest", "", ARGS), ("module", MODULE, ARGS) or
-    ("file", FILE, ARGS); ValueError, one line, for any other command."""
+class CommandForm(NamedTuple):
+    """How a Python command runs: ("pytest", "", ARGS), ("module", MODULE, ARGS) or ("file", FILE, ARGS)."""
+
+    how: str
+    what: str
+    args: list[str]
+
+
+def command_form(argv: list[str]) -> CommandForm:
+    """How the Python command `argv` runs; ValueError, one line, for any other command."""
     words = list(argv)
     if words and Path(words[0]).name.startswith("python"):
         words = words[1:]
         if words[:1] == ["-m"] and len(words) > 1:
-            return ("pytest", "", words[2:]) if words[1] == "pytest" else ("module", words[1], words[2:])
+            return CommandForm("pytest", "", words[2:]) if words[1] == "pytest" else \
+                CommandForm("module", words[1], words[2:])
         if words and words[0].endswith(".py"):
-            return "file", words[0], words[1:]
+            return CommandForm("file", words[0], words[1:])
     elif words and Path(words[0]).name in ("pytest", "py.test"):
-        return "pytest", "", words[1:]
+        return CommandForm("pytest", "", words[1:])
     elif words and words[0].endswith(".py"):
-        return "file", words[0], words[1:]
+        return CommandForm("file", words[0], words[1:])
     raise ValueError(f"the command {' '.join(argv) or '(none)'!r} is not a Python program kernel-ab can record "
                      "in its own process: give `pytest ARGS`, `python3 FILE.py ARGS` or `python3 -m MODULE ARGS`")
 

@@ -12,6 +12,7 @@ import signal
 import sys
 import threading
 import time
+from typing import NamedTuple
 
 from compare.model.errors import message, summarize
 from compare.model.states import Crash, Failure
@@ -339,10 +340,17 @@ def done(code: int) -> None:
     _write({"done": code})
 
 
-def excluded() -> list[tuple[str, str]]:
-    """The (variant, reason) pairs a supervisor asked this child to report as failed, not run."""
+class Excluded(NamedTuple):
+    """A variant a supervisor asked this child to report as failed, not run, and why."""
+
+    name: str
+    reason: str
+
+
+def excluded() -> list[Excluded]:
+    """The variants a supervisor asked this child to report as failed, not run."""
     try:
-        return [(str(e[0]), str(e[1])) for e in json.loads(os.environ.get(EXCLUDED_ENV) or "[]")]
+        return [Excluded(str(e[0]), str(e[1])) for e in json.loads(os.environ.get(EXCLUDED_ENV) or "[]")]
     except (ValueError, TypeError):
         return []
 

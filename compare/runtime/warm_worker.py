@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 _POLL_S = 0.5   # how often a wait for a word looks whether the worker ended (a fork of it may hold the pipe)
 
@@ -48,6 +49,13 @@ def stop_answering(ended: "threading.Thread") -> None:
     ended.join(timeout=30)
     if not ended.is_alive():
         _STOPPING.clear()
+
+
+class WorkerEnd(NamedTuple):
+    """A worker's end: its exit code, and the last line it wrote for the request it ended in."""
+
+    exit_code: int
+    last_line: str
 
 
 class WarmWorker:
@@ -114,9 +122,9 @@ class WarmWorker:
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line.decode(errors="replace").strip()
 
-    def failure(self, wait_s: float = 5.0) -> tuple[int, str]:
-        """(the exit code, the last line it wrote for this request) of a worker that ended (its pipe closes
-        just before its exit: it is given `wait_s`); one still running then is ended first."""
+    def failure(self, wait_s: float = 5.0) -> "WorkerEnd":
+        """How a worker that ended did (its pipe closes just before its exit: it is given `wait_s`); one still
+        running then is ended first."""
         if self.alive():
             try:
                 self.proc.wait(timeout=wait_s)
@@ -125,9 +133,9 @@ class WarmWorker:
         self.kill()
         rc = self.proc.returncode if self.proc is not None else -1
         if self._err is None:
-            return rc, "not started"
+            return WorkerEnd(rc, "not started")
         self._err.seek(self._err_from)
-        return rc, (self._err.read().strip().splitlines() or ["no output"])[-1][:300]
+        return WorkerEnd(rc, (self._err.read().strip().splitlines() or ["no output"])[-1][:300])
 
     def kill(self) -> None:
         if self.alive():

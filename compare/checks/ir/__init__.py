@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import re
+from typing import NamedTuple
 
 from compare.checks.check import Findings
 from compare.model import errors
@@ -126,10 +127,10 @@ def run(family, variants, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: 
     op_variants = [v for v in variants if v.kind == "op"]
     step(f"IR: compiling the {kernel} kernels of {len(triton_variants)} variants for {shape.label}, {dtype}"
          + ("" if gpu else f", {target} (offline)"))
-    entries = [_entry(family, v, kernel) for v in triton_variants]
+    entries = [compile_entry(family, v, kernel) for v in triton_variants]
     kernels = _compilable(entries)
     done = iter(cache.compile(family, kernels, shape, dtype, target, launched=gpu, role=kernel) if kernels else ())
-    compiled = [next(done) if isinstance(e, tuple) else e for e in entries]
+    compiled = [next(done) if isinstance(e, ToCompile) else e for e in entries]
     spec = _specializations(family, kernel, shape, dtype, kernels)
     if gpu and spec:
         spec = f"the JIT's own for the launcher's arguments (offline it would assume: {spec})"
@@ -204,7 +205,7 @@ def run_passes(family, chosen, shape, dtype: str, target: str = DEFAULT_TARGET, 
         step(f"IR: compiling the {' and '.join(k for k, _ in passes)} kernels of {len(triton)} variants for "
              f"{shape.label}, {dtype}" + ("" if gpu else f", {target} (offline)"))
         with contextlib.suppress(Exception):   # each pass's `run` below meets the same error and says it
-            jobs = [(kernel, _compilable([_entry(family, v, kernel) for v in variants if v.kind == "triton"]))
+            jobs = [(kernel, _compilable([compile_entry(family, v, kernel) for v in variants if v.kind == "triton"]))
                     for kernel, variants in passes]
             cache.compile_passes(family, jobs, shape, dtype, target, launched=gpu)
     for kernel, variants in passes:
@@ -239,19 +240,28 @@ def kernel_of(family, variant, kernel: str) -> tuple:
     return family.backward_kernel_of(variant), family.backward_launch_of(variant)
 
 
-def _entry(family, variant, kernel: str):
-    """(name, kernel, import roots, launcher ref) to compile for one variant, or a failed Compiled saying why not."""
+class ToCompile(NamedTuple):
+    """One variant's kernel to compile: the variant's name, the kernel, its import roots, its launcher's ref."""
+
+    name: str
+    kernel: object
+    import_roots: tuple
+    launcher: str
+
+
+def compile_entry(family, variant, kernel: str) -> ToCompile | Compiled:
+    """What to compile of one variant's `kernel` pass, or a failed Compiled saying why it cannot be."""
     try:
         fn, launcher = kernel_of(family, variant, kernel)
-        return variant.name, fn, variant.import_roots, launcher_ref(family, launcher) if launcher else ""
+        return ToCompile(variant.name, fn, variant.import_roots, launcher_ref(family, launcher) if launcher else "")
     except Exception as exc:  # noqa: BLE001 - reported as this variant's failure, the others still compiled
         why = f"the IR step could not find its {kernel} kernel and launcher: {errors.summarize(exc)}"
         return Compiled(variant.name, False, why, "", {}, {}, {})
 
 
 def _compilable(entries: list) -> list:
-    """The entries (`_entry`) that are kernels to compile, not failures."""
-    return [e for e in entries if isinstance(e, tuple)]
+    """The entries (`compile_entry`) that are kernels to compile, not failures."""
+    return [e for e in entries if isinstance(e, ToCompile)]
 
 
 def _specializations(family, kernel: str, shape, dtype: str, kernels) -> str:

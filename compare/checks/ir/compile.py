@@ -265,8 +265,8 @@ class WarmCompiler:
         if said == "done":
             with contextlib.suppress(OSError, ValueError, KeyError):
                 return json.loads(answer.read_text())["results"]
-        rc, tail = self.worker.failure()
-        raise RuntimeError(f"IR worker failed (exit {rc}): {tail}")
+        end = self.worker.failure()
+        raise RuntimeError(f"IR worker failed (exit {end.exit_code}): {end.last_line}")
 
     def close(self) -> None:
         self.worker.close()
