@@ -205,9 +205,9 @@ def _pairwise(args) -> int:
 def cmd_compare(request, options, registry, backend, distributed=None, saved=None) -> int:
     from compare.comparison import pipeline
     from compare.runtime.progress import reporter
-    from compare.runtime import supervisor
-    with pipeline.planned(request, registry, options, excluded=supervisor.excluded(), backend=backend,
-                          no_timing=supervisor.timing_left_out()) as (the_plan, failed):   # unloaded at exit
+    from compare.runtime import run_context
+    with pipeline.planned(request, registry, options, excluded=run_context.excluded(), backend=backend,
+                          no_timing=run_context.timing_left_out()) as (the_plan, failed):   # unloaded at exit
         if saved is not None:   # --baseline: a saved run that could share no case is refused before the work
             saved.refuse_before_work(the_plan)
         from compare.command_line import distributed_options   # --jobs, --scheduler: the checks as tasks (docs/sweeps.md)
@@ -371,11 +371,11 @@ def cli() -> None:
 def _cli() -> None:
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, lambda s, _frame: EARLY_SIGNALS.append(s))
-    from compare.runtime import supervisor
+    from compare.runtime import run_context, supervisor
     argv = sys.argv[1:]
     words = [a for a in argv if not a.startswith("-")]
     if (words[:1] in (["compare"], ["ir"], ["review"], ["list"]) and os.environ.get(supervisor.ISOLATE_ENV) != "0"
-            and not supervisor.supervised()):
+            and not run_context.supervised()):
         from compare.processes.supervision import supervise
         child = [sys.executable, sys.argv[0], *argv]   # the same command line, so the report records it
         os.environ["KERNEL_AB_PROG"] = _prog()   # the child names the command the user typed

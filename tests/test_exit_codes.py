@@ -175,6 +175,6 @@ def test_every_exit_code_the_command_line_and_the_supervisor_give_is_in_the_enum
     assert stray == []
     from compare.runtime import supervisor
     assert supervisor.POISONED_EXIT is ExitCode.POISONED
-    assert {int(supervisor.Stopped(s).exit_code) for s in supervisor._STOP_CODES} == \
+    assert {int(supervisor.Stopped(s).exit_code) for s in supervisor.STOP_CODES} == \
         {ExitCode.SIGINT, ExitCode.SIGTERM, ExitCode.SIGHUP}
     assert set(documented()) >= members   # the table has a row for each, 75 among them

@@ -52,7 +52,7 @@ def op(X, W, B, num_channels, num_groups, eps):
 '''
 
 FORGE_DONE = '''\
-    with open(sys.modules["compare.runtime.supervisor"]._CHANNEL["status"], "a") as f:
+    with open(sys.modules["compare.runtime.run_context"]._CHANNEL["status"], "a") as f:
         f.write(json.dumps({"done": 0}) + "\\n")
     os._exit(0)'''
 DOUBLE_FORK = '''\
@@ -295,13 +295,13 @@ def test_copyregs_cache_of_slot_names_is_the_platforms_and_a_forged_one_is_not()
 FAKE = '''\
 import os, signal, sys, json, time
 sys.path.insert(0, {root!r})
-from compare.runtime import supervisor
-WORKER = ("import sys; sys.path.insert(0, {root!r}); from compare.runtime import supervisor\\n"
+from compare.runtime import run_context, supervisor
+WORKER = ("import sys; sys.path.insert(0, {root!r}); from compare.runtime import run_context, supervisor\\n"
           "try: supervisor.tampered(['a'], 'patched torch.cuda.Event.elapsed_time', 'timing S forward')\\n"
           "except supervisor.ContextPoisoned: sys.exit(75)")
 
-excluded = dict(supervisor.excluded())
-print(json.dumps({{"excluded": supervisor.excluded(), "kinds": [supervisor.excluded_kind(n) for n in excluded]}}))
+excluded = dict(run_context.excluded())
+print(json.dumps({{"excluded": run_context.excluded(), "kinds": [run_context.excluded_kind(n) for n in excluded]}}))
 for name in ("a", "b"):
     if name in excluded:
         continue
@@ -321,13 +321,13 @@ def _fake(tmp_path, act: str, after: str = "") -> list:
 
 
 @pytest.mark.parametrize("act, said", [
-    ('open(supervisor._CHANNEL["status"], "a").write(json.dumps({"done": 0}) + "\\n"); os._exit(0)',
+    ('open(run_context._CHANNEL["status"], "a").write(json.dumps({"done": 0}) + "\\n"); os._exit(0)',
      "forged kernel-ab's status (a 'done' without the run's token) while running case of a"),
     ("supervisor.install_stop_handlers()\ntry:\n    os.kill(os.getpid(), signal.SIGTERM); time.sleep(5)\n"
      "except supervisor.Stopped as stop:\n    supervisor.done(stop.exit_code); sys.exit(stop.exit_code)",
      "sent the process SIGTERM while running case of a"),
     # a timing worker (a process the child starts, writing to the same status file) found its process tampered
-    ("import subprocess\nsubprocess.run([sys.executable, '-c', WORKER], env={**os.environ, **supervisor.channel_env()})",
+    ("import subprocess\nsubprocess.run([sys.executable, '-c', WORKER], env={**os.environ, **run_context.channel_env()})",
      "patched torch.cuda.Event.elapsed_time while running timing S forward"),
 ])
 def test_an_outcome_the_variant_decided_is_not_the_runs(act, said, tmp_path, capfd):

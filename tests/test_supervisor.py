@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from compare.runtime import supervisor
+from compare.runtime import run_context, supervisor
 from compare.processes import supervision
 from compare.processes.supervision import supervise
 from tests.group_norm_text import IMPORTS, forward_def
@@ -56,11 +56,11 @@ def test_a_variant_that_segfaults_is_reported_and_the_others_come_out(tmp_path):
 FAKE_CHILD = '''\
 import os, signal, sys, json
 sys.path.insert(0, {root!r})
-from compare.runtime import supervisor
+from compare.runtime import run_context, supervisor
 
 done = []
 for name in ("a", "b", "c"):
-    if name in dict(supervisor.excluded()):
+    if name in dict(run_context.excluded()):
         continue
     with supervisor.running((name,), "case of " + name):
         if name == "b":
@@ -71,7 +71,7 @@ for name in ("a", "b", "c"):
         if name == "c":
             os.kill(os.getpid(), signal.SIGABRT)
     done.append(name)
-print(json.dumps({{"ran": done, "excluded": supervisor.excluded()}}))
+print(json.dumps({{"ran": done, "excluded": run_context.excluded()}}))
 supervisor.done(0)
 '''
 
@@ -98,7 +98,7 @@ def test_a_stop_that_comes_after_the_child_finished_is_said_in_one_line_and_exit
     exit 130, and a sentence that says the run had finished (not silence, not 'no report')."""
     child = tmp_path / "child.py"
     child.write_text(f"import os, signal, sys, time\nsys.path.insert(0, {str(ROOT)!r})\n"
-                     "from compare.runtime import supervisor\nsupervisor.done(0)\n"
+                     "from compare.runtime import run_context, supervisor\nsupervisor.done(0)\n"
                      "os.kill(os.getppid(), signal.SIGINT)\ntime.sleep(1)\n")   # its own stops stay blocked
     assert supervise([sys.executable, str(child)]) == 130
     assert capfd.readouterr().err.splitlines() == ["kernel-ab: interrupted (Ctrl-C) after the run had finished (exit "
@@ -145,7 +145,7 @@ def test_a_crash_outside_any_variant_is_one_line_and_exit_3_an_internal_error(tm
 
 def test_alone_names_one_variant_inside_a_launch_of_several_and_writes_the_outer_record_back(tmp_path, monkeypatch):
     status = tmp_path / "status"
-    monkeypatch.setattr(supervisor, "_CHANNEL", {"status": str(status), "token": "t"})
+    monkeypatch.setattr(run_context, "_CHANNEL", {"status": str(status), "token": "t"})
     monkeypatch.setattr(supervisor, "_LIMIT", [10.0])
     with supervisor.running(("a", "b", "c"), "timing s forward", launches=4):
         with pytest.raises(ValueError):   # a variant's error inside: the outer record comes back all the same
@@ -165,14 +165,14 @@ def test_alone_names_one_variant_inside_a_launch_of_several_and_writes_the_outer
 ALONE_CHILD = '''\
 import os, signal, sys, json
 sys.path.insert(0, {root!r})
-from compare.runtime import supervisor
+from compare.runtime import run_context, supervisor
 
-left_out = dict(supervisor.excluded())
+left_out = dict(run_context.excluded())
 with supervisor.running([n for n in ("a", "b", "c") if n not in left_out], "timing s forward"):
     with supervisor.alone("b", "timing s forward graph capture"):
         if "b" not in left_out:
             os.kill(os.getpid(), signal.SIGABRT)
-print(json.dumps(supervisor.excluded()))
+print(json.dumps(run_context.excluded()))
 supervisor.done(0)
 '''
 

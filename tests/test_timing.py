@@ -146,9 +146,9 @@ def test_each_entrys_calls_outside_the_rounds_name_it_alone_and_the_rounds_name_
     """A crash while one entry warms up, has its launch cost measured, is captured or audited is that variant's
     (the A/A control's: the baseline's); one in the interleaved rounds is nobody's alone."""
     import json
-    from compare.runtime import supervisor
+    from compare.runtime import run_context, supervisor
     status = tmp_path / "status"
-    monkeypatch.setattr(supervisor, "_CHANNEL", {"status": str(status), "token": None})
+    monkeypatch.setattr(run_context, "_CHANNEL", {"status": str(status), "token": None})
     with supervisor.running(("a", "b"), "timing S forward float32"):
         timing.time_case({"a": _OpPass(clock, 2.0), "b": _OpPass(clock, 2.0)}, 1000, 1.0, "S", "forward", OP_CONFIG,
                          control=_OpPass(clock, 2.0))

@@ -7,7 +7,7 @@ import pytest
 
 from compare.comparison import timing_culprit
 from compare.model.states import Failure, TimingStatus
-from compare.runtime import background, device_busy, supervisor
+from compare.runtime import background, device_busy, run_context, supervisor
 from tests.exploits_timed import Clocked, audited_case, honest_op, SHAPES
 from tests.simulated_device import clock, keeps_launching  # noqa: F401 (the fixture)
 from variants import registry
@@ -20,7 +20,7 @@ FAMILY = "group_norm"
 @pytest.fixture
 def channel(tmp_path, monkeypatch):
     """The run's status file, as a supervisor gave it; no thread noted from other tests."""
-    monkeypatch.setattr(supervisor, "_CHANNEL", {"status": str(tmp_path / "status"), "token": "the-token"})
+    monkeypatch.setattr(run_context, "_CHANNEL", {"status": str(tmp_path / "status"), "token": "the-token"})
     monkeypatch.setattr(background, "STARTED", {})
     monkeypatch.setattr(background, "LEFT_BEHIND", {})
     return tmp_path / "status"
@@ -225,7 +225,7 @@ def test_the_timing_process_measures_copy_bandwidth_before_any_variant_is_import
     worker = tmp_path / "worker.py"
     worker.write_text(_WORKER.format(root=str(Path(timing_run.__file__).resolve().parents[2])))
     (tmp_path / "busy.py").write_text(_BUSY_OP)
-    monkeypatch.setattr(supervisor, "_CHANNEL", {"status": str(tmp_path / "status"), "token": None})
+    monkeypatch.setattr(run_context, "_CHANNEL", {"status": str(tmp_path / "status"), "token": None})
     monkeypatch.setattr(supervisor, "_LIMIT", [120.0])
     request = plan.Request(variants=("pointer_mutation", "busy"), family="group_norm", shape="2,8,2,16",
                            external=(f"busy={tmp_path / 'busy.py'}::op",))

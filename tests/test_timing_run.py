@@ -87,8 +87,8 @@ while (line := sys.stdin.readline()):
     if "dies" in request["variants"]:
         os._exit(9)
     if behaviour.partition("busy:")[2] in names:   # as compare.runtime.device_busy ends it: the variant named
-        from compare.runtime import supervisor
-        supervisor.set_channel(go["status"], go["token"])
+        from compare.runtime import run_context, supervisor
+        run_context.set_channel(go["status"], go["token"])
         supervisor.keeps_busy(behaviour[5:], "timing s forward", "a probe copy took 4 times as long")
     ending = behaviour.partition("abort:")[2].split(",") if behaviour.startswith("abort:") else []
     if ending and set(ending) <= set(names):
@@ -113,13 +113,13 @@ while (line := sys.stdin.readline()):
 def _fake(tmp_path, monkeypatch, behaviour: str):
     """The stand-in worker's file; the file each of its processes notes its start in."""
     from pathlib import Path
-    from compare.runtime import supervisor
+    from compare.runtime import run_context, supervisor
     worker = tmp_path / "worker.py"
     worker.write_text(_FAKE_WORKER.format(root=str(Path(timing_run.__file__).resolve().parents[2])))
     monkeypatch.setenv("FAKE_WORKER", behaviour)
     monkeypatch.setenv("FAKE_WORKER_STARTS", str(tmp_path / "starts"))
     # the run's status file and launch limit, as the supervisor and --variant-timeout gave them (read once)
-    monkeypatch.setattr(supervisor, "_CHANNEL", {"status": str(tmp_path / "status"), "token": "the-token"})
+    monkeypatch.setattr(run_context, "_CHANNEL", {"status": str(tmp_path / "status"), "token": "the-token"})
     monkeypatch.setattr(supervisor, "_LIMIT", [3.0])
     return worker, tmp_path / "starts"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from compare.comparison import plan, timing_run
-from compare.runtime import supervisor
+from compare.runtime import run_context, supervisor
 from compare.runtime.progress import Step
 from tests import warm_library
 
@@ -36,7 +36,7 @@ def test_the_timing_worker_imports_each_revision_once_for_every_op_it_times(tmp_
     repo = warm_library.make(tmp_path, log)
     worker = tmp_path / "worker.py"
     worker.write_text(_WORKER.format(root=str(Path(timing_run.__file__).resolve().parents[2])))
-    monkeypatch.setattr(supervisor, "_CHANNEL", {"status": str(tmp_path / "status"), "token": None})
+    monkeypatch.setattr(run_context, "_CHANNEL", {"status": str(tmp_path / "status"), "token": None})
     monkeypatch.setattr(supervisor, "_LIMIT", [120.0])
     workers = timing_run.TimingWorkers(worker)
     timed = []
@@ -64,10 +64,10 @@ def test_a_timing_process_plans_without_the_variants_its_environment_excludes(tm
     import json
     worker = tmp_path / "worker.py"
     worker.write_text(_WORKER.format(root=str(Path(timing_run.__file__).resolve().parents[2])))
-    monkeypatch.setattr(supervisor, "_CHANNEL", {"status": str(tmp_path / "status"), "token": None})
+    monkeypatch.setattr(run_context, "_CHANNEL", {"status": str(tmp_path / "status"), "token": None})
     monkeypatch.setattr(supervisor, "_LIMIT", [120.0])
     # as a fresh process timing a dtype again without a registry variant that ended the first (timing_run)
-    monkeypatch.setenv(supervisor.EXCLUDED_ENV, json.dumps([["explicit_offset", "crashed the process", ""]]))
+    monkeypatch.setenv(run_context.EXCLUDED_ENV, json.dumps([["explicit_offset", "crashed the process", ""]]))
     request = plan.Request(variants=("pointer_mutation", "explicit_offset", "single_read_coop"), family="group_norm",
                            shape="2,8,2,16")
     processes = timing_run.TimingProcesses(request, ("float32",), worker)

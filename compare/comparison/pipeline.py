@@ -9,7 +9,7 @@ from typing import Iterator, NamedTuple, Optional
 from compare.model.habits import MissingPackage
 from compare.checks import numerics  # noqa: F401 (its run_case is what a numerics case calls)
 from compare.checks.check import Check, CheckStopped, Findings, Warm
-from compare.runtime import import_acts, supervisor
+from compare.runtime import import_acts, run_context, supervisor
 from compare.comparison import loading
 from compare.comparison.loading import NothingToCompare, UnloadableSpec  # noqa: F401 (re-exported)
 from compare.comparison.numerics_check import numerics_variants  # noqa: F401 (re-exported)
@@ -135,7 +135,7 @@ def excluded_failure(name: str, kinds: dict | None = None) -> Failure:
     """The failure kind of a variant an earlier run of this one excluded: TAMPER where it changed the
     process's shared state or the run's outcome (compare.runtime.process_guard) or kept the GPU busy, else
     CRASH. `kinds`: name -> kind, where not the supervisor's (a worker's task: compare.processes.distributed)."""
-    kind = kinds[name] if kinds and name in kinds else supervisor.excluded_kind(name)
+    kind = kinds[name] if kinds and name in kinds else run_context.excluded_kind(name)
     return Failure.TAMPER if kind in (supervisor.TAMPER, supervisor.BUSY) else Failure.CRASH
 
 

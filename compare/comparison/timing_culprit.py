@@ -12,7 +12,7 @@ import signal
 from compare.model.reruns import Culprit
 from compare.model.results import TimingCase, TimingComparison, TimingSection, TimingVariant
 from compare.model.states import Crash, TimingStatus, TimingVerdict
-from compare.runtime import supervisor
+from compare.runtime import run_context, supervisor
 from compare.runtime.status_records import Launch
 
 
@@ -53,8 +53,8 @@ def not_timed_why(why: str, launch: Launch | None, baseline: str, earlier: list[
 
 
 def excluding(culprits: list[Culprit]) -> str:
-    """supervisor.EXCLUDED_ENV for a fresh timing process: what the supervisor excluded, and `culprits`."""
-    earlier = [[name, reason, supervisor.excluded_kind(name)] for name, reason in supervisor.excluded()]
+    """run_context.EXCLUDED_ENV for a fresh timing process: what the supervisor excluded, and `culprits`."""
+    earlier = [[name, reason, run_context.excluded_kind(name)] for name, reason in run_context.excluded()]
     return json.dumps(earlier + [[c.name, c.reason, c.kind] for c in culprits])
 
 

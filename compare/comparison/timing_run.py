@@ -16,7 +16,7 @@ from pathlib import Path
 
 from compare.checks.check import Findings
 from compare.comparison import timing_apart, timing_culprit
-from compare.runtime import background, device_busy, supervisor
+from compare.runtime import background, device_busy, run_context, supervisor
 from compare.model.reruns import Blamed, Culprit, Ran, run_excluding
 from compare.model.results import TimingSection, decode, to_dict
 from compare.model.skips import Skip
@@ -111,7 +111,7 @@ class TimingWorkers:
         self.asked = 0
 
     def _worker(self, name: str, env: dict | None = None) -> WarmWorker:
-        own = {k: v for k, v in os.environ.items() if k not in (supervisor.STATUS_ENV, supervisor.TOKEN_ENV)}
+        own = {k: v for k, v in os.environ.items() if k not in (run_context.STATUS_ENV, run_context.TOKEN_ENV)}
         # in the user's folder, so relative --variant paths and --repo mean what they meant here
         return WarmWorker([sys.executable, str(self.worker), repr(supervisor.limit_s())], Path(self.tmp.name), name,
                           {**own, **(env or {})})
@@ -123,9 +123,9 @@ class TimingWorkers:
         return self._ask(self.by_dtype[dtype], request, dtype)
 
     def ask_apart(self, request, dtype: str, excluding: str) -> AskedWorker:
-        """Hand `request` to a fresh process of `dtype` whose supervisor.EXCLUDED_ENV is `excluding`, for this
+        """Hand `request` to a fresh process of `dtype` whose run_context.EXCLUDED_ENV is `excluding`, for this
         request alone: the dtype's shared process, kept for later comparisons, excludes nothing."""
-        self.apart.append(self._worker(f"{dtype}.apart{len(self.apart)}", {supervisor.EXCLUDED_ENV: excluding}))
+        self.apart.append(self._worker(f"{dtype}.apart{len(self.apart)}", {run_context.EXCLUDED_ENV: excluding}))
         return self._ask(self.apart[-1], request, dtype)
 
     def _ask(self, worker: WarmWorker, request, dtype: str) -> AskedWorker:
@@ -259,9 +259,8 @@ class TimingProcesses:
             # none of this process's calls in flight: busy now, the GPU is kept so by a thread or process this
             # process runs (a variant's import here started it), and no timing process would time without it
             device_busy.check(self.request.variants, f"timing {w.dtype}: before its process times")
-            channel = supervisor.channel_env()   # the run's status file and token (read once, out of os.environ)
-            worker.tell({"status": channel.get(supervisor.STATUS_ENV, ""),
-                         "token": channel.get(supervisor.TOKEN_ENV, ""), "copy_gbs": copy_gbs})
+            channel = run_context.channel()
+            worker.tell({"status": channel.status, "token": channel.token, "copy_gbs": copy_gbs})
             said = worker.word()
         if said != "timed" or not w.answer.exists():
             end = worker.failure()

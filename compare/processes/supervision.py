@@ -20,8 +20,8 @@ from compare.model.states import Crash
 from compare.runtime.exit_codes import ExitCode
 from compare.runtime.child_processes import child_pids, comm, live_children
 from compare.runtime import status_records
-from compare.runtime.supervisor import (_STOP_CODES, _STOP_WORDS, EXCLUDED_ENV, GRACE_S, NO_TIMING_ENV,
-                                POISONED_EXIT, STARTED_ENV, STATUS_ENV, TAMPER, TOKEN_ENV, BUSY)
+from compare.runtime.run_context import EXCLUDED_ENV, NO_TIMING_ENV, STARTED_ENV, STATUS_ENV, TOKEN_ENV
+from compare.runtime.supervisor import STOP_CODES, STOP_WORDS, GRACE_S, POISONED_EXIT, TAMPER, BUSY
 
 _POLL_S = 0.1
 AFTER_DONE_S = 30.0   # after its report, the child's time to end (its atexit handlers, its workers) before it is stopped
@@ -47,7 +47,7 @@ def _start_child() -> None:
     unblocks them: supervisor.install_stop_handlers), and it gets SIGTERM if the supervisor dies. It leads
     a process group of its own (os.setsid), which the supervisor signals and, at the end, empties."""
     os.setsid()
-    signal.pthread_sigmask(signal.SIG_BLOCK, set(_STOP_CODES))
+    signal.pthread_sigmask(signal.SIG_BLOCK, set(STOP_CODES))
     _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     # a process a variant double-forks out of the group becomes the child's own (not init's) when its
     # parent ends: the child sees it (compare.runtime.child_processes.escaped), and at the end the supervisor does
@@ -198,8 +198,8 @@ def _culprit(records: list[dict], rc: int, ended: int | None) -> tuple[list[str]
     if tamper is not None and ended is not None:
         return tamper["variants"], tamper["error"], tamper.get("what", "")
     stopped = next((r for r in records if "stopped" in r and r.get("variants")), None)
-    if stopped is not None and (ended in _STOP_CODES.values() or rc in _STOP_CODES.values()
-                                or -rc in _STOP_CODES):
+    if stopped is not None and (ended in STOP_CODES.values() or rc in STOP_CODES.values()
+                                or -rc in STOP_CODES):
         return stopped["variants"], f"sent the process {_signal_name(stopped['stopped'])}", stopped.get("what", "")
     return None
 
@@ -266,12 +266,12 @@ def _after_report(rc: int, ended: int) -> int:
 def _stopped(signum: int, rc: int, ended: int | None, cut_short: str = "") -> int:
     """A stop signal's exit code, said here where the child did not say it: it ended without a word (no report;
     `cut_short`: why it was killed), or it had finished, its report written, before the stop reached it."""
-    words, code = _STOP_WORDS[signum], _STOP_CODES[signum]
+    words, code = STOP_WORDS[signum], STOP_CODES[signum]
     if ended is None and cut_short:
         print(f"kernel-ab: {words}; the run was killed ({cut_short}); no report", file=sys.stderr)
-    elif ended is None and rc not in _STOP_CODES.values():
+    elif ended is None and rc not in STOP_CODES.values():
         print(f"kernel-ab: {words}; no report", file=sys.stderr)
-    elif ended is not None and ended not in _STOP_CODES.values():
+    elif ended is not None and ended not in STOP_CODES.values():
         print(f"kernel-ab: {words} after the run had finished (exit code {ended}, its output written); exit code "
               f"{code}", file=sys.stderr)
     return code
@@ -323,7 +323,7 @@ def supervise(command: list[str], stop: list[int] | None = None) -> int:
 
     def on_signal(signum, _frame):
         stop.append(signum)
-    previous = {s: signal.signal(s, on_signal) for s in _STOP_CODES}
+    previous = {s: signal.signal(s, on_signal) for s in STOP_CODES}
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)   # what a run double-forks out of its group comes here, to be ended
     scratch = tempfile.mkdtemp(prefix="kernel-ab-run-")   # the child's temporary trees: emptied after each run
     try:
@@ -331,8 +331,8 @@ def supervise(command: list[str], stop: list[int] | None = None) -> int:
         if reruns.ending is Ending.RAN and reruns.result is not None:
             return reruns.result
         if stop:
-            print(f"kernel-ab: {_STOP_WORDS[stop[0]]}; no report", file=sys.stderr)
-            return _STOP_CODES[stop[0]]
+            print(f"kernel-ab: {STOP_WORDS[stop[0]]}; no report", file=sys.stderr)
+            return STOP_CODES[stop[0]]
         print("kernel-ab: error: too many variants ended the process; no report", file=sys.stderr)
         return 1
     finally:

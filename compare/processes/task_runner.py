@@ -13,7 +13,8 @@ from pathlib import Path
 
 from compare.processes import supervision
 from compare.runtime import status_records
-from compare.runtime.supervisor import EXCLUDED_ENV, NO_TIMING_ENV, POISONED_EXIT, STATUS_ENV
+from compare.runtime.run_context import EXCLUDED_ENV, NO_TIMING_ENV, STATUS_ENV
+from compare.runtime.supervisor import POISONED_EXIT
 from compare.model import scratch
 from compare.model.states import Failure
 from compare.model.task_answers import CrashedVariants, TaskAnswer, TaskState

@@ -21,7 +21,7 @@ def main(limit_s: str, words_fd: str) -> int:
     import contextlib
     from pathlib import Path
 
-    from compare.runtime import supervisor
+    from compare.runtime import run_context, supervisor
     from compare.runtime.backend import configure
     supervisor.set_limit(float(limit_s))
     backend = configure("cuda", probe=True)
@@ -39,18 +39,18 @@ def main(limit_s: str, words_fd: str) -> int:
                 kept[request.repo] = stack.enter_context(loading.kept_kernels(request.repo))
             # a process of its own: the variants are loaded here too, so the request is planned again here, less
             # those its environment excludes (one that ended an earlier process timing this request)
-            with pipeline.planned(request, registry(), excluded=supervisor.excluded(),
+            with pipeline.planned(request, registry(), excluded=run_context.excluded(),
                                   kernels=kept[request.repo]) as (planned, failed):
-                planned, _ = pipeline.without_crashed(planned, failed, supervisor.excluded())
+                planned, _ = pipeline.without_crashed(planned, failed, run_context.excluded())
                 serving.say("ready")
                 go = serving.next()
                 if go is None:
                     return 1
-                supervisor.set_channel(go["status"], go.get("token"))
+                run_context.set_channel(go["status"], go.get("token"))
                 try:
                     section = timing_run.run_timing(planned, pipeline.Step(), go.get("copy_gbs") or copy_gbs)
                 finally:   # loading the next request is silent again, as the first was
-                    supervisor.set_channel(None, None)
+                    run_context.set_channel(None, None)
             timing_run.write_section(section, asked["answer"])
             serving.say("timed")
     return 0 if backend.gpu else 1

@@ -24,7 +24,7 @@ CPU_DTYPES = ("float32",)
 
 
 class Budget:
-    """Seconds counted from `started` (the command's start: compare.runtime.supervisor.run_started) on `clock`."""
+    """Seconds counted from `started` (the command's start: compare.runtime.run_context.run_started) on `clock`."""
 
     def __init__(self, seconds: float, started: float | None = None, clock=time.time):
         self.seconds, self.clock = seconds, clock

@@ -114,10 +114,10 @@ def _key(target: mapping.Target) -> str:
 
 def run(args, registry, backend) -> int:
     """The review's exit code."""
-    from compare.runtime import supervisor
+    from compare.runtime import run_context
     from compare.review import render
     from compare.review.replay import replayable
-    clock = budgets.Budget(budgets.seconds(args.budget, backend.gpu), supervisor.run_started())
+    clock = budgets.Budget(budgets.seconds(args.budget, backend.gpu), run_context.run_started())
     render.check_outputs(args)
     repo = Repository(args.repo)
     base, head = repo.commit(args.base, "BASE"), repo.commit(args.head, "HEAD")
@@ -298,13 +298,13 @@ def _compare(target, label: str, request, registry, backend, quiet: bool, warm: 
     its imports lack, when neither revision's code could be loaded; what finished, `stopped`, when the time
     budget ran out during its checks. A bad --preset or --shape for its family is the user's: UsageError."""
     from compare.comparison import pipeline
-    from compare.runtime import supervisor
+    from compare.runtime import run_context, supervisor
     from compare.runtime.progress import reporter
     with contextlib.ExitStack() as stack:
         try:   # only the planning's own failures are the op's: an error of its checks ends the review as before
             the_plan, failed = stack.enter_context(pipeline.planned(
-                request, registry, excluded=supervisor.excluded(), backend=backend,
-                no_timing=supervisor.timing_left_out(), kernels=warm.kernels if warm else None))
+                request, registry, excluded=run_context.excluded(), backend=backend,
+                no_timing=run_context.timing_left_out(), kernels=warm.kernels if warm else None))
         except (pipeline.UnloadableSpec, pipeline.NothingToCompare) as exc:
             return Compared(target, label, None, str(exc), tuple(dict.fromkeys(
                 MissingPackage.of(i.needs) for i in getattr(exc, "failed", ()) if i.needs)))

@@ -12,22 +12,17 @@ import signal
 import sys
 import threading
 import time
-from typing import NamedTuple
 
 from compare.model.errors import message, summarize
 from compare.model.states import Crash, Failure
 from compare.runtime import status_records
+from compare.runtime.run_context import channel
 from compare.runtime.background import left_behind  # noqa: F401 (re-exported)
 from compare.runtime.background import note as _note_left
 from compare.runtime.child_processes import child_pids, escaped, live_children
 from compare.runtime.exit_codes import ExitCode
 
-STATUS_ENV = "KERNEL_AB_STATUS_FILE"     # set in the child: where it says what it is running
-TOKEN_ENV = "KERNEL_AB_RUN_TOKEN"        # set in the child: the run's token, which every record it writes carries
-EXCLUDED_ENV = "KERNEL_AB_EXCLUDED"      # set in the child: [[variant, reason], ...] to report as failed
-NO_TIMING_ENV = "KERNEL_AB_NO_TIMING"    # set in the child: why timing is left out
 ISOLATE_ENV = "KERNEL_AB_ISOLATE"        # "0": run in one process (no supervisor)
-STARTED_ENV = "KERNEL_AB_STARTED"        # set in the child: when the supervisor started the first run (time.time())
 POISONED_EXIT = ExitCode.POISONED        # the child's exit code after a fatal device error (or a tampered process)
 TAMPER = Failure.TAMPER   # a record's failure kind: the variant changed process-wide state (compare.runtime.process_guard)
 BUSY = Failure.BUSY       # a record's failure kind: the GPU was busy with none of the variant's calls in flight
@@ -36,14 +31,11 @@ DEFAULT_LIMIT_S = 300.0                  # --variant-timeout: one launch (a vari
 GRACE_S = 30.0   # after passing a stop on, the child's time to write the report of what finished (a loaded machine)
 _FATAL_DEVICE_ERRORS = ("illegal memory access", "illegal address", "unspecified launch failure",
                         "misaligned address", "illegal instruction", "device-side assert", "launch timed out")
-_STOP_CODES = {signal.SIGINT: ExitCode.SIGINT, signal.SIGTERM: ExitCode.SIGTERM, signal.SIGHUP: ExitCode.SIGHUP}
-_STOP_WORDS = {signal.SIGINT: "interrupted (Ctrl-C)", signal.SIGTERM: "terminated (SIGTERM)",
+STOP_CODES = {signal.SIGINT: ExitCode.SIGINT, signal.SIGTERM: ExitCode.SIGTERM, signal.SIGHUP: ExitCode.SIGHUP}
+STOP_WORDS = {signal.SIGINT: "interrupted (Ctrl-C)", signal.SIGTERM: "terminated (SIGTERM)",
                signal.SIGHUP: "hung up (SIGHUP)"}
 # what the running launch is doing, whose it is (for poisoned()) and the record `running` wrote (for `alone`)
 _NOW: dict = {"what": "", "names": (), "record": {}}
-# where this process writes its records and the token they carry: read once from the environment, then
-# dropped from it, so that no variant redirects the records or reads the token there (`_channel`)
-_CHANNEL: dict[str, str | None] = {}
 _LIMIT: list[float] = []   # --variant-timeout, set once by the run (`set_limit`): no variant's environment moves it
 
 
@@ -62,12 +54,12 @@ class Stopped(BaseException):
     Unlike a KeyboardInterrupt that a variant's own code raises, it is never a variant's result."""
 
     def __init__(self, signum: int):
-        super().__init__(_STOP_WORDS[signum])
+        super().__init__(STOP_WORDS[signum])
         self.signum = signum
 
     @property
     def exit_code(self) -> int:
-        return _STOP_CODES[self.signum]
+        return STOP_CODES[self.signum]
 
 
 class OutOfTime(Stopped):
@@ -117,7 +109,7 @@ def _on_stop_signal(signum, frame):
             again.start()
             return
         f = f.f_back
-    for s in _STOP_CODES:   # once: a second signal must not interrupt the cleanup
+    for s in STOP_CODES:   # once: a second signal must not interrupt the cleanup
         signal.signal(s, signal.SIG_IGN)
     came_in, what = (_NOW["names"], _NOW["what"]) if _NOW["names"] else _DEFERRED_IN.get(signum, ((), ""))
     if came_in:   # the supervisor tells a stop it did not send (the variant's own) by this record
@@ -132,13 +124,13 @@ def install_stop_handlers(early: list[int] | tuple = ()) -> dict:
     handlers they replace (for `restore_handlers`)."""
     if threading.current_thread() is not threading.main_thread():
         return {}
-    previous = {s: signal.signal(s, _on_stop_signal) for s in _STOP_CODES}
+    previous = {s: signal.signal(s, _on_stop_signal) for s in STOP_CODES}
     _DEFERRED.clear()
     _DEFERRED_IN.clear()
     STOP_REQUESTED.clear()
     _HANDLING[:] = [True]
     _RUNS.append(True)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, set(_STOP_CODES))
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, set(STOP_CODES))
     if early:
         _on_stop_signal(early[0], None)
     return previous
@@ -178,35 +170,12 @@ def variant_fault(name: str, exc: BaseException) -> str:
     return summarize(exc)
 
 
-def _channel() -> dict[str, str | None]:
-    """The status file and token this process was given, taken out of os.environ the first time."""
-    if not _CHANNEL:
-        _CHANNEL.update(status=os.environ.pop(STATUS_ENV, None), token=os.environ.pop(TOKEN_ENV, None))
-    return _CHANNEL
-
-
-def set_channel(status: str | None, token: str | None) -> None:
-    """Where this process writes its records from now on (a timing process, told once it has loaded)."""
-    _CHANNEL.update(status=status or None, token=token or None)
-
-
-def supervised() -> bool:
-    """Whether a supervisor (or a task runner) reads this process's records."""
-    return bool(_channel()["status"])
-
-
-def channel_env() -> dict[str, str]:
-    """The environment entries that let a process this one starts write to the same status file."""
-    ch = _channel()
-    return {STATUS_ENV: ch["status"], TOKEN_ENV: ch["token"] or ""} if ch["status"] else {}
-
-
 def _write(record: dict) -> None:
-    ch = _channel()
-    if ch["status"]:
-        if ch["token"]:
-            record = {**record, "token": ch["token"]}
-        with open(ch["status"], "a", encoding="utf-8") as f:   # closed at once: the line survives a crash
+    ch = channel()
+    if ch.status:
+        if ch.token:
+            record = {**record, "token": ch.token}
+        with open(ch.status, "a", encoding="utf-8") as f:   # closed at once: the line survives a crash
             f.write(json.dumps(record) + "\n")
 
 
@@ -225,7 +194,7 @@ def snapshot():
     """The process-wide state before a launch of variant code (compare.runtime.process_guard; None while
     no guard is on), for `check` after it."""
     from compare.runtime import process_guard
-    _channel()   # taken out of os.environ before the snapshot: that is kernel-ab's own change
+    channel()   # taken out of os.environ before the snapshot: that is kernel-ab's own change
     guard = process_guard.active()
     return (guard, guard.take()) if guard is not None else None
 
@@ -299,7 +268,7 @@ def none_running() -> None:
 
 def status_mark() -> int:
     """Where the run's status file ends now (0 without one): `last_launch` reads what is written after it."""
-    status = _channel()["status"]
+    status = channel().status
     try:
         return os.path.getsize(status) if status else 0
     except OSError:
@@ -309,10 +278,10 @@ def status_mark() -> int:
 def last_launch(since: int) -> status_records.Launch | None:
     """The launch a process sharing this one's status file (a timing process) ended in, read from its records
     after `since` (`status_mark`) that carry the run's token; None unsupervised or without one."""
-    ch = _channel()
-    if not ch["status"]:
+    ch = channel()
+    if not ch.status:
         return None
-    return status_records.last_launch(status_records.read(ch["status"], ch["token"], since))
+    return status_records.last_launch(status_records.read(ch.status, ch.token or None, since))
 
 
 def _forked(names, what: str) -> None:
@@ -338,42 +307,6 @@ def importing_families(what: str):
 def done(code: int) -> None:
     """Record that the child ends deliberately (a report written, or a usage error said) with `code`."""
     _write({"done": code})
-
-
-class Excluded(NamedTuple):
-    """A variant a supervisor asked this child to report as failed, not run, and why."""
-
-    name: str
-    reason: str
-
-
-def excluded() -> list[Excluded]:
-    """The variants a supervisor asked this child to report as failed, not run."""
-    try:
-        return [Excluded(str(e[0]), str(e[1])) for e in json.loads(os.environ.get(EXCLUDED_ENV) or "[]")]
-    except (ValueError, TypeError):
-        return []
-
-
-def excluded_kind(name: str) -> str:
-    """The failure kind the supervisor gave with `name`'s exclusion ("" for a crash)."""
-    try:
-        return next((str(e[2]) for e in json.loads(os.environ.get(EXCLUDED_ENV) or "[]")
-                     if e[0] == name and len(e) > 2), "")
-    except (ValueError, TypeError, IndexError):
-        return ""
-
-
-def run_started() -> float | None:
-    """When the supervisor started this command's first run (a rerun keeps the first's clock); None unsupervised."""
-    try:
-        return float(os.environ[STARTED_ENV])
-    except (KeyError, ValueError):
-        return None
-
-
-def timing_left_out() -> str:
-    return os.environ.get(NO_TIMING_ENV, "")
 
 
 def poisoned(variant: str, error: str) -> None:
