@@ -77,6 +77,20 @@ def test_a_file_that_appears_at_an_output_path_during_the_run_is_left_as_it_is(t
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []   # no temporary file left
 
 
+def test_a_command_that_begins_forgets_what_the_last_one_saw_at_its_outputs(tmp_path):
+    """In one process (a test's, or a program calling main.main twice) what the first command saw at a path is
+    no rule for the next: a file changed between the two is replaced by the next one's write as it is."""
+    from compare.model import written
+    path = tmp_path / "r.json"
+    path.write_text("an earlier report\n")
+    written.start()
+    files.note_start(path)   # the first command's check
+    written.start()          # the next command begins; it checked nothing at this path
+    path.write_text("changed between the commands\n")
+    files.write_atomic(path, b"the next report\n")
+    assert path.read_text() == "the next report\n"
+
+
 def test_compare_keeps_its_report_beside_a_file_made_at_its_json_path_while_it_ran(tmp_path, monkeypatch, capsys):
     from compare.comparison import pipeline
     target = tmp_path / "r.json"

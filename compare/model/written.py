@@ -1,16 +1,19 @@
-"""The output files of the running command: those it is to write and those put in place so far
-(compare/render/files.py notes both). A stop signal's line (main.py) says from them what came out, never "no
-report" after a report was written. In the bottom layer, so that main.py reads it without the renderers."""
+"""The output files of the running command: what was at each when it began, those it is to write and those
+put in place so far (compare/render/files.py notes them). A stop signal's line (main.py) says from them what
+came out, never "no report" after a report was written. In the bottom layer, so that main.py reads it without
+the renderers; the process's state, forgotten when a command begins."""
 from __future__ import annotations
 
 _PLANNED: list[str] = []
 _WRITTEN: list[str] = []
+AT_START: dict[str, tuple | None] = {}   # an output's real path -> the file there when the command checked it
 
 
 def start() -> None:
-    """A command begins: nothing planned or written yet."""
+    """A command begins: nothing seen, planned or written yet."""
     _PLANNED.clear()
     _WRITTEN.clear()
+    AT_START.clear()
 
 
 def planned(paths) -> None:

@@ -78,7 +78,6 @@ def _mode(target: Path) -> int:
 
 
 _NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV, errno.EMLINK, errno.ENOSYS}
-_AT_START: dict[str, tuple | None] = {}   # an output's real path -> the file there when the run was checked
 
 
 def _state(path) -> tuple | None:
@@ -91,7 +90,7 @@ def _state(path) -> tuple | None:
 
 def note_start(path: Path) -> None:
     """Remember what is at an output path before any work (compare.command_line.usage checks it then)."""
-    _AT_START[os.path.realpath(path)] = _state(path)
+    written.AT_START[os.path.realpath(path)] = _state(path)
 
 
 class Appeared(OSError):
@@ -119,10 +118,10 @@ def _keep_beside(tmp: str, target: Path) -> str:
 def _put(tmp: str, target: Path) -> None:
     """`tmp` into `target`'s place: replacing the file seen at the start, or none where none was."""
     key = str(target)
-    if key not in _AT_START:   # a path not checked at the start: replaced as it is
+    if key not in written.AT_START:   # a path not checked at the start: replaced as it is
         os.replace(tmp, target)
         return
-    if _AT_START[key] is None:
+    if written.AT_START[key] is None:
         try:
             os.link(tmp, target)   # fails where a file is there by now: never replaced
         except FileExistsError:
@@ -135,11 +134,11 @@ def _put(tmp: str, target: Path) -> None:
             os.replace(tmp, target)
         else:
             os.unlink(tmp)
-    elif _state(target) != _AT_START[key]:
+    elif _state(target) != written.AT_START[key]:
         raise Appeared(target, _keep_beside(tmp, target))
     else:
         os.replace(tmp, target)
-    _AT_START[key] = _state(target)   # this run's own file: its next write replaces it
+    written.AT_START[key] = _state(target)   # this run's own file: its next write replaces it
 
 
 def write_atomic(path: Path, data: bytes) -> None:
