@@ -206,7 +206,7 @@ def cmd_compare(request, options, registry, backend, distributed=None, saved=Non
     from compare.comparison import pipeline
     from compare.runtime.progress import reporter
     from compare.runtime import run_context
-    with pipeline.planned(request, registry, options, excluded=run_context.excluded(), backend=backend,
+    with pipeline.planned(request, registry, options, excluded=run_context.culprits(), backend=backend,
                           no_timing=run_context.timing_left_out()) as (the_plan, failed):   # unloaded at exit
         if saved is not None:   # --baseline: a saved run that could share no case is refused before the work
             saved.refuse_before_work(the_plan)

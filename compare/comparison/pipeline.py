@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import Iterator, NamedTuple, Optional
+from typing import Iterator, NamedTuple, Optional, Sequence
 
 from compare.model.habits import MissingPackage
+from compare.model.reruns import Culprit
 from compare.checks import numerics  # noqa: F401 (its run_case is what a numerics case calls)
 from compare.checks.check import Check, CheckStopped, Findings, Warm
-from compare.runtime import import_acts, run_context, supervisor
+from compare.runtime import import_acts, supervisor
 from compare.comparison import loading
 from compare.comparison.loading import NothingToCompare, UnloadableSpec  # noqa: F401 (re-exported)
 from compare.comparison.numerics_check import numerics_variants  # noqa: F401 (re-exported)
@@ -42,10 +43,11 @@ def count_steps(plan: Plan, backend: Backend) -> int:
 
 
 @contextlib.contextmanager
-def loaded(request: Request, registry: Registry, excluded=(), kernels=None) -> Iterator[tuple[Request, Registry, tuple]]:
+def loaded(request: Request, registry: Registry, excluded: Sequence[Culprit] = (),
+           kernels=None) -> Iterator[tuple[Request, Registry, tuple]]:
     """Load the request's --variant kernels for the length of the block (variants.external, or `kernels`, a
-    loader kept across comparisons: loading.kept_kernels); those `excluded` ((name, reason): their import ended
-    an earlier run) are failed, not imported. Yields the request naming them after its own names, the registry
+    loader kept across comparisons: loading.kept_kernels); those `excluded` (their import ended an earlier run)
+    are failed, not imported. Yields the request naming them after its own names, the registry
     holding them, a failed VariantInfo for each file that did not import; what was materialized is removed at
     exit (not `kernels`'s). Bad input is a UsageError; NothingToCompare when every variant asked for failed."""
     if request.family is not None and request.family not in registry.families:
@@ -62,13 +64,13 @@ def loaded(request: Request, registry: Registry, excluded=(), kernels=None) -> I
         try:
             joined = _joined_family(request, registry)
             specs = tuple(of(given) for given in request.external)   # a user's text parsed here, once
-            registry, names, failed = add_to(registry, kernels, specs, joined, dict(excluded))
+            registry, names, failed = add_to(registry, kernels, specs, joined, {c.name: c.reason for c in excluded})
         except (BadSpec, ValueError) as exc:
             raise UnloadableSpec(str(exc)) from None
         loading.settle(specs, names)
         infos = tuple(VariantInfo(f.name, f.family, "triton", f"{f.where.rpartition('::')[2]}, loaded with --variant",
                                   f.origin, status=LoadStatus.FAILED, error=f.error, needs=MissingPackage.of(f.needs),
-                                  failure=excluded_failure(f.name) if f.crashed else Failure.LOAD) for f in failed)
+                                  failure=excluded_failure(f.name, excluded) if f.crashed else Failure.LOAD) for f in failed)
         if not set(request.variants) - {f.name for f in failed} and not names:
             raise _nothing_left(infos)
         # a --variant name may also be among the names, to set its place (e.g. make it the baseline)
@@ -113,29 +115,28 @@ def _joined_family(request: Request, registry: Registry) -> str:
         raise UsageError(str(exc)) from None
 
 
-def without_crashed(plan: Plan, failed: tuple[VariantInfo, ...], crashed: list[tuple[str, str]],
-                    no_timing: str = "", kinds: dict | None = None) -> Planned:
-    """The plan less the variants that crashed an earlier run (each reported as failed with its
-    reason), and less timing when it crashed (compare.runtime.supervisor). `kinds`: name -> the failure
-    kind its end was given (default: the supervisor's, `excluded_failure`)."""
+def without_crashed(plan: Plan, failed: tuple[VariantInfo, ...], crashed: Sequence[Culprit],
+                    no_timing: str = "") -> Planned:
+    """The plan less the variants that crashed an earlier run (each reported as failed with its reason and
+    the failure kind its end was given), and less timing when it crashed (compare.runtime.supervisor)."""
     if no_timing:
         plan = plan.without_timing(no_timing)
     if not crashed:
         return Planned(plan, failed)
-    reasons = dict(crashed)
+    reasons = {c.name: c.reason for c in crashed}
     failed += tuple(VariantInfo(v.name, v.family, v.kind, v.why, v.origin, status=LoadStatus.FAILED, error=reasons[v.name],
-                                failure=excluded_failure(v.name, kinds)) for v in plan.variants if v.name in reasons)
+                                failure=excluded_failure(v.name, crashed)) for v in plan.variants if v.name in reasons)
     kept = [v for v in plan.variants if v.name not in reasons]
     if not kept:
-        raise NothingToCompare("; ".join(f"{name} {reason}" for name, reason in crashed))
+        raise NothingToCompare("; ".join(f"{c.name} {c.reason}" for c in crashed))
     return Planned(plan.keeping(kept), failed)
 
 
-def excluded_failure(name: str, kinds: dict | None = None) -> Failure:
-    """The failure kind of a variant an earlier run of this one excluded: TAMPER where it changed the
+def excluded_failure(name: str, excluded: Sequence[Culprit]) -> Failure:
+    """The failure kind of `name`, which an earlier run of this one excluded: TAMPER where it changed the
     process's shared state or the run's outcome (compare.runtime.process_guard) or kept the GPU busy, else
-    CRASH. `kinds`: name -> kind, where not the supervisor's (a worker's task: compare.processes.distributed)."""
-    kind = kinds[name] if kinds and name in kinds else run_context.excluded_kind(name)
+    CRASH."""
+    kind = next((c.kind for c in excluded if c.name == name), "")
     return Failure.TAMPER if kind in (supervisor.TAMPER, supervisor.BUSY) else Failure.CRASH
 
 

@@ -54,7 +54,7 @@ def not_timed_why(why: str, launch: Launch | None, baseline: str, earlier: list[
 
 def excluding(culprits: list[Culprit]) -> str:
     """run_context.EXCLUDED_ENV for a fresh timing process: what the supervisor excluded, and `culprits`."""
-    earlier = [[name, reason, run_context.excluded_kind(name)] for name, reason in run_context.excluded()]
+    earlier = [[c.name, c.reason, c.kind] for c in run_context.culprits()]
     return json.dumps(earlier + [[c.name, c.reason, c.kind] for c in culprits])
 
 

@@ -124,10 +124,9 @@ def compare(plan, backend, step, failed, distribution: Distribution):
     from compare.processes.supervision import without_culprit
 
     def attempt(culprits):
-        crashed = [(c.name, c.reason) for c in culprits if c.name]
-        kinds = {c.name: c.kind for c in culprits if c.name}
+        crashed = [c for c in culprits if c.name]
         no_timing = next((c.reason for c in reversed(culprits) if not c.name), "")
-        asked, asked_failed = pipeline.without_crashed(plan, failed, crashed, no_timing, kinds) if culprits \
+        asked, asked_failed = pipeline.without_crashed(plan, failed, crashed, no_timing) if culprits \
             else (plan, failed)
         try:
             return Ran(pipeline.execute(asked, backend, step, failed=asked_failed, distributed=distribution))

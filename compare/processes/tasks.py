@@ -71,7 +71,7 @@ def _context(text: str):
         from compare.checks.timing import TimingConfig
         from variants import registry
         request = timing_run.request_from_json(text, plan.Request, TimingConfig)
-        _LOADED[text], _ = _STACK.enter_context(pipeline.planned(request, registry(), excluded=run_context.excluded()))
+        _LOADED[text], _ = _STACK.enter_context(pipeline.planned(request, registry(), excluded=run_context.culprits()))
     return _LOADED[text]
 
 

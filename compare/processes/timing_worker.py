@@ -39,9 +39,9 @@ def main(limit_s: str, words_fd: str) -> int:
                 kept[request.repo] = stack.enter_context(loading.kept_kernels(request.repo))
             # a process of its own: the variants are loaded here too, so the request is planned again here, less
             # those its environment excludes (one that ended an earlier process timing this request)
-            with pipeline.planned(request, registry(), excluded=run_context.excluded(),
+            with pipeline.planned(request, registry(), excluded=run_context.culprits(),
                                   kernels=kept[request.repo]) as (planned, failed):
-                planned, _ = pipeline.without_crashed(planned, failed, run_context.excluded())
+                planned, _ = pipeline.without_crashed(planned, failed, run_context.culprits())
                 serving.say("ready")
                 go = serving.next()
                 if go is None:

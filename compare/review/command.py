@@ -303,7 +303,7 @@ def _compare(target, label: str, request, registry, backend, quiet: bool, warm: 
     with contextlib.ExitStack() as stack:
         try:   # only the planning's own failures are the op's: an error of its checks ends the review as before
             the_plan, failed = stack.enter_context(pipeline.planned(
-                request, registry, excluded=run_context.excluded(), backend=backend,
+                request, registry, excluded=run_context.culprits(), backend=backend,
                 no_timing=run_context.timing_left_out(), kernels=warm.kernels if warm else None))
         except (pipeline.UnloadableSpec, pipeline.NothingToCompare) as exc:
             return Compared(target, label, None, str(exc), tuple(dict.fromkeys(

@@ -8,6 +8,8 @@ import json
 import os
 from typing import NamedTuple
 
+from compare.model.reruns import Culprit
+
 STATUS_ENV = "KERNEL_AB_STATUS_FILE"     # set in the child: where it says what it is running
 TOKEN_ENV = "KERNEL_AB_RUN_TOKEN"        # set in the child: the run's token, which every record it writes carries
 EXCLUDED_ENV = "KERNEL_AB_EXCLUDED"      # set in the child: [[variant, reason], ...] to report as failed
@@ -62,21 +64,24 @@ class Excluded(NamedTuple):
     reason: str
 
 
-def excluded() -> list[Excluded]:
-    """The variants a supervisor asked this child to report as failed, not run."""
+def culprits() -> list[Culprit]:
+    """The variants a supervisor asked this child to report as failed, not run, each with why and the failure
+    kind it gave ("" a crash)."""
     try:
-        return [Excluded(str(e[0]), str(e[1])) for e in json.loads(os.environ.get(EXCLUDED_ENV) or "[]")]
-    except (ValueError, TypeError):
+        return [Culprit(str(e[0]), str(e[1]), str(e[2]) if len(e) > 2 else "")
+                for e in json.loads(os.environ.get(EXCLUDED_ENV) or "[]")]
+    except (ValueError, TypeError, IndexError):
         return []
 
 
+def excluded() -> list[Excluded]:
+    """`culprits` without their kinds."""
+    return [Excluded(c.name, c.reason) for c in culprits()]
+
+
 def excluded_kind(name: str) -> str:
-    """The failure kind the supervisor gave with `name`'s exclusion ("" for a crash)."""
-    try:
-        return next((str(e[2]) for e in json.loads(os.environ.get(EXCLUDED_ENV) or "[]")
-                     if e[0] == name and len(e) > 2), "")
-    except (ValueError, TypeError, IndexError):
-        return ""
+    """The failure kind the supervisor gave with `name`'s exclusion ("" a crash, or none)."""
+    return next((c.kind for c in culprits() if c.name == name), "")
 
 
 def run_started() -> float | None:
