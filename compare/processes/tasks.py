@@ -67,7 +67,7 @@ def _context(text: str):
     """The plan of a task's request, its variants loaded (once per worker)."""
     if text not in _LOADED:
         from compare.comparison import pipeline, plan
-        from compare.runtime import run_context, supervisor
+        from compare.runtime import run_context
         from compare.checks.timing import TimingConfig
         from variants import registry
         request = timing_run.request_from_json(text, plan.Request, TimingConfig)

@@ -12,7 +12,7 @@ from compare.model.reruns import Culprit
 
 STATUS_ENV = "KERNEL_AB_STATUS_FILE"     # set in the child: where it says what it is running
 TOKEN_ENV = "KERNEL_AB_RUN_TOKEN"        # set in the child: the run's token, which every record it writes carries
-EXCLUDED_ENV = "KERNEL_AB_EXCLUDED"      # set in the child: [[variant, reason], ...] to report as failed
+EXCLUDED_ENV = "KERNEL_AB_EXCLUDED"      # set in the child: [[variant, reason, kind], ...] to report as failed
 NO_TIMING_ENV = "KERNEL_AB_NO_TIMING"    # set in the child: why timing is left out
 STARTED_ENV = "KERNEL_AB_STARTED"        # set in the child: when the supervisor started the first run (time.time())
 
