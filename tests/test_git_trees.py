@@ -108,3 +108,47 @@ def test_a_missing_object_outside_the_package_is_not_needed(tmp_path):
     v, files = load(repo, "src/lib/ops.py")
     assert not isinstance(v, FailedLoad), v
     assert "src/lib/ops.py" in files
+
+
+def fake_git(tmp_path: Path, monkeypatch, script: str) -> None:
+    """`git` on PATH is `script` (python, argv as git's): materialize runs it in place of git."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "git").write_text(f"#!{sys.executable}\n{script}")
+    (bin_dir / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+
+# a one-file tar, then padding written after tar has stopped reading: git's own archive pads its record so
+LATE_PADDING = """import io, sys, tarfile, time
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode="w") as tar:
+    data = b"x = 1\\n"
+    info = tarfile.TarInfo("pkg/mod.py"); info.size = len(data)
+    tar.addfile(info, io.BytesIO(data))
+sys.stdout.buffer.write(buf.getvalue()); sys.stdout.flush()
+time.sleep(0.5)
+sys.stdout.buffer.write(bytes(1 << 20)); sys.stdout.flush()
+"""
+
+
+def test_padding_git_writes_after_the_last_member_does_not_fail_the_archive(tmp_path, monkeypatch):
+    from variants.git_tree import materialize
+    fake_git(tmp_path, monkeypatch, LATE_PADDING)
+    dest = tmp_path / "tree"
+    dest.mkdir()
+    tree = materialize(tmp_path, "0" * 40, ("pkg",), dest)
+    assert (tree.folder / "pkg" / "mod.py").read_text() == "x = 1\n"
+
+
+@pytest.mark.parametrize("script, said", [("import sys; sys.exit(3)", "git exited with code 3 and said nothing"),
+                                          ("import os, signal; os.kill(os.getpid(), signal.SIGTERM)",
+                                           "git was ended by SIGTERM")])
+def test_a_silent_git_failure_says_how_git_ended(tmp_path, monkeypatch, script, said):
+    from variants.git_tree import TreeError, materialize
+    fake_git(tmp_path, monkeypatch, script)
+    dest = tmp_path / "tree"
+    dest.mkdir()
+    with pytest.raises(TreeError) as caught:
+        materialize(tmp_path, "0" * 40, ("pkg",), dest, label="HEAD (abc1234)")
+    assert str(caught.value) == f"git archive of HEAD (abc1234) failed: {said}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import signal
 import subprocess
 import tarfile
 import tempfile
@@ -25,11 +26,12 @@ class Tree:
     skipped: tuple[str, ...]   # "MEMBER (why)"
 
 
-_LITERAL = {**os.environ, "GIT_LITERAL_PATHSPECS": "1"}   # a file name is never read as a glob
+def _literal() -> dict:
+    return {**os.environ, "GIT_LITERAL_PATHSPECS": "1"}   # a file name is never read as a glob
 
 
 def _git(top: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", "-C", str(top), *args], capture_output=True, text=True, check=False, env=_LITERAL)
+    return subprocess.run(["git", "-C", str(top), *args], capture_output=True, text=True, check=False, env=_literal())
 
 
 def _entries(top: Path, commit: str, label: str, *paths: str) -> list[str]:
@@ -67,9 +69,9 @@ def _beside(top: Path, commit: str, label: str, rel: PurePosixPath) -> list[str]
     return sorted(set(modules) | {str(rel)} | (set(folders) & python))
 
 
-def _one_line(text: str) -> str:
+def _one_line(text: str, silent: str = "no message") -> str:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    return "; ".join(lines)[:300] or "no message"
+    return "; ".join(lines)[:300] or silent
 
 
 def _outside(member: tarfile.TarInfo, dest: str) -> str:
@@ -112,7 +114,7 @@ def materialize(top: Path, commit: str, paths: tuple[str, ...], dest: Path, labe
     skipped: list[str] = []
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(["git", "-C", str(top), "archive", "--format=tar", commit, "--", *paths],
-                                stdout=subprocess.PIPE, stderr=err, env=_LITERAL)
+                                stdout=subprocess.PIPE, stderr=err, env=_literal())
         broken = ""
         try:
             with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
@@ -124,13 +126,34 @@ def materialize(top: Path, commit: str, paths: tuple[str, ...], dest: Path, labe
         except (tarfile.TarError, OSError) as exc:   # the stream ended early, or a member could not be written
             broken = f"{type(exc).__name__}: {exc}"
         finally:
+            # tar stops at the end-of-archive block; git may still be writing the record's padding, and a pipe
+            # closed under it ends git by SIGPIPE, at random: read it to the end
+            _drain(proc.stdout)
             proc.stdout.close()
             code = proc.wait()
         if code or broken:
             err.seek(0)
-            said = _one_line(err.read().decode(errors="replace")) if code else broken
+            said = _one_line(err.read().decode(errors="replace"), _ended(code)) if code else broken
             raise TreeError(f"git archive of {label} failed: {said}")
     return Tree(dest, tuple(skipped))
+
+
+def _drain(stream) -> None:
+    try:
+        while stream.read(1 << 16):
+            pass
+    except OSError:
+        pass
+
+
+def _ended(code: int) -> str:
+    """How git ended, for a failure it said nothing of."""
+    if code < 0:
+        try:
+            return f"git was ended by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"git was ended by signal {-code}"
+    return f"git exited with code {code} and said nothing"
 
 
 def _no_filter() -> dict:
