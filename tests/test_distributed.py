@@ -192,6 +192,7 @@ def test_variant_sources_are_shipped_and_load_from_where_they_are_unpacked(tmp_p
     import subprocess
 
     from compare.processes import shipping
+    from compare.runtime import process_keep
     from variants.spec import of
     repo = tmp_path / "repo"
     (repo / "pkg").mkdir(parents=True)
@@ -214,7 +215,7 @@ def test_variant_sources_are_shipped_and_load_from_where_they_are_unpacked(tmp_p
         assert Path(new.path).read_text() == "NEW = 2\n" and (Path(new.path).parent / "__init__.py").is_file()
         assert not Path(new.path).is_relative_to(repo)
     finally:
-        shipping.remove()
+        process_keep.release()
     assert not Path(new.path).exists()   # the unpacked trees go with the worker
 
 

@@ -4,7 +4,6 @@ begun with the run (compare/comparison/timing_run.py) or every case in this proc
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import TYPE_CHECKING
 
 from compare.checks.check import Case, Check, Findings, Ready, Warm
@@ -43,9 +42,13 @@ class TimedCase:
     place: Place
 
 
-@functools.lru_cache(maxsize=1)
 def place() -> Place:
-    """This worker's GPU and its copy bandwidth (measured once a process)."""
+    """This worker's GPU and its copy bandwidth (measured once a process: compare/runtime/process_keep.py)."""
+    from compare.runtime import process_keep
+    return process_keep.kept("place", _measured_place)
+
+
+def _measured_place() -> Place:
     import torch
     from compare.checks import timing
     props = torch.cuda.get_device_properties(torch.cuda.current_device())

@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     from compare.model.task_answers import TaskAnswer
 
 TOPIC = "kernel-ab-task"
-_RUNNERS: dict = {}    # in a Dask worker: one task worker process per thread
 
 
 def run_task(task_json: str, sources: dict | None, *after) -> TaskAnswer:
@@ -31,11 +30,10 @@ def run_task(task_json: str, sources: dict | None, *after) -> TaskAnswer:
         import dataclasses
         from compare.processes import shipping
         task = dataclasses.replace(task, request=shipping.unpacked(sources, sources["request"]))
-    if threading.get_ident() not in _RUNNERS:
-        if not _RUNNERS:
-            atexit.register(_close)
-        _RUNNERS[threading.get_ident()] = Runner()
-    runner = _RUNNERS[threading.get_ident()]
+    from compare.runtime import process_keep
+    if not process_keep.holds("dask closes"):
+        process_keep.kept("dask closes", lambda: atexit.register(process_keep.release))
+    runner = process_keep.kept(("runner", threading.get_ident()), Runner, Runner.close)
     answer = runner.run(task)
     if answer.state is TaskState.LOST:   # its worker process ended outside any launch: once more, in a fresh one
         answer = runner.run(task)
@@ -48,14 +46,6 @@ def _entry():
     import sys
     package = sys.modules.get("kernel_ab")
     return package.dask_task if package is not None else run_task
-
-
-def _close() -> None:
-    """At the Dask worker's exit: its task worker processes end, their files and the shipped trees go."""
-    from compare.processes import shipping
-    for runner in _RUNNERS.values():
-        runner.close()
-    shipping.remove()
 
 
 class DaskExecutor:

@@ -12,13 +12,12 @@ import subprocess
 import tarfile
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 from compare.model.errors import UsageError
 from compare.model import scratch
 
 MAX_BYTES = 64 << 20
-_UNPACKED: dict[str, str] = {}   # on the worker: bundle id -> the spec texts and repo, rewritten
-_HOMES: list[Path] = []           # on the worker: the folders unpacked into
 
 
 def _git(repo: str, *args: str) -> subprocess.CompletedProcess:
@@ -70,13 +69,30 @@ def bundle(request_text: str) -> dict:
 
 
 def unpacked(sources: dict, key: str) -> str:
-    """On the worker: the request JSON whose specs load the shipped trees (unpacked once per `key`)."""
-    from variants.spec import Spec, of
-    if key in _UNPACKED:
-        return _UNPACKED[key]
-    request = json.loads(sources["request"])
+    """On the worker: the request JSON whose specs load the shipped trees (unpacked once per `key`, removed
+    when the worker ends: compare/runtime/process_keep.py)."""
+    from compare.runtime import process_keep
+    return process_keep.kept(("shipped", key), lambda: _unpacked_once(sources), _remove).request
+
+
+class _Shipped(NamedTuple):
+    home: Path      # the folder the trees are unpacked into
+    request: str    # the request JSON whose specs load them
+
+
+def _unpacked_once(sources: dict) -> _Shipped:
     home = Path(tempfile.mkdtemp(prefix="kernel-ab-shipped-", dir=scratch.folder()))
-    _HOMES.append(home)
+    try:
+        return _Shipped(home, _unpack(sources, home))
+    except BaseException:
+        _remove(_Shipped(home, ""))
+        raise
+
+
+def _unpack(sources: dict, home: Path) -> str:
+    """The request JSON whose specs load `sources`' trees, unpacked into `home`."""
+    from variants.spec import Spec, of
+    request = json.loads(sources["request"])
     specs = []
     for n, (given, kind, data, rel) in enumerate(sources["trees"]):
         dest = home / str(n)
@@ -97,14 +113,9 @@ def unpacked(sources: dict, key: str) -> str:
         else:
             specs.append(Spec.made(spec.name, str(dest / rel), spec.function, None, spec.call))
     request["external"] = [dataclasses.asdict(s) for s in specs]
-    _UNPACKED[key] = json.dumps(request)
-    return _UNPACKED[key]
+    return json.dumps(request)
 
 
-def remove() -> None:
-    """On the worker, at its end: the unpacked trees are removed."""
+def _remove(shipped: _Shipped) -> None:
     import shutil
-    for home in _HOMES:
-        shutil.rmtree(home, ignore_errors=True)
-    _HOMES.clear()
-    _UNPACKED.clear()
+    shutil.rmtree(shipped.home, ignore_errors=True)

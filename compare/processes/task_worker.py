@@ -29,8 +29,8 @@ def serve(answers, lines) -> int:
             answer = TaskAnswer.error(f"{task.key}: {summarize(exc)}")
         answers.write(answer.as_json() + "\n")
         answers.flush()
-    from compare.processes.tasks import close
-    close()   # the --variant trees it materialized go with it
+    from compare.runtime import process_keep
+    process_keep.release()   # the --variant trees it materialized go with it
     return 0
 
 

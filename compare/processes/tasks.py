@@ -4,7 +4,6 @@ dtype, shape and pass on a GPU of its own; the IR, one variant's own kernels). E
 and answers with its result's JSON form, merged into the one report a single process makes (distributed.py)."""
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import os
@@ -59,26 +58,18 @@ def plan_tasks(plan, backend) -> list[Task]:
 
 
 # ---------------------------------------------------------------- in the worker
-_LOADED: dict = {}          # request JSON -> what `_context` loaded (kept for the worker's life)
-_STACK = contextlib.ExitStack()
-
-
 def _context(text: str):
-    """The plan of a task's request, its variants loaded (once per worker)."""
-    if text not in _LOADED:
+    """The plan of a task's request, its variants loaded (once per worker: compare/runtime/process_keep.py)."""
+    from compare.runtime import process_keep
+
+    def load():
         from compare.comparison import pipeline, plan
         from compare.runtime import run_context
         from compare.checks.timing import TimingConfig
         from variants import registry
         request = timing_run.request_from_json(text, plan.Request, TimingConfig)
-        _LOADED[text], _ = _STACK.enter_context(pipeline.planned(request, registry(), excluded=run_context.culprits()))
-    return _LOADED[text]
-
-
-def close() -> None:
-    """Unload what `_context` loaded (the --variant trees materialized for it are removed)."""
-    _LOADED.clear()
-    _STACK.close()
+        return pipeline.planned(request, registry(), excluded=run_context.culprits())
+    return process_keep.entered(("request", text), load)[0]
 
 
 def execute(task: Task) -> dict:
