@@ -46,6 +46,11 @@ class Target:
     what: tuple[What, ...] = ()    # what changed in it
     by_names: bool = False         # fitted by its parameter names alone: compared in the family only if it fits
 
+    @property
+    def key(self) -> str:
+        """Its name as the review's records give it (op_key's form)."""
+        return f"{self.module}:{self.callable.split('.')[0]}"
+
     def variant(self, name: str, rev: str) -> Spec:
         """The --variant spec comparing it at `rev` as variant `name`."""
         return Spec.made(name, self.path, self.callable, rev, self.call.as_call_map() if self.call else None)
