@@ -138,7 +138,7 @@ def test_kernels_are_found_under_autotune_and_compared_without_comments_or_docst
 def test_a_kernel_the_table_maps_whose_op_does_not_fit_the_family_says_why():
     from variants import registry
     [kernel] = kernels_in("@triton.jit\ndef k(a):\n    pass\n\ndef f(a):\n    k[(1,)](a)\n", "m.py", "m")
-    [], [unmapped] = mapping.plan(_changed(kernel), {"m:k": "rms_norm"}, registry().families)
+    [], [unmapped], [] = mapping.plan(_changed(kernel), {"m:k": "rms_norm"}, registry().families)
     assert unmapped.kernel == "m:f" and unmapped.why == ("[tool.kernel-ab.kernels] maps m:k to rms_norm, but f(a): no "
                                                          "rms_norm op argument matches a")
     assert unmapped.refused.startswith("rms_norm's op has no argument a (its arguments: X, W, eps")
@@ -147,7 +147,7 @@ def test_a_kernel_the_table_maps_whose_op_does_not_fit_the_family_says_why():
 def test_a_table_naming_an_unknown_family_is_said_with_the_known_ones():
     [kernel] = kernels_in("@triton.jit\ndef k(a):\n    pass\n", "m.py", "m")
     changed = [(kernel, kernel)]
-    targets, [unmapped] = mapping.plan(Changes(changed), {"m:k": "nope"}, {"rms_norm": object()})
+    targets, [unmapped], [] = mapping.plan(Changes(changed), {"m:k": "nope"}, {"rms_norm": object()})
     assert targets == [] and unmapped.why.startswith("pyproject.toml maps m:k to 'nope', which is no registered family")
 
 
@@ -216,17 +216,19 @@ def _rms_kernel(source: str = RMS):
 def test_a_table_line_naming_an_op_compares_that_op():
     from variants import registry
     changed = _rms_kernel(RMS.replace("def rms_norm(x, weight, eps=1e-6)", "def rms_norm(X, W, eps, offset, casting_mode)"))
-    [target], [] = mapping.plan(changed, {"mylib.rms:rms_norm": "rms_norm"}, registry().families)
+    [target], [], [other] = mapping.plan(changed, {"mylib.rms:rms_norm": "rms_norm"}, registry().families)
     assert target.callable == "rms_norm" and target.how.startswith("[tool.kernel-ab.kernels] maps mylib.rms:rms_norm")
-    [nearest], [] = mapping.plan(changed, {}, registry().families)
+    assert (other.op, other.through) == ("mylib.rms:RMSNormFunction", ("mylib.rms:rms_norm",))
+    [nearest], [], [wrapper] = mapping.plan(changed, {}, registry().families)
     assert nearest.callable == "RMSNormFunction.apply"   # without the line: the op launching it directly
+    assert (wrapper.op, wrapper.through) == ("mylib.rms:rms_norm", ("mylib.rms:RMSNormFunction",))
 
 
 def test_an_op_taking_the_family_arguments_in_its_own_order_is_called_in_that_order():
     from variants import registry
     changed = _rms_kernel(RMS.replace("def forward(ctx, X, W, eps, offset, casting_mode)",
                                       "def forward(ctx, W, X, eps, offset, casting_mode)"))
-    [target], [] = mapping.plan(changed, {}, registry().families)
+    [target], [], [_wrapper] = mapping.plan(changed, {}, registry().families)
     assert target.call.names == ("W", "X", "eps", "offset", "casting_mode")
     assert target.spec("n.head", "abc") == "n.head=git:abc:mylib/rms.py::RMSNormFunction.apply(W, X, eps, offset, casting_mode)"
     assert "in its own order" in target.how

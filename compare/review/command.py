@@ -117,7 +117,7 @@ def run(args, registry, backend) -> int:
     repo = Repository(args.repo)
     base, head = repo.commit(args.base, "BASE"), repo.commit(args.head, "HEAD")
     found = changes(repo, base, head)
-    targets, unmapped = mapping.plan(found, _table(repo, head, args.mapping), registry.families)
+    targets, unmapped, _ = mapping.plan(found, _table(repo, head, args.mapping), registry.families)
     labelled = budgets.most_changed_first(list(zip(targets, _labels(targets))), lambda t: t[0].what)
     to_replay = replayable(found, unmapped)
     wanted = budgets.chosen(args.ops, {**{t.key: budgets.names_of(t.module, t.callable, label) for t, label in labelled},
