@@ -117,7 +117,7 @@ def run(args, registry, backend) -> int:
     repo = Repository(args.repo)
     base, head = repo.commit(args.base, "BASE"), repo.commit(args.head, "HEAD")
     found = changes(repo, base, head)
-    targets, unmapped, _ = mapping.plan(found, _table(repo, head, args.mapping), registry.families)
+    targets, unmapped, through = mapping.plan(found, _table(repo, head, args.mapping), registry.families)
     labelled = budgets.most_changed_first(list(zip(targets, _labels(targets))), lambda t: t[0].what)
     to_replay = replayable(found, unmapped)
     wanted = budgets.chosen(args.ops, {**{t.key: budgets.names_of(t.module, t.callable, label) for t, label in labelled},
@@ -133,7 +133,7 @@ def run(args, registry, backend) -> int:
     review = render.Review(args.base, args.head, base, head, found, tuple(work.done),
                            tuple(u for u in unmapped if u.kernel not in gone), control=args.aa,
                            replayed=tuple(replayed), left_out=tuple(work.left), budget=work.use(replayed),
-                           dtypes_left_out=tuple(dict.fromkeys(work.dtypes_left_out)))
+                           dtypes_left_out=tuple(dict.fromkeys(work.dtypes_left_out)), judged_through=tuple(through))
     return render.finish(review, args)
 
 
