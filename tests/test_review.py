@@ -20,7 +20,7 @@ from compare.review import mapping
 from compare.review.kernels import Change, ChangedOp, Changes, What, changes, kernels_in
 from compare.review.revisions import Repository
 from compare.render import files
-from tests.review_repo import RMS, RSTD, git, make_repo
+from tests.review_repo import RMS, RSTD, git, make_repo, two_revisions
 
 SMALL = ["--shape", "4,64", "--check", "numerics", "--trials", "1", "--inputs", "normal", "--quiet"]
 
@@ -138,7 +138,7 @@ def test_kernels_are_found_under_autotune_and_compared_without_comments_or_docst
 def test_a_kernel_the_table_maps_whose_op_does_not_fit_the_family_says_why():
     from variants import registry
     [kernel] = kernels_in("@triton.jit\ndef k(a):\n    pass\n\ndef f(a):\n    k[(1,)](a)\n", "m.py", "m")
-    [], [unmapped] = mapping.plan(_changed(kernel), {"m:k": "rms_norm"}, registry().families)
+    [], [unmapped], [] = mapping.plan(_changed(kernel), {"m:k": "rms_norm"}, registry().families)
     assert unmapped.kernel == "m:f" and unmapped.why == ("[tool.kernel-ab.kernels] maps m:k to rms_norm, but f(a): no "
                                                          "rms_norm op argument matches a")
     assert unmapped.refused.startswith("rms_norm's op has no argument a (its arguments: X, W, eps")
@@ -147,7 +147,7 @@ def test_a_kernel_the_table_maps_whose_op_does_not_fit_the_family_says_why():
 def test_a_table_naming_an_unknown_family_is_said_with_the_known_ones():
     [kernel] = kernels_in("@triton.jit\ndef k(a):\n    pass\n", "m.py", "m")
     changed = [(kernel, kernel)]
-    targets, [unmapped] = mapping.plan(Changes(changed), {"m:k": "nope"}, {"rms_norm": object()})
+    targets, [unmapped], [] = mapping.plan(Changes(changed), {"m:k": "nope"}, {"rms_norm": object()})
     assert targets == [] and unmapped.why.startswith("pyproject.toml maps m:k to 'nope', which is no registered family")
 
 
@@ -216,17 +216,19 @@ def _rms_kernel(source: str = RMS):
 def test_a_table_line_naming_an_op_compares_that_op():
     from variants import registry
     changed = _rms_kernel(RMS.replace("def rms_norm(x, weight, eps=1e-6)", "def rms_norm(X, W, eps, offset, casting_mode)"))
-    [target], [] = mapping.plan(changed, {"mylib.rms:rms_norm": "rms_norm"}, registry().families)
+    [target], [], [other] = mapping.plan(changed, {"mylib.rms:rms_norm": "rms_norm"}, registry().families)
     assert target.callable == "rms_norm" and target.how.startswith("[tool.kernel-ab.kernels] maps mylib.rms:rms_norm")
-    [nearest], [] = mapping.plan(changed, {}, registry().families)
+    assert (other.op, other.through) == ("mylib.rms:RMSNormFunction", ("mylib.rms:rms_norm",))
+    [nearest], [], [wrapper] = mapping.plan(changed, {}, registry().families)
     assert nearest.callable == "RMSNormFunction.apply"   # without the line: the op launching it directly
+    assert (wrapper.op, wrapper.through) == ("mylib.rms:rms_norm", ("mylib.rms:RMSNormFunction",))
 
 
 def test_an_op_taking_the_family_arguments_in_its_own_order_is_called_in_that_order():
     from variants import registry
     changed = _rms_kernel(RMS.replace("def forward(ctx, X, W, eps, offset, casting_mode)",
                                       "def forward(ctx, W, X, eps, offset, casting_mode)"))
-    [target], [] = mapping.plan(changed, {}, registry().families)
+    [target], [], [_wrapper] = mapping.plan(changed, {}, registry().families)
     assert target.call.names == ("W", "X", "eps", "offset", "casting_mode")
     assert target.spec("n.head", "abc") == "n.head=git:abc:mylib/rms.py::RMSNormFunction.apply(W, X, eps, offset, casting_mode)"
     assert "in its own order" in target.how
@@ -316,3 +318,52 @@ def test_the_terminal_gives_the_reviews_summary_before_each_ops_report(reviews, 
     summary, op_report = text.index("kernel-ab review of v1..v2"), text.index("review: RMSNormFunction")
     assert summary < op_report and text.index("1 op changed between v1") < op_report
     assert "matched by parameter names: RMSNormFunction.apply" in " ".join(text.split())   # the title whole
+
+
+ROWS = '''
+
+def rms_rows(rows, gain, fudge):
+    out = torch.empty_like(rows)
+    rstd = torch.empty(rows.shape[0], dtype=torch.float32, device=rows.device)
+    _rms_norm_fwd[(rows.shape[0],)](rows, out, gain, rstd, rows.shape[1], fudge, 0.0,
+                                    BLOCK_SIZE=triton.next_power_of_2(rows.shape[1]))
+    return out
+'''
+
+
+def test_an_op_whose_changed_kernel_another_op_compares_has_a_line_naming_that_op_in_every_output(tmp_path):
+    """rms_rows launches the changed kernel RMSNormFunction launches, and no family fits its parameters:
+    compared through RMSNormFunction, it gets a line of its own, and the count of ops matches the op lines."""
+    source = {state: {"mylib/__init__.py": "", "mylib/rms.py": RMS.replace("{rstd}", RSTD[state]) + ROWS}
+              for state in ("before", "after")}
+    repo = two_revisions(tmp_path / "rows", source["before"], source["after"])
+    out, terminal = tmp_path / "r", io.StringIO()
+    with contextlib.redirect_stdout(terminal), contextlib.redirect_stderr(io.StringIO()):
+        code = main.main(["review", "--repo", str(repo), "v1", "v2", "--json", f"{out}.json", "--markdown", f"{out}.md",
+                          *SMALL, "--fail-on-numerics"])
+    data, markdown = json.loads(Path(f"{out}.json").read_text()), Path(f"{out}.md").read_text()
+    line = ("mylib.rms:rms_rows: not compared on its own: what changed in it (kernel _rms_norm_fwd changed) is "
+            "compared through mylib.rms:RMSNormFunction")
+    texts = [x["text"] for x in data["lines"]]
+    assert code == 0   # no gate fails or goes unjudged for it: RMSNormFunction's comparison judges the kernel
+    assert line in texts and f"- {line}\n" in markdown and line in " ".join(terminal.getvalue().split())
+    assert data["judged_through"] == [{"op": "mylib.rms:rms_rows", "what": [{"kind": "kernel", "name": "_rms_norm_fwd",
+                                                                              "detail": ""}],
+                                       "through": ["mylib.rms:RMSNormFunction"]}]
+    ops = changes(Repository(str(repo)), *(Repository(str(repo)).commit(r, r) for r in ("v1", "v2"))).ops
+    names = {name: op for op in ops for name in (op.op.name.split(".")[0], mapping.op_key(op))}
+    said = [names[t.split(": ")[0]] for t in texts if t.split(": ")[0] in names]
+    assert texts[0].startswith(f"{len(ops)} ops changed") and sorted(map(id, said)) == sorted(map(id, ops))
+
+
+def test_an_op_judged_through_one_that_was_not_compared_says_so_and_adds_no_unjudged_change():
+    from compare.review import render
+    from compare.review.command import Compared
+    target = mapping.Target("mylib/rms.py", "mylib.rms", "RMSNormFunction.apply", None, "rms_norm", "by the test",
+                            ("mylib.rms:_k",), (What(Change.KERNEL, "_k"),))
+    judged = mapping.JudgedThrough("mylib.rms:rms_rows", target.what, (target.key,))
+    review = render.Review("v1", "v2", "a" * 40, "b" * 40, Changes(), (Compared(target, "RMSNormFunction", None, "no"),),
+                           (), judged_through=(judged,))
+    assert ("mylib.rms:rms_rows: not compared on its own: what changed in it (kernel _k changed) is left to "
+            "mylib.rms:RMSNormFunction, not compared either (see its line)") in [text for _, text in render.lines(review)]
+    assert render.unjudged(review) == ["mylib.rms:_k changed and could not be compared"]   # RMSNormFunction's alone

@@ -112,7 +112,7 @@ def test_a_review_on_a_gpu_asks_its_ops_comparison_for_float32_and_bfloat16(tmp_
     repo = make_repo(tmp_path, False)
     reviewed = Repository(repo)
     found = command.changes(reviewed, reviewed.commit("v1", "BASE"), reviewed.commit("v2", "HEAD"))
-    [target], _ = command.mapping.plan(found, {}, registry().families)
+    [target], _, _ = command.mapping.plan(found, {}, registry().families)
     for argv, backend, dtype in ((["--budget", "60"], Backend("cuda", False, "simulated"), "float32,bfloat16"),
                                  ([], Backend("cpu", True, ""), "float32"),
                                  (["--dtype", "float16"], Backend("cuda", False, "simulated"), "float16")):

@@ -39,7 +39,7 @@ def _plan(families, *ops: ChangedOp, table=None):
 
 
 def test_torch_style_layer_norm_maps_with_normalized_shape_in_the_family_order(families):
-    [target], [] = _plan(families, _changed("layer_norm", "input, normalized_shape, weight, bias, eps", 2,
+    [target], [], [] = _plan(families, _changed("layer_norm", "input, normalized_shape, weight, bias, eps", 2,
                                             ("None", "None", "1e-05")))
     assert target.family == "layer_norm"
     assert target.spec("n", "R") == "n=git:R:lib/ops.py::layer_norm(X, normalized_shape, W, B, eps)"
@@ -57,16 +57,16 @@ def test_the_normalized_shape_is_the_last_dimension_as_a_tuple(families):
 
 
 def test_torch_style_rms_norm_is_not_taken_for_layer_norm(families):
-    [target], [] = _plan(families, _changed("rms_norm", "input, normalized_shape, weight, eps", 2, ("None", "None")))
+    [target], [], [] = _plan(families, _changed("rms_norm", "input, normalized_shape, weight, eps", 2, ("None", "None")))
     assert target.family == "rms_norm" and target.call.text() == "(X, normalized_shape, W, eps)"
 
 
 def test_group_norm_with_ligers_names_maps_in_the_family_order(families):
-    [target], [] = _plan(families, _changed("LigerGroupNormFunction.apply",
+    [target], [], [] = _plan(families, _changed("LigerGroupNormFunction.apply",
                                             "X, affine_scaling_weight, affine_shifting_bias, num_channels, num_groups, eps"))
     assert target.family == "group_norm" and target.call is None
     assert "affine_scaling_weight as W, affine_shifting_bias as B" in target.how
-    [torch_style], [] = _plan(families, _changed("group_norm", "input, num_groups, weight, bias, eps", 2,
+    [torch_style], [], [] = _plan(families, _changed("group_norm", "input, num_groups, weight, bias, eps", 2,
                                                  ("None", "None", "1e-05")))
     assert torch_style.family == "group_norm" and torch_style.call.text() == "(X, num_groups, W, B, eps)"
 
@@ -74,7 +74,7 @@ def test_group_norm_with_ligers_names_maps_in_the_family_order(families):
 def test_torch_style_cross_entropy_passes_its_unused_parameters_as_neutral_constants(families):
     op = _changed("cross_entropy", "input, target, weight, size_average, ignore_index, reduce, reduction, label_smoothing",
                   2, ("None", "None", "-100", "None", "'mean'", "0.0"))
-    [target], [] = _plan(families, op)
+    [target], [], [] = _plan(families, op)
     assert target.family == "cross_entropy"
     assert target.call.text() == "(X, target, None, None, ignore_index, None, reduction, label_smoothing)"
     assert "constants weight=None, size_average=None, reduce=None" in target.how
@@ -84,23 +84,23 @@ def test_a_tuple_result_takes_element_0_and_a_skipped_default_is_passed_as_its_l
     op = _changed("LigerCrossEntropyFunction.apply", "_input, target, weight, ignore_index, lse_square_scale, "
                   "label_smoothing, reduction, softcap, return_z_loss", 3,
                   ("-100", "0.0", "0.0", '"mean"', "None", "False"), returns_tuple=True)
-    [target], [] = _plan(families, op)
+    [target], [], [] = _plan(families, op)
     assert target.call.text() == CE_CALL
     assert target.how.endswith("its result's element 0 taken as loss")
     assert target.spec("ce.head", "abc") == f"ce.head=git:abc:lib/ops.py::LigerCrossEntropyFunction.apply{CE_CALL}"
 
 
 def test_a_default_that_is_no_literal_is_passed_by_keyword_after_it(families):
-    [target], [] = _plan(families, _changed("norm", "x, weight, dtype, eps", 2, ("torch.float32", "1e-6")))
+    [target], [], [] = _plan(families, _changed("norm", "x, weight, dtype, eps", 2, ("torch.float32", "1e-6")))
     assert target.family == "rms_norm" and target.call.text() == "(X, W, eps=eps)"
-    [], [unmapped] = _plan(families, _changed("Norm.apply", "x, weight, dtype, eps", 2, ("torch.float32", "1e-6")))
+    [], [unmapped], [] = _plan(families, _changed("Norm.apply", "x, weight, dtype, eps", 2, ("torch.float32", "1e-6")))
     assert "takes its arguments by position only" in unmapped.why
 
 
 def test_a_table_line_with_a_call_is_used_verbatim(families):
     table = mapping.read_table('[tool.kernel-ab.kernels]\n"lib.ops:CE" = { family = "cross_entropy", '
                                f'call = "{CE_CALL}" }}\n')
-    [target], [] = _plan(families, _changed("CE.apply", "logits, labels, w, a, b, c, d"), table=table)
+    [target], [], [] = _plan(families, _changed("CE.apply", "logits, labels, w, a, b, c, d"), table=table)
     assert target.family == "cross_entropy" and target.call.text() == CE_CALL
     assert target.how == f"[tool.kernel-ab.kernels] maps lib.ops:CE to cross_entropy with the call {CE_CALL}"
 
@@ -110,12 +110,12 @@ def test_the_reviewers_file_overrides_the_repositorys_table(families, tmp_path):
     path.write_text('[tool.kernel-ab.kernels]\n"lib.ops:_k" = "layer_norm"\n')
     repo = mapping.read_table('[tool.kernel-ab.kernels]\n"lib.ops:norm" = "rms_norm"\n')
     op = _changed("norm", "X, W, eps, B", 3, ("None",))   # rms_norm and layer_norm both take it
-    [target], [] = _plan(families, op, table={**repo, **mapping.read_file(str(path))})
+    [target], [], [] = _plan(families, op, table={**repo, **mapping.read_file(str(path))})
     assert target.family == "layer_norm"   # its kernel's line, the reviewer's, over the repository's op line
     assert target.how.startswith(f"--mapping {path}'s [tool.kernel-ab.kernels] maps lib.ops:_k to layer_norm")
-    [by_repo], [] = _plan(families, op, table=repo)
+    [by_repo], [], [] = _plan(families, op, table=repo)
     assert by_repo.family == "rms_norm" and by_repo.how.startswith("[tool.kernel-ab.kernels] maps lib.ops:norm")
-    [by_names], [] = _plan(families, op)
+    [by_names], [], [] = _plan(families, op)
     assert by_names.family == "layer_norm"   # every layer_norm argument, in its own order, over some of rms_norm's
 
 
@@ -153,25 +153,42 @@ def test_a_call_naming_no_argument_of_the_family_is_a_usage_error_naming_the_key
 
 
 def test_an_op_nothing_fits_is_unmapped_with_the_line_that_maps_it(families):
-    [], [unmapped] = _plan(families, _changed("f", "X, W, eps, offset, foo"))
+    [], [unmapped], [] = _plan(families, _changed("f", "X, W, eps, offset, foo"))
     assert unmapped.family == "rms_norm" and unmapped.why.endswith("no rms_norm op argument matches foo")
     assert unmapped.refused.startswith("rms_norm's op has no argument foo (its arguments: X, W, eps")
-    [], [none] = _plan(families, _changed("scale", "x, factor"))
+    [], [none], [] = _plan(families, _changed("scale", "x, factor"))
     assert "factor matches no op argument of" in none.why
     assert none.refused == "no registered family's op takes factor"
-    [], [lacking] = _plan(families, _changed("f", "X, eps"))
+    [], [lacking], [] = _plan(families, _changed("f", "X, eps"))
     assert lacking.fix == '"lib.ops:f" = { family = "<family>", call = "(X, eps)" }' and not lacking.refused
 
 
-def test_of_two_ops_standing_for_the_same_change_the_better_fit_is_compared_and_the_other_not_listed(families):
+def test_of_two_ops_standing_for_the_same_change_the_better_fit_is_compared_and_the_other_judged_through_it(families):
     wrapper, function = _changed("rms_norm", "x, weight, foo"), _changed("RMSFunction.apply", "X, W, eps, offset, casting_mode")
-    [target], [] = _plan(families, wrapper, function)
+    [target], [], [through] = _plan(families, wrapper, function)
     assert target.callable == "RMSFunction.apply"
+    assert (through.op, through.what, through.through) == ("lib.ops:rms_norm", wrapper.what, ("lib.ops:RMSFunction",))
+
+
+def test_an_op_fitting_a_family_less_well_than_another_for_the_same_change_is_judged_through_it(families):
+    named, fitted = _changed("norm", "X, W, eps, offset, casting_mode"), _changed("Norm.apply", "X, W, eps, offset, casting_mode")
+    table = {"lib.ops:Norm": "rms_norm"}   # its line ranks Norm above norm, whose parameters fit as well
+    [target], [], [through] = _plan(families, fitted, named, table=table)
+    assert (target.callable, through.op, through.through) == ("Norm.apply", "lib.ops:norm", ("lib.ops:Norm",))
+
+
+def test_every_changed_op_is_compared_unmapped_or_judged_through_another_exactly_once(families):
+    ops = [_changed("rms_norm", "x, weight, foo"), _changed("RMSFunction.apply", "X, W, eps, offset, casting_mode"),
+           _changed("scale", "x, factor", kernel="_scale"), _changed("Norm.apply", "X, W, eps, offset, casting_mode")]
+    targets, unmapped, through = _plan(families, *ops)
+    planned = [t.key for t in targets] + [u.kernel for u in unmapped] + [j.op for j in through]
+    assert sorted(planned) == sorted(mapping.op_key(op) for op in ops)
+    assert [u.kernel for u in unmapped] == ["lib.ops:scale"]   # its kernel no compared op covers
 
 
 def test_an_op_called_otherwise_at_base_is_not_compared(families):
     base = Op("f", ("X", "W", "B"), 3)
-    [], [unmapped] = _plan(families, _changed("f", "X, W, B, eps", base=base))
+    [], [unmapped], [] = _plan(families, _changed("f", "X, W, B, eps", base=base))
     assert unmapped.family == "layer_norm" and unmapped.mapped
     assert unmapped.why == ("its parameters fit layer_norm, but f(X, W, B) at BASE is not called as f(X, W, B, eps) "
                             "at HEAD is; compare it by hand")
@@ -201,7 +218,7 @@ def test_the_corpus_mapping_file_compares_ligers_cross_entropy_function_as_calle
     subprocess.run(["git", "clone", "-q", str(bundle), str(tmp_path / "liger")], check=True)
     repo = Repository(str(tmp_path / "liger"))
     found = changes(repo, repo.commit("ce1329_base", "BASE"), repo.commit("ce1329_head", "HEAD"))
-    [target], [fused] = mapping.plan(found, mapping.read_file(str(DATA / "liger_mapping.toml")), families)
+    [target], [fused], [] = mapping.plan(found, mapping.read_file(str(DATA / "liger_mapping.toml")), families)
     # the fused linear cross entropy launches the changed kernel too, and no family is a linear layer's
     assert fused.kernel == "liger_kernel.ops.fused_linear_cross_entropy:LigerFusedLinearCrossEntropyFunction"
     assert "no family's op arguments fit it" in fused.why

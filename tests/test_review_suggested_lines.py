@@ -62,7 +62,7 @@ def review(tmp_path_factory):
     r = Repository(str(repo))
     base, head = r.commit("v1", "BASE"), r.commit("v2", "HEAD")
     found = changes(r, base, head)
-    targets, unmapped = mapping.plan(found, {}, registry().families)
+    targets, unmapped, _ = mapping.plan(found, {}, registry().families)
     assert targets == []
     said = [text for _, text in render.lines(render.Review("v1", "v2", base, head, found, (), tuple(unmapped)))]
     return found, said, tmp

@@ -107,11 +107,6 @@ def _preset(args, family, backend) -> str | None:
     return family.gpu_preset or None
 
 
-def _key(target: mapping.Target) -> str:
-    """The op's name as the review's records give it (mapping.op_key's form)."""
-    return f"{target.module}:{target.callable.split('.')[0]}"
-
-
 def run(args, registry, backend) -> int:
     """The review's exit code."""
     from compare.runtime import run_context
@@ -122,23 +117,23 @@ def run(args, registry, backend) -> int:
     repo = Repository(args.repo)
     base, head = repo.commit(args.base, "BASE"), repo.commit(args.head, "HEAD")
     found = changes(repo, base, head)
-    targets, unmapped = mapping.plan(found, _table(repo, head, args.mapping), registry.families)
+    targets, unmapped, through = mapping.plan(found, _table(repo, head, args.mapping), registry.families)
     labelled = budgets.most_changed_first(list(zip(targets, _labels(targets))), lambda t: t[0].what)
     to_replay = replayable(found, unmapped)
-    wanted = budgets.chosen(args.ops, {**{_key(t): budgets.names_of(t.module, t.callable, label) for t, label in labelled},
+    wanted = budgets.chosen(args.ops, {**{t.key: budgets.names_of(t.module, t.callable, label) for t, label in labelled},
                                        **{op.key: budgets.names_of(op.module, op.name, op.label) for op in to_replay}})
     # the review's own files, then each op's folder in --out too, all checked before any comparison
     render.check_outputs(args, [label for _, label in labelled], timed=not args.checks or TIMING in args.checks)
     with _warm(str(repo.top)) as warm:
         work = _Work(args, registry, backend, clock, str(repo.top), warm)
         for target, label in labelled:
-            work.compare(target, label, base, head, chosen=_key(target) in wanted)
+            work.compare(target, label, base, head, chosen=target.key in wanted)
         replayed = work.replay(repo, base, head if not args.aa else base, [op for op in to_replay if op.key in wanted])
     gone = {r.op for r in replayed} | {l.op for l in work.left}
     review = render.Review(args.base, args.head, base, head, found, tuple(work.done),
                            tuple(u for u in unmapped if u.kernel not in gone), control=args.aa,
                            replayed=tuple(replayed), left_out=tuple(work.left), budget=work.use(replayed),
-                           dtypes_left_out=tuple(dict.fromkeys(work.dtypes_left_out)))
+                           dtypes_left_out=tuple(dict.fromkeys(work.dtypes_left_out)), judged_through=tuple(through))
     return render.finish(review, args)
 
 
@@ -190,7 +185,7 @@ class _Work:
         from compare.runtime.deadline import deadline
         from compare.review.render import changed_text
         if not chosen or self.clock.spent():
-            self.left.append((budgets.out_of_time if chosen else budgets.not_named)(_key(target), label))
+            self.left.append((budgets.out_of_time if chosen else budgets.not_named)(target.key, label))
             return
         family = self.registry.family(target.family)
         dtype, dropped = budgets.dtypes(self.args.dtype, self.backend.gpu, family)
@@ -241,7 +236,7 @@ class _Work:
         budget lasts (compare/review/replay.py); those after it are left out."""
         from compare.review.replay import OpToReplay, Replayer
         ops = budgets.most_changed_first(ops + [
-            OpToReplay(_key(t), label, t.path, t.module, t.callable, notes=(why,), what=t.what)
+            OpToReplay(t.key, label, t.path, t.module, t.callable, notes=(why,), what=t.what)
             for t, label, why in self.misfits], lambda op: op.what)
         if ops and self.clock.spent():
             self.left += [budgets.out_of_time(op.key, op.label) for op in ops]

@@ -3,7 +3,7 @@
 Sources, in order: the reviewer's `--mapping FILE` and then the reviewed repository's pyproject.toml, both
 `[tool.kernel-ab.kernels]` (`"module:name" = "family"` or `{ family = ..., call = "(...)[0]" }`); else the
 op's parameter names (compare/review/calls.py), else a kernel taking a family launcher's parameters. Ops
-nothing maps come back with the line that would map them.
+nothing maps come back with the line that would map them; an op whose changes others' comparisons cover, with them.
 """
 from __future__ import annotations
 
@@ -46,6 +46,11 @@ class Target:
     what: tuple[What, ...] = ()    # what changed in it
     by_names: bool = False         # fitted by its parameter names alone: compared in the family only if it fits
 
+    @property
+    def key(self) -> str:
+        """Its name as the review's records give it (op_key's form)."""
+        return f"{self.module}:{self.callable.split('.')[0]}"
+
     def variant(self, name: str, rev: str) -> Spec:
         """The --variant spec comparing it at `rev` as variant `name`."""
         return Spec.made(name, self.path, self.callable, rev, self.call.as_call_map() if self.call else None)
@@ -69,6 +74,16 @@ class Unmapped:
         if self.call:
             return f'"{self.kernel}" = {{ family = "{self.family}", call = {json.dumps(self.call)} }}'
         return f'"{self.kernel}" = "{self.family}"'
+
+
+@dataclasses.dataclass(frozen=True)
+class JudgedThrough:
+    """A changed op not compared on its own, all that changed in it being compared through other ops: their
+    comparisons judge it, and it neither fails nor passes on its own."""
+
+    op: str                      # module:name of the op (op_key's form)
+    what: tuple[What, ...]       # what changed in it
+    through: tuple[str, ...]     # the compared ops (or kernels) whose changes cover it, as Target.key
 
 
 def _entry(key, value, source: str, reviewer: bool) -> TableEntry:
@@ -309,8 +324,9 @@ def _map_kernel(kernel, table, families) -> _Ranked | Unmapped:
                                 f"(families: {', '.join(families)})")
 
 
-def plan(changes, table: dict, families) -> tuple[list[Target], list[Unmapped]]:
-    """(what to compare, one per op or kernel; what cannot be compared, with why and the line that maps it).
+def plan(changes, table: dict, families) -> tuple[list[Target], list[Unmapped], list[JudgedThrough]]:
+    """(what to compare, one per op or kernel; what cannot be compared, with why and the line that maps it; the
+    ops judged through others, what changed in them being compared there). Each changed op is in one of them.
     `table`: read_table/read_file entries (a plain family name is taken as a pyproject.toml line)."""
     table = {k: v if isinstance(v, TableEntry) else TableEntry(v) for k, v in table.items()}
     ops = changes.ops
@@ -323,9 +339,7 @@ def plan(changes, table: dict, families) -> tuple[list[Target], list[Unmapped]]:
         if isinstance(r, _Ranked) and ((same := (r.target.kernels, r.target.what)) not in best
                                        or r.rank > best[same].rank):
             best[same] = r
-    compared = {w for r in best.values() for w in r.target.what}
-    # an op that cannot be compared is not listed when what changed in it is compared through other ops
-    unmapped = [r for changed, r in by_op if isinstance(r, Unmapped) and not (changed.what and set(changed.what) <= compared)]
+    unmapped, through = _not_compared(by_op, best)
     unmapped += [r for r in by_kernel if isinstance(r, Unmapped)]
     unmapped = [_checked(u, families, known) for u in unmapped]
     targets: dict[tuple[str, str], Target] = {}
@@ -334,4 +348,21 @@ def plan(changes, table: dict, families) -> tuple[list[Target], list[Unmapped]]:
         kept = targets.get(place)   # one callable standing for several changes is compared once
         targets[place] = r.target if kept is None else dataclasses.replace(
             kept, kernels=kept.kernels + r.target.kernels, what=kept.what + r.target.what)
-    return list(targets.values()), unmapped
+    return list(targets.values()), unmapped, through
+
+
+def _not_compared(by_op, best: dict[tuple, _Ranked]) -> tuple[list[Unmapped], list[JudgedThrough]]:
+    """The ops `best` does not compare: those to list as unmapped, and those judged through the compared ops
+    covering what changed in them (a lower fit for the same changes, or no fit, but all it changed compared)."""
+    compared = {w for r in best.values() for w in r.target.what}
+    unmapped, through = [], []
+    for changed, r in by_op:
+        winner = best.get((r.target.kernels, r.target.what)) if isinstance(r, _Ranked) else None
+        if winner is r:
+            continue
+        if winner is None and not (changed.what and set(changed.what) <= compared):
+            unmapped.append(r)
+            continue
+        by = [b.target.key for b in best.values() if b is winner or set(b.target.what) & set(changed.what)]
+        through.append(JudgedThrough(_op_key(changed), changed.what, tuple(dict.fromkeys(by))))
+    return unmapped, through

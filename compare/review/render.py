@@ -15,7 +15,7 @@ from pathlib import Path
 from compare.render.markdown import MARK
 from compare.review.kernels import Change, Changes, What
 from compare.review.ops_changed import CODE
-from compare.review.mapping import TABLE, Unmapped
+from compare.review.mapping import TABLE, JudgedThrough, Unmapped
 from compare.review import replay_render
 from compare.model.budget import BudgetUse, Cut, DtypesLeftOut, LeftOut
 from compare.model.replay import NOT_REPLAYED, NUMERICS_FAILURES, ReplayedOp, ReplayVerdict
@@ -40,6 +40,7 @@ class Review:
     left_out: tuple[LeftOut, ...] = ()      # ops not compared: the time budget spent before their turn, or --op
     budget: BudgetUse | None = None
     dtypes_left_out: tuple[DtypesLeftOut, ...] = ()   # dtypes the default left out (--dtype adds them)
+    judged_through: tuple[JudgedThrough, ...] = ()    # ops whose changes other ops' comparisons cover
 
     def cut(self, why: Cut) -> list[LeftOut]:
         return [left for left in self.left_out if left.cut == why]
@@ -111,6 +112,7 @@ def lines(review: Review, per_op: bool = True) -> list[tuple[str, str]]:
                 if r.verdict in NOT_REPLAYED]
     out += [("fail", f"{changed_kernels(c.target)}: changed; {c.target.module}:{c.target.callable} could not be "
                      f"compared: {_why_not(c)}") for c in review.compared if c.report is None and not c.stopped]
+    out += [("info", _judged_through(review, j)) for j in review.judged_through]
     out += _budget_lines(review)
     out += [("warn", f"{u.kernel}: changed, not compared: {u.why}" + (
         "; compare its op by hand: compare --variant NAME=git:REV:PATH::OP(ARGS)" if u.mapped else
@@ -127,6 +129,21 @@ def lines(review: Review, per_op: bool = True) -> list[tuple[str, str]]:
     out += [("warn", f"not read (does not parse): {u}") for u in ch.unreadable]
     out += [("warn", f"a kernel that cannot be read statically: {u}") for u in ch.unresolved]
     return out
+
+
+def _judged_through(review: Review, j: JudgedThrough) -> str:
+    """The line of an op judged through others; where those were not compared (as the review's count says),
+    that is said too, so the line does not read as a comparison that did not happen."""
+    compared = {c.target.key for c in review.compared if c.report is not None and not c.stopped}
+    compared |= {r.op for r in review.replayed if r.verdict not in NOT_REPLAYED and not r.stopped}
+    missing = [k for k in j.through if k not in compared]
+    through, see = " and ".join(j.through), "its line" if len(missing) == 1 else "their lines"
+    said = f"{j.op}: not compared on its own: what changed in it ({changed_text(j.what)}) is "
+    if not missing:
+        return f"{said}compared through {through}"
+    if len(missing) == len(j.through):
+        return f"{said}left to {through}, not compared either (see {see})"
+    return f"{said}left to {through} ({' and '.join(missing)} not compared: see {see})"
 
 
 def _budget_lines(review: Review) -> list[tuple[str, str]]:
@@ -240,6 +257,7 @@ def _json(review: Review) -> str:
             "replayed": [{**encode(dataclasses.replace(r, report=None)), "report": as_data(r.report)
                           if r.report is not None else None} for r in review.replayed],
             "left_out": [encode(left) for left in review.left_out],
+            "judged_through": [encode(j) for j in review.judged_through],
             "budget": encode(review.budget) if review.budget else None,
             "dtypes_left_out": [encode(d) for d in review.dtypes_left_out]}
     return json.dumps(data, indent=2, allow_nan=False) + "\n"
