@@ -367,3 +367,18 @@ def test_an_op_judged_through_one_that_was_not_compared_says_so_and_adds_no_unju
     assert ("mylib.rms:rms_rows: not compared on its own: what changed in it (kernel _k changed) is left to "
             "mylib.rms:RMSNormFunction, not compared either (see its line)") in [text for _, text in render.lines(review)]
     assert render.unjudged(review) == ["mylib.rms:_k changed and could not be compared"]   # RMSNormFunction's alone
+
+
+def test_op_naming_an_op_judged_through_another_compares_that_other(tmp_path):
+    """--op rms_rows: rms_rows is judged through RMSNormFunction's comparison, so that comparison runs (not
+    'no changed op of this review is named so', and nothing left out as not named)."""
+    source = {state: {"mylib/__init__.py": "", "mylib/rms.py": RMS.replace("{rstd}", RSTD[state]) + ROWS}
+              for state in ("before", "after")}
+    repo = two_revisions(tmp_path / "rows", source["before"], source["after"])
+    out = tmp_path / "r.json"
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        code = main.main(["review", "--repo", str(repo), "v1", "v2", "--op", "rms_rows", "--json", str(out), *SMALL])
+    data = json.loads(out.read_text())
+    assert code == 0 and data["left_out"] == []
+    assert [(c["target"]["module"], c["target"]["callable"], c["report"] is not None) for c in data["compared"]] == \
+        [("mylib.rms", "RMSNormFunction.apply", True)], data["compared"]

@@ -120,8 +120,13 @@ def run(args, registry, backend) -> int:
     targets, unmapped, through = mapping.plan(found, _table(repo, head, args.mapping), registry.families)
     labelled = budgets.most_changed_first(list(zip(targets, _labels(targets))), lambda t: t[0].what)
     to_replay = replayable(found, unmapped)
-    wanted = budgets.chosen(args.ops, {**{t.key: budgets.names_of(t.module, t.callable, label) for t, label in labelled},
-                                       **{op.key: budgets.names_of(op.module, op.name, op.label) for op in to_replay}})
+    names = {**{t.key: budgets.names_of(t.module, t.callable, label) for t, label in labelled},
+             **{op.key: budgets.names_of(op.module, op.name, op.label) for op in to_replay}}
+    for judged in through:   # --op naming an op judged through others compares those
+        module, name = judged.op.split(":", 1)
+        for key in (k for k in judged.through if k in names):
+            names[key] |= budgets.names_of(module, name, name)
+    wanted = budgets.chosen(args.ops, names)
     # the review's own files, then each op's folder in --out too, all checked before any comparison
     render.check_outputs(args, [label for _, label in labelled], timed=not args.checks or TIMING in args.checks)
     with _warm(str(repo.top)) as warm:
