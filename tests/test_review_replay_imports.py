@@ -114,7 +114,7 @@ def test_both_ops_of_the_module_name_the_import_that_raised_and_its_side(broken,
         op = ReplayedOp.made(op=f"brokelib.ops:{name}", label=name, tests=(), recorded_at=Side.HEAD, calls=(),
                              not_imported=failed)
         assert op.verdict == ReplayVerdict.NOT_IMPORTED
-        assert summary(op)[1] == f"{name}: replayed (no family fits it): changed, not compared: no call of it could " \
+        assert summary(op)[1] == f"{name}: changed, not compared: no family fits it, and no call of it could " \
             "be recorded: at HEAD its module brokelib.ops could not be imported (brokelib.extra raised): " \
             "RuntimeError: extra cannot load here"
 
@@ -135,7 +135,7 @@ def test_a_review_says_for_every_changed_op_which_import_raised_and_at_which_sid
             assert op["verdict"] == ReplayVerdict.NOT_IMPORTED.value and op["calls"] == []
             assert op["not_imported"] == [{"side": "HEAD", "error": "RuntimeError: extra cannot load here",
                                            "module": "brokelib.ops", "test": "", "raised_in": "brokelib.extra"}]
-            assert f"{label}: replayed (no family fits it): changed, not compared: no call of it could be recorded: " \
+            assert f"{label}: changed, not compared: no family fits it, and no call of it could be recorded: " \
                    "at HEAD its module brokelib.ops could not be imported (brokelib.extra raised): RuntimeError: " \
                    "extra cannot load here" in said
         else:   # recorded at HEAD, played at both: BASE cannot load it

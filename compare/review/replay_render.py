@@ -59,15 +59,15 @@ def summary(op: ReplayedOp, hint: str = "") -> tuple[str, str]:
     """(level, line) of one replayed op for the review's summary; `hint`: how to compare it whole, where the
     review's time budget stopped it."""
     head = f"{op.label}: replayed (no family fits it)"
+    unreplayed = f"{op.label}: changed, not compared: no family fits it, and"   # "replayed" would say it was
     v = op.verdict
     if v == ReplayVerdict.NO_CALLS and op.stopped:
-        return _LEVEL[v], f"{head}: changed, not compared: the review's time budget ran out before a call of it " \
-                          f"was replayed; {hint}"
+        return _LEVEL[v], f"{unreplayed} the review's time budget ran out before a call of it was replayed; {hint}"
     if v == ReplayVerdict.NOT_IMPORTED:
-        return _LEVEL[v], f"{head}: changed, not compared: no call of it could be recorded: " + \
+        return _LEVEL[v], f"{unreplayed} no call of it could be recorded: " + \
             "; ".join([f.text() for f in op.not_imported] + list(op.notes))
     if v == ReplayVerdict.NO_CALLS:
-        return _LEVEL[v], f"{head}: changed, not compared: {'; '.join(op.notes) or 'no call recorded'}"
+        return _LEVEL[v], f"{unreplayed} no call of it was replayed: {'; '.join(op.notes) or 'no call recorded'}"
     said = {ReplayVerdict.IDENTICAL: "identical bits in every output and gradient",
             ReplayVerdict.HEAD_FAILS: lambda: _failures(op, "HEAD", "BASE"),
             ReplayVerdict.BASE_FAILS: lambda: _failures(op, "BASE", "HEAD"),
