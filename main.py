@@ -232,7 +232,8 @@ def cmd_compare(request, options, registry, backend, distributed=None, saved=Non
 def cmd_report(args) -> int:
     from compare.command_line import baseline
     from compare.command_line.usage import UsageError
-    from compare.render import files, markdown, terminal
+    from compare.command_line import output_files as files
+    from compare.render import markdown, terminal
     report = baseline.load(args.file)
     try:  # a report of the right types may still hold what no renderer expects (say, an unknown IR stage)
         if args.format in ("markdown", "markdown-full"):
@@ -255,7 +256,7 @@ def _prog() -> str:
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """The command line (`python main.py ...`, `kernel-ab ...`): its exit code."""
-    from compare.model import written
+    from compare.runtime import written
     from compare.runtime import supervisor
     previous = {}
     written.start()

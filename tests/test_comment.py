@@ -18,7 +18,8 @@ from compare.model.headline import headline
 from compare.model.problems import lists
 from compare.model.replay import Agreement, ReplayedCall, ReplayedOp, ReplayVerdict, Side, TensorDiff
 from compare.model.states import ProblemKind
-from compare.render import files, json_report, markdown
+from compare.command_line import output_files as files
+from compare.render import json_report, markdown
 from compare.render.table import Table
 from compare.review import render as review_render, replay_render
 from compare.review.kernels import Changes

@@ -110,7 +110,7 @@ def test_an_unexpected_exception_in_kernel_abs_code_exits_3_not_1(tmp_path, monk
 
 
 FULL_DISK = """import errno, os
-def _full(real):   # a file's last step: a new one is linked into place, an old one replaced (render/files.py)
+def _full(real):   # a file's last step: a new one is linked into place, an old one replaced (command_line/output_files.py)
     def step(src, dst, *a, **k):
         if str(dst).endswith('.json'):
             raise OSError(errno.ENOSPC, 'No space left on device')

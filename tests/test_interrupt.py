@@ -104,7 +104,7 @@ def test_a_stop_while_the_files_are_written_leaves_no_half_write_and_names_what_
     file, no file written but said unwritten): exit 130, and the line names the files that came out, never
     'no report'. In one process (main.main), as the supervised child runs it."""
     import main
-    from compare.render import files
+    from compare.command_line import output_files as files
     put = files._put
 
     def put_then_stop(tmp, target):
@@ -127,7 +127,7 @@ def test_a_stop_while_the_files_are_written_leaves_no_half_write_and_names_what_
 
 
 def test_a_stops_line_says_which_outputs_came_out():
-    from compare.model import written
+    from compare.runtime import written
     written.start()
     assert written.after_stop() == "no report"
     written.planned(["o/report.md", "o/report-full.md", "o/report.json"])

@@ -10,7 +10,8 @@ import pytest
 
 import main
 from compare.command_line import usage
-from compare.render import files, json_report, markdown
+from compare.command_line import output_files as files
+from compare.render import json_report, markdown
 from compare.model.results import MARKER_KEY
 from compare.runtime.exit_codes import ExitCode
 from tests.extras import need

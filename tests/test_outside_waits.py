@@ -1,7 +1,7 @@
 """What kernel-ab waits on outside itself has a time limit (variants/waiting.py): a --family-path package whose
 import blocks is one line and exit 2, soon (a --variant file's: that variant failed, within --variant-timeout);
 `report` and `pairwise` refuse a FIFO or a device at once. An output written at the end never replaces a file
-that appeared at its path, or changed, during the run (compare/render/files.py): the report is kept beside it,
+that appeared at its path, or changed, during the run (compare/command_line/output_files.py): the report is kept beside it,
 the line says where, exit 74."""
 import json
 import os
@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 import main
-from compare.render import files, json_report
+from compare.command_line import output_files as files
+from compare.render import json_report
 from compare.runtime.exit_codes import ExitCode
 from tests.fixed_report import fixed_report
 
@@ -80,7 +81,7 @@ def test_a_file_that_appears_at_an_output_path_during_the_run_is_left_as_it_is(t
 def test_a_command_that_begins_forgets_what_the_last_one_saw_at_its_outputs(tmp_path):
     """In one process (a test's, or a program calling main.main twice) what the first command saw at a path is
     no rule for the next: a file changed between the two is replaced by the next one's write as it is."""
-    from compare.model import written
+    from compare.runtime import written
     path = tmp_path / "r.json"
     path.write_text("an earlier report\n")
     written.start()

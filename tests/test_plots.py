@@ -2,7 +2,8 @@
 import dataclasses
 
 from compare.model.results import ShapeParams
-from compare.render import files, plots
+from compare.command_line import output_files as files
+from compare.render import plots
 from tests.extras import need
 from tests.fixed_report import fixed_report
 

@@ -19,7 +19,7 @@ import main
 from compare.review import mapping
 from compare.review.kernels import Change, ChangedOp, Changes, What, changes, kernels_in
 from compare.review.revisions import Repository
-from compare.render import files
+from compare.command_line import output_files as files
 from tests.review_repo import RMS, RSTD, git, make_repo, two_revisions
 
 SMALL = ["--shape", "4,64", "--check", "numerics", "--trials", "1", "--inputs", "normal", "--quiet"]

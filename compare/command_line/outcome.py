@@ -33,7 +33,7 @@ def warn_unjudgeable(plan, backend, options) -> None:
 
 def _full_report(options) -> str:
     """Where the report with every gate's reasons is written ('' where none is)."""
-    from compare.render import files
+    from compare.command_line import output_files as files
     if options.out:
         return f"{options.out.rstrip('/')}/{files.REPORT_MD}"
     return options.markdown or (options.json if options.json not in (None, STDOUT) else "")
@@ -44,7 +44,8 @@ def finish(report, options, stopped, saved=None) -> int:
     against the saved one; the exit code (`stopped`: a stop signal's)."""
     from compare.model import gates
     from compare.model.check_sections import gates as check_gates
-    from compare.render import files, json_report, terminal
+    from compare.command_line import output_files as files
+    from compare.render import json_report, terminal
     from compare.runtime.exit_codes import after_report
     # the gates are decided once, into the report, so that every renderer lists them and the exit code agrees
     report = gates.decided(report, options.fail_on_numerics, options.fail_if_slower, options.accept_unjudged,

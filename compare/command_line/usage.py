@@ -1,7 +1,7 @@
 """Checks of the command line's own values, made before any work starts: each bad value is a UsageError
 whose one line says what was wrong and what would be right. Output paths are probed by writing (and
 removing) a file there, so a run is never lost to a path that fails only after it; a path holding a file
-kernel-ab did not write is refused unless --force (compare/render/files.py tells its own files)."""
+kernel-ab did not write is refused unless --force (compare/command_line/output_files.py tells its own files)."""
 from __future__ import annotations
 
 import contextlib
@@ -126,7 +126,7 @@ def _identity(path: Path) -> tuple:
 def _replaceable(label: str, path: Path, force: bool, other: str) -> None:
     """UsageError unless the file at `path`, where it exists, is a regular file kernel-ab wrote (any
     regular file with `force`)."""
-    from compare.render.files import ours
+    from compare.command_line.output_files import ours
     if not os.path.exists(path):
         return
     special = _special(path) or ("a folder" if path.is_dir() else None)
@@ -166,7 +166,7 @@ def usable_paths():
 
 def _outputs(json_path: str | None, markdown_path: str | None, out: str | None, force: bool,
              modes: tuple[str, ...]) -> None:
-    from compare.render.files import folder_files
+    from compare.command_line.output_files import folder_files
     not_blank("--json", json_path, "a file name")
     not_blank("--markdown", markdown_path, "a file name")
     not_blank("--out", out, "a folder")
@@ -212,7 +212,7 @@ def replaceable(files: list[tuple[str, Path, str]], force: bool) -> None:
         first = seen.setdefault(_identity(path), label)
         if first != label:
             raise UsageError(f"{first} and {label} both write {path}; give each output a file of its own")
-    from compare.render.files import note_start
+    from compare.command_line.output_files import note_start
     for label, path, other in files:
         _replaceable(label, path, force, other)
         note_start(path)   # what is there now is all the write at the end may replace

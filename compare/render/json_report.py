@@ -1,6 +1,6 @@
 """The JSON report: the headline and the glance's verdicts as data first (derived, for readers of the file;
 ignored on load: compare/model/results.py DERIVED), the marker that says kernel-ab wrote the file
-(compare/render/files.py replaces only files of its own), then the result model as data, with its schema
+(compare/command_line/output_files.py replaces only files of its own), then the result model as data, with its schema
 version."""
 from __future__ import annotations
 

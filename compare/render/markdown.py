@@ -25,7 +25,7 @@ FULL_WRITTEN = "report-full.md, written with this comment, holds them"
 # GitHub's comment column shows about 100 characters of 14px text: a table's columns, each counted at its
 # longest cell (up to WRAP: longer text wraps at its spaces) plus 3 for the cell's padding, sum to at most this
 ROW_ROOM, WRAP = 100, 25
-# how every Markdown report begins: compare/render/files.py tells kernel-ab's own reports (those it may
+# how every Markdown report begins: compare/command_line/output_files.py tells kernel-ab's own reports (those it may
 # replace without --force) by it, so a change here must keep reports written before it recognized
 TITLE = "## kernel-ab: "
 MARK = {"ok": "✅", "fail": "❌", "warn": "⚠️", "skip": "⏭️", "info": "ℹ️"}

@@ -46,7 +46,7 @@ def relative_panel(cases, names: list[str]) -> tuple[list[str], str]:
         (f"beyond ±{FOCUS:.0%} somewhere, so left out here: {', '.join(far)}" if far else "")
 
 
-SOFTWARE = "kernel-ab"   # every plot's PNG "Software" text: compare/render/files.py tells its own plots by it
+SOFTWARE = "kernel-ab"   # every plot's PNG "Software" text: compare/command_line/output_files.py tells its own plots by it
 
 
 def pngs(report: Report) -> list[tuple[str, bytes]]:

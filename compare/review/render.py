@@ -248,7 +248,7 @@ def _hint(review: Review, op: ReplayedOp) -> str:
 def _json(review: Review) -> str:
     from compare.model.jsonform import encode
     from compare.render.json_report import as_data
-    from compare.render.files import REVIEW_MARKER
+    from compare.command_line.output_files import REVIEW_MARKER
     from compare.model.results import MARKER_KEY
     data = {MARKER_KEY: REVIEW_MARKER, "base": review.base, "head": review.head,
             "lines": [{"level": level, "text": text} for level, text in lines(review)],
@@ -292,7 +292,7 @@ def check_outputs(args, labels=(), timed: bool = False) -> None:
 
 
 def _check_out(args, labels, timed: bool) -> None:
-    from compare.render.files import REPORT_MD, folder_files
+    from compare.command_line.output_files import REPORT_MD, folder_files
     from compare.command_line import usage
     from variants.variant import MODES   # each op's folder takes compare's files, its timed passes' among them
     if args.out is None:
@@ -314,8 +314,8 @@ def finish(review: Review, args) -> int:
     """Print the review, write its files, and return the exit code (gates as compare's, and a changed kernel
     no comparison judged is a gate that could not be judged)."""
     from compare.model import gates
-    from compare.model.written import planned
-    from compare.render import files
+    from compare.runtime.written import planned
+    from compare.command_line import output_files as files
     to_stdout = args.json == "-"   # --json -: the JSON on standard output, the screen on standard error
     _terminal(review, args.verbose, sys.stderr if to_stdout else None)
     if to_stdout:

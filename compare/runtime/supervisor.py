@@ -101,7 +101,7 @@ def _on_stop_signal(signum, frame):
     f = frame
     first = _DEFERRED.setdefault(signum, time.monotonic())
     _DEFERRED_IN.setdefault(signum, (_NOW["names"], _NOW["what"]))   # whose launch it came in (raised after it?)
-    writing = getattr(getattr(sys.modules.get("compare.render.files"), "write_atomic", None), "__code__", None)
+    writing = getattr(getattr(sys.modules.get("compare.command_line.output_files"), "write_atomic", None), "__code__", None)
     while f is not None and time.monotonic() - first < 2.0:   # at most 2 s: then wherever it is
         if f.f_code.co_filename.startswith("<frozen importlib") or f.f_code is writing:
             again = threading.Timer(0.05, _ask_again, (signum, len(_RUNS)))

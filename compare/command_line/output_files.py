@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
-from compare.model import written
+from compare.runtime import written
 from compare.model.results import MARKER, MARKER_KEY, from_dict
 
 REPORT_MD, FULL_MD, REPORT_JSON, ROWS_JSON = "report.md", "report-full.md", "report.json", "benchmark_rows.json"

@@ -1,7 +1,7 @@
 """The output files of the running command: what was at each when it began, those it is to write and those
-put in place so far (compare/render/files.py notes them). A stop signal's line (main.py) says from them what
-came out, never "no report" after a report was written. In the bottom layer, so that main.py reads it without
-the renderers; the process's state, forgotten when a command begins."""
+put in place so far (compare/command_line/output_files.py notes them). A stop signal's line (main.py) says from
+them what came out, never "no report" after a report was written. The process's state, so at the process
+boundary; forgotten when a command begins."""
 from __future__ import annotations
 
 _PLANNED: list[str] = []
