@@ -31,8 +31,8 @@ def run_task(task_json: str, sources: dict | None, *after) -> TaskAnswer:
         from compare.processes import shipping
         task = dataclasses.replace(task, request=shipping.unpacked(sources, sources["request"]))
     from compare.runtime import process_keep
-    if not process_keep.holds("dask closes"):
-        process_keep.kept("dask closes", lambda: atexit.register(process_keep.release))
+    # a Dask worker ends without a word to its tasks: its runners and the trees shipped to it go at its exit
+    process_keep.kept("released at exit", lambda: atexit.register(process_keep.release))
     runner = process_keep.kept(("runner", threading.get_ident()), Runner, Runner.close)
     answer = runner.run(task)
     if answer.state is TaskState.LOST:   # its worker process ended outside any launch: once more, in a fresh one

@@ -35,11 +35,6 @@ def entered(key: Hashable, make: Callable[[], ContextManager[T]]) -> T:
         return _KEPT[key]
 
 
-def holds(key: Hashable) -> bool:
-    with _LOCK:
-        return key in _KEPT
-
-
 def release() -> None:
     """Everything kept is ended (the last made first) and forgotten."""
     with _LOCK:
