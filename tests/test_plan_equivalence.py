@@ -31,7 +31,7 @@ KEPT_ENVIRONMENT = ("device",)   # the backend the run chose: behaviour, not hos
 DURATIONS = ("compile_seconds", "audit_seconds")
 # fields the model gained after the recording, and the value saying nothing happened (a failure's kind)
 ADDED = {"failure": "", "failed_at": "", "fouls": [], "needs": None, "library": [], "replayed": [], "left_out": [],
-         "stopped": False}
+         "stopped": False, "judged_through": []}
 # ... and those of schema 4, where a report's `interrupted` (no stop) is null and a skip's (not by a stop) false
 ADDED_NONE = {"interrupted": (None, False)}
 # the review's fields and lines added since that vary run to run (the budget's seconds used) or say what the
