@@ -60,7 +60,7 @@ from compare.runtime import run_context, supervisor
 
 done = []
 for name in ("a", "b", "c"):
-    if name in dict(run_context.excluded()):
+    if name in {{c.name for c in run_context.culprits()}}:
         continue
     with supervisor.running((name,), "case of " + name):
         if name == "b":
@@ -71,7 +71,7 @@ for name in ("a", "b", "c"):
         if name == "c":
             os.kill(os.getpid(), signal.SIGABRT)
     done.append(name)
-print(json.dumps({{"ran": done, "excluded": run_context.excluded()}}))
+print(json.dumps({{"ran": done, "excluded": [[c.name, c.reason] for c in run_context.culprits()]}}))
 supervisor.done(0)
 '''
 
@@ -167,12 +167,12 @@ import os, signal, sys, json
 sys.path.insert(0, {root!r})
 from compare.runtime import run_context, supervisor
 
-left_out = dict(run_context.excluded())
+left_out = {{c.name for c in run_context.culprits()}}
 with supervisor.running([n for n in ("a", "b", "c") if n not in left_out], "timing s forward"):
     with supervisor.alone("b", "timing s forward graph capture"):
         if "b" not in left_out:
             os.kill(os.getpid(), signal.SIGABRT)
-print(json.dumps(run_context.excluded()))
+print(json.dumps([[c.name, c.reason] for c in run_context.culprits()]))
 supervisor.done(0)
 '''
 

@@ -51,19 +51,6 @@ def channel() -> Channel:
     return Channel(ch["status"] or "", ch["token"] or "")
 
 
-def channel_env() -> dict[str, str]:
-    """The environment entries that let a process this one starts write to the same status file."""
-    ch = channel()
-    return {STATUS_ENV: ch.status, TOKEN_ENV: ch.token} if ch.status else {}
-
-
-class Excluded(NamedTuple):
-    """A variant a supervisor asked this child to report as failed, not run, and why."""
-
-    name: str
-    reason: str
-
-
 def culprits() -> list[Culprit]:
     """The variants a supervisor asked this child to report as failed, not run, each with why and the failure
     kind it gave ("" a crash)."""
@@ -72,16 +59,6 @@ def culprits() -> list[Culprit]:
                 for e in json.loads(os.environ.get(EXCLUDED_ENV) or "[]")]
     except (ValueError, TypeError, IndexError):
         return []
-
-
-def excluded() -> list[Excluded]:
-    """`culprits` without their kinds."""
-    return [Excluded(c.name, c.reason) for c in culprits()]
-
-
-def excluded_kind(name: str) -> str:
-    """The failure kind the supervisor gave with `name`'s exclusion ("" a crash, or none)."""
-    return next((c.kind for c in culprits() if c.name == name), "")
 
 
 def run_started() -> float | None:
