@@ -300,11 +300,9 @@ WORKER = ("import sys; sys.path.insert(0, {root!r}); from compare.runtime import
           "try: supervisor.tampered(['a'], 'patched torch.cuda.Event.elapsed_time', 'timing S forward')\\n"
           "except supervisor.ContextPoisoned: sys.exit(75)")
 
-excluded = {{c.name for c in run_context.culprits()}}
-print(json.dumps({{"excluded": [[c.name, c.reason] for c in run_context.culprits()],
-                  "kinds": [c.kind for c in run_context.culprits()]}}))
+print(json.dumps({{"excluded": [[c.name, c.reason] for c in run_context.culprits()], "kinds": [c.kind for c in run_context.culprits()]}}))
 for name in ("a", "b"):
-    if name in excluded:
+    if name in {{c.name for c in run_context.culprits()}}:
         continue
     with supervisor.running((name,), "case of " + name):
         if name == "a":
@@ -328,7 +326,8 @@ def _fake(tmp_path, act: str, after: str = "") -> list:
      "except supervisor.Stopped as stop:\n    supervisor.done(stop.exit_code); sys.exit(stop.exit_code)",
      "sent the process SIGTERM while running case of a"),
     # a timing worker (a process the child starts, writing to the same status file) found its process tampered
-    ("import subprocess\nsubprocess.run([sys.executable, '-c', WORKER], env={**os.environ, run_context.STATUS_ENV: run_context.channel().status, run_context.TOKEN_ENV: run_context.channel().token})",
+    ("import subprocess\nsubprocess.run([sys.executable, '-c', WORKER], "
+     "env={**os.environ, **dict(zip((run_context.STATUS_ENV, run_context.TOKEN_ENV), run_context.channel()))})",
      "patched torch.cuda.Event.elapsed_time while running timing S forward"),
 ])
 def test_an_outcome_the_variant_decided_is_not_the_runs(act, said, tmp_path, capfd):
