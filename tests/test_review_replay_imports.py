@@ -99,7 +99,7 @@ def test_an_op_under_a_package_whose_import_raised_is_not_taken_from_what_that_i
 def test_both_ops_of_the_module_name_the_import_that_raised_and_its_side(broken, tmp_path):
     from compare.model.replay import ReplayedOp
     from compare.review.replay_recording import not_imported
-    from compare.review.replay_render import summary
+    from compare.review.replay_render import not_replayed, summary
     from compare.runtime.replay_worker import Recorder
     recorder = Recorder({"out": str(tmp_path), "calls": 6, "per_dtypes": 2, "bytes": 1 << 20})
     recorder.install([{"module": "brokelib.ops", "name": name} for name in ("double", "halve")])
@@ -107,6 +107,7 @@ def test_both_ops_of_the_module_name_the_import_that_raised_and_its_side(broken,
     assert recorder.ops == [] and manifest["notes"] == []
     [entry] = manifest["unimportable"]
     assert entry["ops"] == ["brokelib.ops:double", "brokelib.ops:halve"] and entry["test"] == ""
+    ops = []
     for name in ("double", "halve"):
         failed = not_imported(manifest, Side.HEAD, f"brokelib.ops:{name}", "brokelib.ops", ["tests/test_ops.py"])
         assert failed == (ImportFailure(Side.HEAD, "RuntimeError: extra cannot load here", "brokelib.ops", "",
@@ -117,6 +118,14 @@ def test_both_ops_of_the_module_name_the_import_that_raised_and_its_side(broken,
         assert summary(op)[1] == f"{name}: changed, not compared: no family fits it, and no call of it could " \
             "be recorded: at HEAD its module brokelib.ops could not be imported (brokelib.extra raised): " \
             "RuntimeError: extra cannot load here"
+        ops.append(op)
+    # the review says it once for both, and apart for an op another failure kept out
+    other = ReplayedOp.made(op="other.ops:triple", label="triple", tests=(), recorded_at=Side.HEAD, calls=(),
+                            not_imported=(ImportFailure(Side.HEAD, "ImportError: no triple", "other.ops"),))
+    assert [line for _, line in not_replayed([ops[0], other, ops[1]], lambda op: "")] == [
+        "2 ops (double, halve): changed, not compared: no family fits them, and no call of them could be recorded: "
+        "at HEAD their module brokelib.ops could not be imported (brokelib.extra raised): RuntimeError: extra "
+        "cannot load here", summary(other)[1]]
 
 
 @pytest.mark.slow
@@ -135,9 +144,9 @@ def test_a_review_says_for_every_changed_op_which_import_raised_and_at_which_sid
             assert op["verdict"] == ReplayVerdict.NOT_IMPORTED.value and op["calls"] == []
             assert op["not_imported"] == [{"side": "HEAD", "error": "RuntimeError: extra cannot load here",
                                            "module": "brokelib.ops", "test": "", "raised_in": "brokelib.extra"}]
-            assert f"{label}: changed, not compared: no family fits it, and no call of it could be recorded: " \
-                   "at HEAD its module brokelib.ops could not be imported (brokelib.extra raised): RuntimeError: " \
-                   "extra cannot load here" in said
+            assert "2 ops (double, halve): changed, not compared: no family fits them, and no call of them could " \
+                   "be recorded: at HEAD their module brokelib.ops could not be imported (brokelib.extra raised): " \
+                   "RuntimeError: extra cannot load here" in said
         else:   # recorded at HEAD, played at both: BASE cannot load it
             assert op["verdict"] == ReplayVerdict.BASE_FAILS.value and op["calls"]
             assert {json.dumps(f) for c in op["calls"] for f in c["failures"]} == {json.dumps(

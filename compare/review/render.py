@@ -104,12 +104,12 @@ def lines(review: Review, per_op: bool = True) -> list[tuple[str, str]]:
                             "reported is the measurement's own"))
     if per_op:
         out += [("info", f"{c.label}: {changed_text(c.target.what)}") for c in ran]
-        out += [replay_render.summary(r, _hint(review, r)) for r in review.replayed]
+        out += [replay_render.summary(r, _hint(review, r)) for r in review.replayed if r.verdict not in NOT_REPLAYED]
         out += [("info", f"{r.label}: {replay_render.timed_line(r)}") for r in review.replayed
                 if r.verdict not in NOT_REPLAYED]
-    else:   # a replayed op that ran no call has no answer of its own: its line stays here
-        out += [replay_render.summary(r, _hint(review, r)) for r in review.replayed
-                if r.verdict in NOT_REPLAYED]
+    # a replayed op that ran no call has no answer of its own: its line stays here
+    out += replay_render.not_replayed([r for r in review.replayed if r.verdict in NOT_REPLAYED],
+                                      lambda r: _hint(review, r))
     out += [("fail", f"{changed_kernels(c.target)}: changed; {c.target.module}:{c.target.callable} could not be "
                      f"compared: {_why_not(c)}") for c in review.compared if c.report is None and not c.stopped]
     out += [("info", _judged_through(review, j)) for j in review.judged_through]

@@ -80,6 +80,35 @@ def summary(op: ReplayedOp, hint: str = "") -> tuple[str, str]:
     return _LEVEL[v], f"{head}, {_calls(op)}{stopped}: {said() if callable(said) else said}"
 
 
+def _cause(op: ReplayedOp) -> tuple:
+    """What kept `op` from being recorded: the same for every op one failed import kept out."""
+    return tuple((f.side, f.test, f.raised_in or f.module, f.error) for f in op.not_imported), op.notes
+
+
+def not_replayed(ops: list[ReplayedOp], hint) -> list[tuple[str, str]]:
+    """(level, line) of the ops no call of which was replayed: a line an op, but one line for the ops that the
+    same failed import kept from being recorded (a library's package that raises: every op under it)."""
+    groups: dict = {}
+    for op in ops:
+        shared = op.verdict == ReplayVerdict.NOT_IMPORTED and op.not_imported and not op.stopped
+        groups.setdefault(_cause(op) if shared else id(op), []).append(op)
+    return [summary(g[0], hint(g[0])) if len(g) == 1 else _together(g) for g in groups.values()]
+
+
+def _together(ops: list[ReplayedOp]) -> tuple[str, str]:
+    said = []
+    for i, f in enumerate(ops[0].not_imported):
+        modules = list(dict.fromkeys(op.not_imported[i].module for op in ops))
+        what = f"their test file {f.test}" if f.test else \
+            f"their module {modules[0]}" if len(modules) == 1 else "their modules"
+        where = f" ({f.raised_in} raised)" if f.raised_in and modules != [f.raised_in] else ""
+        which = f" (the modules: {', '.join(modules)})" if len(modules) > 1 and not f.test else ""
+        said.append(f"at {f.side} {what} could not be imported{where}: {f.error}{which}")
+    return _LEVEL[ReplayVerdict.NOT_IMPORTED], (
+        f"{len(ops)} ops ({', '.join(op.label for op in ops)}): changed, not compared: no family fits them, and "
+        "no call of them could be recorded: " + "; ".join(said + list(ops[0].notes)))
+
+
 def _call_row(c: ReplayedCall) -> str:
     if c.failures:
         result = "; ".join(f"{f.side}: {f.stage} raises {f.error}" for f in c.failures)
