@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 import traceback
 from pathlib import Path
 from typing import NamedTuple
@@ -261,123 +260,16 @@ def run_command(argv: list[str], plugin) -> int:
     return 0
 
 
-def _upstream(outputs: dict, seed: int) -> dict:
-    """A seeded upstream gradient for each output that has a graph: drawn on the CPU, the same at both sides."""
-    import torch
-    found = {}
-    for i, (name, t) in enumerate(outputs.items()):
-        if isinstance(t, torch.Tensor) and t.grad_fn is not None and t.is_floating_point():
-            g = torch.Generator().manual_seed(seed + i)
-            found[name] = torch.randn(t.shape, generator=g, dtype=torch.float32).to(t.dtype).to(t.device)
-    return found
-
-
-def _play_one(fn, kept: dict, device: str, seed: int) -> dict:
-    import torch
-    from compare.runtime import call_capture as cc
-    metas = [cc.TensorMeta.of(m) for m in kept["meta"]]
-    fresh = [cc.remake(v, m, device if device == "cpu" else None) for v, m in zip(kept["tensors"], metas)]
-    before = [t.detach().clone() for t in fresh]
-    args, kwargs = cc.unpack(kept["args"], fresh)
-    names = kept["names"]
-    result: dict = {"outputs": {}, "grads": {}, "failure": None}
-    torch.manual_seed(seed)
-    try:
-        out = fn(*args, **kwargs)
-    except Exception as exc:  # noqa: BLE001 - the op's own failure, that side's
-        result["failure"] = {"stage": "forward", "error": _first_line(exc)}
-        return result
-    outputs = cc.named_outputs(out)
-    label = _labels(names, args, kwargs, fresh)
-    from compare.runtime.sealing import changed_elements
-    written = {f"{label[i]} (written)": t for i, t in enumerate(fresh) if changed_elements(t.detach(), before[i])}
-    result["outputs"] = {k: (v.detach().cpu() if isinstance(v, torch.Tensor) else repr(v))
-                         for k, v in {**outputs, **written}.items()}
-    ups = _upstream(outputs, seed)
-    leaves = [(i, t) for i, t in enumerate(fresh) if t.requires_grad]
-    if ups and leaves:
-        try:
-            grads = torch.autograd.grad([outputs[k] for k in ups], [t for _, t in leaves], list(ups.values()),
-                                        allow_unused=True)
-        except Exception as exc:  # noqa: BLE001 - the op's backward, that side's failure
-            result["failure"] = {"stage": "backward", "error": _first_line(exc)}
-            return result
-        result["grads"] = {f"grad {label[i]}": g.detach().cpu() for (i, _), g in zip(leaves, grads) if g is not None}
-    return result
-
-
-def _labels(names: list[str], args, kwargs, fresh: list) -> dict[int, str]:
-    """Each tensor's index -> the argument it is (`X`, `arg2[0]`)."""
-    found: dict[int, str] = {}
-    for name, value in [*zip(names, args), *kwargs.items()]:
-        for sub, t in _tensors(value, name):
-            for i, f in enumerate(fresh):
-                if f is t:
-                    found.setdefault(i, sub)
-    return {i: found.get(i, f"tensor {i}") for i in range(len(fresh))}
-
-
-def _tensors(value, name: str):
-    import torch
-    if isinstance(value, torch.Tensor):
-        yield name, value
-    elif isinstance(value, (tuple, list)):
-        for i, v in enumerate(value):
-            yield from _tensors(v, f"{name}[{i}]")
-
-
-def _ready(request: dict, imports) -> dict:
-    """Started beside the recording: torch, the ops' library (`imports`: library_imports.Imports) and the device
-    made ready, then the request with the ops' calls once the recording is done (`go`); ends with the review if
-    that never comes."""
-    import torch
-    for op in request["ops"]:
-        try:
-            imports.resolve(op["module"], op["name"])
-        except Exception:  # noqa: BLE001 - said when the op is played (unloadable.json)
-            pass
-    if request["device"] == "cuda":
-        torch.zeros(1, device="cuda")
-    go, parent = Path(request["go"]), os.getppid()
-    while not go.exists():
-        if os.getppid() != parent:
-            sys.exit(0)
-        time.sleep(0.02)
-    return {**request, **json.loads(go.read_text())}
-
-
-def play(request: dict) -> int:
-    """The recorded calls played; an op that cannot be loaded is in unloadable.json: the record of the import
-    that raised (`import`), or what its lookup in its module raised (`lookup`)."""
-    import torch
-    from compare.runtime.library_imports import ImportFailed, Imports
-    imports = Imports()
-    request = _ready(request, imports) if request.get("go") else request
-    out, unloadable = Path(request["out"]), {}
-    for op in request["ops"]:
-        key = f"{op['module']}:{op['name']}"
-        try:
-            fn = imports.resolve(op["module"], op["name"])[2]
-        except Exception as exc:  # noqa: BLE001 - the library's import or lookup, whatever it raises
-            unloadable[key] = {"import": exc.record} if isinstance(exc, ImportFailed) else {"lookup": _first_line(exc)}
-            (out / "unloadable.json").write_text(json.dumps(unloadable))
-            continue
-        for call in op["calls"]:
-            kept = torch.load(Path(request["recording"]) / call, weights_only=False)
-            result = _play_one(fn, kept, request["device"], request["seed"])
-            torch.save(result, out / call.replace("call_", "played_"))
-            if request["again"]:   # the same call once more: what differs between the two is run-to-run spread
-                torch.save(_play_one(fn, kept, request["device"], request["seed"]), out / call.replace("call_", "again_"))
-    return 0
-
-
 def main(argv: list[str]) -> int:
     mode, request = argv[0], json.loads(Path(argv[1]).read_text())
     from compare.runtime.backend import configure
     configure(request["device"])
     sys.path[:0] = request["roots"]
     os.chdir(request["rootdir"])
-    return record(request) if mode == "record" else play(request)
+    if mode == "record":
+        return record(request)
+    from compare.runtime.replay_play import play
+    return play(request)
 
 
 if __name__ == "__main__":
