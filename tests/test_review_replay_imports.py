@@ -160,7 +160,7 @@ def test_a_review_says_for_every_changed_op_which_import_raised_and_at_which_sid
 def test_a_test_file_that_cannot_be_imported_is_named_by_its_op_and_stops_no_other_tests(tmp_path):
     """`scale`'s only test file imports a module that raises; `shift`'s runs and records its call."""
     from compare.review.replay_recording import not_imported
-    from compare.review.replay import WORKER
+    from compare.review.replay_process import WORKER
     replay_library.commit(tmp_path, {"only": {
         "lib2/__init__.py": "", "lib2/ops.py": "def scale(x):\n    return x * 2\n\n\ndef shift(x):\n    return x + 1\n",
         "lib2/bad.py": BROKEN, "tests/test_scale.py": "import lib2.bad\n\n\ndef test_scale():\n    pass\n",

@@ -16,9 +16,10 @@ class ObjectForm:
     values: dict[str, Any]
 
 
-def omitted_empty():
-    """A tuple field left out of the JSON form while empty: reports without it are written as they always were."""
-    return dataclasses.field(default=(), metadata={"omitted_empty": True})
+def omitted_empty(default: Any = ()):
+    """A field left out of the JSON form while empty (an empty tuple, False): reports without it are written as
+    they always were."""
+    return dataclasses.field(default=default, metadata={"omitted_empty": True})
 
 
 def unwritten(default: Any):

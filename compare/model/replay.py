@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from compare.model.jsonform import omitted_empty
 from compare.model.states import Word
 
 
@@ -90,6 +91,7 @@ class CallFailure:
     side: Side
     stage: Pass
     error: str                      # the exception's type and first line, as the op raised it
+    ended_process: bool = omitted_empty(False)   # the call ended its process (an exit, a signal, a hang): `error` says how
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,24 +7,20 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 from compare.model.replay import CallFailure, Pass, ReplayedCall, ReplayedOp, Side
-from compare.review import replay_recording
+from compare.review import replay_process, replay_recording
 from compare.review.members import module_name
 from compare.review.revisions import Repository
 from compare.review.sources import Role, role
 from compare.model import scratch
 
-WORKER = Path(__file__).resolve().parents[1] / "runtime" / "replay_worker.py"
 MAX_TEST_FILES = 3
 
 
@@ -59,6 +55,7 @@ class _Ran:
     tail: str                           # the end of what it printed
     by_budget: bool = False             # the limit was the review's time budget's share, not the process's own
     limit_s: float = 0.0                # the limit it ran under
+    left_out: tuple[replay_process.Ended, ...] = ()   # the tests that ended it, each left out of its next start
 
 
 def replayable(found, unmapped) -> list[OpToReplay]:
@@ -143,37 +140,6 @@ def roots(files: dict[str, str], path: str, folder: Path) -> list[str]:
     return list(dict.fromkeys([str(folder / package_root), str(folder)]))
 
 
-def _run(mode: str, request: dict, work: Path, limit: float) -> tuple[int | None, str]:
-    """(exit code, or None if stopped at the limit, or not started with none; the tail of what it printed)."""
-    if limit <= 0:
-        return None, ""
-    return _finish(_start(mode, request, work), time.monotonic() + limit)
-
-
-def _start(mode: str, request: dict, work: Path) -> tuple[subprocess.Popen, Path]:
-    ask = work / f"{mode}-request.json"
-    ask.write_text(json.dumps(request))
-    log = work / f"{mode}.log"
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-    with log.open("w") as sink:
-        proc = subprocess.Popen([sys.executable, str(WORKER), mode, str(ask)], stdout=sink, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, env=env, cwd=request["rootdir"], start_new_session=True)
-    return proc, log
-
-
-def _finish(started: tuple[subprocess.Popen, Path], by: float) -> tuple[int | None, str]:
-    """`started`'s exit code once it ends, or None where it is stopped at the monotonic time `by`."""
-    proc, log = started
-    try:
-        code = proc.wait(timeout=max(by - time.monotonic(), 0.0))
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, 9)
-        proc.wait()
-        code = None
-    tail = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()][-3:]
-    return code, " | ".join(tail)[-400:]
-
-
 class Replayer:
     """One review's replays: each revision's whole tree materialized once; the ops recorded in one process per
     side they are recorded at, then every recorded call played in one process per revision, both at once."""
@@ -224,7 +190,8 @@ class Replayer:
         try:
             ran = self._record(at, wanted, sorted({t for op in wanted for t in tests[op.key]}), recording)
             manifest = replay_recording.manifest(recording)
-            self.say(f"recorded {len(manifest.get('calls', []))} calls from {manifest.get('tests_run', 0)} tests "
+            n, ran_tests = len(manifest.get("calls", [])), manifest.get("tests_run", 0)
+            self.say(f"recorded {n} call{'s' if n != 1 else ''} from {ran_tests} test{'s' if ran_tests != 1 else ''} "
                      f"at {at.value} in {time.monotonic() - started:.0f} s")
             calls = {op.key: [c for c in manifest.get("calls", []) if c["op"] == f"{op.module}:{op.name}"]
                      for op in ops}
@@ -235,7 +202,8 @@ class Replayer:
                 if proc.poll() is None:
                     os.killpg(proc.pid, 9)
                     proc.wait()
-        shared = list(replay_recording.notes(manifest, ran.code, ran.tail, ran.by_budget, ran.limit_s))
+        shared = [*replay_recording.left_out(manifest, ran.left_out),
+                  *replay_recording.notes(manifest, ran.code, ran.tail, ran.by_budget, ran.limit_s)]
         if not played:
             self.processes_left = max(self.processes_left - 1, 0)   # no play: its share goes to those after
         done = {}
@@ -273,8 +241,8 @@ class Replayer:
         request = {**self._request(side, ops[0], out), "ops": [{"module": op.module, "name": op.name} for op in ops],
                    "tests": tests, "calls": self.limits.calls, "per_dtypes": self.limits.per_dtypes,
                    "bytes": self.limits.bytes}
-        code, tail = _run("record", request, out, limit)
-        return _Ran(code, tail, by_budget and code is None, limit)
+        ran, left_out = replay_process.record(request, out, limit, self.say)
+        return _Ran(ran.code, ran.tail, by_budget and ran.code is None and ran.hung is None, limit, left_out)
 
     def _start_plays(self, ops: list[OpToReplay], recording: Path) -> dict:
         """Each revision's play process started beside the recording: it imports torch, the op's library and
@@ -286,7 +254,7 @@ class Replayer:
             request = {**self._request(side, ops[0], out), "recording": str(recording), "seed": 0,
                        "again": side == Side.BASE, "go": str(out / "go.json"),
                        "ops": [{"module": op.module, "name": op.name} for op in ops]}
-            started[side] = (out, _start("play", request, out))
+            started[side] = (out, replay_process.start("play", request, out))
         return started
 
     def _play(self, waiting: dict, ops: list[OpToReplay], calls: dict) -> dict[Side, "_Played"]:
@@ -296,18 +264,19 @@ class Replayer:
         started, by = time.monotonic(), time.monotonic() + limit
         go = {"ops": [{"module": op.module, "name": op.name, "calls": go_files(calls[op.key])} for op in ops]}
         for out, _ in waiting.values():
-            (out / "go.tmp").write_text(json.dumps(go))
-            (out / "go.tmp").replace(out / "go.json")
-        ended = {side: (out, _finish(proc, by)) for side, (out, proc) in waiting.items()}
+            replay_process.write_go(out, go)
+        ended = {side: (out, replay_process.play(proc, out, go, by, limit)) for side, (out, proc) in waiting.items()}
         self.say(f"played them at {' and '.join(s.value for s in Side)}, side by side, in "
                  f"{time.monotonic() - started:.0f} s")
         every = {c.replace("call_", "played_") for op in ops for c in go_files(calls[op.key])}
         return {side: self._played(side, ops, out, *result, by_budget, every) for side, (out, result) in ended.items()}
 
-    def _played(self, side: Side, ops: list[OpToReplay], out: Path, code: int | None, tail: str,
+    def _played(self, side: Side, ops: list[OpToReplay], out: Path, ran: replay_process.Ran, culprits: dict,
                 by_budget: bool, every: set) -> "_Played":
+        """What `side`'s play left; a process end no call is named for (`culprits`: those named) said for every op."""
         notes: dict = {}
-        if code is None or code != 0:
+        code, tail = ran.code, ran.tail
+        if (code is None or code != 0) and replay_process.ended_in(ran, out / replay_process.MARKER) is None:
             # an end after every call was played and kept (a thread or finalizer at exit) costs no result
             after = " after every call was played (as it exited)" if code is not None and every and all(
                 (out / name).is_file() for name in every) else ""
@@ -316,7 +285,8 @@ class Replayer:
                 f"ended with exit code {code}{after}{': ' + tail if tail else ''}"
             for op in ops:
                 notes.setdefault(f"{op.module}:{op.name}", []).append(f"at {side.value} the replaying process {said}")
-        return _Played(out, notes, by_budget and code is None, replay_recording.unloadable(out, side))
+        return _Played(out, notes, by_budget and code is None and ran.hung is None,
+                       replay_recording.unloadable(out, side), culprits)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -325,6 +295,7 @@ class _Played:
     notes: dict                         # op -> what the replay could not do
     by_budget: bool = False             # the review's time budget stopped the process
     unloadable: dict = dataclasses.field(default_factory=dict)   # op -> how loading it failed there
+    ended: dict = dataclasses.field(default_factory=dict)        # call file -> how it ended its process (Ended)
 
 
 def go_files(calls: list[dict]) -> list[str]:
@@ -346,6 +317,10 @@ def _compared(index: int, call: dict, played: dict) -> ReplayedCall | None:
     results, failures = {}, []
     for side, ran in played.items():
         path = ran.folder / call["file"].replace("call_", "played_")
+        if call["file"] in ran.ended:
+            ended = ran.ended[call["file"]]
+            failures.append(CallFailure(side, Pass(ended.stage or Pass.FORWARD.value), ended.how, ended_process=True))
+            continue
         if not path.is_file():
             if call["op"] in ran.unloadable:
                 failures.append(ran.unloadable[call["op"]])

@@ -30,14 +30,27 @@ def notes(found: dict, code: int | None, tail: str, by_budget: bool, limit_s: fl
     elif code is None:
         yield f"the recording ran past its {limit_s:.0f} s limit and was stopped (its calls kept)"
     elif code != 0:
-        yield f"the recording process ended with exit code {code}: {tail}"
+        yield f"the recording process ended with exit code {code}" + (f": {tail}" if tail else "")
+
+
+def left_out(found: dict, ended) -> list[str]:
+    """A note for each test that ended the recording process (`ended`: replay_process.Ended), left out of its next
+    start: the op whose call it was in, where it was in one (the call stays: its replay says what it does)."""
+    said = []
+    for e in ended:
+        what = f"the test {e.what} ended the recording process ({e.how})"
+        again = "the other tests were recorded again without it"
+        inside = [c["op"] for c in found.get("calls", []) if c["test"] == e.what and "result" not in c
+                  and "raised" not in c]
+        said.append(f"{inside[-1]}: {what} in a call of it, kept; {again}" if inside else f"{what}; {again}")
+    return said
 
 
 def own(said: list[str], op: str) -> list[str]:
     """The recording's notes that concern `op` (module:name): its own (they start with its name) and those of
     no op."""
     ops_said = [n for n in said if re.match(r"^[\w.]+:[\w.]+: ", n)]
-    return [n for n in said if n not in ops_said or n.startswith(f"{op}: ")]
+    return [n.removeprefix(f"{op}: ") for n in said if n not in ops_said or n.startswith(f"{op}: ")]
 
 
 def not_imported(found: dict, side: Side, op: str, module: str, tests: list[str]) -> tuple[ImportFailure, ...]:

@@ -46,7 +46,8 @@ def _failure(op: ReplayedOp, side: str) -> str:
     f = next(f for f in failing[0].failures if f.side == side)
     which = "" if len(failing) == len(op.calls) else \
         f" on call{'s' if len(failing) > 1 else ''} {', '.join(str(c.index + 1) for c in failing)}"
-    return f"its {f.stage} raises at {side}{which}: {f.error}"
+    does = "ends the replaying process" if f.ended_process else "raises"
+    return f"its {f.stage} {does} at {side}{which}: {f.error}"
 
 
 def _failures(op: ReplayedOp, first: str, other: str) -> str:
@@ -111,10 +112,11 @@ def _together(ops: list[ReplayedOp]) -> tuple[str, str]:
 
 def _call_row(c: ReplayedCall) -> str:
     if c.failures:
-        result = "; ".join(f"{f.side}: {f.stage} raises {f.error}" for f in c.failures)
+        result = "; ".join(f"{f.side}: {f.stage} ends the replaying process ({f.error})" if f.ended_process else
+                           f"{f.side}: {f.stage} raises {f.error}" for f in c.failures)
     else:
         differing = [t for t in c.tensors if t.agreement != Agreement.IDENTICAL]
-        result = "; ".join(tensor_text(t) for t in differing) or f"identical bits ({len(c.tensors)} tensors)"
+        result = "; ".join(tensor_text(t) for t in differing) or f"identical bits ({len(c.tensors)} tensor{'s' if len(c.tensors) != 1 else ''})"
     return f"| {c.index + 1} | `{c.test or '?'}` | `{c.signature}` | {result.replace('|', '/')} |"
 
 
@@ -125,7 +127,7 @@ def markdown(op: ReplayedOp, room: int | None = None) -> list[str]:
     if op.calls:
         rows = [_call_row(c) for c in op.calls]
         kept = rows if room is None else [r for i, r in enumerate(rows) if sum(map(len, rows[:i + 1])) <= room]
-        text += [f"<details><summary>The {len(rows)} calls replayed, BASE against HEAD</summary>", "",
+        text += [f"<details><summary>The {len(rows)} call{'s' if len(rows) != 1 else ''} replayed, BASE against HEAD</summary>", "",
                  "| call | test | arguments | BASE against HEAD |", "|---|---|---|---|", *kept, ""]
         if len(kept) < len(rows):
             text += [f"{len(rows) - len(kept)} more calls left out to keep this comment short: the review's --json "

@@ -3,6 +3,7 @@ then the backward from a seeded upstream gradient), each call's result saved bes
 reviewed library's code: never in kernel-ab's own process."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -10,6 +11,7 @@ import time
 from pathlib import Path
 
 from compare.runtime.library_imports import first_line as _first_line
+from compare.runtime.replay_worker import running
 
 
 def _upstream(outputs: dict, seed: int) -> dict:
@@ -23,7 +25,7 @@ def _upstream(outputs: dict, seed: int) -> dict:
     return found
 
 
-def _play_one(fn, kept: dict, device: str, seed: int) -> dict:
+def _play_one(fn, kept: dict, device: str, seed: int, at=lambda stage: None) -> dict:
     import torch
     from compare.runtime import call_capture as cc
     metas = [cc.TensorMeta.of(m) for m in kept["meta"]]
@@ -33,6 +35,7 @@ def _play_one(fn, kept: dict, device: str, seed: int) -> dict:
     names = kept["names"]
     result: dict = {"outputs": {}, "grads": {}, "failure": None}
     torch.manual_seed(seed)
+    at("forward")
     try:
         out = fn(*args, **kwargs)
     except Exception as exc:  # noqa: BLE001 - the op's own failure, that side's
@@ -47,6 +50,7 @@ def _play_one(fn, kept: dict, device: str, seed: int) -> dict:
     ups = _upstream(outputs, seed)
     leaves = [(i, t) for i, t in enumerate(fresh) if t.requires_grad]
     if ups and leaves:
+        at("backward")
         try:
             grads = torch.autograd.grad([outputs[k] for k in ups], [t for _, t in leaves], list(ups.values()),
                                         allow_unused=True)
@@ -115,8 +119,11 @@ def play(request: dict) -> int:
             continue
         for call in op["calls"]:
             kept = torch.load(Path(request["recording"]) / call, weights_only=False)
-            result = _play_one(fn, kept, request["device"], request["seed"])
+            at = functools.partial(running, out, call)   # a call that ends this process is named for it
+            result = _play_one(fn, kept, request["device"], request["seed"], at)
             torch.save(result, out / call.replace("call_", "played_"))
             if request["again"]:   # the same call once more: what differs between the two is run-to-run spread
-                torch.save(_play_one(fn, kept, request["device"], request["seed"]), out / call.replace("call_", "again_"))
+                again = _play_one(fn, kept, request["device"], request["seed"], at)
+                torch.save(again, out / call.replace("call_", "again_"))
+    running(out, "")
     return 0

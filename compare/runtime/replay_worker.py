@@ -8,9 +8,19 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import NamedTuple
+
+
+def running(out: Path, what: str, stage: str = "") -> None:
+    """Says what this process runs now (a test, a call's file; "" nothing): one that ends in it is named for it
+    (compare/review/replay_process.py reads it)."""
+    marker = out / "running.json"
+    marker.with_suffix(".tmp").write_text(json.dumps({"what": what, "since": time.time() if what else 0,
+                                                      "stage": stage}))
+    marker.with_suffix(".tmp").replace(marker)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -26,11 +36,23 @@ class Recorder:
         self.per_dtypes = request["per_dtypes"]   # calls kept per combination of argument dtypes
         # unimportable: each import that raised (library_imports.failure()'s record) with the ops it kept from
         # being wrapped (`ops`) or the test file whose collection it stopped (`test`)
-        self.manifest = {"calls": [], "notes": [], "missing": [], "unimportable": [], "tests_run": 0}
+        # done: the tests that ended (a recording started again after a test ended its process runs the others)
+        self.manifest = {"calls": [], "notes": [], "missing": [], "unimportable": [], "tests_run": 0, "done": []}
         self.failures: dict[int, dict] = {}   # id of an import's record -> its entry in `unimportable`
         self.seen: dict[str, set] = {}
         self.kinds: dict[str, dict] = {}
         self.spent, self.depth = 0, 0
+        if request.get("resume"):   # again after a test ended the process: what it had recorded is kept
+            self._resume(json.loads((self.out / "manifest.json").read_text()))
+
+    def _resume(self, earlier: dict) -> None:
+        # the imports that raised are found again (the ops installed, the test files collected, anew)
+        self.manifest.update({k: earlier[k] for k in ("calls", "notes", "missing", "tests_run", "done")})
+        for call in self.manifest["calls"]:
+            self.seen.setdefault(call["op"], set()).add(call["signature"])
+            kinds = self.kinds.setdefault(call["op"], {})
+            kinds[tuple(call["dtypes"])] = kinds.get(tuple(call["dtypes"]), 0) + 1
+            self.spent += call["bytes"]
 
     def full(self, op: str) -> bool:
         return len(self.seen.get(op, ())) >= self.calls
@@ -110,7 +132,7 @@ class Recorder:
                     "names": names}, self.out / f"call_{index}.pt")
         test = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]
         self.manifest["calls"].append({"op": op, "file": f"call_{index}.pt", "signature": sig, "test": test,
-                                       "bytes": size, "keywords": list(kwargs)})
+                                       "bytes": size, "keywords": list(kwargs), "dtypes": list(dtypes)})
         self.write()
         return index, tensors
 
@@ -188,6 +210,14 @@ class _Plugin:
         elif report.when == "collect" and exc is not None:
             self.recorder.note(f"{node.nodeid}: could not be collected: {_first_line(exc)}")
 
+    def pytest_runtest_logstart(self, nodeid, location):
+        running(self.recorder.out, nodeid)
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        running(self.recorder.out, "")
+        self.recorder.manifest["done"].append(nodeid)
+        self.recorder.write()
+
     def pytest_runtest_logreport(self, report):
         if report.when == "call":
             self.recorder.manifest["tests_run"] += 1
@@ -209,7 +239,8 @@ def record(request: dict) -> int:
         return code
     # a test file that cannot be imported stops only its own tests (its ops say so: `unimportable`), not the others'
     args = [*request["tests"], "-q", "-p", "no:cacheprovider", "-o", "addopts=", "--rootdir", request["rootdir"],
-            "-W", "ignore", "--continue-on-collection-errors"]
+            "-W", "ignore", "--continue-on-collection-errors",
+            *[f"--deselect={n}" for n in request.get("deselect", [])]]   # run, or the test that ended the process
     pytest.main(args, plugins=[_Plugin(recorder)])
     recorder.write()
     return 0
