@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -64,6 +62,18 @@ def test_what_a_process_ended_in_is_read_from_its_marker(tmp_path):
     assert replay_process.ended_in(Ran(None, "", hung), marker) == hung
 
 
+def test_a_process_over_its_time_is_stopped_and_one_over_its_hang_time_is_named_for_what_it_ran(tmp_path):
+    import time
+    marker, log = tmp_path / replay_process.MARKER, tmp_path / "log"
+    log.write_text("")
+    slow = (subprocess.Popen(["sleep", "30"], start_new_session=True), log)
+    assert replay_process.finish(slow, time.monotonic() + 0.3, marker, hung_s=60) == Ran(None, "", None)
+    marker.write_text(json.dumps({"what": "t.py::test_a", "since": time.time() - 10, "stage": ""}))
+    stuck = (subprocess.Popen(["sleep", "30"], start_new_session=True), log)
+    assert replay_process.finish(stuck, time.monotonic() + 20, marker, hung_s=5) == Ran(
+        None, "", Ended("t.py::test_a", "ran past 5 s and was stopped"))
+
+
 def test_a_play_goes_on_after_the_call_that_ended_it_with_the_calls_not_played(tmp_path):
     (tmp_path / "played_0.pt").write_text("")
     go = {"ops": [{"module": "m", "name": "a", "calls": ["call_0.pt", "call_1.pt"]},
@@ -81,25 +91,32 @@ def test_a_test_that_ended_the_recording_is_said_for_the_op_whose_call_it_was_in
         "the test t.py::test_c ended the recording process (SIGKILL); the other tests were recorded again without it"]
 
 
-@pytest.mark.slow   # about 60 s: a hang is found at half of each process's share of the 60 s budget
+@pytest.mark.slow   # about 60 s: a hang is found at half of each process's 30 s limit
 def test_an_op_that_exits_and_one_that_hangs_take_no_other_ops_calls_down(tmp_path):
+    from compare.model.replay import CallFailure, Pass, ReplayVerdict, Side
+    from compare.review.replay import Limits, OpToReplay, Replayer
+    from compare.review.replay_render import summary
+    from compare.review.revisions import Repository
     top = replay_library.commit(tmp_path / "lib", {side: {
         "hl/__init__.py": "", "hl/ops.py": OPS.format(**fill), "tests/test_ops.py": TESTS}
         for side, fill in (("BASE", BASE), ("HEAD", HEAD))})
-    out = tmp_path / "review.json"
-    r = subprocess.run([sys.executable, "main.py", "review", "HEAD~1", "HEAD", "--repo", str(top), "--budget", "60",
-                        "--quiet", "--json", str(out)], capture_output=True, text=True, timeout=300,
-                       cwd=Path(__file__).resolve().parents[1])
-    ops = {op["label"]: op for op in json.loads(out.read_text())["replayed"]}
-    said = " ".join(r.stdout.split())
-    assert ops["honest"]["verdict"] == "identical" and len(ops["honest"]["calls"]) == 1, r.stdout + r.stderr
-    for label, how in (("exits", "exit code 3"), ("hangs", "and was stopped")):
-        [call] = ops[label]["calls"]
-        [failure] = call["failures"]
-        assert failure["side"] == "HEAD" and failure["ended_process"] and how in failure["error"], failure
-        assert ops[label]["verdict"] == "fails at HEAD only"
+    base, head = (subprocess.run(["git", "-C", str(top), "rev-parse", rev], capture_output=True, text=True,
+                                 check=True).stdout.strip() for rev in ("HEAD~1", "HEAD"))
+    replayer = Replayer(Repository(str(top)), base, head, "cpu", Limits(record_s=30, play_s=30))
+    try:
+        ops = {op.label: op for op in replayer.replay(
+            [OpToReplay(f"hl.ops:{name}", name, "hl/ops.py", "hl.ops", name) for name in ("exits", "hangs", "honest")])}
+    finally:
+        replayer.close()
+    assert ops["honest"].verdict == ReplayVerdict.IDENTICAL and len(ops["honest"].calls) == 1, ops["honest"]
+    assert summary(ops["honest"])[1].startswith("honest: replayed (no family fits it), 1 call recorded from "
+                                                "tests/test_ops.py: identical bits")
+    assert ops["exits"].calls[0].failures == (CallFailure(Side.HEAD, Pass.FORWARD, "exit code 3", True),)
+    assert ops["hangs"].calls[0].failures == (CallFailure(Side.HEAD, Pass.FORWARD, "ran past 15 s and was stopped",
+                                                          True),)
+    for label in ("exits", "hangs"):
+        assert ops[label].verdict == ReplayVerdict.HEAD_FAILS
         assert f"{label}: replayed (no family fits it), 1 call recorded from tests/test_ops.py: its forward ends " \
-               "the replaying process at HEAD" in said
-        assert any(f"the test tests/test_ops.py::test_{label} ended the recording process" in n
-                   for n in ops[label]["notes"])
-    assert "honest: replayed (no family fits it), 1 call recorded from tests/test_ops.py: identical bits" in said
+               "the replaying process at HEAD" in summary(ops[label])[1]
+        assert any(n.startswith(f"the test tests/test_ops.py::test_{label} ended the recording process")
+                   for n in ops[label].notes), ops[label].notes

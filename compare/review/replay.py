@@ -241,7 +241,8 @@ class Replayer:
         request = {**self._request(side, ops[0], out), "ops": [{"module": op.module, "name": op.name} for op in ops],
                    "tests": tests, "calls": self.limits.calls, "per_dtypes": self.limits.per_dtypes,
                    "bytes": self.limits.bytes}
-        ran, left_out = replay_process.record(request, out, limit, self.say)
+        ran, left_out = replay_process.record(request, out, limit, self.limits.record_s * replay_process.HUNG_SHARE,
+                                              self.say)
         return _Ran(ran.code, ran.tail, by_budget and ran.code is None and ran.hung is None, limit, left_out)
 
     def _start_plays(self, ops: list[OpToReplay], recording: Path) -> dict:
@@ -265,7 +266,8 @@ class Replayer:
         go = {"ops": [{"module": op.module, "name": op.name, "calls": go_files(calls[op.key])} for op in ops]}
         for out, _ in waiting.values():
             replay_process.write_go(out, go)
-        ended = {side: (out, replay_process.play(proc, out, go, by, limit)) for side, (out, proc) in waiting.items()}
+        hung_s = self.limits.play_s * replay_process.HUNG_SHARE
+        ended = {side: (out, replay_process.play(proc, out, go, by, hung_s)) for side, (out, proc) in waiting.items()}
         self.say(f"played them at {' and '.join(s.value for s in Side)}, side by side, in "
                  f"{time.monotonic() - started:.0f} s")
         every = {c.replace("call_", "played_") for op in ops for c in go_files(calls[op.key])}

@@ -14,7 +14,9 @@ import time
 from pathlib import Path
 
 WORKER = Path(__file__).resolve().parents[1] / "runtime" / "replay_worker.py"
-HUNG_SHARE = 0.5    # a test or call running longer than this part of its process's limit is taken for a hang
+# a test or call running longer than this part of its process's own limit (Limits, not its share of a review's
+# budget: a tight budget stops the process as it always did) is taken for a hang
+HUNG_SHARE = 0.5
 AGAIN_AT_MOST = 3   # how often a process is started again without what ended it
 MARKER = "running.json"   # the worker's: what it runs now ({"what", "since", "stage"}; "what" "" between)
 
@@ -68,8 +70,9 @@ def finish(started: tuple[subprocess.Popen, Path], by: float, marker: Path | Non
         if hung or left <= 0:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-            ended = Ended(running["what"], f"ran past {hung_s:.0f} s and was stopped", running.get("stage", ""))
-            return Ran(None, _tail(log), ended if hung else None)
+            ended = Ended(running["what"], f"ran past {hung_s:.0f} s and was stopped", running.get("stage", "")) \
+                if hung else None
+            return Ran(None, _tail(log), ended)
 
 
 def read_marker(path: Path | None) -> dict:
@@ -91,14 +94,15 @@ def ended_in(ran: Ran, marker: Path) -> Ended | None:
     return Ended(running["what"], how, running.get("stage", ""))
 
 
-def record(request: dict, out: Path, limit: float, say=lambda line: None) -> tuple[Ran, tuple[Ended, ...]]:
+def record(request: dict, out: Path, limit: float, hung_s: float,
+           say=lambda line: None) -> tuple[Ran, tuple[Ended, ...]]:
     """The recording, started again without each test that ended it (its calls so far kept: `resume`), at most
     AGAIN_AT_MOST times within `limit` seconds in all: how its last process ended, and the tests left out."""
     if limit <= 0:
         return Ran(None, ""), ()
     by, marker, left_out = time.monotonic() + limit, out / MARKER, []
     while True:
-        ran = finish(start("record", request, out), by, marker, limit * HUNG_SHARE)
+        ran = finish(start("record", request, out), by, marker, hung_s)
         ended = ended_in(ran, marker)
         if ended is None:
             return ran, tuple(left_out)
@@ -128,13 +132,13 @@ def write_go(out: Path, go: dict) -> None:
     (out / "go.tmp").replace(out / "go.json")
 
 
-def play(started: tuple[subprocess.Popen, Path], out: Path, go: dict, by: float, limit: float) -> tuple[Ran, dict]:
+def play(started: tuple[subprocess.Popen, Path], out: Path, go: dict, by: float, hung_s: float) -> tuple[Ran, dict]:
     """One side's play of `go`, started again after each call that ended its process with the calls after it
     not yet played, at most AGAIN_AT_MOST times, until the monotonic time `by`: how its last process ended, and
     the calls that ended one (file -> Ended)."""
     marker, culprits = out / MARKER, {}
     while True:
-        ran = finish(started, by, marker, limit * HUNG_SHARE)
+        ran = finish(started, by, marker, hung_s)
         ended = ended_in(ran, marker)
         if ended is None:
             return ran, culprits
