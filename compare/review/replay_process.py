@@ -13,12 +13,13 @@ import sys
 import time
 from pathlib import Path
 
+from compare.runtime.replay_marker import MARKER   # the worker's: what it runs now
+
 WORKER = Path(__file__).resolve().parents[1] / "runtime" / "replay_worker.py"
 # a test or call running longer than this part of its process's own limit (Limits, not its share of a review's
 # budget: a tight budget stops the process as it always did) is taken for a hang
 HUNG_SHARE = 0.5
 AGAIN_AT_MOST = 3   # how often a process is started again without what ended it
-MARKER = "running.json"   # the worker's: what it runs now ({"what", "since", "stage"}; "what" "" between)
 
 
 @dataclasses.dataclass(frozen=True)

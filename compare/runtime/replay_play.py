@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from compare.runtime.library_imports import first_line as _first_line
-from compare.runtime.replay_worker import running
+from compare.runtime.replay_marker import running
 
 
 def _upstream(outputs: dict, seed: int) -> dict:

@@ -8,19 +8,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 import traceback
 from pathlib import Path
 from typing import NamedTuple
-
-
-def running(out: Path, what: str, stage: str = "") -> None:
-    """Says what this process runs now (a test, a call's file; "" nothing): one that ends in it is named for it
-    (compare/review/replay_process.py reads it)."""
-    marker = out / "running.json"
-    marker.with_suffix(".tmp").write_text(json.dumps({"what": what, "since": time.time() if what else 0,
-                                                      "stage": stage}))
-    marker.with_suffix(".tmp").replace(marker)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -211,9 +201,11 @@ class _Plugin:
             self.recorder.note(f"{node.nodeid}: could not be collected: {_first_line(exc)}")
 
     def pytest_runtest_logstart(self, nodeid, location):
+        from compare.runtime.replay_marker import running
         running(self.recorder.out, nodeid)
 
     def pytest_runtest_logfinish(self, nodeid, location):
+        from compare.runtime.replay_marker import running
         running(self.recorder.out, "")
         self.recorder.manifest["done"].append(nodeid)
         self.recorder.write()
