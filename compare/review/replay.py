@@ -14,6 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from compare.model.line import plural
 from compare.model.replay import CallFailure, Pass, ReplayedCall, ReplayedOp, Side
 from compare.review import replay_process, replay_recording
 from compare.review.members import module_name
@@ -190,8 +191,8 @@ class Replayer:
         try:
             ran = self._record(at, wanted, sorted({t for op in wanted for t in tests[op.key]}), recording)
             manifest = replay_recording.manifest(recording)
-            n, ran_tests = len(manifest.get("calls", [])), manifest.get("tests_run", 0)
-            self.say(f"recorded {n} call{'s' if n != 1 else ''} from {ran_tests} test{'s' if ran_tests != 1 else ''} "
+            self.say(f"recorded {plural(len(manifest.get('calls', [])), 'call')} from "
+                     f"{plural(manifest.get('tests_run', 0), 'test')} "
                      f"at {at.value} in {time.monotonic() - started:.0f} s")
             calls = {op.key: [c for c in manifest.get("calls", []) if c["op"] == f"{op.module}:{op.name}"]
                      for op in ops}

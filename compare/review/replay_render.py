@@ -2,6 +2,7 @@
 calls for the comment. Reads the records' verdicts; decides nothing."""
 from __future__ import annotations
 
+from compare.model.line import plural
 from compare.model.replay import Agreement, ReplayedCall, ReplayedOp, ReplayVerdict, TensorDiff
 
 _LEVEL = {ReplayVerdict.IDENTICAL: "ok", ReplayVerdict.SPREAD: "ok", ReplayVerdict.WITHIN: "info", ReplayVerdict.BEYOND: "warn",
@@ -116,7 +117,7 @@ def _call_row(c: ReplayedCall) -> str:
                            f"{f.side}: {f.stage} raises {f.error}" for f in c.failures)
     else:
         differing = [t for t in c.tensors if t.agreement != Agreement.IDENTICAL]
-        result = "; ".join(tensor_text(t) for t in differing) or f"identical bits ({len(c.tensors)} tensor{'s' if len(c.tensors) != 1 else ''})"
+        result = "; ".join(tensor_text(t) for t in differing) or f"identical bits ({plural(len(c.tensors), 'tensor')})"
     return f"| {c.index + 1} | `{c.test or '?'}` | `{c.signature}` | {result.replace('|', '/')} |"
 
 
@@ -127,7 +128,7 @@ def markdown(op: ReplayedOp, room: int | None = None) -> list[str]:
     if op.calls:
         rows = [_call_row(c) for c in op.calls]
         kept = rows if room is None else [r for i, r in enumerate(rows) if sum(map(len, rows[:i + 1])) <= room]
-        text += [f"<details><summary>The {len(rows)} call{'s' if len(rows) != 1 else ''} replayed, BASE against HEAD</summary>", "",
+        text += [f"<details><summary>The {plural(len(rows), 'call')} replayed, BASE against HEAD</summary>", "",
                  "| call | test | arguments | BASE against HEAD |", "|---|---|---|---|", *kept, ""]
         if len(kept) < len(rows):
             text += [f"{len(rows) - len(kept)} more calls left out to keep this comment short: the review's --json "
