@@ -1,12 +1,12 @@
-"""One persistent task worker process (compare/processes/task_worker.py), watched as the supervisor watches a
-run (compare/processes/supervision.py): a task whose variant ends, crashes or hangs the worker is answered with
+"""One persistent task worker process (compare/processes/task_worker.py), started, fed and ended as every
+kernel-ab worker is (compare.runtime.warm_worker.WarmWorker), and watched as the supervisor watches a run
+(compare/processes/supervision.py): a task whose variant ends, crashes or hangs the worker is answered with
 that variant and why, and the next task starts a fresh worker. Used by every executor, on this machine
 and inside each Dask worker, so crash isolation and hang limits hold wherever a task runs."""
 from __future__ import annotations
 
+import dataclasses
 import os
-import select
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -15,11 +15,13 @@ from compare.processes import supervision
 from compare.runtime import status_records
 from compare.runtime.run_context import EXCLUDED_ENV, NO_TIMING_ENV, STATUS_ENV
 from compare.runtime.supervisor import POISONED_EXIT
+from compare.runtime.warm_worker import WarmWorker
 from compare.model import scratch
 from compare.model.states import Failure
 from compare.model.task_answers import CrashedVariants, TaskAnswer, TaskState
 
-_ROOT = Path(__file__).resolve().parents[2]
+_WORKER = Path(__file__).resolve().parent / "task_worker.py"
+_HANG_POLL_S = 0.1   # how often the status file is read for a launch past its limit while a task runs
 
 
 class Runner:
@@ -27,7 +29,7 @@ class Runner:
 
     def __init__(self, env: dict | None = None, cwd: str | None = None):
         self.env, self.cwd = dict(env or {}), cwd
-        self.proc: subprocess.Popen | None = None
+        self.worker: WarmWorker | None = None
         self.fresh = None
         fd, self.status = tempfile.mkstemp(prefix="kernel-ab-task-status-", dir=scratch.folder())
         os.close(fd)
@@ -40,44 +42,32 @@ class Runner:
                 env[name] = value
         env.update(self.env)
         env[STATUS_ENV] = self.status
-        self.proc = subprocess.Popen([sys.executable, str(_ROOT / "compare" / "processes" / "task_worker.py")], env=env,
-                                     cwd=self.cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        # no folder: its error output goes where this process's does (a variant's prints, a Dask worker's log)
+        self.worker = WarmWorker([sys.executable, str(_WORKER)], None, "task", env, self.cwd)
 
     def run(self, task) -> TaskAnswer:
         """The task's answer: its result, its error, the variants that crashed its worker, or the worker lost."""
-        if self.proc is None or self.proc.poll() is not None or self.fresh != task.fresh:
+        if self.worker is None or not self.worker.alive() or self.fresh != task.fresh:
             self.stop()
             self._start(task)
             self.fresh = task.fresh
         open(self.status, "w").close()
-        try:
-            self.proc.stdin.write((task.as_json() + "\n").encode())
-            self.proc.stdin.flush()
-        except BrokenPipeError:
-            pass
+        self.worker.send(dataclasses.asdict(task))
         hung: dict = {}
-        while True:
-            ready, _, _ = select.select([self.proc.stdout], [], [], 0.1)
-            if ready:
-                line = self.proc.stdout.readline()
-                if line:
-                    answer = TaskAnswer.from_json(line)
-                    if answer.state is TaskState.CRASHED:   # a fatal device error: the worker exits
-                        self.stop()
-                    return answer
-                return self._ended(hung)
-            if not hung:
-                hung = self._hang()
-
-    def _hang(self) -> dict:
-        hung = status_records.hung(status_records.read(self.status))
-        if hung:
-            self.proc.kill()
-        return hung
+        while (said := self.worker.word(None if hung else _HANG_POLL_S)) is not None:
+            if said:
+                answer = TaskAnswer.from_json(said)
+                if answer.state is TaskState.CRASHED:   # a fatal device error: the worker exits
+                    self.stop()
+                return answer
+            hung = status_records.hung(status_records.read(self.status))
+            if hung:
+                self.worker.kill()
+        return self._ended(hung)
 
     def _ended(self, hung: dict) -> TaskAnswer:
-        rc = self.proc.wait()
-        self.proc = None
+        rc = self.worker.failure().exit_code
+        self.stop()
         last = status_records.ended_in(status_records.read(self.status), rc == POISONED_EXIT)
         why = supervision._why(rc, last, hung)
         if hung or last.get("variants"):
@@ -87,14 +77,9 @@ class Runner:
         return TaskAnswer.lost(f"its worker process {why}")
 
     def stop(self) -> None:
-        if self.proc is not None:
-            try:
-                self.proc.stdin.close()
-                self.proc.wait(timeout=10)
-            except (OSError, subprocess.TimeoutExpired):
-                self.proc.kill()
-                self.proc.wait()
-            self.proc = None
+        if self.worker is not None:
+            self.worker.close(wait_s=10)
+            self.worker = None
 
     def close(self) -> None:
         self.stop()

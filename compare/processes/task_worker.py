@@ -1,7 +1,8 @@
 """A persistent worker process running comparison tasks (tasks.py) one at a time: a task's JSON per line on
-stdin, its answer per line on the answer fd. Variants stay loaded between tasks; what they print goes to
-stderr. Every launch writes to the worker's status file (compare.runtime.supervisor), so task_runner.py
-names the variant that ended or hung it; a fatal device error is answered, then the worker exits."""
+stdin, its answer per line on the pipe whose number it is given (compare/runtime/warm_worker.py). Variants
+stay loaded between tasks; what they print goes to stderr. Every launch writes to the worker's status file
+(compare.runtime.supervisor), so task_runner.py names the variant that ended or hung it; a fatal device error
+is answered, then the worker exits."""
 from __future__ import annotations
 
 import os
@@ -40,6 +41,6 @@ if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.SIG_DFL)   # a stop sent to the run's group ends a worker without a word:
                                                    # the run says the one line
     sys.path[0] = str(Path(__file__).resolve().parents[2])   # kernel-ab's folder, not compare/ itself
-    answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    answers = os.fdopen(int(sys.argv[1]), "w", encoding="utf-8")
     os.dup2(2, 1)   # a variant's prints go to stderr
     sys.exit(serve(answers, sys.stdin))

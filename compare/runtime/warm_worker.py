@@ -60,10 +60,11 @@ class WorkerEnd(NamedTuple):
 
 class WarmWorker:
     """One worker process at a time, running `command` plus the number of the pipe it says its words on;
-    started by the first request and again after it ended. `starts`: how many were started."""
+    started by the first request and again after it ended. `starts`: how many were started. Its error output
+    goes to a file in `folder` (a failure's last line reads it), or with None where this process's goes."""
 
-    def __init__(self, command: list[str], folder: Path, name: str, env: dict | None = None, cwd=None):
-        self.command, self.folder, self.name, self.env, self.cwd = command, Path(folder), name, env, cwd
+    def __init__(self, command: list[str], folder: Path | None, name: str, env: dict | None = None, cwd=None):
+        self.command, self.folder, self.name, self.env, self.cwd = command, folder, name, env, cwd
         self.proc: subprocess.Popen | None = None
         self.starts = 0
         self._words: int | None = None
@@ -74,7 +75,9 @@ class WarmWorker:
     def _start(self) -> None:
         self._drop()
         words_r, words_w = os.pipe()
-        self._err = open(self.folder / f"{self.name}.{self.starts}.stderr", "w+", encoding="utf-8", errors="replace")
+        if self.folder is not None:
+            self._err = open(Path(self.folder, f"{self.name}.{self.starts}.stderr"), "w+", encoding="utf-8",
+                             errors="replace")
         try:
             self.proc = subprocess.Popen([*self.command, str(words_w)], stdin=subprocess.PIPE,
                                          stdout=subprocess.DEVNULL, stderr=self._err, env=self.env, cwd=self.cwd,
@@ -91,7 +94,7 @@ class WarmWorker:
         """Hand the worker a request, starting one first where none is running."""
         if not self.alive():
             self._start()
-        self._err_from = os.fstat(self._err.fileno()).st_size
+        self._err_from = os.fstat(self._err.fileno()).st_size if self._err is not None else 0
         self.tell(message)
 
     def tell(self, message: dict) -> None:
@@ -111,7 +114,7 @@ class WarmWorker:
             wait = _POLL_S if deadline is None else min(_POLL_S, max(deadline - time.monotonic(), 0.0))
             ready, _, _ = select.select([self._words], [], [], wait)
             if ready:
-                chunk = os.read(self._words, 256)
+                chunk = os.read(self._words, 1 << 16)   # a word may be a task's whole answer
                 if not chunk:
                     return None
                 self._buffer += chunk
@@ -132,8 +135,8 @@ class WarmWorker:
                 pass
         self.kill()
         rc = self.proc.returncode if self.proc is not None else -1
-        if self._err is None:
-            return WorkerEnd(rc, "not started")
+        if self._err is None:   # none kept where it went to this process's error output
+            return WorkerEnd(rc, "not started" if self.folder is not None or self.proc is None else "")
         self._err.seek(self._err_from)
         return WorkerEnd(rc, (self._err.read().strip().splitlines() or ["no output"])[-1][:300])
 
