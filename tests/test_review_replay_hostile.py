@@ -9,8 +9,8 @@ import subprocess
 import pytest
 
 from compare.review import replay_process
-from compare.review.replay_process import Ended, Ran
-from compare.review.replay_recording import left_out
+from compare.review.replay_process import Ended, Ran, Started
+from compare.review.replay_recording import left_out, notes
 from tests import replay_library
 
 OPS = '''\
@@ -66,12 +66,31 @@ def test_a_process_over_its_time_is_stopped_and_one_over_its_hang_time_is_named_
     import time
     marker, log = tmp_path / replay_process.MARKER, tmp_path / "log"
     log.write_text("")
-    slow = (subprocess.Popen(["sleep", "30"], start_new_session=True), log)
+    slow = Started(subprocess.Popen(["sleep", "30"], start_new_session=True), log)
     assert replay_process.finish(slow, time.monotonic() + 0.3, marker, hung_s=60) == Ran(None, "", None)
     marker.write_text(json.dumps({"what": "t.py::test_a", "since": time.time() - 10, "stage": ""}))
-    stuck = (subprocess.Popen(["sleep", "30"], start_new_session=True), log)
+    stuck = Started(subprocess.Popen(["sleep", "30"], start_new_session=True), log)
     assert replay_process.finish(stuck, time.monotonic() + 20, marker, hung_s=5) == Ran(
         None, "", Ended("t.py::test_a", "ran past 5 s and was stopped"))
+
+
+def test_a_process_started_again_says_its_own_last_lines_not_the_earlier_ones_in_the_same_log(tmp_path):
+    log = tmp_path / "play.log"
+    log.write_text("Traceback of the first process\nSystemExit: 3\n")
+    since = log.stat().st_size
+    with log.open("a") as sink:
+        again = subprocess.Popen(["sh", "-c", "echo its own line; exit 4"], stdout=sink, start_new_session=True)
+    ran = replay_process.finish(Started(again, log, since), 1e12)
+    assert ran == Ran(4, "its own line")
+
+
+def test_a_recording_whose_last_end_is_a_named_test_says_it_once_not_again_as_its_process_end():
+    from compare.review.replay import _Ran
+    hung = Ended("t.py::test_b", "ran past 60 s and was stopped")
+    assert list(notes({}, _Ran(None, "", limit_s=120.0, left_out=(hung,), named=True))) == []
+    assert list(notes({}, _Ran(None, "", limit_s=120.0))) == [
+        "the recording ran past its 120 s limit and was stopped (its calls kept)"]
+    assert list(notes({}, _Ran(3, "boom", limit_s=120.0))) == ["the recording process ended with exit code 3: boom"]
 
 
 def test_a_play_goes_on_after_the_call_that_ended_it_with_the_calls_not_played(tmp_path):

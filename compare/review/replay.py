@@ -57,6 +57,7 @@ class _Ran:
     by_budget: bool = False             # the limit was the review's time budget's share, not the process's own
     limit_s: float = 0.0                # the limit it ran under
     left_out: tuple[replay_process.Ended, ...] = ()   # the tests that ended it, each left out of its next start
+    named: bool = False                 # its last process's end is one of `left_out` (that note says it)
 
 
 def replayable(found, unmapped) -> list[OpToReplay]:
@@ -199,12 +200,12 @@ class Replayer:
             played = self._play(waiting, [op for op in wanted if calls[op.key]], calls) \
                 if any(calls.values()) else {}
         finally:   # plays not needed (no call), or stopped: ended with the replay
-            for _, (proc, _) in waiting.values():
-                if proc.poll() is None:
-                    os.killpg(proc.pid, 9)
-                    proc.wait()
+            for _, process in waiting.values():
+                if process.proc.poll() is None:
+                    os.killpg(process.proc.pid, 9)
+                    process.proc.wait()
         shared = [*replay_recording.left_out(manifest, ran.left_out),
-                  *replay_recording.notes(manifest, ran.code, ran.tail, ran.by_budget, ran.limit_s)]
+                  *replay_recording.notes(manifest, ran)]
         if not played:
             self.processes_left = max(self.processes_left - 1, 0)   # no play: its share goes to those after
         done = {}
@@ -244,7 +245,8 @@ class Replayer:
                    "bytes": self.limits.bytes}
         ran, left_out = replay_process.record(request, out, limit, self.limits.record_s * replay_process.HUNG_SHARE,
                                               self.say)
-        return _Ran(ran.code, ran.tail, by_budget and ran.code is None and ran.hung is None, limit, left_out)
+        named = replay_process.ended_in(ran, out / replay_process.MARKER) is not None
+        return _Ran(ran.code, ran.tail, by_budget and ran.code is None and not named, limit, left_out, named)
 
     def _start_plays(self, ops: list[OpToReplay], recording: Path) -> dict:
         """Each revision's play process started beside the recording: it imports torch, the op's library and

@@ -42,28 +42,38 @@ class Ran:
     hung: Ended | None = None
 
 
-def start(mode: str, request: dict, work: Path) -> tuple[subprocess.Popen, Path]:
+@dataclasses.dataclass(frozen=True)
+class Started:
+    """A recording or play process, and its log: what it printed starts at `since` (its earlier starts' before)."""
+
+    proc: subprocess.Popen
+    log: Path
+    since: int = 0
+
+
+def start(mode: str, request: dict, work: Path) -> Started:
     ask = work / f"{mode}-request.json"
     ask.write_text(json.dumps(request))
     log = work / f"{mode}.log"
     (work / MARKER).unlink(missing_ok=True)   # what an earlier process ended in is not this one's
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     with log.open("a") as sink:
+        since = sink.tell()
         proc = subprocess.Popen([sys.executable, str(WORKER), mode, str(ask)], stdout=sink, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, env=env, cwd=request["rootdir"], start_new_session=True)
-    return proc, log
+    return Started(proc, log, since)
 
 
-def finish(started: tuple[subprocess.Popen, Path], by: float, marker: Path | None = None,
+def finish(started: Started, by: float, marker: Path | None = None,
            hung_s: float = 0.0) -> Ran:
     """`started` once it ends, or stopped at the monotonic time `by`, or where `marker` (a JSON file the worker
     writes: {"what", "since", ...}) says one test or call has run over `hung_s`."""
-    proc, log = started
+    proc = started.proc
     while True:
         left = by - time.monotonic()
         try:
             code = proc.wait(timeout=max(min(left, 0.5 if marker else left), 0.0))
-            return Ran(code, _tail(log))
+            return Ran(code, _tail(started))
         except subprocess.TimeoutExpired:
             pass
         running = read_marker(marker)
@@ -73,7 +83,7 @@ def finish(started: tuple[subprocess.Popen, Path], by: float, marker: Path | Non
             proc.wait()
             ended = Ended(running["what"], f"ran past {hung_s:.0f} s and was stopped", running.get("stage", "")) \
                 if hung else None
-            return Ran(None, _tail(log), ended)
+            return Ran(None, _tail(started), ended)
 
 
 def read_marker(path: Path | None) -> dict:
@@ -115,8 +125,12 @@ def record(request: dict, out: Path, limit: float, hung_s: float,
         request = {**request, "resume": True, "deselect": [*done, *[e.what for e in left_out]]}
 
 
-def _tail(log: Path) -> str:
-    tail = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()][-3:]
+def _tail(started: Started) -> str:
+    """The last lines this process printed (not an earlier start's, in the same log)."""
+    with started.log.open("rb") as log:
+        log.seek(started.since)
+        text = log.read().decode(errors="replace")
+    tail = [ln for ln in text.splitlines() if ln.strip()][-3:]
     return " | ".join(tail)[-400:]
 
 
@@ -133,7 +147,7 @@ def write_go(out: Path, go: dict) -> None:
     (out / "go.tmp").replace(out / "go.json")
 
 
-def play(started: tuple[subprocess.Popen, Path], out: Path, go: dict, by: float, hung_s: float) -> tuple[Ran, dict]:
+def play(started: Started, out: Path, go: dict, by: float, hung_s: float) -> tuple[Ran, dict]:
     """One side's play of `go`, started again after each call that ended its process with the calls after it
     not yet played, at most AGAIN_AT_MOST times, until the monotonic time `by`: how its last process ended, and
     the calls that ended one (file -> Ended)."""
