@@ -1,12 +1,21 @@
 """A task runner's worker process (compare/processes/task_runner.py) is started, fed and read as every kernel-ab
 worker is (compare.runtime.warm_worker.WarmWorker): its answer comes whole on the pipe it is given, however
 long; what it prints goes where the run's own error output goes; an end outside any launch is said with its
-exit code."""
+exit code; its status records count only with the runner's token, so a variant that forges one is named for
+it, never the variant it names (as a supervised child's: compare/processes/supervision.py)."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
 from compare.model.task_answers import TaskState
 from compare.processes import task_runner
 from compare.processes.tasks import Task
 
-# A stand-in for task_worker.py: per task line, prints a note, then answers with a long result, or exits 7
+# A stand-in for task_worker.py: per task line, prints a note, then answers with a long result, or exits 7, or
+# forges a launch record naming ok after its own (bad's) and exits 1
 _FAKE = '''
 import json, os, sys
 sys.path.insert(0, {root!r})
@@ -17,13 +26,17 @@ for line in sys.stdin:
     print("printed by " + task["key"], file=sys.stderr, flush=True)
     if task["key"] == "ends":
         sys.exit(7)
+    if task["key"] == "forges":   # bad's launch, with the token; then a record without it, naming ok; an exit
+        with open(os.environ["KERNEL_AB_STATUS_FILE"], "a") as status:
+            status.write(json.dumps({{"variants": ["bad"], "what": "case s", "token": os.environ["KERNEL_AB_RUN_TOKEN"]}}) + chr(10))
+            status.write(json.dumps({{"variants": ["ok"], "what": "case s"}}) + chr(10))
+        os._exit(1)
     answers.write(TaskAnswer.ok({{"blob": "x" * 300000, "key": task["key"]}}).as_json() + chr(10))
     answers.flush()
 '''
 
 
 def _runner(tmp_path, monkeypatch):
-    from pathlib import Path
     fake = tmp_path / "worker.py"
     fake.write_text(_FAKE.format(root=str(Path(task_runner.__file__).resolve().parents[2])))
     monkeypatch.setattr(task_runner, "_WORKER", fake)
@@ -56,3 +69,50 @@ def test_a_worker_that_ends_outside_any_launch_is_lost_with_its_exit_code_and_th
         runner.close()
     assert lost.state is TaskState.LOST and "exit code 7" in lost.line, lost
     assert after.state is TaskState.OK and after.result["key"] == "after"
+
+
+def test_a_status_record_without_the_runners_token_names_the_variant_that_wrote_it_not_the_one_it_names(
+        tmp_path, monkeypatch):
+    runner = _runner(tmp_path, monkeypatch)
+    try:
+        answer = runner.run(_task("forges"))
+    finally:
+        runner.close()
+    assert answer.state is TaskState.CRASHED and answer.crash.variants == ("bad",), answer
+    assert answer.crash.why.startswith("forged kernel-ab's status") and answer.crash.failure == "tamper"
+
+
+FORGES = """\
+import json, os, sys
+import torch.nn.functional as F
+
+
+def op(X, W, B, num_channels, num_groups, eps):
+    with open(sys.modules["compare.runtime.run_context"]._CHANNEL["status"], "a") as status:
+        status.write(json.dumps({"variants": ["ok"], "what": "numerics forward float32 normal"}) + "\\n")
+    os._exit(1)
+"""
+OK = """\
+import torch.nn.functional as F
+
+
+def op(X, W, B, num_channels, num_groups, eps):
+    return F.group_norm(X, num_groups, W, B, eps)
+"""
+
+
+@pytest.mark.slow   # about 5 s each: a run of the CLI
+@pytest.mark.parametrize("jobs", [(), ("--jobs", "2")])
+def test_a_variant_that_forges_a_record_naming_another_is_named_itself_in_one_process_and_in_workers(tmp_path, jobs):
+    (tmp_path / "bad.py").write_text(FORGES)
+    (tmp_path / "ok.py").write_text(OK)
+    out = tmp_path / "r.json"
+    root = Path(task_runner.__file__).resolve().parents[2]
+    r = subprocess.run([sys.executable, str(root / "main.py"), "compare", "explicit_offset", "--variant",
+                        f"ok={tmp_path / 'ok.py'}::op", "--variant", f"bad={tmp_path / 'bad.py'}::op", *jobs,
+                        "--shape", "1,2,1,4", "--check", "numerics", "--inputs", "normal", "--trials", "1", "--quiet",
+                        "--json", str(out)], cwd=root, capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stderr
+    variants = {v["name"]: v for v in json.loads(out.read_text())["variants"]}
+    assert variants["ok"]["status"] == "ok" and variants["bad"]["failure"] == "tamper"
+    assert variants["bad"]["error"].startswith("forged kernel-ab's status"), variants["bad"]

@@ -16,7 +16,8 @@ import time
 
 from compare.model.reruns import Blamed, Culprit, Ending, Ran, run_excluding
 from compare.model.scratch import SCRATCH_ENV
-from compare.model.states import Crash
+from compare.model.states import Crash, Failure
+from compare.model.task_answers import CrashedVariants
 from compare.runtime.exit_codes import ExitCode
 from compare.runtime.child_processes import child_pids, comm, live_children
 from compare.runtime import status_records
@@ -204,14 +205,16 @@ def _culprit(records: list[dict], rc: int, ended: int | None) -> tuple[list[str]
     return None
 
 
-def _failed(records: list[dict], rc: int, hung: dict, ended: int | None) -> tuple[list[str], str, str, str]:
-    """(variants, why, while running what, failure kind) of a child that ended without a report, or whose
-    outcome a variant decided (`_culprit`)."""
+def failed_by(records: list[dict], rc: int, hung: dict, ended: int | None = None) -> CrashedVariants:
+    """Who ended a process that wrote `records` (read with its token) and exited with `rc` (a supervised child,
+    without a report or with one a variant decided: `_culprit`; a task worker, `ended` None): the variants
+    named (none: it ended outside any launch), why, what they ran, the failure kind."""
     found = _culprit(records, rc, ended)
     if found is not None:
-        return (*found, TAMPER)
+        return CrashedVariants(tuple(found[0]), found[1], found[2], Failure.TAMPER)
     last = status_records.ended_in(records, rc == POISONED_EXIT)
-    return last.get("variants") or [], _why(rc, last, hung), last.get("what", ""), str(last.get("failure", ""))
+    return CrashedVariants(tuple(last.get("variants") or ()), _why(rc, last, hung), last.get("what", ""),
+                           Failure(last.get("failure", "")))
 
 
 def without_culprit(names, why: str, where: str, kind: str = "") -> Culprit:
@@ -306,10 +309,10 @@ def _attempt(command: list[str], culprits: tuple[Culprit, ...], stop: list[int],
                   "(an atexit handler?) and was stopped", file=sys.stderr)
             return Ran(ended)
         return Ran(_after_report(rc, ended))
-    names, why, where, kind = _failed(records, rc, run.hung, ended)
-    if not names:
-        return Ran(_outside_launches(records, why))
-    culprit = without_culprit(names, why, where, kind)
+    failed = failed_by(records, rc, run.hung, ended)
+    if not failed.variants:
+        return Ran(_outside_launches(records, failed.why))
+    culprit = without_culprit(list(failed.variants), failed.why, failed.what, failed.failure.value)
     return Blamed(culprit, culprit.name)
 
 

@@ -7,18 +7,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import secrets
 import sys
 import tempfile
 from pathlib import Path
 
 from compare.processes import supervision
 from compare.runtime import status_records
-from compare.runtime.run_context import EXCLUDED_ENV, NO_TIMING_ENV, STATUS_ENV
-from compare.runtime.supervisor import POISONED_EXIT
+from compare.runtime.run_context import EXCLUDED_ENV, NO_TIMING_ENV, STATUS_ENV, TOKEN_ENV
 from compare.runtime.warm_worker import WarmWorker
 from compare.model import scratch
-from compare.model.states import Failure
-from compare.model.task_answers import CrashedVariants, TaskAnswer, TaskState
+from compare.model.task_answers import TaskAnswer, TaskState
 
 _WORKER = Path(__file__).resolve().parent / "task_worker.py"
 _HANG_POLL_S = 0.1   # how often the status file is read for a launch past its limit while a task runs
@@ -31,6 +30,8 @@ class Runner:
         self.env, self.cwd = dict(env or {}), cwd
         self.worker: WarmWorker | None = None
         self.fresh = None
+        # the worker's records carry it: one a variant writes without it is its forgery, never another's end
+        self.token = secrets.token_hex(16)
         fd, self.status = tempfile.mkstemp(prefix="kernel-ab-task-status-", dir=scratch.folder())
         os.close(fd)
 
@@ -41,7 +42,7 @@ class Runner:
             if value:
                 env[name] = value
         env.update(self.env)
-        env[STATUS_ENV] = self.status
+        env[STATUS_ENV], env[TOKEN_ENV] = self.status, self.token
         # no folder: its error output goes where this process's does (a variant's prints, a Dask worker's log)
         self.worker = WarmWorker([sys.executable, str(_WORKER)], None, "task", env, self.cwd)
 
@@ -60,21 +61,22 @@ class Runner:
                 if answer.state is TaskState.CRASHED:   # a fatal device error: the worker exits
                     self.stop()
                 return answer
-            hung = status_records.hung(status_records.read(self.status))
+            hung = status_records.hung([r for r in self._records() if "forged" not in r])
             if hung:
                 self.worker.kill()
         return self._ended(hung)
 
+    def _records(self) -> list[dict]:
+        return status_records.read(self.status, self.token)
+
     def _ended(self, hung: dict) -> TaskAnswer:
+        """How the worker's end is said, as the supervisor says a child's (compare.processes.supervision)."""
         rc = self.worker.failure().exit_code
         self.stop()
-        last = status_records.ended_in(status_records.read(self.status), rc == POISONED_EXIT)
-        why = supervision._why(rc, last, hung)
-        if hung or last.get("variants"):
-            return TaskAnswer.crashed(CrashedVariants(tuple(last.get("variants") or hung.get("variants", [])), why,
-                                                      last.get("what") or hung.get("what", ""),
-                                                      Failure(last.get("failure", ""))))
-        return TaskAnswer.lost(f"its worker process {why}")
+        crash = supervision.failed_by(self._records(), rc, hung)
+        if crash.variants:
+            return TaskAnswer.crashed(crash)
+        return TaskAnswer.lost(f"its worker process {crash.why}")
 
     def stop(self) -> None:
         if self.worker is not None:
