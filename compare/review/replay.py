@@ -212,9 +212,11 @@ class Replayer:
         for op in ops:
             name = f"{op.module}:{op.name}"
             notes = [*op.notes, *replay_recording.own(shared, name)]
+            recorded = calls[op.key]
             if not tests[op.key]:
                 notes.append("no test of the library names it or a wrapper of it")
-            recorded = calls[op.key]
+            elif not recorded and (why := replay_recording.no_call_why(manifest, tests[op.key])):
+                notes.append(why)
             made = dict(op=op.key, label=op.label, recorded_at=at, tests=tuple(dict.fromkeys(
                 c["test"].split("::")[0] for c in recorded if c["test"])) or tuple(tests[op.key]))
             if recorded:

@@ -49,6 +49,20 @@ def left_out(found: dict, ended) -> list[str]:
     return said
 
 
+def no_call_why(found: dict, tests) -> str:
+    """Why the tests of an op (its test files, `tests`) recorded no call of it, where they ran: how many failed
+    (the first failure: what raised, and where), were skipped or passed; "" where none of them ran."""
+    counts = [c for c in (found.get("outcomes", {}).get(t) for t in tests) if c]
+    failed, skipped, passed = (sum(c.get(k, 0) for c in counts) for k in ("failed", "skipped", "passed"))
+    if not failed + skipped + passed:
+        return ""
+    first = next((c["first"] for c in counts if "first" in c), None)
+    said = [f"{failed} failed" + (f", the first: {first['error']}" + (f" (raised at {first['where']})" if first["where"] else "")
+                                  if first else ""), f"{skipped} skipped", f"{passed} passed"]
+    how = "; ".join(s for s, n in zip(said, (failed, skipped, passed)) if n)
+    return f"no test of {', '.join(tests)} called it ({how})"
+
+
 def own(said: list[str], op: str) -> list[str]:
     """The recording's notes that concern `op` (module:name): its own (they start with its name) and those of
     no op."""

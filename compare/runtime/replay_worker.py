@@ -24,10 +24,13 @@ class Recorder:
     def __init__(self, request: dict):
         self.out, self.calls, self.budget = Path(request["out"]), request["calls"], request["bytes"]
         self.per_dtypes = request["per_dtypes"]   # calls kept per combination of argument dtypes
+        self.root = request.get("rootdir", ".")
         # unimportable: each import that raised (library_imports.failure()'s record) with the ops it kept from
         # being wrapped (`ops`) or the test file whose collection it stopped (`test`)
         # done: the tests that ended (a recording started again after a test ended its process runs the others)
-        self.manifest = {"calls": [], "notes": [], "missing": [], "unimportable": [], "tests_run": 0, "done": []}
+        # outcomes: test file -> how many of its tests passed, failed, were skipped, and its first failure
+        self.manifest = {"calls": [], "notes": [], "missing": [], "unimportable": [], "tests_run": 0, "done": [],
+                         "outcomes": {}}
         self.failures: dict[int, dict] = {}   # id of an import's record -> its entry in `unimportable`
         self.seen: dict[str, set] = {}
         self.kinds: dict[str, dict] = {}
@@ -37,7 +40,7 @@ class Recorder:
 
     def _resume(self, earlier: dict) -> None:
         # the imports that raised are found again (the ops installed, the test files collected, anew)
-        self.manifest.update({k: earlier[k] for k in ("calls", "notes", "missing", "tests_run", "done")})
+        self.manifest.update({k: earlier[k] for k in ("calls", "notes", "missing", "tests_run", "done", "outcomes")})
         for call in self.manifest["calls"]:
             self.seen.setdefault(call["op"], set()).add(call["signature"])
             kinds = self.kinds.setdefault(call["op"], {})
@@ -51,6 +54,20 @@ class Recorder:
         path = self.out / "manifest.json"
         path.with_suffix(".tmp").write_text(json.dumps(self.manifest, indent=1))
         path.with_suffix(".tmp").replace(path)
+
+    def outcome(self, report) -> None:
+        """A test's outcome counted for its file (its call's, or a setup's that did not pass), with the file's
+        first failure: what raised, and where (a test that fails before it calls an op says why it made none)."""
+        if report.when != "call" and (report.when != "setup" or report.passed):
+            return
+        file, _, _ = report.nodeid.partition("::")
+        counts = self.manifest["outcomes"].setdefault(file, {"passed": 0, "failed": 0, "skipped": 0})
+        counts[report.outcome] = counts.get(report.outcome, 0) + 1
+        crash = getattr(getattr(report, "longrepr", None), "reprcrash", None)
+        if report.failed and "first" not in counts and crash is not None:
+            where = f"{_within(crash.path, self.root)}:{crash.lineno}" if crash.path else ""
+            error = (crash.message.splitlines() or [""])[0][:300]
+            counts["first"] = {"test": report.nodeid, "error": error, "where": where}
 
     def note(self, text: str) -> None:
         if text not in self.manifest["notes"]:
@@ -181,6 +198,14 @@ def _same_callable(value, fn) -> bool:
     return func is not None and getattr(value, "__func__", None) is func and getattr(value, "__self__", None) is owner
 
 
+def _within(path: str, root: str) -> str:
+    """`path` from the tree's root where it is inside it (a file of the library), else as it is."""
+    try:
+        return str(Path(path).resolve().relative_to(Path(root).resolve()))
+    except ValueError:
+        return path
+
+
 class _Plugin:
     """pytest hooks: collection errors read from the exception itself, tests counted."""
 
@@ -213,6 +238,7 @@ class _Plugin:
     def pytest_runtest_logreport(self, report):
         if report.when == "call":
             self.recorder.manifest["tests_run"] += 1
+        self.recorder.outcome(report)
 
 
 def record(request: dict) -> int:
