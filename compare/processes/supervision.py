@@ -205,14 +205,19 @@ def _culprit(records: list[dict], rc: int, ended: int | None) -> tuple[list[str]
     return None
 
 
-def failed_by(records: list[dict], rc: int, hung: dict, ended: int | None = None) -> CrashedVariants:
+def failed_by(records: list[dict], rc: int, hung: dict, ended: int | None = None,
+              stop_sent: bool = True) -> CrashedVariants:
     """Who ended a process that wrote `records` (read with its token) and exited with `rc` (a supervised child,
     without a report or with one a variant decided: `_culprit`; a task worker, `ended` None): the variants
-    named (none: it ended outside any launch), why, what they ran, the failure kind."""
+    named (none: it ended outside any launch), why, what they ran, the failure kind. `stop_sent` False: no
+    stop came to the run, so a stop signal that ended the process during a launch was the variant's own."""
     found = _culprit(records, rc, ended)
     if found is not None:
         return CrashedVariants(tuple(found[0]), found[1], found[2], Failure.TAMPER)
     last = status_records.ended_in(records, rc == POISONED_EXIT)
+    if not stop_sent and -rc in STOP_CODES and last.get("variants"):
+        return CrashedVariants(tuple(last["variants"]), f"sent the process {_signal_name(-rc)}", last.get("what", ""),
+                               Failure.TAMPER)
     return CrashedVariants(tuple(last.get("variants") or ()), _why(rc, last, hung), last.get("what", ""),
                            Failure(last.get("failure", "")))
 

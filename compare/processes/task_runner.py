@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from compare.processes import supervision
-from compare.runtime import status_records
+from compare.runtime import status_records, supervisor
 from compare.runtime.run_context import EXCLUDED_ENV, NO_TIMING_ENV, STATUS_ENV, TOKEN_ENV
 from compare.runtime.warm_worker import WarmWorker
 from compare.model import scratch
@@ -73,7 +73,8 @@ class Runner:
         """How the worker's end is said, as the supervisor says a child's (compare.processes.supervision)."""
         rc = self.worker.failure().exit_code
         self.stop()
-        crash = supervision.failed_by(self._records(), rc, hung)
+        # the run's stop reaches its workers too; one that came to no other process was a variant's own
+        crash = supervision.failed_by(self._records(), rc, hung, stop_sent=bool(supervisor.STOP_REQUESTED))
         if crash.variants:
             return TaskAnswer.crashed(crash)
         return TaskAnswer.lost(f"its worker process {crash.why}")

@@ -41,6 +41,8 @@ if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.SIG_DFL)   # a stop sent to the run's group ends a worker without a word:
                                                    # the run says the one line
     sys.path[0] = str(Path(__file__).resolve().parents[2])   # kernel-ab's folder, not compare/ itself
+    from compare.runtime.child_processes import adopt_orphans
+    adopt_orphans()   # as the supervised child is: what a variant double-forks out of its session is seen here
     answers = os.fdopen(int(sys.argv[1]), "w", encoding="utf-8")
     os.dup2(2, 1)   # a variant's prints go to stderr
     sys.exit(serve(answers, sys.stdin))

@@ -8,6 +8,16 @@ import os
 import signal
 
 
+def adopt_orphans() -> None:
+    """Make this process its descendants' subreaper (Linux; elsewhere nothing): a process a variant double-forks
+    out of its session becomes this one's child when its parent ends, where `escaped` sees it."""
+    import ctypes
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1)   # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
+
+
 def child_pids() -> set[int]:
     pids = set()
     try:
