@@ -236,3 +236,17 @@ def test_without_a_gpu_the_timing_gate_is_said_unjudgeable_and_accepted_if_asked
     assert unjudgeable(plan, gpu, options) == []
     assert unjudgeable(SimpleNamespace(checks=("timing",), directions=()), gpu, options) == [
         "--fail-on-numerics cannot be judged: no numerics check is asked for; it is reported as not judged"]
+
+
+def test_a_variant_whose_run_ended_its_process_is_said_so_by_the_numerics_gate_not_as_unloaded():
+    from compare.model.results import LoadStatus
+    from compare.model.states import Failure
+    report = fixed_report()
+    ended = "ended the process (exit code 1, no report) while running numerics forward"
+    crashed = dataclasses.replace(report.variants[-1], status=LoadStatus.FAILED, failure=Failure.CRASH, error=ended)
+    unloaded = dataclasses.replace(crashed, failure=Failure.LOAD, error="import of b.py failed: SyntaxError")
+    for variant, said in [(crashed, f"variant {crashed.name} {ended}"),
+                          (unloaded, f"variant {crashed.name} could not be loaded")]:
+        gate, = gates.decide(dataclasses.replace(report, variants=report.variants[:-1] + (variant,)),
+                             fail_on_numerics=True)
+        assert gate.fails and said in gate.lines, gate.lines

@@ -91,8 +91,12 @@ def _numerics(report: Report) -> Gate:
 
 
 def _unloaded(v) -> str:
+    """A failed variant's line: what it did to the process, how its run ended, or that it never loaded."""
+    first = v.error.splitlines()[0] if v.error else "?"
     if v.failure == Failure.TAMPER:
-        return f"variant {v.name} tampered with the process: {v.error.splitlines()[0] if v.error else '?'}"
+        return f"variant {v.name} tampered with the process: {first}"
+    if v.failure == Failure.CRASH:   # it loaded and ran: its error says how its process ended
+        return f"variant {v.name} {first}"
     return f"variant {v.name} could not be loaded"
 
 
