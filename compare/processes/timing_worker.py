@@ -17,7 +17,9 @@ def floor() -> float:
 
 def main(limit_s: str, words_fd: str) -> int:
     from compare.runtime.warm_worker import Serving, die_with_parent
+    from compare.runtime.child_processes import adopt_orphans
     die_with_parent()
+    adopt_orphans()   # as the supervised child is: what a variant double-forks out of its session is seen here
     import contextlib
     from pathlib import Path
 
