@@ -85,12 +85,10 @@ def test_a_process_started_again_says_its_own_last_lines_not_the_earlier_ones_in
 
 
 def test_a_recording_whose_last_end_is_a_named_test_says_it_once_not_again_as_its_process_end():
-    from compare.review.replay import _Ran
-    hung = Ended("t.py::test_b", "ran past 60 s and was stopped")
-    assert list(notes({}, _Ran(None, "", limit_s=120.0, left_out=(hung,), named=True))) == []
-    assert list(notes({}, _Ran(None, "", limit_s=120.0))) == [
-        "the recording ran past its 120 s limit and was stopped (its calls kept)"]
-    assert list(notes({}, _Ran(3, "boom", limit_s=120.0))) == ["the recording process ended with exit code 3: boom"]
+    assert list(notes({}, None, "", False, 120.0, named=True)) == []
+    assert list(notes({}, None, "", False, 120.0)) == ["the recording ran past its 120 s limit and was stopped (its "
+                                                       "calls kept)"]
+    assert list(notes({}, 3, "boom", False, 120.0)) == ["the recording process ended with exit code 3: boom"]
 
 
 def test_a_play_goes_on_after_the_call_that_ended_it_with_the_calls_not_played(tmp_path):

@@ -17,23 +17,23 @@ def manifest(folder: Path) -> dict:
         return {}
 
 
-def notes(found: dict, ran):
-    """The recording's notes of no op's own, then how its process ended (`ran`: compare.review.replay's record
-    of it; its code None: stopped at its limit, its own or, by_budget, its share of the review's time budget),
-    unless a test it ended in is named (`left_out`'s note says it)."""
+def notes(found: dict, code: int | None, tail: str, by_budget: bool, limit_s: float, named: bool = False):
+    """The recording's notes of no op's own, then how its process ended (`code` None: stopped at `limit_s`, its
+    own limit or, `by_budget`, its share of the review's time budget), unless it ended in a test that is
+    named (`named`: left_out's note says it)."""
     for m in found.get("missing", []):
         yield f"the library's tests need package {m['package']!r}, which this environment lacks" + \
             (f" (imported at {m['where']})" if m["where"] else "")
     yield from found.get("notes", [])
-    if ran.named:
+    if named:
         return
-    if ran.by_budget:
-        yield (f"the recording was stopped at its share of the review's time budget ({ran.limit_s:.0f} s; the rest "
+    if by_budget:
+        yield (f"the recording was stopped at its share of the review's time budget ({limit_s:.0f} s; the rest "
                "was kept for the plays; its calls kept)")
-    elif ran.code is None:
-        yield f"the recording ran past its {ran.limit_s:.0f} s limit and was stopped (its calls kept)"
-    elif ran.code != 0:
-        yield f"the recording process ended with exit code {ran.code}" + (f": {ran.tail}" if ran.tail else "")
+    elif code is None:
+        yield f"the recording ran past its {limit_s:.0f} s limit and was stopped (its calls kept)"
+    elif code != 0:
+        yield f"the recording process ended with exit code {code}" + (f": {tail}" if tail else "")
 
 
 def left_out(found: dict, ended) -> list[str]:
