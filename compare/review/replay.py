@@ -205,8 +205,7 @@ class Replayer:
                     os.killpg(process.proc.pid, 9)
                     process.proc.wait()
         shared = [*replay_recording.left_out(manifest, ran.left_out),
-                  *replay_recording.notes(manifest, ran.code, ran.tail, ran.by_budget, ran.limit_s,
-                                                  ran.named)]
+                  *replay_recording.notes(manifest, ran.code, ran.tail, ran.by_budget, ran.limit_s, ran.named)]
         if not played:
             self.processes_left = max(self.processes_left - 1, 0)   # no play: its share goes to those after
         done = {}
