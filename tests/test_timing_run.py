@@ -58,7 +58,8 @@ def test_timing_runs_in_fresh_processes_on_a_gpu_unless_told(monkeypatch, gpu, e
 # method that exclusion) and says "timed". A request naming variant "dies" ends it while timing; with FAKE_WORKER
 # "abort:NAMES", a request holding NAMES not excluded writes the run's launch record of every variant, then one
 # naming NAMES (and a forged one without the token, naming the last variant), and aborts; with "busy:NAME", NAME
-# not excluded is named for keeping the GPU busy, as the timing process's probe names one.
+# not excluded is named for keeping the GPU busy, as the timing process's probe names one; with "sigterm:NAME", NAME
+# not excluded sends its process SIGTERM while it runs alone.
 _FAKE_WORKER = '''
 import json, os, resource, sys, time
 sys.path.insert(0, {root!r})
@@ -90,6 +91,12 @@ while (line := sys.stdin.readline()):
         from compare.runtime import run_context, supervisor
         run_context.set_channel(go["status"], go["token"])
         supervisor.keeps_busy(behaviour[5:], "timing s forward", "a probe copy took 4 times as long")
+    if behaviour.partition("sigterm:")[2] in names:   # the variant's own stop signal, while it ran alone
+        with open(go["status"], "a") as status:
+            status.write(json.dumps({{"variants": [behaviour[8:]], "what": "timing s forward checked run",
+                                      "token": go["token"]}}) + chr(10))
+        import signal
+        os.kill(os.getpid(), signal.SIGTERM)
     ending = behaviour.partition("abort:")[2].split(",") if behaviour.startswith("abort:") else []
     if ending and set(ending) <= set(names):
         with open(go["status"], "a") as status:
@@ -290,3 +297,19 @@ def test_a_process_ended_while_several_ran_times_each_variant_apart_and_names_th
         [bad] = [v for v in case.variants if v.variant == "bad"]
         assert bad.status == TimingStatus.ERROR and bad.reason.startswith(
             "ended the process that timed it apart with the baseline: its process ended with exit code -6")
+
+
+def test_a_variant_that_sends_its_timing_process_a_stop_signal_tampered_as_in_the_runs_own_process(tmp_path,
+                                                                                                   monkeypatch):
+    from compare.comparison import plan
+    from compare.runtime import supervisor
+    from compare.runtime.progress import Step
+    worker, _ = _fake(tmp_path, monkeypatch, "sigterm:bad")
+    processes = timing_run.TimingProcesses(plan.Request(variants=("base", "bad", "good")), ("float32",), worker)
+    with pytest.raises(supervisor.ContextPoisoned) as ended:
+        try:
+            processes.run(Step())
+        finally:
+            processes.close()
+    assert (ended.value.variant, ended.value.kind) == ("bad", supervisor.TAMPER)
+    assert ended.value.error == "sent the process that timed float32 SIGTERM"

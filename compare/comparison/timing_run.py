@@ -10,6 +10,7 @@ import dataclasses
 import functools
 import json
 import os
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -220,6 +221,7 @@ class TimingProcesses:
         if launch is not None:
             supervisor.none_running()   # the launch it said it ran ended with it
             _busy_here(launch)
+            _stopped_by(launch, untimed.exit_code, asked.dtype)
         return None, untimed, launch
 
     def _apart(self, w: AskedWorker, copy_gbs: float, step, each: tuple[str, ...], culprits: tuple[Culprit, ...],
@@ -287,6 +289,15 @@ def _busy_here(launch) -> None:
     with (the supervisor runs the comparison again without it)."""
     if launch.failure == supervisor.BUSY and len(launch.names) == 1 and background.starters(launch.names):
         supervisor.tampered(launch.names, f"{launch.error}; its thread or process started here runs on", launch.what)
+
+
+def _stopped_by(launch, exit_code: int, dtype: str) -> None:
+    """A timing process ended by a stop signal that came to no other process of the run, while one variant ran
+    alone: that variant sent it. As in the run's own process, it tampered: this process ends so, and the
+    supervisor runs the comparison again without it."""
+    if -exit_code in supervisor.STOP_CODES and not supervisor.stop_came() and len(launch.names) == 1:
+        said = f"sent the process that timed {dtype} {signal.Signals(-exit_code).name}"
+        supervisor.tampered(launch.names, said, launch.what)
 
 
 def merged(sections: list[TimingSection]) -> TimingSection | None:

@@ -74,7 +74,7 @@ class Runner:
         rc = self.worker.failure().exit_code
         self.stop()
         # the run's stop reaches its workers too; one that came to no other process was a variant's own
-        crash = supervision.failed_by(self._records(), rc, hung, stop_sent=bool(supervisor.STOP_REQUESTED))
+        crash = supervision.failed_by(self._records(), rc, hung, stop_sent=supervisor.stop_came())
         if crash.variants:
             return TaskAnswer.crashed(crash)
         return TaskAnswer.lost(f"its worker process {crash.why}")

@@ -136,6 +136,12 @@ def install_stop_handlers(early: list[int] | tuple = ()) -> dict:
     return previous
 
 
+def stop_came() -> bool:
+    """Whether a stop signal came to this process (raised, or put off): a worker of the run ended by one too got
+    the run's stop; ended by one with none here, it got its variant's own."""
+    return bool(STOP_REQUESTED or _DEFERRED)
+
+
 def pending_stop() -> int | None:
     """A stop signal put off (it came inside an import) and not raised before the run ended, if any."""
     return next((s for s in _DEFERRED if s not in STOP_REQUESTED), None)
