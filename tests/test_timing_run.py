@@ -305,6 +305,8 @@ def test_a_variant_that_sends_its_timing_process_a_stop_signal_tampered_as_in_th
     from compare.runtime import supervisor
     from compare.runtime.progress import Step
     worker, _ = _fake(tmp_path, monkeypatch, "sigterm:bad")
+    monkeypatch.setattr(supervisor, "STOP_REQUESTED", [])   # no stop came to this process (the run)
+    monkeypatch.setattr(supervisor, "_DEFERRED", {})
     processes = timing_run.TimingProcesses(plan.Request(variants=("base", "bad", "good")), ("float32",), worker)
     with pytest.raises(supervisor.ContextPoisoned) as ended:
         try:
@@ -313,3 +315,18 @@ def test_a_variant_that_sends_its_timing_process_a_stop_signal_tampered_as_in_th
             processes.close()
     assert (ended.value.variant, ended.value.kind) == ("bad", supervisor.TAMPER)
     assert ended.value.error == "sent the process that timed float32 SIGTERM"
+
+
+def test_a_timing_process_ended_by_the_runs_own_stop_is_no_variants_act(tmp_path, monkeypatch):
+    from compare.comparison import plan
+    from compare.runtime import supervisor
+    from compare.runtime.progress import Step
+    worker, _ = _fake(tmp_path, monkeypatch, "sigterm:bad")
+    monkeypatch.setattr(supervisor, "STOP_REQUESTED", [15])   # the run got the stop too: it is no variant's
+    processes = timing_run.TimingProcesses(plan.Request(variants=("base", "bad", "good")), ("float32",), worker)
+    try:
+        found = processes.run(Step())
+    finally:
+        processes.close()
+    [bad] = [v for v in found.timing.cases[0].variants if v.variant == "bad"]   # timed again without it, as a crash
+    assert "SIGTERM" in bad.reason and "sent the process" not in bad.reason, bad.reason
