@@ -3,9 +3,6 @@ worker is (compare.runtime.warm_worker.WarmWorker): its answer comes whole on th
 long; what it prints goes where the run's own error output goes; an end outside any launch is said with its
 exit code; its status records count only with the runner's token, so a variant that forges one is named for
 it, never the variant it names (as a supervised child's: compare/processes/supervision.py)."""
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -82,37 +79,19 @@ def test_a_status_record_without_the_runners_token_names_the_variant_that_wrote_
     assert answer.crash.why.startswith("forged kernel-ab's status") and answer.crash.failure == "tamper"
 
 
+# a launch record naming ok, written without the run's token, then an exit (tests/test_process_guard.py's variant)
 FORGES = """\
-import json, os, sys
-import torch.nn.functional as F
-
-
-def op(X, W, B, num_channels, num_groups, eps):
     with open(sys.modules["compare.runtime.run_context"]._CHANNEL["status"], "a") as status:
         status.write(json.dumps({"variants": ["ok"], "what": "numerics forward float32 normal"}) + "\\n")
-    os._exit(1)
-"""
-OK = """\
-import torch.nn.functional as F
-
-
-def op(X, W, B, num_channels, num_groups, eps):
-    return F.group_norm(X, num_groups, W, B, eps)
-"""
+    os._exit(1)"""
 
 
 @pytest.mark.slow   # about 5 s each: a run of the CLI
 @pytest.mark.parametrize("jobs", [(), ("--jobs", "2")])
 def test_a_variant_that_forges_a_record_naming_another_is_named_itself_in_one_process_and_in_workers(tmp_path, jobs):
-    (tmp_path / "bad.py").write_text(FORGES)
-    (tmp_path / "ok.py").write_text(OK)
-    out = tmp_path / "r.json"
-    root = Path(task_runner.__file__).resolve().parents[2]
-    r = subprocess.run([sys.executable, str(root / "main.py"), "compare", "explicit_offset", "--variant",
-                        f"ok={tmp_path / 'ok.py'}::op", "--variant", f"bad={tmp_path / 'bad.py'}::op", *jobs,
-                        "--shape", "1,2,1,4", "--check", "numerics", "--inputs", "normal", "--trials", "1", "--quiet",
-                        "--json", str(out)], cwd=root, capture_output=True, text=True, timeout=240)
-    assert r.returncode == 0, r.stderr
-    variants = {v["name"]: v for v in json.loads(out.read_text())["variants"]}
-    assert variants["ok"]["status"] == "ok" and variants["bad"]["failure"] == "tamper"
-    assert variants["bad"]["error"].startswith("forged kernel-ab's status"), variants["bad"]
+    from tests.test_process_guard import _bad, _compare, _hostile
+    r, report = _compare(tmp_path, "--variant", f"bad={_hostile(tmp_path, FORGES, 'call')}::op", *jobs)
+    assert r.returncode == 1, r.stderr   # --fail-on-numerics: never passes beside a culprit
+    variants = {v["name"]: v for v in report["variants"]}
+    assert variants["ok"]["status"] == "ok" and _bad(report)["failure"] == "tamper"
+    assert _bad(report)["error"].startswith("forged kernel-ab's status"), _bad(report)

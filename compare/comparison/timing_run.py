@@ -10,7 +10,6 @@ import dataclasses
 import functools
 import json
 import os
-import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -295,9 +294,8 @@ def _stopped_by(launch, exit_code: int, dtype: str) -> None:
     """A timing process ended by a stop signal that came to no other process of the run, while one variant ran
     alone: that variant sent it. As in the run's own process, it tampered: this process ends so, and the
     supervisor runs the comparison again without it."""
-    if -exit_code in supervisor.STOP_CODES and not supervisor.stop_came() and len(launch.names) == 1:
-        said = f"sent the process that timed {dtype} {signal.Signals(-exit_code).name}"
-        supervisor.tampered(launch.names, said, launch.what)
+    if (sent := supervisor.own_stop(exit_code)) and len(launch.names) == 1:
+        supervisor.tampered(launch.names, f"sent the process that timed {dtype} {sent}", launch.what)
 
 
 def merged(sections: list[TimingSection]) -> TimingSection | None:

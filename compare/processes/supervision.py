@@ -19,7 +19,7 @@ from compare.model.scratch import SCRATCH_ENV
 from compare.model.states import Crash, Failure
 from compare.model.task_answers import CrashedVariants
 from compare.runtime.exit_codes import ExitCode
-from compare.runtime.child_processes import child_pids, comm, live_children
+from compare.runtime.child_processes import adopt_orphans, child_pids, comm, live_children
 from compare.runtime import status_records
 from compare.runtime.run_context import EXCLUDED_ENV, NO_TIMING_ENV, STARTED_ENV, STATUS_ENV, TOKEN_ENV
 from compare.runtime.supervisor import STOP_CODES, STOP_WORDS, GRACE_S, POISONED_EXIT, TAMPER, BUSY
@@ -52,7 +52,7 @@ def _start_child() -> None:
     _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     # a process a variant double-forks out of the group becomes the child's own (not init's) when its
     # parent ends: the child sees it (compare.runtime.child_processes.escaped), and at the end the supervisor does
-    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    adopt_orphans()
 
 
 def _kill_group(pgid: int, signum: int = signal.SIGKILL) -> None:
@@ -206,17 +206,17 @@ def _culprit(records: list[dict], rc: int, ended: int | None) -> tuple[list[str]
 
 
 def failed_by(records: list[dict], rc: int, hung: dict, ended: int | None = None,
-              stop_sent: bool = True) -> CrashedVariants:
+              own_stop: str = "") -> CrashedVariants:
     """Who ended a process that wrote `records` (read with its token) and exited with `rc` (a supervised child,
     without a report or with one a variant decided: `_culprit`; a task worker, `ended` None): the variants
-    named (none: it ended outside any launch), why, what they ran, the failure kind. `stop_sent` False: no
-    stop came to the run, so a stop signal that ended the process during a launch was the variant's own."""
+    named (none: it ended outside any launch), why, what they ran, the failure kind. `own_stop`: the stop
+    signal that ended it came to no other process of the run (supervisor.own_stop): the variant sent it."""
     found = _culprit(records, rc, ended)
     if found is not None:
         return CrashedVariants(tuple(found[0]), found[1], found[2], Failure.TAMPER)
     last = status_records.ended_in(records, rc == POISONED_EXIT)
-    if not stop_sent and -rc in STOP_CODES and last.get("variants"):
-        return CrashedVariants(tuple(last["variants"]), f"sent the process {_signal_name(-rc)}", last.get("what", ""),
+    if own_stop and last.get("variants"):
+        return CrashedVariants(tuple(last["variants"]), f"sent the process {own_stop}", last.get("what", ""),
                                Failure.TAMPER)
     return CrashedVariants(tuple(last.get("variants") or ()), _why(rc, last, hung), last.get("what", ""),
                            Failure(last.get("failure", "")))

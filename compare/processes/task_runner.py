@@ -61,7 +61,7 @@ class Runner:
                 if answer.state is TaskState.CRASHED:   # a fatal device error: the worker exits
                     self.stop()
                 return answer
-            hung = status_records.hung([r for r in self._records() if "forged" not in r])
+            hung = status_records.hung(self._records())
             if hung:
                 self.worker.kill()
         return self._ended(hung)
@@ -74,7 +74,7 @@ class Runner:
         rc = self.worker.failure().exit_code
         self.stop()
         # the run's stop reaches its workers too; one that came to no other process was a variant's own
-        crash = supervision.failed_by(self._records(), rc, hung, stop_sent=supervisor.stop_came())
+        crash = supervision.failed_by(self._records(), rc, hung, own_stop=supervisor.own_stop(rc))
         if crash.variants:
             return TaskAnswer.crashed(crash)
         return TaskAnswer.lost(f"its worker process {crash.why}")

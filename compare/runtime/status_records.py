@@ -31,8 +31,10 @@ def read(path: str, token: str | None = None, since: int = 0) -> list[dict]:
 
 
 def hung(records: list[dict]) -> dict:
-    """The last of `records` where it is a launch past its limit (--variant-timeout), else {}."""
-    last = records[-1] if records else {}
+    """The last of `records` where it is a launch past its limit (--variant-timeout), else {}. Forged records
+    count for nothing."""
+    own = [r for r in records if "forged" not in r]
+    last = own[-1] if own else {}
     late = last.get("variants") and "since" in last and time.time() - last["since"] > last.get("limit", 1e18)
     return last if late else {}
 

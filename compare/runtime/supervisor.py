@@ -136,10 +136,12 @@ def install_stop_handlers(early: list[int] | tuple = ()) -> dict:
     return previous
 
 
-def stop_came() -> bool:
-    """Whether a stop signal came to this process (raised, or put off): a worker of the run ended by one too got
-    the run's stop; ended by one with none here, it got its variant's own."""
-    return bool(STOP_REQUESTED or _DEFERRED)
+def own_stop(exit_code: int) -> str:
+    """The stop signal that ended a worker of this run with `exit_code` where none came to this process (raised,
+    or put off): the variant it ran sent it ("SIGTERM"); "" where it was no stop signal, or the run's own."""
+    if -exit_code not in STOP_CODES or STOP_REQUESTED or _DEFERRED:
+        return ""
+    return signal.Signals(-exit_code).name
 
 
 def pending_stop() -> int | None:
