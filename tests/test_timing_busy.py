@@ -2,7 +2,7 @@
 device (tests/simulated_device.py): a variant whose import starts a thread that keeps launching work, or whose
 calls leave work in flight, is named "keeps the GPU busy between its calls" and its process ends; the dtype is
 timed again without it (compare/comparison/timing_culprit.py) and the others' verdicts are those of a run that
-never had it. The copy bandwidth is measured before any variant is imported (compare/processes/timing_worker.py)."""
+never had it. The copy bandwidth is measured before any variant is imported (compare/processes/timing_tasks.py)."""
 import pytest
 
 from compare.comparison import timing_culprit
@@ -167,6 +167,7 @@ def test_a_busy_variant_whose_thread_runs_here_too_ends_this_process_as_tampered
 
 def test_a_gpu_kept_busy_here_by_a_variant_is_named_before_any_timing_process_times(clock, tmp_path, monkeypatch,
                                                                                      channel):
+    from compare.checks.task import TIME
     from compare.comparison import timing_run
     told, tell = [], timing_run.WarmWorker.tell
     monkeypatch.setattr(timing_run.WarmWorker, "tell", lambda self, line: told.append(line) or tell(self, line))
@@ -179,7 +180,7 @@ def test_a_gpu_kept_busy_here_by_a_variant_is_named_before_any_timing_process_ti
     finally:
         stop.set()
     assert (ended.value.variant, ended.value.kind) == ("bad", Failure.BUSY)
-    assert not [line for line in told if "status" in line]   # no timing process was told to go
+    assert not [line for line in told if line["kind"] == TIME]   # no timing process was told to time
 
 
 _WORKER = '''
@@ -202,8 +203,8 @@ def stand_in(planned, step, copy_gbs=0.0):   # what it would time with: the vari
 
 
 timing_run.run_timing = stand_in
-from compare.processes import timing_worker
-sys.exit(timing_worker.main(*sys.argv[1:]))
+from compare.processes import task_worker
+sys.exit(task_worker.main(*sys.argv[1:]))
 '''
 
 _BUSY_OP = '''

@@ -52,9 +52,9 @@ def test_timing_runs_in_fresh_processes_on_a_gpu_unless_told(monkeypatch, gpu, e
     assert timing_run.in_fresh_processes(gpu) is fresh
 
 
-# A stand-in for compare/processes/timing_worker.py, speaking its protocol: it notes its start, then for each request
-# line loads (sleeps), says "ready" on the pipe it is given, waits for its go line, notes the status file it was
-# given, writes a timing section (one case of the variants it was handed less those its environment excludes, its
+# A stand-in for a timing process (compare/processes/timing_tasks.py), speaking its task protocol: it notes its
+# start, then for each LOAD task loads (sleeps) and answers on the pipe it is given; for its TIME task notes the
+# status file it was given and answers with a timing section (one case of the variants it was handed less those its environment excludes, its
 # method that exclusion) and says "timed". A request naming variant "dies" ends it while timing; with FAKE_WORKER
 # "abort:NAMES", a request holding NAMES not excluded writes the run's launch record of every variant, then one
 # naming NAMES (and a forged one without the token, naming the last variant), and aborts; with "busy:NAME", NAME
@@ -65,26 +65,27 @@ import json, os, resource, sys, time
 sys.path.insert(0, {root!r})
 from compare.model.results import TimingCase, TimingComparison, TimingSection, TimingVariant, to_dict
 from compare.model.states import TimingStatus, TimingVerdict
-limit, fd = sys.argv[1:3]
-words = os.fdopen(int(fd), "wb", buffering=0)
+from compare.model.task_answers import TaskAnswer
+words = os.fdopen(int(sys.argv[-1]), "wb", buffering=0)
 behaviour = os.environ["FAKE_WORKER"]
 excluded = [e[0] for e in json.loads(os.environ.get("KERNEL_AB_EXCLUDED") or "[]")]
 with open(os.environ["FAKE_WORKER_STARTS"], "a") as starts:
     starts.write(str(os.getpid()) + chr(10))
 while (line := sys.stdin.readline()):
-    asked = json.loads(line)
-    request = json.loads(open(asked["request"]).read())
-    dtype, answer = request["dtype"], asked["answer"]
+    go = json.loads(line)
+    request = json.loads(go["request"])
+    dtype, notes = request["dtype"], os.path.join(os.environ["FAKE_WORKER_NOTES"], go["key"])
     names = [n for n in request["variants"] if n not in excluded]
-    open(answer + ".started", "w").write(repr(time.time()))
-    if behaviour == "crash":
-        sys.exit("cannot load: " + dtype)
-    if behaviour == "never ready":
-        time.sleep(60)
-    time.sleep(0.2)
-    words.write(b"ready" + bytes([10]))
-    go = json.loads(sys.stdin.readline())
-    open(answer + ".when", "w").write(repr(time.time()))
+    if go["kind"] == "load":
+        open(notes + ".started", "w").write(repr(time.time()))
+        if behaviour == "crash":
+            sys.exit("cannot load: " + dtype)
+        if behaviour == "never ready":
+            time.sleep(60)
+        time.sleep(0.2)
+        words.write(TaskAnswer.ok({{"variants": names}}).as_json().encode() + bytes([10]))
+        continue
+    open(notes + ".when", "w").write(repr(time.time()))
     if "dies" in request["variants"]:
         os._exit(9)
     if behaviour.partition("busy:")[2] in names:   # as compare.runtime.device_busy ends it: the variant named
@@ -112,8 +113,7 @@ while (line := sys.stdin.readline()):
                       dtype=dtype)
     section = TimingSection(go["status"] + "|" + dtype + "|" + ",".join(names), bandwidth, 0.01, 0.95,
                             os.environ.get("KERNEL_AB_EXCLUDED", ""), (case,) if names else ())
-    open(answer, "w").write(json.dumps(to_dict(section)))
-    words.write(b"timed" + bytes([10]))
+    words.write(TaskAnswer.ok(to_dict(section)).as_json().encode() + bytes([10]))
 '''
 
 
@@ -125,6 +125,7 @@ def _fake(tmp_path, monkeypatch, behaviour: str):
     worker.write_text(_FAKE_WORKER.format(root=str(Path(timing_run.__file__).resolve().parents[2])))
     monkeypatch.setenv("FAKE_WORKER", behaviour)
     monkeypatch.setenv("FAKE_WORKER_STARTS", str(tmp_path / "starts"))
+    monkeypatch.setenv("FAKE_WORKER_NOTES", str(tmp_path))
     # the run's status file and launch limit, as the supervisor and --variant-timeout gave them (read once)
     monkeypatch.setattr(run_context, "_CHANNEL", {"status": str(tmp_path / "status"), "token": "the-token"})
     monkeypatch.setattr(supervisor, "_LIMIT", [3.0])
@@ -147,10 +148,10 @@ def test_timing_processes_start_at_once_and_time_one_after_another_with_the_stat
     real_time = timing_run.TimingProcesses._time
 
     def noting(self, w, copy_gbs):   # when told to go: had the first finished timing, when had this one started?
-        first = self.workers[0].answer
+        first = tmp_path / self.workers[0].key
         if w is not self.workers[0]:
             seen["first timed at"] = float(open(f"{first}.when").read())
-            seen["second started at"] = float(open(f"{w.answer}.started").read())
+            seen["second started at"] = float(open(f"{tmp_path / w.key}.started").read())
         seen[w.dtype] = copy_gbs
         return real_time(self, w, copy_gbs)
     monkeypatch.setattr(timing_run.TimingProcesses, "_time", noting)

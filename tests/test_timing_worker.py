@@ -1,4 +1,4 @@
-"""The timing worker (compare/processes/timing_worker.py) serves a review's ops one after another: it loads each
+"""The timing worker (compare/processes/timing_tasks.py) serves a review's ops one after another: it loads each
 op's variants, waits for its go, times and answers, with each revision of the reviewed library imported once
 for all of them. Here on the CPU: the worker itself, with the GPU's timing replaced by a stand-in that answers
 with the variants it was handed planned."""
@@ -26,8 +26,8 @@ def stand_in(planned, step, copy_gbs=0.0):   # the variants planned, in place of
 
 
 timing_run.run_timing = stand_in
-from compare.processes import timing_worker
-sys.exit(timing_worker.main(*sys.argv[1:]))
+from compare.processes import task_worker
+sys.exit(task_worker.main(*sys.argv[1:]))
 '''
 
 

@@ -1,6 +1,6 @@
 """Which passes a comparison times (with no `--modes`: each pass whose compiled code differs, every pass
 for ops; the others said, with why), and where: on a GPU each dtype in a worker process of its own that runs
-timing cases only (compare/processes/timing_worker.py; a review's ops one after another), since a process that
+timing cases only (compare/processes/timing_tasks.py; a review's ops one after another), since a process that
 ran other cases first can slow kernels leaning on L2 (up to 2.3x after torch's and inductor's float32 cases).
 KERNEL_AB_TIMING_IN_PROCESS=1 times here instead.
 """
@@ -15,10 +15,12 @@ import tempfile
 from pathlib import Path
 
 from compare.checks.check import Findings
+from compare.checks.task import LOAD, TIME, Task
 from compare.comparison import timing_apart, timing_culprit
 from compare.runtime import background, device_busy, run_context, supervisor
 from compare.model.reruns import Blamed, Culprit, Ran, run_excluding
-from compare.model.results import TimingSection, decode, to_dict
+from compare.model.results import TimingSection, decode
+from compare.model.task_answers import TaskAnswer, TaskState
 from compare.model.skips import Skip
 from compare.model import vocabulary
 from compare.model import scratch
@@ -26,7 +28,7 @@ from compare.runtime.warm_worker import WarmWorker
 
 IN_PROCESS_ENV = "KERNEL_AB_TIMING_IN_PROCESS"
 _ROOT = Path(__file__).resolve().parents[2]
-WORKER = _ROOT / "compare" / "processes" / "timing_worker.py"
+WORKER = _ROOT / "compare" / "processes" / "task_worker.py"
 CULPRITS_AT_MOST = 3   # a dtype is timed again without one variant that ended its process at most this often
 
 
@@ -91,11 +93,12 @@ def request_from_json(text: str, request_type, config_type):
 
 @dataclasses.dataclass(frozen=True)
 class AskedWorker:
-    """A dtype's timing process handed one comparison's request: it writes the timing section to `answer`."""
+    """A dtype's timing process handed one comparison's `request` (JSON) to load, as the task `key`."""
 
     dtype: str
     worker: WarmWorker
-    answer: Path
+    key: str
+    request: str
 
 
 class TimingWorkers:
@@ -113,11 +116,11 @@ class TimingWorkers:
     def _worker(self, name: str, env: dict | None = None) -> WarmWorker:
         own = {k: v for k, v in os.environ.items() if k not in (run_context.STATUS_ENV, run_context.TOKEN_ENV)}
         # in the user's folder, so relative --variant paths and --repo mean what they meant here
-        return WarmWorker([sys.executable, str(self.worker), repr(supervisor.limit_s())], Path(self.tmp.name), name,
-                          {**own, **(env or {})})
+        return WarmWorker([sys.executable, str(self.worker), "--timing", repr(supervisor.limit_s())],
+                          Path(self.tmp.name), name, {**own, **(env or {})})
 
     def ask(self, request, dtype: str) -> AskedWorker:
-        """Hand `dtype`'s process one comparison's `request` (it loads the variants, then waits for a go)."""
+        """Hand `dtype`'s process one comparison's `request` to load (its timing waits for `TimingProcesses`)."""
         if dtype not in self.by_dtype:
             self.by_dtype[dtype] = self._worker(dtype)
         return self._ask(self.by_dtype[dtype], request, dtype)
@@ -130,10 +133,10 @@ class TimingWorkers:
 
     def _ask(self, worker: WarmWorker, request, dtype: str) -> AskedWorker:
         self.asked += 1
-        ask, answer = (Path(self.tmp.name, f"{self.asked}.{dtype}.{end}.json") for end in ("request", "timing"))
-        ask.write_text(request_json(dataclasses.replace(request, dtype=dtype, checks=("timing",))))
-        worker.send({"request": str(ask), "answer": str(answer)})
-        return AskedWorker(dtype, worker, answer)
+        asked = AskedWorker(dtype, worker, f"timing {self.asked} {dtype}",
+                            request_json(dataclasses.replace(request, dtype=dtype, checks=("timing",))))
+        worker.send(dataclasses.asdict(Task(asked.key, LOAD, asked.request, "cuda", limit_s=supervisor.limit_s())))
+        return asked
 
     @property
     def starts(self) -> int:
@@ -156,10 +159,10 @@ class Untimed:
 
 class TimingProcesses:
     """One comparison's timing in each dtype's process (`workers`, a review's, or its own), asked at the start
-    so that loading overlaps the numerics. A process loads, says it is ready, and times nothing until `run`
-    tells it to: one dtype at a time, after the numerics, so no two processes use the GPU at once. Until then
-    it writes no status (a supervisor sees only the run's own launches); its loading is allowed the launch
-    limit (--variant-timeout)."""
+    to load (a LOAD task) so that loading overlaps the numerics. It times nothing until `run` sends its TIME
+    task: one dtype at a time, after the numerics, so no two processes use the GPU at once. Until then it
+    writes no status (a supervisor sees only the run's own launches); its loading is allowed the launch limit
+    (--variant-timeout)."""
 
     def __init__(self, request, dtypes: tuple[str, ...], worker: Path = WORKER, workers: TimingWorkers | None = None):
         self.own = workers is None
@@ -211,11 +214,11 @@ class TimingProcesses:
     def _timed_or_why(self, asked: AskedWorker, copy_gbs: float):
         """`asked` timed: (its section, None, None), else (None, why not, the launch its process ended in)."""
         mark = supervisor.status_mark()
-        untimed = self._time(asked, copy_gbs)
+        section, untimed = self._time(asked, copy_gbs)
         if asked.worker in self.pool.apart:   # timed one request without its culprits: never used again
             asked.worker.close()
         if untimed is None:
-            return decode(TimingSection, json.loads(asked.answer.read_text())), None, None
+            return section, None, None
         launch = supervisor.last_launch(mark) if untimed.exit_code is not None else None
         if launch is not None:
             supervisor.none_running()   # the launch it said it ran ended with it
@@ -247,28 +250,29 @@ class TimingProcesses:
         section = timing_apart.without(section, [c.name for c in gone], self.request.variants)
         return Findings(timing=timing_culprit.with_culprits(section, failed, self.request.variants))
 
-    def _time(self, w: AskedWorker, copy_gbs: float) -> Untimed | None:
-        """None when `w` timed its cases, else why not. `copy_gbs`: the copy bandwidth an earlier process
-        measured on this GPU (0: measure it)."""
+    def _time(self, w: AskedWorker, copy_gbs: float) -> tuple[TimingSection | None, Untimed | None]:
+        """(`w`'s timing section, None), else (None, why not). `copy_gbs`: the copy bandwidth an earlier
+        process measured on this GPU (0: its own)."""
         worker = w.worker
         said = worker.word(supervisor.limit_s())
         if said == "":
             worker.kill()
             late = f"its process had not loaded the variants after {supervisor.limit_s():g} s"
-            return Untimed(f"{late} (--variant-timeout)", short=late)
-        if said == "ready":
+            return None, Untimed(f"{late} (--variant-timeout)", short=late)
+        if _answered(said) is not None:
             # none of this process's calls in flight: busy now, the GPU is kept so by a thread or process this
             # process runs (a variant's import here started it), and no timing process would time without it
             device_busy.check(self.request.variants, f"timing {w.dtype}: before its process times")
             channel = run_context.channel()
-            worker.tell({"status": channel.status, "token": channel.token, "copy_gbs": copy_gbs})
-            said = worker.word()
-        if said != "timed" or not w.answer.exists():
-            end = worker.failure()
-            ended = f"its process ended with exit code {end.exit_code}"
-            return Untimed(f"{ended} ({end.last_line})", end.exit_code, ended)
-        self.timed.add(w.dtype)
-        return None
+            worker.tell(dataclasses.asdict(Task(w.key, TIME, w.request, "cuda", limit_s=supervisor.limit_s(),
+                                                status=channel.status, token=channel.token, copy_gbs=copy_gbs)))
+            timed = _answered(worker.word())
+            if timed is not None:
+                self.timed.add(w.dtype)
+                return decode(TimingSection, timed), None
+        end = worker.failure()
+        ended = f"its process ended with exit code {end.exit_code}"
+        return None, Untimed(f"{ended} ({end.last_line})", end.exit_code, ended)
 
     def close(self) -> None:
         """Ends the processes asked and not done (the run stopped, or failed: they are replaced for the next
@@ -308,8 +312,14 @@ def merged(sections: list[TimingSection]) -> TimingSection | None:
                                compile_seconds=tuple(x for s in sections for x in s.compile_seconds))
 
 
-def write_section(section: TimingSection, path: str) -> None:
-    Path(path).write_text(json.dumps(to_dict(section)))
+def _answered(said: str | None) -> dict | None:
+    """The result a timing process answered its task with; None where it ended first (it answers nothing else:
+    its own failure ends it, as the run's would)."""
+    try:
+        answer = TaskAnswer.from_json(said) if said else None
+    except (ValueError, TypeError, KeyError):   # not an answer: what the process wrote there is no result
+        return None
+    return answer.result if answer is not None and answer.state is TaskState.OK else None
 
 
 def run_timing(plan, step, copy_gbs: float = 0.0) -> TimingSection:

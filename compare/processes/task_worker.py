@@ -1,15 +1,15 @@
 """A persistent worker process running comparison tasks (tasks.py) one at a time: a task's JSON per line on
-stdin, its answer per line on the pipe whose number it is given (compare/runtime/warm_worker.py). Variants
-stay loaded between tasks; what they print goes to stderr. Every launch writes to the worker's status file
-(compare.runtime.supervisor), so task_runner.py names the variant that ended or hung it; a fatal device error
-is answered, then the worker exits."""
+stdin, its answer per line on the pipe whose number it is given (compare/runtime/warm_worker.py). Variants stay
+loaded between tasks. Every launch writes to the worker's status file, so task_runner.py names the variant that
+ended or hung it; a fatal device error is answered, then it exits. With --timing, a timing process
+(timing_tasks.py), whose failures end it, as the run's would: its coordinator reads the end and the run's status."""
 from __future__ import annotations
 
 import os
 import sys
 
 
-def serve(answers, lines) -> int:
+def serve(answers, lines, timing: bool = False) -> int:
     from compare.runtime import supervisor
     from compare.model.errors import summarize
     from compare.model.states import Failure
@@ -19,6 +19,10 @@ def serve(answers, lines) -> int:
         if not line.strip():
             continue
         task = Task.from_json(line)
+        if timing:   # its coordinator reads how it ended (compare.comparison.timing_run)
+            answers.write(TaskAnswer.ok(execute(task)).as_json() + "\n")
+            answers.flush()
+            continue
         try:
             answer = TaskAnswer.ok(execute(task), tuple(supervisor.left_behind()))
         except supervisor.ContextPoisoned as exc:
@@ -35,14 +39,28 @@ def serve(answers, lines) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    import signal
-    from pathlib import Path
-    signal.signal(signal.SIGINT, signal.SIG_DFL)   # a stop sent to the run's group ends a worker without a word:
-                                                   # the run says the one line
-    sys.path[0] = str(Path(__file__).resolve().parents[2])   # kernel-ab's folder, not compare/ itself
+def main(*argv: str) -> int:
+    """`[--timing LIMIT_S] FD`: serve the tasks on stdin, answering on the pipe FD."""
     from compare.runtime.child_processes import adopt_orphans
+    timing = argv[0] == "--timing"
+    if timing:
+        from compare.runtime.warm_worker import die_with_parent
+        die_with_parent()
+    else:
+        import signal
+        signal.signal(signal.SIGINT, signal.SIG_DFL)   # a stop sent to the run's group ends a worker without a
+                                                       # word: the run says the one line
     adopt_orphans()   # as the supervised child is: what a variant double-forks out of its session is seen here
-    answers = os.fdopen(int(sys.argv[1]), "w", encoding="utf-8")
-    os.dup2(2, 1)   # a variant's prints go to stderr
-    sys.exit(serve(answers, sys.stdin))
+    if timing:
+        from compare.processes import timing_tasks
+        timing_tasks.prepare(float(argv[1]))
+    answers = os.fdopen(int(argv[-1]), "w", encoding="utf-8")
+    if not timing:
+        os.dup2(2, 1)   # a variant's prints go to stderr (a timing process's are dropped, as its output is)
+    return serve(answers, sys.stdin, timing)
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+    sys.path[0] = str(Path(__file__).resolve().parents[2])   # kernel-ab's folder, not compare/ itself
+    sys.exit(main(*sys.argv[1:]))

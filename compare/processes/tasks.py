@@ -4,46 +4,11 @@ dtype, shape and pass on a GPU of its own; the IR, one variant's own kernels). E
 and answers with its result's JSON form, merged into the one report a single process makes (distributed.py)."""
 from __future__ import annotations
 
-import dataclasses
-import json
 import os
-from typing import Optional
 
-from compare.checks.check import Case
+from compare.checks.task import LOAD, THREAD_ENV, TIME, Task
 from compare.comparison import timing_run
 from compare.model.results import to_dict
-
-
-@dataclasses.dataclass(frozen=True)
-class Task:
-    key: str                  # unique in a run, e.g. "numerics forward float32 normal 16,64,8,4x4"
-    kind: str                 # the name of the check whose case it is (Check.name)
-    request: str              # the worker's request as JSON (compare.comparison.timing_run.request_json)
-    device: str               # "cuda" or "cpu": the coordinator's backend, which every worker must have
-    case: Optional[Case] = None
-    limit_s: float = 300.0    # one launch at most this long (--variant-timeout)
-    threads: int = 0          # torch's CPU threads where the run started, and its thread settings (THREAD_ENV):
-    env: tuple = ()           # CPU reductions (torch's backward) sum in an order that depends on them, and Dask
-                              # starts its workers with OMP_NUM_THREADS=1
-    gpu: bool = False         # it needs a GPU of its own (timing: never two at once on one GPU)
-    group: str = "cases"      # tasks of another group never share a worker process (each dtype timed in a fresh one)
-
-    @property
-    def fresh(self) -> tuple:
-        """Tasks with another value here never share a worker process."""
-        return (self.group, self.env)
-
-    def as_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self))
-
-    @classmethod
-    def from_json(cls, text: str) -> "Task":
-        data = json.loads(text)
-        case = Case.from_dict(data["case"]) if data["case"] is not None else None
-        return cls(**{**data, "case": case, "env": tuple(tuple(e) for e in data["env"])})
-
-
-THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 def plan_tasks(plan, backend) -> list[Task]:
@@ -73,7 +38,11 @@ def _context(text: str):
 
 
 def execute(task: Task) -> dict:
-    """The task's result in JSON form: its case run by its check (compare/checks/check.py)."""
+    """The task's result in JSON form: its case run by its check (compare/checks/check.py), or a timing
+    process's LOAD or TIME (compare/processes/timing_tasks.py)."""
+    if task.kind in (LOAD, TIME):
+        from compare.processes import timing_tasks
+        return timing_tasks.load(task) if task.kind == LOAD else timing_tasks.time(task)
     from compare.runtime.backend import configure
     from compare.runtime import supervisor
     from compare.runtime.progress import Step
@@ -82,6 +51,9 @@ def execute(task: Task) -> dict:
         import torch
         torch.set_num_threads(task.threads)
     backend = configure(task.device)
+    if task.gpu and backend.gpu:   # its GPU's copy bandwidth, measured before the request's variants are imported
+        from compare.comparison import timing_check   # (a variant's import may start work that slows copies)
+        timing_check.place()
     plan = _context(task.request)
     check = next(c for c in plan.runs if c.name == task.kind)
     return to_dict(check.run(task.case, plan, backend, Step()))
