@@ -331,3 +331,30 @@ def test_a_timing_process_ended_by_the_runs_own_stop_is_no_variants_act(tmp_path
         processes.close()
     [bad] = [v for v in found.timing.cases[0].variants if v.variant == "bad"]   # timed again without it, as a crash
     assert "SIGTERM" in bad.reason and "sent the process" not in bad.reason, bad.reason
+
+
+def test_a_stop_after_one_dtype_was_timed_keeps_its_timing_and_says_the_rest_were_not(tmp_path, monkeypatch):
+    from compare.checks.check import CheckStopped
+    from compare.comparison import plan
+    from compare.runtime import supervisor
+    from compare.runtime.progress import Step
+    real_time = timing_run.TimingProcesses._time
+
+    def budget_ends_at_bfloat16(self, w, copy_gbs):   # as a review's budget running out while bfloat16 is timed
+        if w.dtype == "bfloat16":
+            raise supervisor.OutOfTime("the review's time budget (50 s) ran out")
+        return real_time(self, w, copy_gbs)
+    monkeypatch.setattr(timing_run.TimingProcesses, "_time", budget_ends_at_bfloat16)
+    worker, _ = _fake(tmp_path, monkeypatch, "ok")
+    processes = timing_run.TimingProcesses(plan.Request(variants=("a", "b")), ("float32", "bfloat16", "float16"),
+                                           worker)
+    with pytest.raises(CheckStopped) as stopped:
+        try:
+            processes.run(Step())
+        finally:
+            processes.close()
+    found = stopped.value.findings
+    assert [c.dtype for c in found.timing.cases] == ["float32"]
+    assert [(s.part, s.why) for s in found.skipped] == [
+        (d, "not timed: the review's time budget (50 s) ran out") for d in ("bfloat16", "float16")]
+    assert isinstance(stopped.value.stop, supervisor.OutOfTime)

@@ -211,7 +211,9 @@ def _checks(plan: Plan, backend, infos, begun: list, distributed=None, enough=No
     except (CheckStopped, supervisor.Stopped) as exc:
         stop = exc.stop if isinstance(exc, CheckStopped) else exc
         kept += exc.findings if isinstance(exc, CheckStopped) else Findings()
-        asked = tuple(word for c in plan.runs for word in c.asked(plan))
+        # a check that kept what it finished ran: its own records say what it did not (the partial one counts)
+        ran = check if isinstance(exc, CheckStopped) and not check.partial else None
+        asked = tuple(word for c in plan.runs if c is not ran for word in c.asked(plan))
         partial = next((c for c in plan.runs if c.partial), Check())
         stopped = dataclasses.replace(partial.interruption(str(stop), plan, backend, kept, asked), steps=steps)
         report = _report(plan, backend, infos, kept + Findings(skipped=stopped.skips()), distributed)

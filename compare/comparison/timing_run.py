@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from compare.checks.check import Findings
+from compare.checks.check import CheckStopped, Findings
 from compare.checks.task import LOAD, TIME, Task
 from compare.comparison import timing_apart, timing_culprit
 from compare.runtime import background, device_busy, run_context, supervisor
@@ -172,15 +172,24 @@ class TimingProcesses:
         self.timed: set[str] = set()   # the dtypes whose process timed its cases
 
     def run(self, step) -> Findings:
-        """Each dtype timed in turn: the merged section (None: none timed), a Skip for each dtype not timed."""
+        """Each dtype timed in turn: the merged section (None: none timed), a Skip for each dtype not timed. A
+        stop (a signal, a review's budget) after a dtype was timed: CheckStopped with what was timed."""
         sections, failed = [], []
-        for w in self.workers:
-            step(f"timing {w.dtype}: in a process of its own")
-            found = self._dtype(w, sections[0].copy_gbs if sections else 0.0, step)
-            failed += found.skipped
-            if found.timing is not None:
-                sections.append(found.timing)
-                step.advance()
+        try:
+            for w in self.workers:
+                step(f"timing {w.dtype}: in a process of its own")
+                found = self._dtype(w, sections[0].copy_gbs if sections else 0.0, step)
+                failed += found.skipped
+                if found.timing is not None:
+                    sections.append(found.timing)
+                    step.advance()
+        except supervisor.Stopped as stop:
+            if not sections:
+                raise
+            stopped = tuple(Skip("timing", f"not timed: {stop}", w.dtype, short="not timed: the run stopped")
+                            for w in self.workers
+                            if w.dtype not in self.timed and not any(s.part == w.dtype for s in failed))
+            raise CheckStopped(Findings(timing=merged(sections), skipped=tuple(failed) + stopped), stop) from None
         return Findings(timing=merged(sections), skipped=tuple(failed))
 
     def _dtype(self, w: AskedWorker, copy_gbs: float, step) -> Findings:
