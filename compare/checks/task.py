@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 from typing import Optional
 
 from compare.checks.check import Case
@@ -13,6 +14,7 @@ from compare.checks.check import Case
 LOAD = "load"   # a timing process's first task: plan the request and load its variants, time nothing yet
 TIME = "time"   # its second: time the loaded request's cases (status, token, copy_gbs say how), then let them go
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+WORKER = Path(__file__).resolve().parents[1] / "processes" / "task_worker.py"   # the one worker program, run by path
 
 
 @dataclasses.dataclass(frozen=True)

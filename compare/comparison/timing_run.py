@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from compare.checks.check import CheckStopped, Findings
-from compare.checks.task import LOAD, TIME, Task
+from compare.checks.task import LOAD, TIME, WORKER, Task
 from compare.comparison import timing_apart, timing_culprit
 from compare.runtime import background, device_busy, run_context, supervisor
 from compare.model.reruns import Blamed, Culprit, Ran, run_excluding
@@ -27,8 +27,6 @@ from compare.model import scratch
 from compare.runtime.warm_worker import WarmWorker
 
 IN_PROCESS_ENV = "KERNEL_AB_TIMING_IN_PROCESS"
-_ROOT = Path(__file__).resolve().parents[2]
-WORKER = _ROOT / "compare" / "processes" / "task_worker.py"
 CULPRITS_AT_MOST = 3   # a dtype is timed again without one variant that ended its process at most this often
 
 

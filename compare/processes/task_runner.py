@@ -10,8 +10,8 @@ import os
 import secrets
 import sys
 import tempfile
-from pathlib import Path
 
+from compare.checks.task import WORKER as _WORKER
 from compare.processes import supervision
 from compare.runtime import status_records, supervisor
 from compare.runtime.run_context import EXCLUDED_ENV, NO_TIMING_ENV, STATUS_ENV, TOKEN_ENV
@@ -19,7 +19,6 @@ from compare.runtime.warm_worker import WarmWorker
 from compare.model import scratch
 from compare.model.task_answers import TaskAnswer, TaskState
 
-_WORKER = Path(__file__).resolve().parent / "task_worker.py"
 _HANG_POLL_S = 0.1   # how often the status file is read for a launch past its limit while a task runs
 
 
