@@ -18,7 +18,7 @@ from compare.model.reruns import Blamed, Culprit, Ending, Ran, run_excluding
 from compare.model.scratch import SCRATCH_ENV
 from compare.model.states import Crash, Failure
 from compare.model.task_answers import CrashedVariants
-from compare.runtime.exit_codes import ExitCode
+from compare.runtime.exit_codes import ExitCode, signal_name
 from compare.runtime.child_processes import adopt_orphans, child_pids, comm, live_children
 from compare.runtime import status_records
 from compare.runtime.run_context import EXCLUDED_ENV, NO_TIMING_ENV, STARTED_ENV, STATUS_ENV, TOKEN_ENV
@@ -34,13 +34,6 @@ def _prctl(option: int, value: int) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(option, value)   # Linux; elsewhere nothing
     except (OSError, AttributeError):
         pass
-
-
-def _signal_name(signum: int) -> str:
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return f"signal {signum}"
 
 
 def _start_child() -> None:
@@ -178,7 +171,7 @@ def _why(rc: int, last: dict, hung: dict) -> str:
     if rc == -signal.SIGKILL:
         return f"{Crash.CRASHED} (SIGKILL: killed from outside, as the out-of-memory killer does)"
     if rc < 0:
-        return f"{Crash.CRASHED} ({_signal_name(-rc)})"
+        return f"{Crash.CRASHED} ({signal_name(-rc)})"
     return f"{Crash.ENDED} (exit code {rc}, no report)"
 
 
@@ -201,7 +194,7 @@ def _culprit(records: list[dict], rc: int, ended: int | None) -> tuple[list[str]
     stopped = next((r for r in records if "stopped" in r and r.get("variants")), None)
     if stopped is not None and (ended in STOP_CODES.values() or rc in STOP_CODES.values()
                                 or -rc in STOP_CODES):
-        return stopped["variants"], f"sent the process {_signal_name(stopped['stopped'])}", stopped.get("what", "")
+        return stopped["variants"], f"sent the process {signal_name(stopped['stopped'])}", stopped.get("what", "")
     return None
 
 
@@ -263,7 +256,7 @@ def _after_report(rc: int, ended: int) -> int:
     if rc == ended:
         return ended
     if rc < 0:
-        how, code = f"was ended by {_signal_name(-rc)} as it exited", 128 - rc
+        how, code = f"was ended by {signal_name(-rc)} as it exited", 128 - rc
     else:
         how, code = f"exited with code {rc}", rc
     print(f"kernel-ab: the report was written (exit code {ended}), but the process then {how} (a finalizer or "

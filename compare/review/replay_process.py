@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from compare.runtime.exit_codes import signal_name
 from compare.runtime.replay_marker import MARKER   # the worker's: what it runs now
 
 WORKER = Path(__file__).resolve().parents[1] / "runtime" / "replay_worker.py"
@@ -101,7 +102,7 @@ def ended_in(ran: Ran, marker: Path) -> Ended | None:
     running = read_marker(marker)
     if ran.code in (0, None) or not running.get("what"):
         return None
-    how = f"exit code {ran.code}" if ran.code > 0 else f"{_signal_name(-ran.code)}"
+    how = f"exit code {ran.code}" if ran.code > 0 else f"{signal_name(-ran.code)}"
     return Ended(running["what"], how, running.get("stage", ""))
 
 
@@ -132,13 +133,6 @@ def _tail(started: Started) -> str:
         text = log.read().decode(errors="replace")
     tail = [ln for ln in text.splitlines() if ln.strip()][-3:]
     return " | ".join(tail)[-400:]
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 def write_go(out: Path, go: dict) -> None:

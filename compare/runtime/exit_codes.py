@@ -26,6 +26,15 @@ class ExitCode(enum.IntEnum):
     SIGTERM = 143
 
 
+def signal_name(number: int) -> str:
+    """"SIGKILL" for 9; "signal 99" for a number no signal has."""
+    import signal
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
 def after_report(unwritten: int, gates=(), failed: bool = False, otherwise: int = ExitCode.OK) -> int:
     """The exit code of a run whose report is out (compare, review): a report file that could not be written,
     else one of `gates` (compare.model.results.Gate) failing the run, or `failed` (a failure the command counts
