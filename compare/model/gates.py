@@ -13,6 +13,7 @@ from compare.model.kept import carried
 from compare.model.headline import headline
 from compare.model.problems import describe, judged, problems, ran, variant_of
 from compare.model.results import Failure, Gate, Report
+from compare.model.pair_timing import not_timed, untimed_dtypes
 from compare.model.same_code import same_pass_code
 from compare.model.skips import short_why
 from compare.model.states import GateOutcome, LoadStatus, TimingVerdict
@@ -152,6 +153,7 @@ def _slower(report: Report, pct: float) -> Gate:
         why = [f"{n} was compared on no shape ({untimed[n]})" for n in never]
         return Gate(name, pct, GateOutcome.NOT_JUDGED,
                     tuple(why) or (f"no variant was timed against {report.baseline}",))
-    partly = [f"{n} not compared on every shape ({why})" for n, why in untimed.items()]
+    partly = [f"{n} not compared on every shape ({why})" for n, why in untimed.items()] + \
+        [not_timed(s) for s in untimed_dtypes(report)]
     return Gate(name, pct, GateOutcome.PASSED, (f"no variant slower than {report.baseline} by more than {pct:g}%",
                                       *partly))

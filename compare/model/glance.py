@@ -110,7 +110,8 @@ def _timing(pair: PairVerdicts) -> list[Row]:
         rows.append(Row(b, f"timing {group.key}", verdict.removesuffix(" beyond noise"), span,
                         f"{len(hits)} of {_n(len(group.comparisons), 'shape')}",
                         Level.WARN if verdict == TimingVerdict.SLOWER else Level.INFO))
-    return rows
+    return rows + [Row(b, f"timing {s.part}", "not measured", "", _first(s.short or s.why), Level.WARN)
+                   for s in timing.untimed]
 
 
 def _pointers(v) -> int:

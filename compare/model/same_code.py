@@ -158,7 +158,7 @@ def timing_groups(report: Report, a: str, b: str) -> list[TimingGroup]:
     section = report.timing
     if section is None:
         return []
-    several = len({c.dtype for c in section.cases}) > 1
+    several = len({c.dtype for c in section.cases}) > 1 or len(report.dtype.split(",")) > 1   # one untimed: said
     found: dict[str, tuple[list, Optional[SameCode]]] = {}
     for case in section.cases:
         for c in case.comparisons:
