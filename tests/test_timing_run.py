@@ -358,3 +358,20 @@ def test_a_stop_after_one_dtype_was_timed_keeps_its_timing_and_says_the_rest_wer
     assert [(s.part, s.why) for s in found.skipped] == [
         (d, "not timed: the review's time budget (50 s) ran out") for d in ("bfloat16", "float16")]
     assert isinstance(stopped.value.stop, supervisor.OutOfTime)
+
+
+def test_a_stop_keeps_the_passes_the_plan_left_out_beside_the_dtypes_timed():
+    from compare.checks.check import CheckStopped, Findings
+    from compare.comparison import plan, timing_check
+    from compare.model.skips import Skip
+    from compare.runtime import supervisor
+    from compare.runtime.progress import Step
+    the_plan = plan.build(plan.Request(checks=("timing",)), REG)   # the seed pair: backward and full left out
+    timed = Findings(skipped=(Skip("timing", "not timed: interrupted (Ctrl-C)", "bfloat16"),))
+
+    class Stopped:   # timing processes that timed float32, then got a stop
+        def run(self, step):
+            raise CheckStopped(timed, supervisor.Stopped(2))
+    with pytest.raises(CheckStopped) as stopped:
+        timing_check._timing(the_plan, None, Step(), Stopped())
+    assert [s.part for s in stopped.value.findings.skipped] == ["backward", "full", "bfloat16"]

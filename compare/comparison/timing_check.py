@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from compare.checks.check import Case, Check, Findings, Ready, Warm
+from compare.checks.check import Case, Check, CheckStopped, Findings, Ready, Warm
 from compare.comparison import timing_run
 from compare.model.results import TimingCase, TimingSection
 from compare.model.skips import Skip
@@ -135,4 +135,7 @@ def _timing(plan: Plan, backend: Backend, step, processes=None) -> Findings:
     left_out = Findings(skipped=plan.timing_left_out)
     if processes is None:
         return left_out + Findings(timing=timing_run.run_timing(plan, step))
-    return left_out + processes.run(step)
+    try:
+        return left_out + processes.run(step)
+    except CheckStopped as stopped:   # the dtypes timed before a stop, and the passes the plan left out
+        raise CheckStopped(left_out + stopped.findings, stopped.stop) from None
