@@ -53,13 +53,13 @@ def test_timing_runs_in_fresh_processes_on_a_gpu_unless_told(monkeypatch, gpu, e
 
 
 # A stand-in for a timing process (compare/processes/timing_tasks.py), speaking its task protocol: it notes its
-# start, then for each LOAD task loads (sleeps) and answers on the pipe it is given; for its TIME task notes the
-# status file it was given and answers with a timing section (one case of the variants it was handed less those its environment excludes, its
-# method that exclusion) and says "timed". A request naming variant "dies" ends it while timing; with FAKE_WORKER
-# "abort:NAMES", a request holding NAMES not excluded writes the run's launch record of every variant, then one
-# naming NAMES (and a forged one without the token, naming the last variant), and aborts; with "busy:NAME", NAME
-# not excluded is named for keeping the GPU busy, as the timing process's probe names one; with "sigterm:NAME", NAME
-# not excluded sends its process SIGTERM while it runs alone.
+# start, then for each LOAD task loads (sleeps) and answers on the pipe it is given; for its TIME task it notes the
+# status file the task names and answers with a timing section (one case of the variants it was handed less those
+# its environment excludes, its method that exclusion). A request naming variant "dies" ends it while timing; with
+# FAKE_WORKER "abort:NAMES", a request holding NAMES not excluded writes the run's launch record of every variant,
+# then one naming NAMES (and a forged one without the token, naming the last variant), and aborts; with
+# "busy:NAME", NAME not excluded is named for keeping the GPU busy, as the timing process's probe names one; with
+# "sigterm:NAME", NAME not excluded sends its process SIGTERM while it runs alone.
 _FAKE_WORKER = '''
 import json, os, resource, sys, time
 sys.path.insert(0, {root!r})
@@ -72,7 +72,7 @@ excluded = [e[0] for e in json.loads(os.environ.get("KERNEL_AB_EXCLUDED") or "[]
 with open(os.environ["FAKE_WORKER_STARTS"], "a") as starts:
     starts.write(str(os.getpid()) + chr(10))
 while (line := sys.stdin.readline()):
-    go = json.loads(line)
+    go = json.loads(line)   # a Task: LOAD, or TIME with the run's status file, token and copy bandwidth
     request = json.loads(go["request"])
     dtype, notes = request["dtype"], os.path.join(os.environ["FAKE_WORKER_NOTES"], go["key"])
     names = [n for n in request["variants"] if n not in excluded]
