@@ -168,11 +168,12 @@ class TimingProcesses:
         self.request = request
         self.workers = [self.pool.ask(request, dtype) for dtype in dtypes]
         self.timed: set[str] = set()   # the dtypes whose process timed its cases
+        self.step = None                # where a process's progress is said while it times (`run`'s)
 
     def run(self, step) -> Findings:
         """Each dtype timed in turn: the merged section (None: none timed), a Skip for each dtype not timed. A
         stop (a signal, a review's budget) after a dtype was timed: CheckStopped with what was timed."""
-        sections, failed = [], []
+        sections, failed, self.step = [], [], step
         try:
             for w in self.workers:
                 step(f"timing {w.dtype}: in a process of its own")
@@ -273,13 +274,26 @@ class TimingProcesses:
             channel = run_context.channel()
             worker.tell(dataclasses.asdict(Task(w.key, TIME, w.request, "cuda", limit_s=supervisor.limit_s(),
                                                 status=channel.status, token=channel.token, copy_gbs=copy_gbs)))
-            timed = _answered(worker.word())
+            timed = _answered(self._relayed(w))
             if timed is not None:
                 self.timed.add(w.dtype)
                 return decode(TimingSection, timed), None
         end = worker.failure()
         ended = f"its process ended with exit code {end.exit_code}"
         return None, Untimed(f"{ended} ({end.last_line})", end.exit_code, ended)
+
+    def _relayed(self, w: AskedWorker) -> str | None:
+        """`w`'s next word that is no progress line; each progress line before it said (its dtype first)."""
+        while (said := w.worker.word()) is not None:
+            if not said.startswith('{"progress": '):
+                return said
+            try:
+                text = str(json.loads(said)["progress"])
+            except (ValueError, KeyError, TypeError):
+                return said
+            if self.step is not None:
+                self.step(f"timing {w.dtype}: {text.removeprefix('timing ')}")
+        return None
 
     def close(self) -> None:
         """Ends the processes asked and not done (the run stopped, or failed: they are replaced for the next

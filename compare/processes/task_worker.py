@@ -9,6 +9,27 @@ import os
 import sys
 
 
+class Relay:
+    """A timing process's progress, said on its answer pipe as {"progress": TEXT} lines between its tasks'
+    answers, at most one a RELAY_S (its rounds come many a second), for its coordinator to show."""
+
+    RELAY_S = 1.0
+
+    def __init__(self, answers):
+        self.answers, self.last = answers, 0.0
+
+    def __call__(self, text: str) -> None:
+        import json
+        import time
+        if time.monotonic() - self.last >= self.RELAY_S:
+            self.last = time.monotonic()
+            self.answers.write(json.dumps({"progress": text}) + "\n")
+            self.answers.flush()
+
+    def advance(self) -> None:
+        pass
+
+
 def serve(answers, lines, timing: bool = False) -> int:
     from compare.runtime import supervisor
     from compare.model.errors import summarize
@@ -20,7 +41,7 @@ def serve(answers, lines, timing: bool = False) -> int:
             continue
         task = Task.from_json(line)
         if timing:   # its coordinator reads how it ended (compare.comparison.timing_run)
-            answers.write(TaskAnswer.ok(execute(task)).as_json() + "\n")
+            answers.write(TaskAnswer.ok(execute(task, Relay(answers))).as_json() + "\n")
             answers.flush()
             continue
         try:

@@ -37,12 +37,12 @@ def _context(text: str):
     return process_keep.entered(("request", text), load)[0]
 
 
-def execute(task: Task) -> dict:
+def execute(task: Task, step=None) -> dict:
     """The task's result in JSON form: its case run by its check (compare/checks/check.py), or a timing
-    process's LOAD or TIME (compare/processes/timing_tasks.py)."""
+    process's LOAD or TIME (compare/processes/timing_tasks.py; `step`: where its progress goes)."""
     if task.kind in (LOAD, TIME):
         from compare.processes import timing_tasks
-        return timing_tasks.load(task) if task.kind == LOAD else timing_tasks.time(task)
+        return timing_tasks.load(task) if task.kind == LOAD else timing_tasks.time(task, step)
     from compare.runtime.backend import configure
     from compare.runtime import supervisor
     from compare.runtime.progress import Step

@@ -43,9 +43,9 @@ def load(task: Task) -> dict:
     return {"variants": [v.name for v in planned.variants]}
 
 
-def time(task: Task) -> dict:
-    """The loaded request's cases timed (compare.comparison.timing_run.run_timing): its timing section's JSON
-    form. Its launches go to the task's status file only while it runs: loading the next is silent again."""
+def time(task: Task, step=None) -> dict:
+    """The loaded request's cases timed (compare.comparison.timing_run.run_timing; its progress to `step`): its
+    timing section's JSON form. Its launches go to the task's status file only while it runs."""
     from compare.comparison import pipeline, timing_run
     from compare.model.results import to_dict
     planned, failed = process_keep.held(_LOADED)
@@ -53,7 +53,7 @@ def time(task: Task) -> dict:
     run_context.set_channel(task.status, task.token)
     try:
         copy_gbs = task.copy_gbs or process_keep.kept(_FLOOR, lambda: 0.0)
-        return to_dict(timing_run.run_timing(planned, pipeline.Step(), copy_gbs))
+        return to_dict(timing_run.run_timing(planned, step or pipeline.Step(), copy_gbs))
     finally:
         run_context.set_channel(None, None)
         process_keep.let_go(_LOADED)
