@@ -5,6 +5,8 @@ revisions imported once for the process's life) while the run's numerics go on, 
 its cases with launches written to the run's status file (a supervisor sees them), then lets the variants go."""
 from __future__ import annotations
 
+import contextlib
+
 from compare.checks.task import Task
 from compare.runtime import process_keep, run_context
 
@@ -20,8 +22,8 @@ def floor() -> float:
 
 
 def prepare(limit_s: float) -> None:
-    """The process's start, before any task: ended with its parent, the launch limit set, the GPU configured
-    (with the idle probe) and its copy bandwidth measured."""
+    """The process's start, before any task: the launch limit set, the GPU configured (with the idle probe) and
+    its copy bandwidth measured."""
     from compare.runtime import supervisor
     from compare.runtime.backend import configure
     supervisor.set_limit(limit_s)
@@ -37,10 +39,15 @@ def load(task: Task) -> dict:
     from variants import registry
     request = timing_run.request_from_json(task.request, plan.Request, TimingConfig)
     kernels = process_keep.entered(("timing: kernels", request.repo), lambda: loading.kept_kernels(request.repo))
-    planned, failed = process_keep.hold(_LOADED, lambda: pipeline.planned(
-        request, registry(), excluded=run_context.culprits(), kernels=kernels))
-    planned, _ = pipeline.without_crashed(planned, failed, run_context.culprits())
+    planned = process_keep.hold(_LOADED, lambda: _planned(pipeline, request, registry(), kernels))
     return {"variants": [v.name for v in planned.variants]}
+
+
+@contextlib.contextmanager
+def _planned(pipeline, request, registry, kernels):
+    """The request's plan with its variants loaded for the block, less those the environment excludes."""
+    with pipeline.planned(request, registry, excluded=run_context.culprits(), kernels=kernels) as (planned, failed):
+        yield pipeline.without_crashed(planned, failed, run_context.culprits()).plan
 
 
 def time(task: Task, step=None) -> dict:
@@ -48,8 +55,7 @@ def time(task: Task, step=None) -> dict:
     timing section's JSON form. Its launches go to the task's status file only while it runs."""
     from compare.comparison import pipeline, timing_run
     from compare.model.results import to_dict
-    planned, failed = process_keep.held(_LOADED)
-    planned, _ = pipeline.without_crashed(planned, failed, run_context.culprits())
+    planned = process_keep.held(_LOADED)
     run_context.set_channel(task.status, task.token)
     try:
         copy_gbs = task.copy_gbs or process_keep.kept(_FLOOR, lambda: 0.0)
