@@ -6,7 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 from compare.model.line import Line, plural as _n
-from compare.model.problems import Lists, Problem, SaidOnce, bits, brief, describe, input_kinds, ran, variant_of
+from compare.model.problems import (Lists, Problem, SaidOnce, bits, brief, covered, describe, input_kinds, ran,
+                                    variant_of)
 from compare.model.results import NumericsCase, NumericsSection, PairVerdict
 from compare.model.states import Accuracy, Bits, Failure, Level, Status
 
@@ -75,15 +76,11 @@ def _bitwise_part(direction: str, cases: list[NumericsCase], a: str, b: str) -> 
     return f"{direction}: " + ", ".join(parts), differ, spread
 
 
-def _once(case: NumericsCase, name: str, once: dict[str, tuple[SaidOnce, ...]]) -> bool:
-    return any(s.direction in ("", case.direction) for s in once.get(name, ()))
-
-
 def _failed(case: NumericsCase, side: str, other: str, is_b: bool, once: dict) -> bool:
     """`side` failed in `case` where `other` gave numbers, and no line said once covers it; B's own crash
     there is not counted here: it is a new problem."""
     v = variant_of(case, side)
-    return (v is not None and v.status == Status.ERROR and not _once(case, side, once) and produced(case, other)
+    return (v is not None and v.status == Status.ERROR and not covered(once.get(side, ()), case) and produced(case, other)
             and (not is_b or not ran(v)))
 
 
@@ -106,7 +103,7 @@ def _not_run(section: NumericsSection, a: str, b: str, once: dict[str, tuple[Sai
     """Where B did not run, and where a side failed (not run, as far as the comparison goes), unless said once."""
     parts = []
     missing = [c for c in section.cases if ran(variant_of(c, a)) and not ran(variant_of(c, b))
-               and not _once(c, b, once) and getattr(variant_of(c, b), "status", "") != Status.ERROR]
+               and not covered(once.get(b, ()), c) and getattr(variant_of(c, b), "status", "") != Status.ERROR]
     if missing:
         why = variant_of(missing[0], b)
         parts.append(f"not run in {_n(len(missing), 'case')} ({why.reasons[0] if why and why.reasons else 'no result'})")

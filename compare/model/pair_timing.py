@@ -5,6 +5,7 @@ where the two run the same compiled code, in every pass or in one (compare/model
 timing difference is noise by construction."""
 from __future__ import annotations
 
+import collections
 import dataclasses
 from typing import Optional
 
@@ -64,10 +65,8 @@ def _line(groups: tuple[TimingGroup, ...], untimed: tuple[Skip, ...] = ()) -> Li
             parts.append(f"{group.key} not compared ({comps[0].reason or 'a variant failed'})")
             level = Level.WARN
             continue
-        counts: dict[str, int] = {}
-        for c in judged:
-            counts[c.verdict] = counts.get(c.verdict, 0) + 1
-        verdicts = ", ".join(f"{v} in {n}" for v, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+        counts = collections.Counter(c.verdict for c in judged)
+        verdicts = ", ".join(f"{v} in {n}" for v, n in counts.most_common())
         span = ratio_span(min(c.ratio for c in judged), max(c.ratio for c in judged))
         parts.append(f"{group.key}: {verdicts} of {_n(len(comps), 'shape')} ({span})")
         if TimingVerdict.SLOWER in counts:

@@ -131,12 +131,8 @@ def _worst_per_output(items: set[Problem]) -> list[Problem]:
 def describe(items: set[Problem], kinds_order: tuple[str, ...] = ()) -> list[str]:
     """Problems as lines, one per (input kind, dtype): '<kind> inputs, <dtype>: <what> in <direction> <outputs>; ...',
     input kinds in `kinds_order` (then the rest)."""
-    groups: dict[tuple[str, str], set[Problem]] = {}
-    for p in items:
-        groups.setdefault((p.input_kind, p.dtype), set()).add(p)
-    rank = {k: i for i, k in enumerate(kinds_order)}
     lines = []
-    for (kind, dtype), ps in sorted(groups.items(), key=lambda kv: (rank.get(kv[0][0], len(rank)), kv[0])):
+    for (kind, dtype), ps in _by_place(items, kinds_order):
         by_what: dict[str, list[str]] = {}
         for p in _worst_per_output(ps):
             by_what.setdefault(p.detail or p.kind, []).append(p.direction if p.output == "-"
@@ -153,12 +149,11 @@ def by_problem(items: set[Problem] | frozenset[Problem], kinds_order: tuple[str,
     worst first: 'NaN where the reference is finite in forward y and backward dx: large_mean and huge inputs
     (float32)' (the dtype with each input kind where several)."""
     dtypes = sorted({p.dtype for p in items})
-    rank = {k: i for i, k in enumerate(kinds_order)}
     where: dict[tuple[str, str], list[str]] = {}
     worst_kind: dict[tuple[str, str], int] = {}
-    for kind, dtype in sorted({(p.input_kind, p.dtype) for p in items}, key=lambda k: (rank.get(k[0], len(rank)), k)):
+    for (kind, dtype), ps in _by_place(items, kinds_order):
         by_what: dict[str, list[Problem]] = {}
-        for p in _worst_per_output({p for p in items if (p.input_kind, p.dtype) == (kind, dtype)}):
+        for p in _worst_per_output(ps):
             by_what.setdefault(p.detail or p.kind, []).append(p)
         for what, ps in by_what.items():
             key = (what, _join_outputs([p.direction if p.output == "-" else f"{p.direction} {p.output}" for p in ps]))
@@ -167,6 +162,13 @@ def by_problem(items: set[Problem] | frozenset[Problem], kinds_order: tuple[str,
     only = f" ({dtypes[0]})" if len(dtypes) == 1 else ""
     return [f"{what} in {outs}: {_and(where[(what, outs)])} inputs{only}"
             for what, outs in sorted(where, key=lambda k: worst_kind[k])]
+
+
+def _by_place(items, kinds_order: tuple[str, ...]) -> list[tuple[tuple[str, str], set[Problem]]]:
+    """`items` grouped by (input kind, dtype), input kinds in `kinds_order` (then the rest, by name)."""
+    rank = {k: i for i, k in enumerate(kinds_order)}
+    places = sorted({(p.input_kind, p.dtype) for p in items}, key=lambda k: (rank.get(k[0], len(rank)), k))
+    return [(place, {p for p in items if (p.input_kind, p.dtype) == place}) for place in places]
 
 
 def _join_outputs(outs: list[str]) -> str:
@@ -270,10 +272,8 @@ def brief(items: set[Problem] | frozenset[Problem], kinds_order: tuple[str, ...]
     """Problems in a few words, worst first, by what and on which inputs: 'NaN on large_mean and
     all_equal inputs | less accurate than torch on nonfinite inputs' (the dtype too where several)."""
     several = len({p.dtype for p in items}) > 1
-    rank = {k: i for i, k in enumerate(kinds_order)}
     where: dict[str, list[str]] = {}
-    worst = [p for key in sorted({(p.input_kind, p.dtype) for p in items}, key=lambda k: (rank.get(k[0], len(rank)), k))
-             for p in _worst_per_output({p for p in items if (p.input_kind, p.dtype) == key})]
+    worst = [p for _, ps in _by_place(items, kinds_order) for p in _worst_per_output(ps)]
     for p in sorted(worst, key=lambda p: ProblemKind.rank(p.kind)):   # stable: input kinds stay in order
         what = p.detail.split(" where ")[0] if p.kind == ProblemKind.NONFINITE \
             else p.detail if p.kind == ProblemKind.LESS_ACCURATE else p.kind

@@ -4,9 +4,9 @@ from __future__ import annotations
 import dataclasses
 
 from compare.model.loopclaims import match_lines, op_deltas
-from compare.model.loopmatch import stage_matches
+from compare.model.loopmatch import stage_matches, stage_of
 from compare.model.pair_code import details, not_found, pair_code_line
-from compare.model.results import IRLoop, IRSection, IRStage, IRVariant
+from compare.model.results import IRLoop, IRSection, IRVariant
 from compare.model.states import IRStatus, LoopMatch
 from compare.model.results_ir import NOT_RUN, IRKernelMatch, failed_at
 from compare.model.vocabulary import STAGE_TITLES
@@ -93,10 +93,6 @@ def _carried(loop: IRLoop) -> str:
     return ", ".join(c.type + ("*" if c.pointer else "") + (f" {c.name}" if c.name else "") for c in loop.carried)
 
 
-def _stage(v: IRVariant, stage: str) -> IRStage | None:
-    return next((s for s in v.stages if s.stage == stage), None)
-
-
 def resources_rows(section: IRSection) -> tuple:
     rows = []
     for v in section.variants:
@@ -133,10 +129,10 @@ def loop_rows(section: IRSection, stage: str) -> tuple:
     ok = [v for v in section.variants if v.status == IRStatus.OK]
     rows = []
     for first in [v for v in ok if _baseline_of(v, ok) is v]:
-        base = _stage(first, stage)
+        base = stage_of(first, stage)
         if base is None:
             continue
-        others = [(v, _stage(v, stage)) for v in ok if v is not first and _baseline_of(v, ok) is first]
+        others = [(v, stage_of(v, stage)) for v in ok if v is not first and _baseline_of(v, ok) is first]
         others = [(v, s, stage_matches(section, first.variant, v.variant, stage)) for v, s in others if s]
         for loop in sorted(base.loops, key=lambda l: l.first_line):
             rows.append(_loop_row(loop, first, "-", None))
@@ -159,7 +155,7 @@ def loop_rows(section: IRSection, stage: str) -> tuple:
 def memory_rows(section: IRSection, stage: str) -> tuple:
     rows = []
     for v in section.variants:
-        s = _stage(v, stage) if v.status == IRStatus.OK else None
+        s = stage_of(v, stage) if v.status == IRStatus.OK else None
         for m in s.memory if s else ():
             rows.append((v.variant, m.kind, m.op, m.width, m.loop, str(m.count)))
     return tuple(rows)
@@ -189,7 +185,7 @@ def ir_summary(section: IRSection, baseline: str) -> list[tuple[str, str]]:
             continue
         parts = []
         for v in ok:
-            s = _stage(v, stage)
+            s = stage_of(v, stage)
             carrying = [l for l in s.loops if l.carried_pointers] if s else []
             parts.append(f"{v.variant} " + (", ".join(f"loop {l.path} carries {l.carried_pointers} pointer"
                                                      f"{'s' if l.carried_pointers != 1 else ''}"

@@ -56,7 +56,7 @@ def verdict_legend(factor: float) -> tuple[str, ...]:
 _BITWISE = {Bits.IDENTICAL: "equal", Bits.WITHIN_SPREAD: "within spread", Bits.DIFFER: "DIFFER"}
 
 
-def _label(name: str, case: NumericsCase, added: str) -> str:
+def _label(name: str, added: str) -> str:
     return f"{name} (reference point)" if name == added else name
 
 
@@ -69,7 +69,7 @@ def _numerics_tables(case: NumericsCase, section: NumericsSection) -> list[Table
     rows, notes, yardstick = [], [], []
     for v in case.variants:
         out = {e.output: e for e in v.outputs}
-        label = _label(v.variant, case, added)
+        label = _label(v.variant, added)
         is_reference = v.variant == case.reference
         status = "reference" if is_reference and v.produced else v.status.replace("_", " ")
         if v.status in (Status.NOT_RUN, Status.ERROR, Status.UNTRUSTED) or first not in out:
@@ -100,7 +100,7 @@ def _numerics_tables(case: NumericsCase, section: NumericsSection) -> list[Table
         tables.append(Table(f"Bitwise: {where}", ("A", "B", "output", "bitwise", "differing", "max abs A-B",
                                                   "run-to-run", "first at"), prow, legend))
     if case.verdicts:
-        vrow = tuple((_label(v.a, case, added), _label(v.b, case, added),
+        vrow = tuple((_label(v.a, added), _label(v.b, added),
                       "LESS ACCURATE" if v.accuracy == Accuracy.LESS else v.accuracy,
                       v.basis, "; ".join(v.detail) or "-") for v in case.verdicts)
         tables.append(Table(f"Accuracy verdicts: {where}", ("A", "B", "B against A", "basis", "where B lost, then gained"),
@@ -116,7 +116,7 @@ def numerics_summary(section: NumericsSection, found: Lists) -> list[tuple[str, 
     names = list(dict.fromkeys(v.variant for c in section.cases for v in c.variants))
     for name in names:
         results = [(c, v) for c in section.cases for v in c.variants if v.variant == name]
-        label = f"{name} (reference point)" if name == section.added_reference else name
+        label = _label(name, section.added_reference)
         not_run = [(c, v) for c, v in results if v.status == Status.NOT_RUN]
         untrusted = [(c, v) for c, v in results if v.status == Status.UNTRUSTED]
         failed, counted = _counted(found, name, results)

@@ -158,12 +158,8 @@ def _ir_diffs(console: Console, report: Report) -> None:
 
 
 def verdict_line(console: Console, level: str, text: str) -> None:
-    """A line of a level (ok, fail, warn, skip, info) as the report's own verdict lines are printed."""
-    _line(console, level, text)
-
-
-def _line(console: Console, level: str, text: str) -> None:
-    """A verdict line: its mark, then the text, wrapped by words and hanging under its first word."""
+    """A line of a level (ok, fail, warn, skip, info): its mark, then the text, wrapped by words and hanging
+    under its first word (as the report's own verdict lines are printed)."""
     grid = RichTable.grid(padding=(0, 1))
     grid.add_column(no_wrap=True)
     grid.add_column()
@@ -183,13 +179,13 @@ def _headline(console: Console, head: Headline, gates: list[tuple[str, str]]) ->
         a, b = pair.baseline, pair.variant
         console.print(Text.assemble((b, "bold"), " against ", (a, "bold"), " (baseline):"))
         for line in pair.lines:
-            _line(console, line.level, line.text)
+            verdict_line(console, line.level, line.text)
         _list(console, f"new in {b} (not in {a})", pair.problems_introduced, "     ")
         _list(console, f"fixed by {b} (in {a}, not in {b})", pair.problems_fixed, "     ")
     _list(console, head.shared_title, head.shared)
     _list(console, head.kept_title, head.kept)
     for level, text in gates:
-        _line(console, level, text)
+        verdict_line(console, level, text)
 
 
 def _glance(console: Console, report: Report, the_headline: Headline, gates: list[tuple[str, str]]) -> None:
@@ -223,7 +219,7 @@ def _glance(console: Console, report: Report, the_headline: Headline, gates: lis
                                f"{'s' if len(items) > 1 else ''}{': ' + ', '.join(kinds) if kinds else ''} "
                                "(--verbose lists them)"))
     for level, text in gates:
-        _line(console, level, text)
+        verdict_line(console, level, text)
 
 
 def render(report: Report, console: Console | None = None, verbose: bool = False) -> None:
@@ -233,11 +229,11 @@ def render(report: Report, console: Console | None = None, verbose: bool = False
     console.rule(Text(f"kernel-ab: {report.family}, preset {report.preset}, {report.dtype}, baseline {report.baseline}"))
     console.print(Text(f"ran on {report.environment.ran_on}", style="dim"))
     if report.interrupted is not None:
-        _line(console, "warn", report.interrupted.text())
+        verdict_line(console, "warn", report.interrupted.text())
     _glance(console, report, the_headline, gate_lines(report, full=verbose))
     summary, sections = build(report, the_headline)
     for level, text in summary.lines:   # variants not loaded, checks skipped: never only in the detail
-        _line(console, level, text)
+        verdict_line(console, level, text)
     if not verbose:
         console.print(Text(VERBOSE_NOTE, style="dim"))
         return
@@ -260,7 +256,7 @@ def print_section(console: Console, section, tables: bool = True) -> None:
     """A section: its title, verdict lines, intro, then (`tables`) its tables and, once, their legend."""
     console.rule(Text(section.title))
     for level, text in section.lines:
-        _line(console, level, text)
+        verdict_line(console, level, text)
     for line in section.intro:
         console.print(Text(line))
     for table in section.tables if tables else ():

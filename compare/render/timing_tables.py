@@ -2,6 +2,8 @@
 control as the table's last row)."""
 from __future__ import annotations
 
+import collections
+
 from compare.model.ratios import ratio_interval, ratio_span, ratio_text
 from compare.render.table import Table
 from compare.model.results import TimingCase, TimingComparison, TimingSection
@@ -119,9 +121,7 @@ def timing_summary(section: TimingSection) -> list[tuple[str, str]]:
                 lines.append(("fail", f"timing {label}: {variant} vs {baseline}: not compared (a variant failed)"))
             continue
         mode = f"{mode} {dtype}" if several else mode
-        counts = {}
-        for c in comps:
-            counts[c.verdict] = counts.get(c.verdict, 0) + 1
+        counts = collections.Counter(c.verdict for c in comps)
         parts = ", ".join(f"{v} in {n} of {len(comps)} shapes" for v, n in counts.items())
         lo, hi = min(c.ratio for c in comps), max(c.ratio for c in comps)
         level = "warn" if "slower" in counts else "info"
