@@ -57,8 +57,7 @@ def _numerics(report: Report, pair: PairVerdicts, direction: str) -> Row:
     if not cases:   # asked for, never started (a stop signal came first)
         return Row(b, check, "not run", "", _first(why_not_run(report.skipped, check)), Level.SKIP)
     verdict = pair.passes[direction]
-    level, both, differ, introduced, fixed = (verdict.line.level, verdict.both, verdict.differ, verdict.introduced,
-                                              verdict.fixed)
+    level, both, differ = verdict.line.level, verdict.both, verdict.differ
     if not both:
         why = next((v.reasons[0] for c in cases for v in [variant_of(c, b) or variant_of(c, a)] if v and v.reasons),
                    "no case where both ran")
@@ -68,12 +67,10 @@ def _numerics(report: Report, pair: PairVerdicts, direction: str) -> Row:
     order = list(dict.fromkeys(f"{c.dtype} {c.input_kind}" for c in cases))
     if less:
         return Row(b, check, "less accurate", f"{len(less)} {of}", _places(less), level)
-    if introduced:
-        kinds = {(p.dtype, p.input_kind) for p in introduced}
-        return Row(b, check, "new problems", f"{len(kinds)} {of}", _places(introduced, order), level)
-    if fixed:
-        kinds = {(p.dtype, p.input_kind) for p in fixed}
-        return Row(b, check, "fixes problems", f"{len(kinds)} {of}", _places(fixed, order), level)
+    for found, said in ((verdict.introduced, "new problems"), (verdict.fixed, "fixes problems")):
+        if found:
+            kinds = {(p.dtype, p.input_kind) for p in found}
+            return Row(b, check, said, f"{len(kinds)} {of}", _places(found, order), level)
     if more:
         return Row(b, check, "more accurate", f"{len(more)} {of}", _places(more), level)
     if differ and not verdict.unjudged:   # as the headline says it: "as accurate as A where bits differ"

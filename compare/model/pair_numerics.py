@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 from compare.model.line import Line, plural as _n
-from compare.model.problems import (Lists, Problem, SaidOnce, bits, brief, covered, describe, input_kinds, ran,
-                                    variant_of)
+from compare.model.problems import (Lists, Problem, SaidOnce, bits, brief, covered, describe, input_kinds,
+                                    produced, ran, variant_of)
 from compare.model.results import NumericsCase, NumericsSection, PairVerdict
 from compare.model.states import Accuracy, Bits, Failure, Level, Status
 
@@ -80,13 +80,8 @@ def _failed(case: NumericsCase, side: str, other: str, is_b: bool, once: dict) -
     """`side` failed in `case` where `other` gave numbers, and no line said once covers it; B's own crash
     there is not counted here: it is a new problem."""
     v = variant_of(case, side)
-    return (v is not None and v.status == Status.ERROR and not covered(once.get(side, ()), case) and produced(case, other)
-            and (not is_b or not ran(v)))
-
-
-def produced(case: NumericsCase, name: str) -> bool:
-    v = variant_of(case, name)
-    return v is not None and v.produced
+    return (v is not None and v.status == Status.ERROR and not covered(once.get(side, ()), case)
+            and produced(variant_of(case, other)) and (not is_b or not ran(v)))
 
 
 def _where(case: NumericsCase, verdict, outputs: tuple[str, ...]) -> str:
@@ -119,7 +114,7 @@ def _not_run(section: NumericsSection, a: str, b: str, once: dict[str, tuple[Sai
 def pair_numerics(section: NumericsSection, a: str, b: str, introduced: frozenset[Problem],
                   fixed: frozenset[Problem], once: dict[str, tuple[SaidOnce, ...]]) -> PairNumerics:
     """B against A over `section`'s cases (`introduced`, `fixed`: B's problems there; `once`: failures said once)."""
-    both = tuple(c for c in section.cases if produced(c, a) and produced(c, b))
+    both = tuple(c for c in section.cases if produced(variant_of(c, a)) and produced(variant_of(c, b)))
     bitwise, differ, spread = [], [], []
     for direction in dict.fromkeys(c.direction for c in both):
         text, beyond, within = _bitwise_part(direction, [c for c in both if c.direction == direction], a, b)

@@ -361,14 +361,9 @@ class Report:
 
 
 # ---------------------------------------------------------------- JSON form
-def to_dict(report: Report) -> dict:
-    """The JSON-ready form of a report (non-finite floats become the strings NaN/Infinity)."""
-    return _encode(report)
-
-
-def decode(tp: Any, value: Any) -> Any:
-    """Any record of the model (`tp`) from its JSON form; ReportFormatError naming the field where it is not."""
-    return _decode(tp, value)
+# to_dict: the JSON-ready form of a report (non-finite floats become the strings NaN/Infinity); decode(tp, value):
+# any record of the model from its JSON form, ReportFormatError naming the field where it is not
+to_dict, decode = _encode, _decode
 
 
 def from_dict(data: dict) -> Report:

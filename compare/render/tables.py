@@ -1,12 +1,11 @@
 """The report as summary lines and titled tables with legends, shared by every text renderer."""
 from __future__ import annotations
 
-
 from compare.model.pair_numerics import grouped
 from compare.model.problems import NOT_RUN, Lists, covered, describe, input_kinds, lists, produced, variant_of
-from compare.render import check_tables, ir_tables
+from compare.render import ir_tables
 from compare.render.table import Section, Summary, Table, section_legend  # noqa: F401 (re-exported)
-from compare.model.results import Failure, IRSection, NumericsCase, NumericsSection, Report, Skip
+from compare.model.results import CheckSection, Failure, IRSection, NumericsCase, NumericsSection, Report, Skip
 from compare.model.states import Accuracy, Bits, GateOutcome, Level, LoadStatus, Status
 from compare.model.vocabulary import STAGE_TITLES
 
@@ -291,7 +290,7 @@ def build(report: Report, head=None) -> tuple[Summary, list[Section]]:
                                 tuple(timing_summary(report.timing))))
     for ir in report.ir_sections:
         sections.append(ir_section(ir, tuple(ir_tables.ir_summary(ir, report.baseline))))
-    sections.extend(check_tables.section(s) for s in report.checks)
+    sections.extend(check_section(s) for s in report.checks)
     summary.extend(("skip", f"skipped: {reason}") for reason in report.skipped
                    if not reason.interrupted and not _in_headline(reason, head))   # Report.interrupted says those
     return Summary(tuple(summary)), sections
@@ -324,6 +323,19 @@ def ir_section(section: IRSection, lines: tuple[tuple[str, str], ...] = ()) -> S
                                                                  "raw changed lines", "raw diff length", "diff / raw"),
                             ir_tables.diff_rows(section), ir_tables.DIFF_LEGEND))
     return Section(heading, intro, tuple(tables), lines)
+
+
+_HOLDS = {True: "yes", False: "NO", None: "not run"}
+
+
+def check_section(found: CheckSection) -> Section:
+    """A check outside the built-in four: its verdict lines, then a row per variant and case saying whether the
+    property holds."""
+    lines = tuple((v.outcome.level, f"{found.check}: {v.variant} against {v.baseline}: {v.outcome.value}"
+                   + (f" in {v.amount} ({v.where})" if v.amount else f" ({v.where})")) for v in found.verdicts)
+    rows = tuple((r.variant, r.case, _HOLDS[r.holds], r.detail or "-") for r in found.rows)
+    return Section(found.title, found.intro, (Table(found.title, ("variant", "case", found.check, "detail"), rows,
+                                                    found.legend),), lines)
 
 
 def variants_table(report: Report) -> Table:

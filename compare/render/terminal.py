@@ -145,11 +145,10 @@ def _ir_diffs(console: Console, report: Report) -> None:
         if block.kind == "listing":
             console.print(Text(block.text))
             continue
-        a_name, b_name = block.a, block.b
         rt = RichTable(show_header=True, show_lines=False, box=None, expand=True)
-        rt.add_column(Text(a_name), overflow="fold", ratio=1)
+        rt.add_column(Text(block.a), overflow="fold", ratio=1)
         rt.add_column("", width=1)
-        rt.add_column(Text(b_name), overflow="fold", ratio=1)
+        rt.add_column(Text(block.b), overflow="fold", ratio=1)
         for a, b, tag in side_by_side(block.text):
             sa, sb = _SIDE_STYLE[tag]
             rt.add_row(Text(a, style=sa), _SIDE_MARK[tag], Text(b, style=sb))
