@@ -8,6 +8,7 @@ import dataclasses
 from typing import Optional
 
 from compare.model.kept import kept
+from compare.model.plain_words import listed
 from compare.model.results import NumericsCase, NumericsSection, Report, VariantNumerics
 from compare.model.states import Accuracy, Bits, Failure, LoadStatus, ProblemKind, Status
 
@@ -160,7 +161,7 @@ def by_problem(items: set[Problem] | frozenset[Problem], kinds_order: tuple[str,
             where.setdefault(key, []).append(kind if len(dtypes) == 1 else f"{kind} {dtype}")
             worst_kind[key] = min(ProblemKind.rank(p.kind) for p in ps)
     only = f" ({dtypes[0]})" if len(dtypes) == 1 else ""
-    return [f"{what} in {outs}: {_and(where[(what, outs)])} inputs{only}"
+    return [f"{what} in {outs}: {listed(where[(what, outs)])} inputs{only}"
             for what, outs in sorted(where, key=lambda k: worst_kind[k])]
 
 
@@ -280,8 +281,4 @@ def brief(items: set[Problem] | frozenset[Problem], kinds_order: tuple[str, ...]
         label = f"{p.input_kind} {p.dtype}" if several else p.input_kind
         if label not in where.setdefault(what, []):
             where[what].append(label)
-    return " | ".join(f"{what} on {_and(labels)} inputs" for what, labels in where.items())
-
-
-def _and(words: list[str]) -> str:
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+    return " | ".join(f"{what} on {listed(labels)} inputs" for what, labels in where.items())

@@ -171,7 +171,7 @@ def diff_rows(section: IRSection) -> tuple:
     return tuple(rows)
 
 
-def ir_summary(section: IRSection, baseline: str) -> list[tuple[str, str]]:
+def ir_summary(section: IRSection) -> list[tuple[str, str]]:
     """Verdict lines: failed compiles, pointer-carrying loops per stage, diff sizes and registers."""
     ir = "ir" if section.kernel == "forward" else f"ir {section.kernel}"
     lines = _kernel_lines(section)
@@ -193,9 +193,8 @@ def ir_summary(section: IRSection, baseline: str) -> list[tuple[str, str]]:
                                                      for l in carrying)
                                             or "no loop carries a pointer"))
         lines.append(("info", f"{ir} {STAGE_TITLES[stage]}: " + "; ".join(parts)))
-    for p in section.pairs:
-        for text in match_lines(section, p.a, p.b):
-            lines.append(("info", f"{ir} loops of {p.b} paired with {p.a}'s: {text}"))
+    lines += [("info", f"{ir} loops of {p.b} paired with {p.a}'s: {text}")
+              for p in section.pairs for text in match_lines(section, p.a, p.b)]
     for p in section.pairs:
         sizes = ", ".join(f"{STAGE_TITLES[d.stage]} {'identical' if d.identical else d.changed_lines}"
                           for d in p.stages)

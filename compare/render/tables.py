@@ -289,7 +289,7 @@ def build(report: Report, head=None) -> tuple[Summary, list[Section]]:
         sections.append(Section("Timing", tuple(intro), tuple(timing_table(c, legend) for c in report.timing.cases),
                                 tuple(timing_summary(report.timing))))
     for ir in report.ir_sections:
-        sections.append(ir_section(ir, tuple(ir_tables.ir_summary(ir, report.baseline))))
+        sections.append(ir_section(ir, tuple(ir_tables.ir_summary(ir))))
     sections.extend(check_section(s) for s in report.checks)
     summary.extend(("skip", f"skipped: {reason}") for reason in report.skipped
                    if not reason.interrupted and not _in_headline(reason, head))   # Report.interrupted says those

@@ -104,29 +104,27 @@ def timing_summary(section: TimingSection) -> list[tuple[str, str]]:
                               for case in section.cases for c in case.comparisons))
     several = len({k[3] for k in keys}) > 1
     for baseline, variant, mode, dtype in keys:
+        said = f"timing {mode}{f' {dtype}' if several else ''}: {variant} vs {baseline}"
         comps = [c for case in section.cases for c in case.comparisons if (c.baseline, c.variant) == (baseline, variant)
                  and (case.mode, case.dtype) == (mode, dtype) and c.verdict != "n/a"]
         if not comps:
             statuses = {v.status for case in section.cases if (case.mode, case.dtype) == (mode, dtype)
                         for v in case.variants if v.variant in (baseline, variant) and v.status != "ok"}
-            label = f"{mode} {dtype}" if several else mode
             fouled = sorted({f.foul.value for case in section.cases if (case.mode, case.dtype) == (mode, dtype)
                              for f in case.fouls if f.variant in (baseline, variant)})
             if fouled:   # compare/model/fouls.py: no verdict for a side that fouled
-                lines.append(("fail", f"timing {label}: {variant} vs {baseline}: no verdict (foul: {'; '.join(fouled)})"))
+                lines.append(("fail", f"{said}: no verdict (foul: {'; '.join(fouled)})"))
             elif statuses == {"not_run"}:   # the variant's run said these shapes are not its own
-                lines.append(("warn", f"timing {label}: {variant} vs {baseline}: not compared (not run: not for "
-                                      "these shapes)"))
+                lines.append(("warn", f"{said}: not compared (not run: not for these shapes)"))
             else:
-                lines.append(("fail", f"timing {label}: {variant} vs {baseline}: not compared (a variant failed)"))
+                lines.append(("fail", f"{said}: not compared (a variant failed)"))
             continue
-        mode = f"{mode} {dtype}" if several else mode
         counts = collections.Counter(c.verdict for c in comps)
         parts = ", ".join(f"{v} in {n} of {len(comps)} shapes" for v, n in counts.items())
         lo, hi = min(c.ratio for c in comps), max(c.ratio for c in comps)
         level = "warn" if "slower" in counts else "info"
         same = f" ({comps[0].basis}: measurement noise)" if all(c.basis in SAME_CODE_BASES for c in comps) else ""
-        lines.append((level, f"timing {mode}: {variant} vs {baseline}: {parts}{same} (ratio {ratio_span(lo, hi, 2)})"))
+        lines.append((level, f"{said}: {parts}{same} (ratio {ratio_span(lo, hi, 2)})"))
     lines.extend(_control_summary(section))
     for case in section.cases:
         for v in case.variants:
