@@ -90,14 +90,10 @@ def _decode(tp: Any, value: Any, where: str = "report") -> Any:
         if value not in typing.get_args(tp):
             raise wrong(" or ".join(map(repr, typing.get_args(tp))))
         return value
-    if isinstance(tp, type) and issubclass(tp, ObjectForm):
+    if dataclasses.is_dataclass(tp) or isinstance(tp, type) and issubclass(tp, ObjectForm):
         if not isinstance(value, dict):
             raise wrong(f"an object ({tp.__name__})")
-        return tp(value)
-    if dataclasses.is_dataclass(tp):
-        if not isinstance(value, dict):
-            raise wrong(f"an object ({tp.__name__})")
-        return _decode_record(tp, value, where)
+        return tp(value) if issubclass(tp, ObjectForm) else _decode_record(tp, value, where)
     if origin is tuple:
         if not isinstance(value, list):
             raise wrong("a list")

@@ -187,7 +187,7 @@ def _baseline_line(found: Lists, label: str, ran: int) -> tuple[str, str]:
     mine = found.shared.union(*found.kept.values(), *found.fixed.values())
     if not mine:
         return "ok", f"numerics: {label} (baseline): no problem in {_all(ran)}"
-    where = f"numerics: {label} (baseline): problems in {len({_where(p) for p in mine})} of {ran} cases run: "
+    where = f"numerics: {label} (baseline): problems in {len({p.key[:4] for p in mine})} of {ran} cases run: "
     if not found.others:
         return "fail", where + "its own (the only variant judged)"
     how = []
@@ -209,17 +209,12 @@ def _all(n: int) -> str:
     return "the 1 case run" if n == 1 else f"all {n} cases run"
 
 
-def _where(p) -> tuple:
-    return p.direction, p.dtype, p.input_kind, p.shape
-
-
 def _bitwise_lines(section: NumericsSection, baseline: str) -> list[tuple[str, str]]:
     lines = []
     for other in dict.fromkeys(v.variant for c in section.cases for v in c.variants):
         if other in (baseline, section.added_reference):
             continue
-        pairs = [p for c in section.cases for p in c.pairs
-                 if {p.a, p.b} == {baseline, other}]
+        pairs = [p for c in section.cases for p in c.pairs if {p.a, p.b} == {baseline, other}]
         if not pairs:
             continue
         differing = [p for p in pairs if p.verdict == Bits.DIFFER]
