@@ -17,7 +17,6 @@ from compare.model.pair_numerics import PairNumerics, once_lines, pair_numerics
 from compare.model.pair_timing import PairTiming, pair_timing
 from compare.model.problems import Lists, Problem, by_problem, describe, input_kinds, judged, lists
 from compare.model.results import Report
-from compare.model.skips import Skip
 from compare.model.states import Level
 from compare.model.vocabulary import BACKWARD, NUMERICS
 
@@ -94,17 +93,13 @@ def headline(report: Report) -> Headline:
     return kept(report, Headline, lambda: _headline(report))
 
 
-def _unstarted(skipped: tuple[Skip, ...]) -> list[Line]:
-    """A line for each numerics pass asked for that a stop signal kept from starting: its glance row has one, so
-    the lines under the glance say it too, not only the passes that ran."""
-    return [Line(s.check, Level.SKIP, f"{s.check}: not run ({s.why})") for s in skipped
-            if s.interrupted and s.check in (NUMERICS, BACKWARD)]
-
-
 def _headline(report: Report) -> Headline:
     section, base = report.numerics, report.baseline
     found = lists(report)   # compare/model/problems.py decides what is shared, introduced or fixed
     kinds = input_kinds(section) if section else ()
+    # each numerics pass asked for that a stop signal kept from starting has a glance row, so a line here too
+    unstarted = [Line(s.check, Level.SKIP, f"{s.check}: not run ({s.why})") for s in report.skipped
+                 if s.interrupted and s.check in (NUMERICS, BACKWARD)]
     pairs = []
     for pair in verdicts(report):
         b = pair.variant
@@ -116,7 +111,7 @@ def _headline(report: Report) -> Headline:
             line = pair.numerics.line
             lines += ([] if pair.once and line.level == Level.SKIP else [line]) + list(pair.once)
             gate = [*pair.numerics.gate, *pair.once_gate]
-        lines += [*_unstarted(report.skipped), pair.timing.line, pair.code.line]
+        lines += [*unstarted, pair.timing.line, pair.code.line]
         pairs.append(PairHeadline(base, b, tuple(lines), tuple(gate), tuple(describe(pair.introduced, kinds)),
                                   tuple(describe(pair.fixed, kinds))))
     shared_title = ("shared by every variant (not introduced by this change)" if found.others

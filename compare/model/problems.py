@@ -81,13 +81,6 @@ def covered(once: tuple[SaidOnce, ...], case: NumericsCase) -> bool:
     return any(s.direction in ("", case.direction) for s in once)
 
 
-def yardstick_misses(case: NumericsCase) -> set[str]:
-    """The outputs on which the reference point itself is beyond the dtype's tolerance in `case`."""
-    ref = variant_of(case, case.reference) if case.reference else None
-    return {e.output for e in ref.outputs if e.beyond_tol} if ref is not None and ref.produced \
-        else set()
-
-
 def problems(case: NumericsCase, name: str) -> set[Problem]:
     """What is wrong with variant `name` in `case` (empty for the reference point: it is the yardstick).
     A tolerance miss on an output where the yardstick misses too is none: the dtype's tolerance does not
@@ -96,7 +89,8 @@ def problems(case: NumericsCase, name: str) -> set[Problem]:
     v = variant_of(case, name)
     if not ran(v) or name == case.reference:
         return set()
-    unattainable = yardstick_misses(case)
+    ref = variant_of(case, case.reference) if case.reference else None   # the yardstick's own tolerance misses
+    unattainable = {e.output for e in ref.outputs if e.beyond_tol} if produced(ref) else set()
     where = (case.direction, case.dtype, case.input_kind, case.shape)
     # an input it writes into: its output field names the input (x, dy), listed after the outputs
     found = {Problem(*where, w.input, ProblemKind.WRITES_INPUT, "", len(v.outputs) + i) for i, w in enumerate(v.writes)}

@@ -98,15 +98,12 @@ def _tables(c: RunsComparison) -> tuple[Table, ...]:
     return (*timing, *numerics)
 
 
-def _caveat_level(c: RunsComparison) -> str:
-    """A warning where a verdict leans on it (timing across runs, or two setups); else information."""
-    return "warn" if c.setting is Setting.TWO_SETUPS or any(case.variants for case in c.timing) else "info"
-
-
 def section(c: RunsComparison) -> Section:
     """The comparison as a Section: the two runs and the caveat first, then the verdict lines and the tables."""
+    # the caveat warns where a verdict leans on it (timing across runs, or two setups); else it informs
+    leans = c.setting is Setting.TWO_SETUPS or any(case.variants for case in c.timing)
     lines = [("info", _side(f"saved {c.old}", c.old_environment)), ("info", _side(f"new {c.new}", c.new_environment)),
-             (_caveat_level(c), f"{c.setting}: {c.caveat}"), *_timing_lines(c), *_numerics_lines(c)]
+             ("warn" if leans else "info", f"{c.setting}: {c.caveat}"), *_timing_lines(c), *_numerics_lines(c)]
     if c.old_environment == c.new_environment:
         lines.insert(2, ("info", "both reports are of one run (the same command at the same time): the verdicts "
                                  "say only that it matches itself"))
