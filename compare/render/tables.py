@@ -81,8 +81,7 @@ def _numerics_tables(case: NumericsCase, section: NumericsSection) -> list[Table
                 cells += [sci(out[n].max_abs), sci(out[n].rel_l2)] if n in out else ["-", "-"]
             rows.append((label, status, *cells, str(sum(x.nan + x.inf for x in v.outputs)),
                          str(sum(x.unwritten for x in v.outputs))))
-        (yardstick if is_reference and v.produced else notes).extend(
-            f"{v.variant}: {r}" for r in v.reasons)
+        (yardstick if is_reference and v.produced else notes).extend(f"{v.variant}: {r}" for r in v.reasons)
     legend = NUMERICS_LEGEND + (section.backward_legend if case.direction == "backward" else section.forward_legend)
     if case.reference:
         legend += REFERENCE_LEGEND
