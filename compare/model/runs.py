@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from compare.model.results import Environment, RatioVerdict
-from compare.model.states import Status, TimingBasis, TimingVerdict, Word
+from compare.model.states import Status, Word
 
 # what makes the setup: a change here may move the numbers without the code changing
 SETUP_FIELDS = ("device", "gpu_name", "gpu_count", "driver", "cuda", "torch", "triton", "python", "platform")

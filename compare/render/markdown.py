@@ -10,7 +10,7 @@ import dataclasses
 from tabulate import tabulate
 
 from compare.model import glance
-from compare.model.headline import Headline, headline
+from compare.model.headline import headline
 from compare.render.ir_tables import diff_blocks
 from compare.render.table import Section
 from compare.render.tables import IR_TITLE, Table, build, environment_lines, gate_lines, section_legend, variants_table
