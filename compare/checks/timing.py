@@ -78,7 +78,9 @@ def flush_l2(buffer: torch.Tensor) -> None:
     buffer.amax()
 
 
-def _one_call_ms(fn, flush) -> float:
+def _bracketed(fn, flush) -> tuple:
+    """One call of `fn` as a timed one, not waited for: L2 flushed first, inputs put back around it (a `_Timed`),
+    CUDA events around the call alone: (start, end)."""
     if isinstance(fn, _Timed):
         fn.prepare()
     flush_l2(flush)
@@ -88,6 +90,11 @@ def _one_call_ms(fn, flush) -> float:
     end.record()
     if isinstance(fn, _Timed):
         fn.settle()
+    return start, end
+
+
+def _one_call_ms(fn, flush) -> float:
+    start, end = _bracketed(fn, flush)
     end.synchronize()
     return start.elapsed_time(end)
 
@@ -342,21 +349,6 @@ def _eager_cost(timed: dict[str, list[_Timed]], flush, where: str, calls: int = 
             f"{calls} calls of those that could be captured, " + "; ".join(parts))
 
 
-def _round_calls(name: str, t: _Timed, calls: int, flush) -> list:
-    """One entry's calls of a round: (name, start event, end event) each."""
-    events = []
-    for _ in range(calls):
-        t.prepare()
-        flush_l2(flush)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        t()
-        end.record()
-        t.settle()
-        events.append((name, start, end))
-    return events
-
-
 def _rounds(timed: dict[str, list[_Timed]], placements: int, config: TimingConfig, step, flush,
             shape_label: str, mode: str, drop=None) -> tuple[dict[str, list[list[float]]], float]:
     """Interleaved rounds: every entry's calls in a shuffled order, all on placement (round mod n). An
@@ -372,7 +364,8 @@ def _rounds(timed: dict[str, list[_Timed]], placements: int, config: TimingConfi
         events = []
         for name in order:
             try:
-                events += _round_calls(name, timed[name][rounds % placements], config.calls_per_round, flush)
+                t = timed[name][rounds % placements]
+                events += [(name, *_bracketed(t, flush)) for _ in range(config.calls_per_round)]
             except BaseException as exc:
                 if drop is None:
                     raise
