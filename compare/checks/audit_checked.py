@@ -6,7 +6,7 @@ import secrets
 
 import torch
 
-from compare.checks import harness, numerics, referee
+from compare.checks import numerics, referee
 from compare.model.fouls import Finding, Foul
 from compare.runtime import sealing, supervisor
 
@@ -50,15 +50,9 @@ class Checked:
             inputs = sealing.sealed_copy(self.inputs)
             try:
                 with supervisor.running((name,), f"timing {self.shape.label} {self.mode}: checked run"):
-                    if self._direction() == "forward":
-                        first = self.family.outputs[0]
-                        outs = {k: numerics.poison_(t) for k, t in self.family.alloc_outputs(
-                            self.shape, self.dtype, inputs.device).items() if v.kind != "op" or k == first}
-                        v.run(inputs, outs, self.shape)
-                    else:
-                        outs = {k: numerics.poison_(t) for k, t in self.family.alloc_grads(
-                            self.shape, self.dtype, inputs.device).items()}
-                        harness.run_backward(self.family, v, inputs, outs, self.shape)
+                    run = numerics.pass_of(self.family, v, self._direction(), self.shape, self.dtype, inputs.device)
+                    outs = {k: numerics.poison_(t) for k, t in run.alloc().items()}
+                    run.run(inputs, outs)
             except BaseException as exc:   # its timed calls will fail (and be reported) the same way
                 supervisor.variant_fault(name, exc)
                 continue

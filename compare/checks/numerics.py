@@ -189,13 +189,14 @@ class _Pass:
     reference: Callable[[dict], dict[str, torch.Tensor]]   # the float64 reference of the pass
 
 
-def _runner(family, v, direction: str, shape, dtype, backend) -> _Pass:
+def pass_of(family, v, direction: str, shape, dtype, device) -> _Pass:
+    """`v`'s `direction` pass as the numerics run it, its buffers on `device` (the timing audit's checked run too)."""
     if direction == "forward":
         first = family.outputs[0]
-        return _Pass(None, lambda: {k: t for k, t in family.alloc_outputs(shape, dtype, backend.device).items()
+        return _Pass(None, lambda: {k: t for k, t in family.alloc_outputs(shape, dtype, device).items()
                                     if v.kind != "op" or k == first},
                      lambda inputs, out: v.run(inputs, out, shape), lambda inputs: family.reference(inputs, shape))
-    return _Pass(harness.backward_unsupported(family, v), lambda: family.alloc_grads(shape, dtype, backend.device),
+    return _Pass(harness.backward_unsupported(family, v), lambda: family.alloc_grads(shape, dtype, device),
                  lambda inputs, out: harness.run_backward(family, v, inputs, out, shape),
                  lambda inputs: family.reference_backward(inputs, shape))
 
@@ -273,7 +274,7 @@ def run_case(family, variants, shape, dtype: torch.dtype, backend: Backend, seed
 
 def _tally(case: _Case, v) -> _Tally:
     """A variant's tally, ended at once where it cannot run in this case (no GPU, an untrusted dtype, no pass)."""
-    runner = _runner(case.family, v, case.direction, case.shape, case.dtype, case.backend)
+    runner = pass_of(case.family, v, case.direction, case.shape, case.dtype, case.backend.device)
     untrusted = interpreter_untrusted(case.backend, case.dtype)
     tally = _Tally(runner)
     if v.needs_gpu and not case.backend.gpu:
@@ -346,7 +347,7 @@ def _pairs(diffs: dict[tuple[str, str, str], list], tallies: dict[str, _Tally]) 
     for (a, b, name), trials in diffs.items():
         if tallies[a].ended is not None or tallies[b].ended is not None:
             continue
-        numel = _total_numel(tallies[a].errors, name)
+        numel = sum(e.numel for e in tallies[a].errors if e.output == name)
         first = next((idx for n, idx, _ in trials if n), None)
         own = (tallies[a].spread or {}).get(name)     # A's: a B noisier than A differs from it
         pairs.append(PairBitwise(a, b, name, numel, sum(n for n, _, _ in trials), first,
@@ -385,7 +386,3 @@ def _run_twice(run, alloc, inputs, first: dict[str, torch.Tensor], backend: Back
         n, _, max_abs = bitwise(t, again[name])
         out[name] = RunSpread(name, t.numel(), n, max_abs)
     return out
-
-
-def _total_numel(errors: list[OutputError], name: str) -> int:
-    return sum(e.numel for e in errors if e.output == name)
