@@ -48,6 +48,11 @@ class Compiled:
     resources: dict
     launched: dict     # on a GPU: what the launched kernel reports (n_regs, n_spills, shared)
 
+    @classmethod
+    def of(cls, name: str, r: dict) -> "Compiled":
+        """`name`'s record of a worker's result for one kernel (compare.checks.ir.worker.describe or failed)."""
+        return cls(name, r["ok"], r["error"], r["kernel_name"], r["stages"], r["resources"], r["launched"])
+
 
 def capability(target: str) -> int:
     """90 for 'sm_90' (or 'sm_90a'); TargetError for anything else, or a capability no ptxas here has."""
@@ -116,28 +121,28 @@ def launcher_of(family, ref: str, role: str = "backward"):
     return found
 
 
+def launch_as(family, role: str, launcher: str, kernel, shape, dtype, device: str) -> None:
+    """`kernel` launched once, on inputs of `shape` and `dtype` (torch's) drawn on `device`, by the family's `role`
+    launcher, or the one `launcher` (from `launcher_ref`) names."""
+    inputs = family.make_inputs(shape, dtype, device, 0)
+    outputs = family.alloc_outputs(shape, dtype, device)
+    if role == "forward":
+        launcher_of(family, launcher, role)(kernel, inputs, outputs, shape)
+    else:
+        launcher_of(family, launcher)(kernel, inputs, outputs, family.alloc_grads(shape, dtype, device), shape)()
+
+
 def recorded_launch(family, role: str, shape, dtype: str, launcher: str = "") -> tuple[tuple, dict]:
     """(args, kwargs) the family's launcher passes its `role` kernel for `shape` in `dtype`, from a
     launch on meta tensors (nothing is computed, nothing allocated on a device). `launcher` (from
     `launcher_ref`) names the launcher of a backward kernel, when not the family's `backward_call`."""
     import torch
-    torch_dtype = family.dtypes[dtype]
     rec = _Recorder()
-    inputs = family.make_inputs(shape, torch_dtype, "meta", 0)
-    outputs = family.alloc_outputs(shape, torch_dtype, "meta")
     with torch.no_grad():
-        if role == "forward":
-            launcher_of(family, launcher, role)(rec, inputs, outputs, shape)
-        else:
-            launch = launcher_of(family, launcher)
-            launch(rec, inputs, outputs, family.alloc_grads(shape, torch_dtype, "meta"), shape)()
+        launch_as(family, role, launcher, rec, shape, family.dtypes[dtype], "meta")
     if len(rec.calls) != 1:
         raise RuntimeError(f"family {family.name}'s {role} launcher launched {len(rec.calls)} kernels; expected one")
     return rec.calls[0][1], rec.calls[0][2]
-
-
-def _is_constexpr(param: inspect.Parameter) -> bool:
-    return "constexpr" in str(param.annotation)
 
 
 def _constant(value):
@@ -170,7 +175,7 @@ def specialization(kernel, args: tuple, kwargs: dict) -> dict:
                 raise ValueError(f"the launcher does not pass the kernel's parameter {p.name}")
             values[p.name] = p.default
         value = values[p.name]
-        if _is_constexpr(p) or value is None:
+        if "constexpr" in str(p.annotation) or value is None:
             signature[p.name], constexprs[p.name] = "constexpr", _constant(value)
         elif hasattr(value, "data_ptr") and hasattr(value, "dtype"):
             signature[p.name] = _PTR_TYPES[dtype_name(value.dtype)]
@@ -212,14 +217,12 @@ def run_worker(request: dict, warm: "WarmCompiler | None" = None) -> list[dict]:
     warm_worker.refuse_while_stopping("IR worker")
     if warm is not None:
         return warm.compile(request)
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")   # Triton 3.9 warns when unset; 1 is the default it keeps
     # ptxas's files (Triton keeps them with delete=False) go to a folder of the worker's own, removed
     # whatever happens: also when the run is interrupted or the worker killed
     with tempfile.TemporaryDirectory(prefix="kernel-ab-ir-", dir=scratch.folder()) as tmp:
-        env["TMPDIR"] = tmp
         proc = subprocess.Popen([sys.executable, "-m", "compare.checks.ir.worker"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=PROJECT_ROOT, env=env)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=PROJECT_ROOT,
+                                env=_worker_env(tmp))
         try:
             with warm_worker.answering(proc):
                 stdout, stderr = proc.communicate(json.dumps(request), timeout=WORKER_TIMEOUT_S)
@@ -235,6 +238,13 @@ def run_worker(request: dict, warm: "WarmCompiler | None" = None) -> list[dict]:
         raise RuntimeError(f"IR worker failed (exit {proc.returncode}): {tail}") from None
 
 
+def _worker_env(tmp: str) -> dict:
+    """The compile worker's environment: no TRITON_INTERPRET, and ptxas's files in `tmp`, removed with it."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")   # Triton 3.9 warns when unset; 1 is the default it keeps
+    return {**env, "TMPDIR": tmp}
+
+
 class WarmCompiler:
     """The compile worker kept for every compile of a cache (compare.runtime.warm_worker): a review's ops
     compile in one process, which imports each revision of the reviewed library once; one that ended (a
@@ -242,11 +252,8 @@ class WarmCompiler:
 
     def __init__(self):
         self.tmp = tempfile.TemporaryDirectory(prefix="kernel-ab-ir-", dir=scratch.folder())
-        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-        env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
-        env["TMPDIR"] = self.tmp.name   # ptxas's files, removed with the folder
         self.worker = WarmWorker([sys.executable, "-m", "compare.checks.ir.worker", "--serve"], Path(self.tmp.name),
-                                 "ir", env, cwd=PROJECT_ROOT)
+                                 "ir", _worker_env(self.tmp.name), cwd=PROJECT_ROOT)
         self.asked = 0
 
     def compile(self, request: dict) -> list[dict]:
@@ -316,8 +323,7 @@ class CompileCache:
                        "kernels": [spec for _, spec, _ in todo]}
             results = run_worker(request, self.warm)
             for (n, _, key), r in zip(todo, results):
-                self._done[key] = Compiled(n, r["ok"], r["error"], r["kernel_name"], r["stages"],
-                                           r["resources"], r["launched"])
+                self._done[key] = Compiled.of(n, r)
         return [[dataclasses.replace(self._done[slot[2]], variant=slot[0]) if isinstance(slot, tuple) else slot
                  for slot in slots] for slots in done]
 

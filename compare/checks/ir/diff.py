@@ -25,16 +25,11 @@ class StageDiff:
     b_listing: tuple[str, ...]
 
 
-def _strict(stage: str, name: str) -> bool:
-    """Whether a name must pair one to one (in SASS only labels do; registers are reused)."""
-    return renamed(stage, name)
-
-
 def _pair(stage: str, a_names, b_names, a2b: dict, b2a: dict, commit: bool) -> bool:
     """Pair names position by position; False (and nothing recorded) when a pairing conflicts."""
     new = {}
     for x, y in zip(a_names, b_names):
-        if not _strict(stage, x):
+        if not renamed(stage, x):   # a name that need not pair one to one (in SASS, a register: reused)
             continue
         if a2b.get(x, y) != y or b2a.get(y, x) != x or new.get(x, y) != y:
             return False

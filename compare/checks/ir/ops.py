@@ -86,10 +86,6 @@ def discover(variant, family, shape, dtype: str, device: str, warm: bool, drawn=
                       {n: tuple(recorder.grids.get(n, ())) for n in names})
 
 
-def _from_worker(r: dict, name: str) -> Compiled:
-    return Compiled(name, r["ok"], r["error"], r["kernel_name"], r["stages"], r["resources"], r["launched"])
-
-
 def _in_process(name: str, launch: Launch) -> Compiled:
     """A kernel the JIT launched on this GPU, described here (its stages are in the CompiledKernel)."""
     from compare.checks.ir import worker
@@ -101,9 +97,9 @@ def _in_process(name: str, launch: Launch) -> Compiled:
         return Compiled(name, False, "Triton did not give back the kernel it launched, and its JIT cache holds "
                                      "other than one", "", {}, {}, {})
     try:
-        return _from_worker(worker.describe(kernel, name, launched=True), name)
+        return Compiled.of(name, worker.describe(kernel, name, launched=True))
     except Exception as exc:  # noqa: BLE001 - one kernel that cannot be read must not hide the others
-        return _from_worker(worker.failed(name, exc), name)
+        return Compiled.of(name, worker.failed(name, exc))
 
 
 def _launches(v, family, shape, dtype: str, gpu: bool, drawn) -> tuple[Discovered | None, str]:
@@ -153,7 +149,7 @@ def compile_ops(ops, family, shape, dtype: str, capability: int, gpu: bool, warm
     if offline:
         results = run_worker({"mode": "offline", "capability": capability, "dtype": dtype, "shape": {},
                               "kernels": [request for *_, request in offline]}, warm)
-        done.update({(op, kernel): _from_worker(r, label(op, kernel)) for (op, kernel, _), r in zip(offline, results)})
+        done.update({(op, kernel): Compiled.of(label(op, kernel), r) for (op, kernel, _), r in zip(offline, results)})
     kernels = {op: [(k, c if c is not None else done[(op, k)]) for k, c in items] for op, items in kernels.items()}
     return OpKernels(kernels, problems, tuple(notes), passes, grids)
 

@@ -69,23 +69,23 @@ def _jitted(found):
     return found
 
 
-def resource_usage(cubin: bytes) -> dict:
-    """Registers, stack, shared and local bytes from `cuobjdump -res-usage` of a cubin."""
+def _cuobjdump(flag: str, cubin: bytes) -> subprocess.CompletedProcess:
+    """`cuobjdump FLAG` run on a cubin (written to a file of its own for it)."""
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()
-        out = subprocess.run([_tool("cuobjdump"), "-res-usage", f.name], capture_output=True, text=True,
-                             timeout=60).stdout
-    found = dict(re.findall(r"\b(REG|STACK|SHARED|LOCAL):(\d+)", out))
+        return subprocess.run([_tool("cuobjdump"), flag, f.name], capture_output=True, text=True, timeout=60)
+
+
+def resource_usage(cubin: bytes) -> dict:
+    """Registers, stack, shared and local bytes from `cuobjdump -res-usage` of a cubin."""
+    found = dict(re.findall(r"\b(REG|STACK|SHARED|LOCAL):(\d+)", _cuobjdump("-res-usage", cubin).stdout))
     return {k.lower(): int(v) for k, v in found.items()}
 
 
 def sass(cubin: bytes) -> str:
     """The SASS listing of a cubin (`cuobjdump -sass`)."""
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        r = subprocess.run([_tool("cuobjdump"), "-sass", f.name], capture_output=True, text=True, timeout=60)
+    r = _cuobjdump("-sass", cubin)
     if r.returncode:
         raise RuntimeError(f"cuobjdump -sass failed: {r.stderr.strip()[:200]}")
     return r.stdout
@@ -141,18 +141,10 @@ def _launched_kernels(fn) -> list:
 def compile_launched(fn, spec: dict, req: dict):
     """Launch `fn` once through the family's launcher on the GPU, and return the kernel the JIT compiled."""
     import torch
+    from compare.checks.ir.compile import launch_as
     family = _family(req)
-    shape = family.shape_from_dict(req["shape"])
-    dtype = family.dtypes[req["dtype"]]
-    inputs = family.make_inputs(shape, dtype, "cuda", 0)
-    outputs = family.alloc_outputs(shape, dtype, "cuda")
-    if spec.get("role", "forward") == "forward":
-        from compare.checks.ir.compile import launcher_of
-        launcher_of(family, spec.get("launcher") or "", "forward")(fn, inputs, outputs, shape)
-    else:
-        from compare.checks.ir.compile import launcher_of
-        launch = launcher_of(family, spec.get("launcher") or "")
-        launch(fn, inputs, outputs, family.alloc_grads(shape, dtype, "cuda"), shape)()
+    launch_as(family, spec.get("role", "forward"), spec.get("launcher") or "", fn,
+              family.shape_from_dict(req["shape"]), family.dtypes[req["dtype"]], "cuda")
     torch.cuda.synchronize()
     kernels = _launched_kernels(fn)
     if len(kernels) != 1:
