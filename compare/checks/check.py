@@ -70,8 +70,7 @@ class Done:
     def all(self) -> list:
         return self.results
 
-    def finished(self) -> list:
-        return self.results
+    finished = all
 
 
 @dataclasses.dataclass(frozen=True)

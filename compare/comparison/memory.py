@@ -32,17 +32,22 @@ def _size(tensors) -> tuple[int, int]:
     return sum(t.numel() for t in found), sum(t.numel() * t.element_size() for t in found)
 
 
+def meta_sizes(family, shape, dtype, backward: bool) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(elements, bytes) of one call's inputs, and of its outputs and (`backward`) gradients, sized on the meta
+    device: nothing allocated (variants.inputs.draw allocates nothing there)."""
+    inputs = family.make_inputs(shape, dtype, "meta", 0)
+    outputs = family.alloc_outputs(shape, dtype, "meta")
+    grads = family.alloc_grads(shape, dtype, "meta") if backward and family.grads else {}
+    return _size(sealing.tensors(inputs).values()), _size([*outputs.values(), *grads.values()])
+
+
 def case_need(family, shape, dtype: torch.dtype, variants: int, numerics: bool, backward: bool,
               on_gpu: bool) -> Need:
     """What one case of `variants` variants holds. Numerics: the float64 reference of the inputs and
     outputs, a pristine copy of the inputs and the copy a variant runs on, every variant's outputs
     (kept for the pairwise check) and one more set (the run-to-run check). Otherwise (timing, IR):
     the inputs and PLACEMENTS sets of outputs. The inputs are drawn in float64 on the host first."""
-    inputs = family.make_inputs(shape, dtype, "meta", 0)   # variants.inputs.draw allocates nothing on meta
-    outputs = family.alloc_outputs(shape, dtype, "meta")
-    grads = family.alloc_grads(shape, dtype, "meta") if backward and family.grads else {}
-    in_n, in_b = _size(sealing.tensors(inputs).values())
-    out_n, out_b = _size([*outputs.values(), *grads.values()])
+    (in_n, in_b), (out_n, out_b) = meta_sizes(family, shape, dtype, backward)
     if numerics:
         held = FLOAT64 * (in_n + out_n) + 2 * in_b + (variants + 1) * out_b
     else:

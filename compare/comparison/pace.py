@@ -9,7 +9,7 @@ import sys
 import time
 from typing import NamedTuple
 
-from compare.runtime import sealing
+from compare.comparison.memory import meta_sizes
 
 # element-runs a second through the interpreter, measured on a 2-core machine with the default pair
 # (`python3 main.py compare --shape 16,128,8,32x32 --trials 1 --check numerics --inputs normal`: 6.3M elements
@@ -31,12 +31,8 @@ def case_work(family, variants, shape, dtype, seeds, direction: str, backend) ->
     if interpreter_untrusted(backend, dtype):   # its Triton variants are not run
         return CaseWork(0, 0)
     run = [v for v in variants if v.kind in ("triton", "op") and not v.needs_gpu]
-    tensors = [*sealing.tensors(family.make_inputs(shape, dtype, "meta", 0)).values(),
-               *family.alloc_outputs(shape, dtype, "meta").values()]
-    if direction == "backward" and family.grads:
-        tensors += family.alloc_grads(shape, dtype, "meta").values()
-    elements = sum(t.numel() for t in tensors if hasattr(t, "numel"))
-    return CaseWork(elements, len(run) * len(tuple(seeds)))
+    (inputs, _), (outputs, _) = meta_sizes(family, shape, dtype, direction == "backward")
+    return CaseWork(inputs + outputs, len(run) * len(tuple(seeds)))
 
 
 class Pace:

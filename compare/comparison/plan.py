@@ -173,12 +173,9 @@ def build(request: Request, registry: Registry, options: Options = Options(), ex
     return Plan(request=request, family=family, variants=tuple(chosen), preset=preset, dtypes=dtypes,
                 input_kinds=kinds, directions=directions, timing=dataclasses.replace(request.timing, modes=modes),
                 timing_left_out=left, accuracy_reference=reference,
-                reads_x_twice=tuple(_optional_bool(family.reads_x_twice(s)) for s in preset.shapes), checks=request.checks,
+                reads_x_twice=tuple(None if t is None else bool(t) for t in map(family.reads_x_twice, preset.shapes)),
+                checks=request.checks,
                 left_out=request.left_out, options=options, extra_checks=tuple(extra_checks))
-
-
-def _optional_bool(value) -> Optional[bool]:
-    return None if value is None else bool(value)
 
 
 def _modes(family, chosen, asked: tuple[str, ...], checks) -> tuple[tuple[str, ...], tuple[Skip, ...]]:
