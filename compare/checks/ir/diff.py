@@ -83,10 +83,7 @@ def _opcodes(stage: str, a: list[str], b: list[str]):
 
 def _display_names(stage: str, a: list[str], b: list[str], a2b: dict) -> tuple[dict, dict]:
     """Canonical names for A (first appearance) and for B (A's name through the pairing, else fresh)."""
-    ra = Renamer(stage)
-    for line in a:
-        for n in names(stage, line):
-            ra.name(n)
+    ra = Renamer(stage, a)
     b2a = {y: x for x, y in a2b.items()}
     b_map = {}
     for line in b:

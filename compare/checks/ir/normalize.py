@@ -56,12 +56,16 @@ def renamed(stage: str, name: str) -> bool:
 
 
 class Renamer:
-    """Hands out canonical names per kind in order of first request: %v0, %v1, ..., %rd0, ..."""
+    """Hands out canonical names per kind in order of first request: %v0, %v1, ..., %rd0, ...; the names of
+    `lines` first, in order of first appearance."""
 
-    def __init__(self, stage: str):
+    def __init__(self, stage: str, lines: list[str] = ()):
         self.stage = stage
         self.given: dict[str, str] = {}
         self.counts: dict[str, int] = {}
+        for line in lines:
+            for n in names(stage, line):
+                self.name(n)
 
     def fresh(self, name: str) -> str:
         if not renamed(self.stage, name):
@@ -78,14 +82,10 @@ class Renamer:
             self.given[name] = self.fresh(name)
         return self.given[name]
 
-
 def rename(stage: str, lines: list[str]) -> list[str]:
     """Cleaned lines with every name replaced canonically, in order of first appearance."""
-    r = Renamer(stage)
-    for line in lines:
-        for n in names(stage, line):
-            r.name(n)
-    return [substitute(stage, line, r.given) for line in lines]
+    given = Renamer(stage, lines).given
+    return [substitute(stage, line, given) for line in lines]
 
 
 # ---------------------------------------------------------------- cleaning per stage
@@ -133,9 +133,7 @@ def _clean_ptx(text: str) -> list[str]:
             in_section = s != "}"
             continue
         if s.startswith(".section") and ".debug" in s:
-            in_section = "{" in s and "}" not in s or not s.endswith("}")
-            if s.endswith("{") or "{" not in s:
-                in_section = True
+            in_section = "{" not in s or not s.endswith("}")   # a section on one line ends there
             continue
         s = re.sub(r"//.*$", "", s).strip()
         if not s or s.startswith((".loc", ".file")):
