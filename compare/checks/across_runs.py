@@ -62,11 +62,6 @@ def _withheld(case: TimingCase, name: str) -> str:
     return said or f"foul: {fouled[0].variant}: {fouled[0].foul}"
 
 
-def _rounds(v) -> list[list[float]]:
-    per = v.calls_per_round
-    return [list(v.samples_ms[i:i + per]) for i in range(0, per * v.rounds, per)]
-
-
 def _estimated(name: str, old: TimingCase, new: TimingCase, confidence: float):
     """`name`'s new samples against its saved ones: (estimate, saved, new), else its TimingAcross saying why not."""
     a = next(v for v in old.variants if v.variant == name)
@@ -78,7 +73,8 @@ def _estimated(name: str, old: TimingCase, new: TimingCase, confidence: float):
             return TimingAcross(name, TimingVerdict.NA, reason=f"the {side} run's report holds too few of its samples")
         if _withheld(case, name):
             return TimingAcross(name, TimingVerdict.NA, reason=f"the {side} run withheld it ({_withheld(case, name)})")
-    return stats.ratio_across_runs(_rounds(a), _rounds(b), confidence=confidence), a, b
+    ra, rb = (stats.in_rounds(v.samples_ms, v.calls_per_round, v.rounds) for v in (a, b))
+    return stats.ratio_across_runs(ra, rb, confidence=confidence), a, b
 
 
 def _timed_variants(names: list[str], old: TimingCase, new: TimingCase, noise: float,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from compare.checks.stats import CONFIDENCE, RatioEstimate, decide, ratio_with_interval
+from compare.checks.stats import CONFIDENCE, RatioEstimate, decide, in_rounds, ratio_with_interval
 from compare.model.errors import UsageError
 
 
@@ -21,13 +21,6 @@ def add_parser(sub) -> None:
     p.add_argument("b", metavar="B", help="the variant judged")
     p.add_argument("others", nargs="+", metavar="A", help="the variants B is judged against")
     p.set_defaults(alone=run)
-
-
-def rounds_of(entry: dict) -> list[list[float]]:
-    """A variant's samples regrouped into its rounds (calls_per_round consecutive samples each)."""
-    per = entry["calls_per_round"]
-    samples = entry["samples_ms"]
-    return [samples[i:i + per] for i in range(0, per * entry["rounds"], per)]
 
 
 def control_of(case: dict) -> RatioEstimate | None:
@@ -48,7 +41,7 @@ def pairwise(report: dict, b: str, others: list[str]) -> list[dict]:
             if b not in by or a not in by:
                 rows.append({**row, "verdict": "not timed"})
                 continue
-            ra, rb = rounds_of(by[a]), rounds_of(by[b])
+            ra, rb = (in_rounds(x["samples_ms"], x["calls_per_round"], x["rounds"]) for x in (by[a], by[b]))
             n = min(len(ra), len(rb))
             est = ratio_with_interval(ra[:n], rb[:n], confidence=timing.get("confidence", CONFIDENCE))
             decision = decide(est, timing.get("noise", 0.01), control_of(case))

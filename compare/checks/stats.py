@@ -143,6 +143,11 @@ def verdict(est: RatioEstimate, noise: float = DEFAULT_NOISE, alpha: float = ALP
     return decide(est, noise, control, same_code, alpha).verdict
 
 
+def in_rounds(samples, per_round: int, rounds: int) -> list[list[float]]:
+    """A variant's samples, as a report keeps them, regrouped into its rounds (`per_round` consecutive each)."""
+    return [list(samples[i:i + per_round]) for i in range(0, per_round * rounds, per_round)]
+
+
 def quantiles(samples: list[float], qs=(0.2, 0.5, 0.8)) -> tuple[float, ...]:
     t = torch.tensor(samples, dtype=torch.float64)
     return tuple(float(torch.quantile(t, q)) for q in qs)
