@@ -16,7 +16,7 @@ from pathlib import Path
 
 from compare.checks.check import CheckStopped, Findings
 from compare.checks.task import LOAD, TIME, WORKER, Task
-from compare.comparison import timing_apart, timing_culprit
+from compare.comparison import timing_culprit
 from compare.runtime import background, device_busy, run_context, supervisor
 from compare.model.reruns import Blamed, Culprit, Ran, run_excluding
 from compare.model.results import TimingSection, decode
@@ -195,7 +195,7 @@ class TimingProcesses:
         """`w`'s dtype timed: its section, else a Skip saying why not. A process that ended while one variant ran
         alone is started afresh without it (timing_culprit), at most CULPRITS_AT_MOST times; the section then
         says each such variant was not timed, and why. One that ended while several ran together: each variant
-        is timed apart with the baseline (timing_apart)."""
+        is timed apart with the baseline (timing_culprit: timed apart)."""
         baseline = self.request.variants[0] if self.request.variants else ""
         together: list = []   # the launch of several variants the last process ended in, if it did
 
@@ -214,7 +214,7 @@ class TimingProcesses:
             culprit = timing_culprit.blamed(launch, untimed.exit_code, w.dtype, baseline)
             return Ran(skip) if culprit is None else Blamed(culprit, culprit.name, skip)
         reruns = run_excluding(attempt, CULPRITS_AT_MOST)
-        each = timing_apart.suspects(self.request.variants, baseline, reruns.culprits)
+        each = timing_culprit.suspects(self.request.variants, baseline, reruns.culprits)
         if reruns.result.timing is None and together and len(each) > 1:
             return self._apart(w, copy_gbs, step, each, reruns.culprits, reruns.result)
         return reruns.result
@@ -236,13 +236,13 @@ class TimingProcesses:
 
     def _apart(self, w: AskedWorker, copy_gbs: float, step, each: tuple[str, ...], culprits: tuple[Culprit, ...],
                together: Findings) -> Findings:
-        """Each of `each` timed with the baseline in a fresh process of its own (compare.comparison.timing_apart);
+        """Each of `each` timed with the baseline in a fresh process of its own (compare.comparison.timing_culprit);
         a pair whose process ends too leaves its variant out, saying why. None timed: `together`, as it was."""
         pairs, failed = {}, list(culprits)
         for name in each:
             step(f"timing {w.dtype}: its process ended while several variants ran; {name} apart")
             asked = self.pool.ask_apart(self.request, w.dtype, timing_culprit.excluding(
-                list(culprits) + timing_apart.others(each, name)))
+                list(culprits) + timing_culprit.others(each, name)))
             section, untimed, launch = self._timed_or_why(asked, copy_gbs)
             if untimed is None:
                 pairs[name] = section
@@ -253,9 +253,9 @@ class TimingProcesses:
             return together
         ended = together.skipped[0].why if together.skipped else "its process ended"
         note = f"each variant timed apart with the baseline, in a process of its own: {ended}"
-        section = timing_apart.merged_apart(pairs, self.request.variants, note)
+        section = timing_culprit.merged_apart(pairs, self.request.variants, note)
         gone = [c for c in failed if c.name in each]
-        section = timing_apart.without(section, [c.name for c in gone], self.request.variants)
+        section = timing_culprit.without(section, [c.name for c in gone], self.request.variants)
         return Findings(timing=timing_culprit.with_culprits(section, failed, self.request.variants))
 
     def _time(self, w: AskedWorker, copy_gbs: float) -> tuple[TimingSection | None, Untimed | None]:
