@@ -43,10 +43,6 @@ def chain(exc: BaseException) -> Iterator[BaseException]:
         todo += [e.__cause__, e.__context__]
 
 
-def _frames(tb: Optional[TracebackType]) -> list[traceback.FrameSummary]:
-    return list(traceback.extract_tb(tb)) if tb is not None else []
-
-
 def _root_of(filename: str, roots: tuple[str, ...]) -> Optional[str]:
     """The outermost of `roots` holding `filename`, or None."""
     path = os.path.realpath(filename)
@@ -56,7 +52,7 @@ def _root_of(filename: str, roots: tuple[str, ...]) -> Optional[str]:
 
 def library_frame(exc: BaseException, roots: tuple[str, ...]) -> str:
     """'path:line' (relative to the library's tree) of the innermost frame of `exc` in `roots`; "" if none."""
-    inside = [(f, r) for f in _frames(exc.__traceback__) if (r := _root_of(f.filename, roots))]
+    inside = [(f, r) for f in traceback.extract_tb(exc.__traceback__) if (r := _root_of(f.filename, roots))]
     if not inside:
         return ""
     frame, root = inside[-1]

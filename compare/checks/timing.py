@@ -36,14 +36,12 @@ class _Timed:
         self.restore: Callable[[], None] | None = None   # puts back inputs the pass writes into
 
     def prepare(self) -> None:
-        """Before a timed call, outside its interval: the inputs as the family drew them."""
+        """Before a timed call, and again after it (`settle`), outside its interval: the inputs as the family drew
+        them, for the next entry that reads this copy too (compare/checks/case_calls.py passes copies along)."""
         if self.restore is not None:
             self.restore()
 
-    def settle(self) -> None:
-        """After a call, outside its interval: inputs it wrote into put back, for the next entry that reads
-        this copy (compare/checks/case_calls.py passes copies from entry to entry)."""
-        self.prepare()
+    settle = prepare
 
     def capture(self) -> None:
         own = getattr(self.fn, "capture_graph", None)   # a pass that knows how to capture itself (an op's)

@@ -145,10 +145,8 @@ def build(request: Request, registry: Registry, options: Options = Options(), ex
             raise UsageError(f"--shape is empty; give {family.shape_help}")
         if request.shape and request.preset:
             raise UsageError("give --preset or --shape, not both")
-        if request.shape:
-            preset = family.parse_shape(request.shape, request.eps)
-        else:
-            preset = family.preset(request.preset or family.default_preset)
+        preset = family.parse_shape(request.shape, request.eps) if request.shape else \
+            family.preset(request.preset or family.default_preset)
     except UnknownName as exc:
         raise UsageError(str(exc)) from None
     except ValueError as exc:
