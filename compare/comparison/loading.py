@@ -26,10 +26,6 @@ class UnloadableSpec(UsageError):
     """A --variant spec whose code cannot be found or loaded: the user's error, but one op's failure in review."""
 
 
-def begin() -> None:
-    import_acts.begin()
-
-
 @contextlib.contextmanager
 def launch(name: str, what: str):
     """The import of variant `name`'s module (`what` says it)."""

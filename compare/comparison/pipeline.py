@@ -59,7 +59,7 @@ def loaded(request: Request, registry: Registry, excluded: Sequence[Culprit] = (
         return
     from variants.external import BadSpec, ExternalKernels, add_to
     from variants.spec import of
-    loading.begin()
+    import_acts.begin()
     with contextlib.nullcontext(kernels) if kernels else ExternalKernels(request.repo, guard=loading.launch) as kernels:
         try:
             joined = _joined_family(request, registry)

@@ -107,16 +107,15 @@ def merged(plan: Plan, timed: list[TimedCase]) -> Findings:
     if not timed:
         return Findings(skipped=plan.timing_left_out)
     first = timed[0]
-    compile_seconds, seen = [], set()
-    for t in timed:   # one compile per dtype, as when each dtype is timed in a process of its own
-        if t.case.dtype not in seen:
-            seen.add(t.case.dtype)
-            compile_seconds.extend(t.compile_seconds)
+    firsts: dict = {}   # one compile per dtype, as when each dtype is timed in a process of its own
+    for t in timed:
+        firsts.setdefault(t.case.dtype, t)
     places = {t.case.ran_on for t in timed}
     method = (first.method + "; each case timed by a worker process of its dtype, one case at a time on "
               f"a GPU ({len(places)} GPU{'s' if len(places) > 1 else ''}: each case says where)")
     return Findings(timing=TimingSection(first.gpu, float(first.place.copy_gbs), plan.timing.noise, CONFIDENCE, method,
-                                         tuple(t.case for t in timed), tuple(compile_seconds)),
+                                         tuple(t.case for t in timed),
+                                         tuple(x for t in firsts.values() for x in t.compile_seconds)),
                     skipped=plan.timing_left_out)
 
 

@@ -169,9 +169,8 @@ def run(family, variants, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: 
                  + f", listed as OP{op_ir.SEPARATOR}KERNEL and paired by kernel name")
     summaries = {r.variant: r for r in rows}
     pairs = tuple(dataclasses.replace(p, loops=pair_matches(summaries[p.a], summaries[p.b], stages)) for p in pairs)
-    mode = "launched" if gpu else "offline"
-    return IRSection(mode, target if not gpu else "the GPU's", shape.label, dtype, spec, note, stages,
-                     tuple(rows), pairs, matches, kernel, notes)
+    return IRSection("launched" if gpu else "offline", target if not gpu else "the GPU's", shape.label, dtype, spec,
+                     note, stages, tuple(rows), pairs, matches, kernel, notes)
 
 
 def run_passes(family, chosen, shape, dtype: str, target: str = DEFAULT_TARGET, gpu: bool = False, stages=STAGES,
