@@ -100,13 +100,19 @@ def _timed_variants(names: list[str], old: TimingCase, new: TimingCase, noise: f
     return tuple(records)
 
 
-def _matched(what: str, old: Report, new: Report, old_cases, new_cases, key, only: list[str]) -> list[tuple]:
-    """(key, saved case, new case) for the cases both runs have, in the new run's order; a line in `only`
-    for each case of one run alone. Shapes in `_other_shapes` are left out (said once, as a shape)."""
+def _matched(what: str, old: Report, new: Report, fields: tuple[str, ...], only: list[str]) -> list[tuple]:
+    """(key: shape, dtype and `fields`; saved case, new case) for the `what` cases (timing, numerics) both runs
+    have, in the new run's order; a line in `only` for a section or a case of one run alone. Shapes in
+    `_other_shapes` are left out (said once, as a shape)."""
+    if _sections_missing(what, old, new, only):
+        return []
     skip = _other_shapes(old, new)
-    saved = {key(old, c): c for c in old_cases if c.shape not in skip}
+
+    def key(report: Report, case) -> tuple[str, ...]:
+        return (case.shape, case.dtype or report.dtype, *(getattr(case, f) for f in fields))
+    saved = {key(old, c): c for c in getattr(old, what).cases if c.shape not in skip}
     pairs = []
-    for case in (c for c in new_cases if c.shape not in skip):
+    for case in (c for c in getattr(new, what).cases if c.shape not in skip):
         k = key(new, case)
         if k in saved:
             pairs.append((k, saved.pop(k), case))
@@ -123,15 +129,9 @@ def _sections_missing(what: str, old: Report, new: Report, only: list[str]) -> b
     return bool(missing)
 
 
-def _timing_key(report: Report, case: TimingCase) -> tuple[str, ...]:
-    return case.shape, case.dtype or report.dtype, case.mode
-
-
 def _timing(old: Report, new: Report, noise: float, only: list[str]) -> list[TimingCaseAcross]:
-    if _sections_missing("timing", old, new, only):
-        return []
     found = []
-    for k, before, case in _matched("timing", old, new, old.timing.cases, new.timing.cases, _timing_key, only):
+    for k, before, case in _matched("timing", old, new, ("mode",), only):
         names = [v.variant for v in case.variants if v.variant in {w.variant for w in before.variants}]
         note = "" if before.graph == case.graph else "timed from CUDA graphs in one run, eagerly in the other"
         found.append(TimingCaseAcross(*k, _timed_variants(names, before, case, noise, new.timing.confidence), note))
@@ -165,15 +165,9 @@ def _numerics_case(old: NumericsCase, new: NumericsCase, dtype: str) -> Numerics
     return NumericsCaseAcross(new.shape, dtype, new.input_kind, new.direction, same, rows)
 
 
-def _numerics_key(report: Report, case: NumericsCase) -> tuple[str, ...]:
-    return case.shape, case.dtype or report.dtype, case.input_kind, case.direction
-
-
 def _numerics(old: Report, new: Report, only: list[str]) -> list[NumericsCaseAcross]:
-    if _sections_missing("numerics", old, new, only):
-        return []
-    return [_numerics_case(before, case, k[1]) for k, before, case in
-            _matched("numerics", old, new, old.numerics.cases, new.numerics.cases, _numerics_key, only)]
+    return [_numerics_case(before, case, k[1])
+            for k, before, case in _matched("numerics", old, new, ("input_kind", "direction"), only)]
 
 
 def compare_runs(old: Report, new: Report, old_name: str, new_name: str) -> RunsComparison:

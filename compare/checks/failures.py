@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import traceback
-from types import TracebackType
 from typing import Iterator, Optional
 
 from compare.model.results import Failure
@@ -67,18 +66,12 @@ def _binding_failed(exc: BaseException, roots: tuple[str, ...]) -> bool:
     or raised before any frame of the library's own code ran (e.g. by autograd's Function.apply)."""
     if not isinstance(exc, TypeError):
         return False
-    frames = list(_tb_frames(exc.__traceback__))
+    frames = [frame for frame, _ in traceback.walk_tb(exc.__traceback__)]
     if not any(f.f_code is _CALL_SITE for f in frames):
         return False
     if frames[-1].f_code is _CALL_SITE:
         return True
     return bool(roots) and not library_frame(exc, roots)
-
-
-def _tb_frames(tb: Optional[TracebackType]):
-    while tb is not None:
-        yield tb.tb_frame
-        tb = tb.tb_next
 
 
 def classify(exc: BaseException, roots: tuple[str, ...], interpreted: bool) -> Classified:
