@@ -54,16 +54,13 @@ def render(rows: list[dict], b: str) -> str:
     lines = [f"| shape | dtype | mode | {b} against | ratio | 95% interval | p | verdict |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        if "ratio" not in r:
-            lines.append(f"| {r['shape']} | {r['dtype']} | {r['mode']} | {r['a']} | - | - | - | {r['verdict']} |")
-            continue
-        lines.append(f"| {r['shape']} | {r['dtype']} | {r['mode']} | {r['a']} | {r['ratio']:.3f} | "
-                     f"{r['ci'][0]:.3f}-{r['ci'][1]:.3f} | {r['p']:.4f} | {r['verdict']} "
+        case = f"| {r['shape']} | {r['dtype']} | {r['mode']} | {r['a']} |"
+        lines.append(f"{case} - | - | - | {r['verdict']} |" if "ratio" not in r else
+                     f"{case} {r['ratio']:.3f} | {r['ci'][0]:.3f}-{r['ci'][1]:.3f} | {r['p']:.4f} | {r['verdict']} "
                      f"({r['basis']} ±{100 * r['margin']:.2f}%) |")
-    lines.append("")
-    lines.append(f"ratio: median time of {b} over the other's, from the rounds both were timed in; faster/slower "
-                 "only when p < 0.05 and the whole interval lies outside 1 ± the larger of the noise band and the "
-                 "case's A/A control reach (compare.checks.stats.decide)")
+    lines += ["", f"ratio: median time of {b} over the other's, from the rounds both were timed in; faster/slower "
+                  "only when p < 0.05 and the whole interval lies outside 1 ± the larger of the noise band and the "
+                  "case's A/A control reach (compare.checks.stats.decide)"]
     return "\n".join(lines)
 
 
