@@ -230,8 +230,7 @@ class TimingProcesses:
         launch = supervisor.last_launch(mark) if untimed.exit_code is not None else None
         if launch is not None:
             supervisor.none_running()   # the launch it said it ran ended with it
-            _busy_here(launch)
-            _stopped_by(launch, untimed.exit_code, asked.dtype)
+            _tampered(launch, untimed.exit_code, asked.dtype)
         return None, untimed, launch
 
     def _apart(self, w: AskedWorker, copy_gbs: float, step, each: tuple[str, ...], culprits: tuple[Culprit, ...],
@@ -307,19 +306,16 @@ class TimingProcesses:
             self.pool.close()
 
 
-def _busy_here(launch) -> None:
-    """A timing process found the GPU kept busy by one variant (`launch`, its record): where that variant's thread
-    or process runs in this process too, no process of this run times without it, so this one ends as tampered
-    with (the supervisor runs the comparison again without it)."""
-    if launch.failure == supervisor.BUSY and len(launch.names) == 1 and background.starters(launch.names):
+def _tampered(launch, exit_code: int, dtype: str) -> None:
+    """A timing process ended while one variant ran alone (`launch`, its record) that tampered, as in the run's own
+    process: it kept the GPU busy from a thread or process running here too (no process of this run times without
+    it), or it sent the stop signal that came to no other process of the run. This process ends so (supervisor.
+    tampered), and the supervisor runs the comparison again without it."""
+    if len(launch.names) != 1:
+        return
+    if launch.failure == supervisor.BUSY and background.starters(launch.names):
         supervisor.tampered(launch.names, f"{launch.error}; its thread or process started here runs on", launch.what)
-
-
-def _stopped_by(launch, exit_code: int, dtype: str) -> None:
-    """A timing process ended by a stop signal that came to no other process of the run, while one variant ran
-    alone: that variant sent it. As in the run's own process, it tampered: this process ends so, and the
-    supervisor runs the comparison again without it."""
-    if (sent := supervisor.own_stop(exit_code)) and len(launch.names) == 1:
+    if sent := supervisor.own_stop(exit_code):
         supervisor.tampered(launch.names, f"sent the process that timed {dtype} {sent}", launch.what)
 
 
