@@ -136,13 +136,11 @@ def compile_ops(ops, family, shape, dtype: str, capability: int, gpu: bool, warm
         kernels[v.name], passes[v.name], grids[v.name] = [], found.passes, found.grids
         for launch in found.launches:
             name = label(v.name, launch.name)
+            failed = Compiled(name, False, launch.problem, "", {}, {}, {}) if launch.problem and not gpu else None
+            kernels[v.name].append((launch.name, failed))   # None: compiled below (on a GPU, read back)
             if gpu:
-                kernels[v.name].append((launch.name, None))
                 launched.append((v.name, launch.name, name, launch))
-            elif launch.problem:
-                kernels[v.name].append((launch.name, Compiled(name, False, launch.problem, "", {}, {}, {})))
-            else:
-                kernels[v.name].append((launch.name, None))
+            elif failed is None:
                 request = {**kernel_spec(name, launch.function, v.import_roots), "specialization": launch.specialization}
                 offline.append((v.name, launch.name, request))
     done = _described(launched)
