@@ -3,7 +3,6 @@ the protocol). Standard library only: it starts before anything heavy is importe
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import secrets
@@ -19,21 +18,14 @@ from compare.model.scratch import SCRATCH_ENV
 from compare.model.states import Crash, Failure
 from compare.model.task_answers import CrashedVariants
 from compare.runtime.exit_codes import ExitCode, signal_name
-from compare.runtime.child_processes import adopt_orphans, child_pids, comm, live_children
+from compare.runtime.child_processes import (PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, adopt_orphans, child_pids,
+                                              comm, group_members, live_children, prctl)
 from compare.runtime import status_records
 from compare.runtime.run_context import EXCLUDED_ENV, NO_TIMING_ENV, STARTED_ENV, STATUS_ENV, TOKEN_ENV
 from compare.runtime.supervisor import STOP_CODES, STOP_WORDS, GRACE_S, POISONED_EXIT, TAMPER, BUSY
 
 _POLL_S = 0.1
 AFTER_DONE_S = 30.0   # after its report, the child's time to end (its atexit handlers, its workers) before it is stopped
-_PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
-
-
-def _prctl(option: int, value: int) -> None:
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(option, value)   # Linux; elsewhere nothing
-    except (OSError, AttributeError):
-        pass
 
 
 def _start_child() -> None:
@@ -42,35 +34,15 @@ def _start_child() -> None:
     a process group of its own (os.setsid), which the supervisor signals and, at the end, empties."""
     os.setsid()
     signal.pthread_sigmask(signal.SIG_BLOCK, set(STOP_CODES))
-    _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     # a process a variant double-forks out of the group becomes the child's own (not init's) when its
     # parent ends: the child sees it (compare.runtime.child_processes.escaped), and at the end the supervisor does
     adopt_orphans()
 
 
 def _kill_group(pgid: int, signum: int = signal.SIGKILL) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _group_members(pgid: int) -> list[str]:
-    """The live processes of a process group, as 'NAME (PID)' (zombies, already ended, are not counted)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        name, _, rest = stat.partition("(")[2].rpartition(")")
-        fields = rest.split()
-        if len(fields) > 2 and fields[0] != "Z" and int(fields[2]) == pgid:
-            found.append(f"{name} ({entry})")
-    return found
 
 
 class _Run:
@@ -96,11 +68,9 @@ class _Run:
     def wait(self) -> int:
         passed, killed_at = 0, None
         while True:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 rc = self.proc.wait(timeout=_POLL_S)
                 break
-            except subprocess.TimeoutExpired:
-                pass
             now = time.monotonic()
             if len(self.stop) > passed:   # the first stop is passed on; a second one does not wait for the report
                 if passed:
@@ -135,17 +105,15 @@ class _Run:
         return status_records.read(self.status, self.token)
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(self.status)
-        except OSError:
-            pass
 
 
 def _lingering(pgid: int, wait_s: float = 1.0) -> list[str]:
     """The group's live members once those that end with the child (kernel-ab's warm workers:
     compare.runtime.warm_worker.die_with_parent) had `wait_s` to go."""
     deadline = time.monotonic() + wait_s
-    while (found := _group_members(pgid)) and time.monotonic() < deadline:
+    while (found := group_members(pgid)) and time.monotonic() < deadline:
         time.sleep(0.05)
     return found
 
@@ -154,11 +122,9 @@ def _end_adopted(pids: set[int]) -> list[str]:
     """Kill and reap the processes this one adopted (as child subreaper) from a run: 'NAME (PID)' each."""
     said = [f"{comm(pid)} ({pid})" for pid in sorted(live_children(pids))]   # a zombie is only reaped
     for pid in sorted(pids):
-        try:
+        with contextlib.suppress(OSError, ChildProcessError):
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
-        except (OSError, ChildProcessError):
-            pass
     return said
 
 
@@ -325,7 +291,7 @@ def supervise(command: list[str], stop: list[int] | None = None) -> int:
     def on_signal(signum, _frame):
         stop.append(signum)
     previous = {s: signal.signal(s, on_signal) for s in STOP_CODES}
-    _prctl(_PR_SET_CHILD_SUBREAPER, 1)   # what a run double-forks out of its group comes here, to be ended
+    adopt_orphans()   # what a run double-forks out of its group comes here, to be ended
     scratch = tempfile.mkdtemp(prefix="kernel-ab-run-")   # the child's temporary trees: emptied after each run
     try:
         reruns = run_excluding(lambda culprits: _attempt(command, culprits, stop, started, scratch))
@@ -338,6 +304,6 @@ def supervise(command: list[str], stop: list[int] | None = None) -> int:
         return 1
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-        _prctl(_PR_SET_CHILD_SUBREAPER, 0)
+        prctl(PR_SET_CHILD_SUBREAPER, 0)
         for s, handler in previous.items():
             signal.signal(s, handler)

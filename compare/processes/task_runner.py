@@ -5,6 +5,7 @@ that variant and why, and the next task starts a fresh worker. Used by every exe
 and inside each Dask worker, so crash isolation and hang limits hold wherever a task runs."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import secrets
@@ -85,7 +86,5 @@ class Runner:
 
     def close(self) -> None:
         self.stop()
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(self.status)
-        except OSError:
-            pass

@@ -99,11 +99,9 @@ class WarmWorker:
 
     def tell(self, message: dict) -> None:
         """A line for the running worker (a request's go); one that ended meanwhile is seen by `word`."""
-        try:
+        with contextlib.suppress(BrokenPipeError, OSError, ValueError):
             self.proc.stdin.write((json.dumps(message) + "\n").encode())
             self.proc.stdin.flush()
-        except (BrokenPipeError, OSError, ValueError):
-            pass
 
     def word(self, timeout: float | None = None) -> str | None:
         """The worker's next word; "" when `timeout` seconds passed first; None when it ended (`failure`)."""
@@ -129,10 +127,8 @@ class WarmWorker:
         """How a worker that ended did (its pipe closes just before its exit: it is given `wait_s`); one still
         running then is ended first."""
         if self.alive():
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=wait_s)
-            except subprocess.TimeoutExpired:
-                pass
         self.kill()
         rc = self.proc.returncode if self.proc is not None else -1
         if self._err is None:   # none kept where it went to this process's error output
@@ -149,12 +145,9 @@ class WarmWorker:
     def close(self, wait_s: float = 5.0) -> None:
         """Its stdin closed, the worker ends by itself (killed after `wait_s`)."""
         if self.alive():
-            with_stdin = self.proc.stdin
-            try:
-                with_stdin.close()
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                self.proc.stdin.close()
                 self.proc.wait(timeout=wait_s)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
         self.kill()
         self._drop()
 
@@ -166,22 +159,18 @@ class WarmWorker:
             self._err.close()
             self._err = None
         if self.proc is not None and self.proc.stdin is not None and not self.proc.stdin.closed:
-            try:
+            with contextlib.suppress(OSError):
                 self.proc.stdin.close()
-            except OSError:
-                pass
 
 
 def die_with_parent() -> None:
     """In a worker, first thing: it is killed when the process that started it ends (a variant that crashed
     it), so no idle worker outlives it to be taken for a process that variant left behind. Linux; elsewhere
     the worker ends when its stdin does."""
-    import ctypes
     import signal
+    from compare.runtime.child_processes import PR_SET_PDEATHSIG, prctl
     parent = os.getppid()
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
+    if not prctl(PR_SET_PDEATHSIG, signal.SIGKILL):
         return
     if os.getppid() != parent:   # it ended before the request took hold
         os._exit(1)
