@@ -8,18 +8,10 @@ import signal
 import threading
 import time
 
-from compare.runtime.supervisor import OutOfTime
+from compare.runtime.supervisor import OutOfTime, inside_import
 
 IMPORT_GRACE_S = 5.0
 _RETRY_S = 0.05
-
-
-def _importing(frame) -> bool:
-    while frame is not None:
-        if frame.f_code.co_filename.startswith("<frozen importlib"):
-            return True
-        frame = frame.f_back
-    return False
 
 
 @contextlib.contextmanager
@@ -33,7 +25,7 @@ def deadline(seconds: float, said: str):
 
     def on_alarm(_signum, frame):
         first[:] = first or [time.monotonic()]
-        if _importing(frame) and time.monotonic() - first[0] < IMPORT_GRACE_S:
+        if inside_import(frame) and time.monotonic() - first[0] < IMPORT_GRACE_S:
             signal.setitimer(signal.ITIMER_REAL, _RETRY_S)   # armed all along: a launch's guard sees no change
             return
         raise OutOfTime(said)

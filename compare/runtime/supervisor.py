@@ -94,21 +94,27 @@ def _raise_pending() -> None:
         _on_stop_signal(pending, None)   # the stop signal received, if any: an error while unwinding from it is the stop
 
 
+def inside_import(frame, code=None) -> bool:
+    """Whether `frame`, or a frame that called it, runs an import (or runs `code`)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib") or frame.f_code is code:
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _on_stop_signal(signum, frame):
     # never raised inside an import (a half-imported C extension refuses to load again, and an exception
     # through C++ aborts) or an output file's write (its temporary file left, or it written but not said):
     # asked again shortly, when that is done
-    f = frame
     first = _DEFERRED.setdefault(signum, time.monotonic())
     _DEFERRED_IN.setdefault(signum, (_NOW["names"], _NOW["what"]))   # whose launch it came in (raised after it?)
     writing = getattr(getattr(sys.modules.get("compare.command_line.output_files"), "write_atomic", None), "__code__", None)
-    while f is not None and time.monotonic() - first < 2.0:   # at most 2 s: then wherever it is
-        if f.f_code.co_filename.startswith("<frozen importlib") or f.f_code is writing:
-            again = threading.Timer(0.05, _ask_again, (signum, len(_RUNS)))
-            again.daemon = True
-            again.start()
-            return
-        f = f.f_back
+    if time.monotonic() - first < 2.0 and inside_import(frame, writing):   # at most 2 s: then wherever it is
+        again = threading.Timer(0.05, _ask_again, (signum, len(_RUNS)))
+        again.daemon = True
+        again.start()
+        return
     for s in STOP_CODES:   # once: a second signal must not interrupt the cleanup
         signal.signal(s, signal.SIG_IGN)
     came_in, what = (_NOW["names"], _NOW["what"]) if _NOW["names"] else _DEFERRED_IN.get(signum, ((), ""))
