@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from compare.runtime.exit_codes import signal_name
-from compare.runtime.replay_marker import MARKER   # the worker's: what it runs now
+from compare.runtime.replay_play import MARKER   # the worker's: what it runs now
 
 WORKER = Path(__file__).resolve().parents[1] / "runtime" / "replay_worker.py"
 # a test or call running longer than this part of its process's own limit (Limits, not its share of a review's

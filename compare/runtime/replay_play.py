@@ -1,8 +1,10 @@
 """The replaying side of compare/runtime/replay_worker.py: recorded calls played at one revision (fresh inputs,
-then the backward from a seeded upstream gradient), each call's result saved beside the recording. Runs a
-reviewed library's code: never in kernel-ab's own process."""
+then the backward from a seeded upstream gradient), each call's result saved beside the recording; and, for both
+sides, the file beside the output that says what runs now (`running`: compare/review/replay_process.py names a
+process that ended in a test or a call for it). Runs a reviewed library's code: never in kernel-ab's own process."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -11,7 +13,16 @@ import time
 from pathlib import Path
 
 from compare.runtime.library_imports import first_line as _first_line
-from compare.runtime.replay_marker import running
+
+MARKER = "running.json"
+
+
+def running(out: Path, what: str, stage: str = "") -> None:
+    """This process runs `what` (a test's node id, a call's file; "" nothing), in its `stage` (a call's pass)."""
+    marker = out / MARKER
+    marker.with_suffix(".tmp").write_text(json.dumps({"what": what, "since": time.time() if what else 0,
+                                                      "stage": stage}))
+    marker.with_suffix(".tmp").replace(marker)
 
 
 def _upstream(outputs: dict, seed: int) -> dict:
@@ -87,10 +98,8 @@ def _ready(request: dict, imports) -> dict:
     that never comes."""
     import torch
     for op in request["ops"]:
-        try:
+        with contextlib.suppress(Exception):  # said when the op is played (unloadable.json)
             imports.resolve(op["module"], op["name"])
-        except Exception:  # noqa: BLE001 - said when the op is played (unloadable.json)
-            pass
     if request["device"] == "cuda":
         torch.zeros(1, device="cuda")
     go, parent = Path(request["go"]), os.getppid()

@@ -5,6 +5,7 @@ or play recorded calls at one revision (fresh inputs, then the backward from a s
 Both run a reviewed library's code: never in kernel-ab's own process."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -226,11 +227,11 @@ class _Plugin:
             self.recorder.note(f"{node.nodeid}: could not be collected: {_first_line(exc)}")
 
     def pytest_runtest_logstart(self, nodeid, location):
-        from compare.runtime.replay_marker import running
+        from compare.runtime.replay_play import running
         running(self.recorder.out, nodeid)
 
     def pytest_runtest_logfinish(self, nodeid, location):
-        from compare.runtime.replay_marker import running
+        from compare.runtime.replay_play import running
         running(self.recorder.out, "")
         self.recorder.manifest["done"].append(nodeid)
         self.recorder.write()
@@ -273,11 +274,9 @@ def _seeded() -> None:
     import torch
     random.seed(0)
     torch.manual_seed(0)
-    try:
+    with contextlib.suppress(ImportError):
         import numpy
         numpy.random.seed(0)
-    except ImportError:
-        pass
 
 
 class CommandForm(NamedTuple):
