@@ -5,6 +5,7 @@ numpy in the argument's dtype for common others (`tanh`, `pow`, ...), else to a 
 Compiled kernels (the GPU, the IR worker) never see the bridge."""
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import numpy as np
@@ -119,11 +120,9 @@ def install() -> None:
     import triton.runtime.interpreter as interpreter
     from triton.language.extra import libdevice as generic
     modules = [generic]
-    try:
+    with contextlib.suppress(ImportError):  # pragma: no cover - a Triton without the CUDA backend
         from triton.language.extra.cuda import libdevice as cuda
         modules.append(cuda)
-    except ImportError:  # pragma: no cover - a Triton without the CUDA backend
-        pass
     for module in modules:
         for name, fn in inspect.getmembers(module, inspect.isfunction):
             if fn.__module__ != module.__name__ or name.startswith("_"):

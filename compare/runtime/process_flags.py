@@ -4,6 +4,7 @@ system's (working directory, environment, signal handlers and mask, a pending al
 umask) and atexit handlers registered from outside the platform. A flag a build cannot read is not watched."""
 from __future__ import annotations
 
+import contextlib
 import atexit
 import dataclasses
 import functools
@@ -63,10 +64,8 @@ def value(read: Callable[[], Any], say: Callable[[Any, Any], str], put: Callable
 
     def put_back(old, new) -> None:
         if differ(old, new):
-            try:
+            with contextlib.suppress(Exception):   # what cannot be put back: the process ends as poisoned anyway
                 put(old)
-            except Exception:   # noqa: BLE001 - what cannot be put back: the process ends as poisoned anyway
-                pass
     return Watch(safe_read, lambda old, new: [say(old, new)] if differ(old, new) else [], put_back)
 
 
@@ -218,10 +217,8 @@ def _handlers_say(old: dict, new: dict) -> str:
 def _put_handlers(old: dict) -> None:
     for s, handler in old.items():
         if handler is not None and signal.getsignal(s) is not handler:
-            try:
+            with contextlib.suppress(OSError, ValueError, TypeError):
                 signal.signal(s, handler)
-            except (OSError, ValueError, TypeError):
-                pass
 
 
 def _identities(values) -> tuple:
@@ -242,10 +239,8 @@ def _limits() -> tuple:
 def _put_limits(old) -> None:
     import resource
     for name, limit in zip([n for n in _LIMITS if hasattr(resource, n)], old):
-        try:
+        with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(getattr(resource, name), limit)
-        except (ValueError, OSError):
-            pass
 
 
 def process_flags() -> list[Watch]:

@@ -5,6 +5,7 @@ put back and named ("patched torch.Tensor.__ne__"), and the process ends as tamp
 docs/threat-model.md ("The shared process") tables what is checked, what is not, and the cost."""
 from __future__ import annotations
 
+import contextlib
 import importlib.machinery
 import os
 import sys
@@ -66,10 +67,8 @@ def _swapped(items: dict, first: dict) -> list[str]:
 
 
 def _quietly(fn, *args) -> None:
-    try:
+    with contextlib.suppress(AttributeError, TypeError, ValueError):
         fn(*args)
-    except (AttributeError, TypeError, ValueError):
-        pass
 
 
 def _namespace(label: str, get: Callable[[], Any], is_class: bool, only_code: bool = False,
@@ -172,15 +171,13 @@ def _copyreg_cache(cls, name: str, value) -> bool:
     return value == names
 
 
-def _import_hook(name: str, old, new) -> bool:
-    """builtins.__import__ set to variants.isolation's: kernel-ab's own change (a tree's later imports)."""
+def _third_party(name: str, old, new) -> bool:
+    """A change kernel-ab or the platform made itself: builtins.__import__ set to variants.isolation's (a tree's
+    later imports), or a function the platform wrapped (torch._dynamo wraps torch.manual_seed when first
+    imported): the new value is defined in the platform's code and its __wrapped__ chain reaches the old one."""
     isolation = sys.modules.get("variants.isolation")
-    return name == "__import__" and isolation is not None and new is getattr(isolation, "_tree_import", None)
-
-
-def _platform_change(name: str, old, new) -> bool:
-    """A function the platform wrapped itself (torch._dynamo wraps torch.manual_seed when first imported): the
-    new value is defined in the platform's code and wraps the old one (its __wrapped__ chain reaches it)."""
+    if name == "__import__" and isolation is not None and new is getattr(isolation, "_tree_import", None):
+        return True
     code = getattr(new, "__code__", None)
     if code is None or not in_platform(code.co_filename):
         return False
@@ -192,10 +189,6 @@ def _platform_change(name: str, old, new) -> bool:
         if seen is None:
             return False
     return False
-
-
-def _third_party(name: str, old, new) -> bool:
-    return _platform_change(name, old, new) or _import_hook(name, old, new)
 
 
 def _own_modules() -> dict[str, types.ModuleType]:
@@ -216,12 +209,10 @@ class Guard:
     def __init__(self):
         watch_atexit()   # before the first snapshot: atexit.register records who registers what
         self.watches: dict[str, Watch] = {}
-        for label, module, path in _MODULES:
-            self.watches[label] = _namespace(label, lambda m=module, p=path: _resolve(m, p), is_class=False,
-                                             allowed=_third_party, codes=label in _CODES)
-        for label, module, path in _CLASSES:
-            self.watches[label] = _namespace(label, lambda m=module, p=path: _resolve(m, p), is_class=True,
-                                             allowed=_third_party, codes=label in _CODES)
+        for is_class, table in ((False, _MODULES), (True, _CLASSES)):
+            for label, module, path in table:
+                self.watches[label] = _namespace(label, lambda m=module, p=path: _resolve(m, p), is_class=is_class,
+                                                 allowed=_third_party, codes=label in _CODES)
         for n, watch in enumerate(torch_flags() + process_flags()):
             self.watches[f"flag {n}"] = watch
         self.watches[ENVIRON] = environ()
