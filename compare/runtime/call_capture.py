@@ -42,9 +42,8 @@ def describe(value, names: dict[int, str] | None = None) -> str:
 
 def signature(names: list[str], args: tuple, kwargs: dict) -> str:
     """The call in short; two calls of one signature test the same thing (shapes, dtypes, flags)."""
-    said = [f"{n}: {describe(a)}" if isinstance(a, torch.Tensor) else f"{n}={describe(a)}" for n, a in zip(names, args)]
-    said += [f"{k}: {describe(v)}" if isinstance(v, torch.Tensor) else f"{k}={describe(v)}" for k, v in kwargs.items()]
-    return ", ".join(said)
+    return ", ".join(f"{n}: {describe(a)}" if isinstance(a, torch.Tensor) else f"{n}={describe(a)}"
+                     for n, a in [*zip(names, args), *kwargs.items()])
 
 
 def dtypes(args: tuple, kwargs: dict) -> tuple[str, ...]:
@@ -52,11 +51,8 @@ def dtypes(args: tuple, kwargs: dict) -> tuple[str, ...]:
     def walk(value):
         if isinstance(value, torch.Tensor):
             yield dtype_name(value.dtype)
-        elif isinstance(value, (tuple, list)):
-            for v in value:
-                yield from walk(v)
-        elif isinstance(value, dict):
-            for v in value.values():
+        elif isinstance(value, (tuple, list, dict)):
+            for v in value.values() if isinstance(value, dict) else value:
                 yield from walk(v)
     return tuple(walk((args, kwargs)))
 
@@ -65,14 +61,9 @@ def named_outputs(value, name: str = "out") -> dict[str, Any]:
     """Every tensor (and other leaf value) of an op's result, named by where it lies in it."""
     if isinstance(value, torch.Tensor):
         return {name: value}
-    if isinstance(value, (tuple, list)):
+    if isinstance(value, (tuple, list, dict)):   # out[0], out['key']
         found: dict[str, Any] = {}
-        for i, v in enumerate(value):
-            found.update(named_outputs(v, f"{name}[{i}]"))
-        return found
-    if isinstance(value, dict):
-        found = {}
-        for k, v in value.items():
+        for k, v in value.items() if isinstance(value, dict) else enumerate(value):
             found.update(named_outputs(v, f"{name}[{k!r}]"))
         return found
     return {name: value}

@@ -31,10 +31,7 @@ def kept(key: Hashable, make: Callable[[], T], end: Callable[[T], object] | None
 def entered(key: Hashable, make: Callable[[], ContextManager[T]]) -> T:
     """The value of the context manager `make()` gives, entered the first time `key` is asked for; exited at
     `release`."""
-    with _LOCK:
-        if key not in _KEPT:
-            _KEPT[key] = _ENDS.enter_context(make())
-        return _KEPT[key]
+    return kept(key, lambda: _ENDS.enter_context(make()))
 
 
 def hold(key: Hashable, make: Callable[[], ContextManager[T]]) -> T:
