@@ -6,6 +6,7 @@ supervisor does in one process (compare/processes/supervision.py)."""
 from __future__ import annotations
 
 import dataclasses
+import threading
 
 from compare.processes import tasks as tasks_mod
 from compare.model.reruns import Blamed, Ending, Ran, run_excluding
@@ -41,11 +42,20 @@ class Started:
 
     def __init__(self, executor, planned, plan, backend, step):
         self.executor, self.tasks, self.plan, self.backend, self.step = executor, planned, plan, backend, step
-        self.progress = TaskProgress(step)
+        self._lock = threading.Lock()   # the count a progress line shows is the one its own task's end made
         self.futures = {t.key: executor.submit(t) for t in planned}
         for task in planned:   # said as each ends, wherever it ran (a worker thread, Dask's callback thread)
-            self.futures[task.key].add_done_callback(lambda future, task=task: self.progress.ended(task, future))
+            self.futures[task.key].add_done_callback(lambda future, task=task: self._ended(task, future))
         self.left_behind: dict[str, None] = {}
+
+    def _ended(self, task, future) -> None:
+        """Each task's end advances the progress by one (its total: count_steps) and is said by the task's key; the
+        progress line gives the units done of all, the time so far and the time left (compare/runtime/progress.py)."""
+        if future.cancelled():
+            return
+        with self._lock:
+            self.step.advance()
+            self.step(f"done: {task.key}")
 
     def _answer(self, task) -> dict:
         """The task's result (the JSON form of its check's result_type); raises where it has none."""
@@ -93,23 +103,6 @@ class Results:
                     and future.result().state is TaskState.OK:
                 done.append(decode(self.check.result_type, future.result().result))
         return done
-
-
-class TaskProgress:
-    """Each task's end advances the progress by one (its total: count_steps) and is said by the task's key; the
-    progress line gives the units done of all, the time so far and the time left (compare/runtime/progress.py)."""
-
-    def __init__(self, step):
-        import threading
-        self.step = step
-        self._lock = threading.Lock()   # the count a line shows is the one its own task's end made
-
-    def ended(self, task, future) -> None:
-        if future.cancelled():
-            return
-        with self._lock:
-            self.step.advance()
-            self.step(f"done: {task.key}")
 
 
 def count_steps(plan, backend) -> int:

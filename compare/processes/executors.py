@@ -62,12 +62,11 @@ class LocalExecutor:
             if item is None:
                 return
             task, future, lost = item
+            answer, error = None, None
             try:
                 answer = self._runners[i].run(task) if not future.cancelled() else None
             except BaseException as exc:  # noqa: BLE001 - the coordinator raises it where it reads the result
-                answer, error = None, exc
-            else:
-                error = None
+                error = exc
             with self._cond:
                 if not task.gpu:
                     self._busy -= 1
@@ -107,11 +106,9 @@ class LocalExecutor:
 
     def placement(self, tasks) -> list[tuple[str, str]]:
         """(task, where it is expected to run) for --dry-run: case tasks in turn, timing tasks by GPU."""
-        rows, timed = [], 0
-        for n, task in enumerate(t for t in tasks if not t.gpu):
-            rows.append((task.key, f"worker {n % self.jobs + 1} (or the first free)"))
-        for task in (t for t in tasks if t.gpu):
+        rows = [(task.key, f"worker {n % self.jobs + 1} (or the first free)")
+                for n, task in enumerate(t for t in tasks if not t.gpu)]
+        for timed, task in enumerate(t for t in tasks if t.gpu):
             slot = timed % self.timers
             rows.append((task.key, f"worker {slot + 1} on GPU {slot % self.gpus}, after every case task"))
-            timed += 1
         return rows

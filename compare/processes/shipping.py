@@ -20,14 +20,10 @@ from compare.model import scratch
 MAX_BYTES = 64 << 20
 
 
-def _git(repo: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", "-C", repo, *args], capture_output=True)
-
-
-def _run(repo: Path, *args: str) -> None:
+def _git(repo, *args: str, check: bool = False) -> subprocess.CompletedProcess:
     env = {**os.environ, "GIT_AUTHOR_NAME": "kernel-ab", "GIT_AUTHOR_EMAIL": "kernel-ab@localhost",
-           "GIT_COMMITTER_NAME": "kernel-ab", "GIT_COMMITTER_EMAIL": "kernel-ab@localhost"}
-    subprocess.run(["git", "-C", str(repo), *args], env=env, capture_output=True, check=True)
+           "GIT_COMMITTER_NAME": "kernel-ab", "GIT_COMMITTER_EMAIL": "kernel-ab@localhost"}   # its commits'
+    return subprocess.run(["git", "-C", str(repo), *args], env=env, capture_output=True, check=check)
 
 
 def _tar_of(folder: Path, only: Path | None = None) -> bytes:
@@ -104,10 +100,11 @@ def _unpack(sources: dict, home: Path) -> str:
             repo = home / "repo"
             if not repo.is_dir():
                 repo.mkdir()
-                _run(repo, "init", "-q")
-            _run(repo, f"--work-tree={dest}", "add", "-A")
-            _run(repo, f"--work-tree={dest}", "commit", "-q", "--allow-empty", "--no-verify", "-m", "shipped")
-            commit = _git(str(repo), "rev-parse", "HEAD").stdout.decode().strip()
+                _git(repo, "init", "-q", check=True)
+            _git(repo, f"--work-tree={dest}", "add", "-A", check=True)
+            _git(repo, f"--work-tree={dest}", "commit", "-q", "--allow-empty", "--no-verify", "-m", "shipped",
+                 check=True)
+            commit = _git(repo, "rev-parse", "HEAD").stdout.decode().strip()
             specs.append(Spec.made(spec.name, rel, spec.function, commit, spec.call))
             request["repo"] = str(repo)
         else:

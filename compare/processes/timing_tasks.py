@@ -14,20 +14,15 @@ _LOADED = "timing: the loaded request"
 _FLOOR = "timing: the copy bandwidth, measured before any variant was imported"
 
 
-def floor() -> float:
-    """The copy bandwidth, measured before any variant is imported: no variant's thread, process or stream can
-    slow it (a variant's import may start one; `prepare` took compare.runtime.device_busy's idle probe)."""
-    from compare.checks import copy_bandwidth
-    return copy_bandwidth.copy_bandwidth_gbs()
-
-
 def prepare(limit_s: float) -> None:
-    """The process's start, before any task: the launch limit set, the GPU configured (with the idle probe) and
-    its copy bandwidth measured."""
+    """The process's start, before any task: the launch limit set, the GPU configured (with the idle probe of
+    compare.runtime.device_busy) and its copy bandwidth measured, before any variant is imported: no variant's
+    thread, process or stream can slow it (a variant's import may start one)."""
+    from compare.checks import copy_bandwidth
     from compare.runtime import supervisor
     from compare.runtime.backend import configure
     supervisor.set_limit(limit_s)
-    copy_gbs = floor() if configure("cuda", probe=True).gpu else 0.0
+    copy_gbs = copy_bandwidth.copy_bandwidth_gbs() if configure("cuda", probe=True).gpu else 0.0
     process_keep.kept(_FLOOR, lambda: copy_gbs)
 
 
