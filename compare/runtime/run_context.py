@@ -17,15 +17,8 @@ NO_TIMING_ENV = "KERNEL_AB_NO_TIMING"    # set in the child: why timing is left 
 STARTED_ENV = "KERNEL_AB_STARTED"        # set in the child: when the supervisor started the first run (time.time())
 
 # where this process writes its records and the token they carry: read once from the environment, then
-# dropped from it, so that no variant redirects the records or reads the token there (`_channel`)
+# dropped from it, so that no variant redirects the records or reads the token there (`channel`)
 _CHANNEL: dict[str, str | None] = {}
-
-
-def _channel() -> dict[str, str | None]:
-    """The status file and token this process was given, taken out of os.environ the first time."""
-    if not _CHANNEL:
-        _CHANNEL.update(status=os.environ.pop(STATUS_ENV, None), token=os.environ.pop(TOKEN_ENV, None))
-    return _CHANNEL
 
 
 def set_channel(status: str | None, token: str | None) -> None:
@@ -35,7 +28,7 @@ def set_channel(status: str | None, token: str | None) -> None:
 
 def supervised() -> bool:
     """Whether a supervisor (or a task runner) reads this process's records."""
-    return bool(_channel()["status"])
+    return bool(channel().status)
 
 
 class Channel(NamedTuple):
@@ -46,9 +39,10 @@ class Channel(NamedTuple):
 
 
 def channel() -> Channel:
-    """This process's status file and token, for a process it hands them to (read once, out of os.environ)."""
-    ch = _channel()
-    return Channel(ch["status"] or "", ch["token"] or "")
+    """This process's status file and token, for a process it hands them to (out of os.environ from the first call)."""
+    if not _CHANNEL:
+        _CHANNEL.update(status=os.environ.pop(STATUS_ENV, None), token=os.environ.pop(TOKEN_ENV, None))
+    return Channel(_CHANNEL["status"] or "", _CHANNEL["token"] or "")
 
 
 def culprits() -> list[Culprit]:
