@@ -295,11 +295,9 @@ def command_form(argv: list[str]) -> CommandForm:
         if words[:1] == ["-m"] and len(words) > 1:
             return CommandForm("pytest", "", words[2:]) if words[1] == "pytest" else \
                 CommandForm("module", words[1], words[2:])
-        if words and words[0].endswith(".py"):
-            return CommandForm("file", words[0], words[1:])
     elif words and Path(words[0]).name in ("pytest", "py.test"):
         return CommandForm("pytest", "", words[1:])
-    elif words and words[0].endswith(".py"):
+    if words and words[0].endswith(".py"):   # the file itself, or after `python3`
         return CommandForm("file", words[0], words[1:])
     raise ValueError(f"the command {' '.join(argv) or '(none)'!r} is not a Python program kernel-ab can record "
                      "in its own process: give `pytest ARGS`, `python3 FILE.py ARGS` or `python3 -m MODULE ARGS`")
