@@ -287,10 +287,7 @@ def supervise(command: list[str], stop: list[int] | None = None) -> int:
     before this was called)."""
     started = repr(time.time())   # a rerun keeps the first run's clock: a time budget counts from here
     stop = stop if stop is not None else []
-
-    def on_signal(signum, _frame):
-        stop.append(signum)
-    previous = {s: signal.signal(s, on_signal) for s in STOP_CODES}
+    previous = {s: signal.signal(s, lambda signum, _frame: stop.append(signum)) for s in STOP_CODES}
     adopt_orphans()   # what a run double-forks out of its group comes here, to be ended
     scratch = tempfile.mkdtemp(prefix="kernel-ab-run-")   # the child's temporary trees: emptied after each run
     try:
