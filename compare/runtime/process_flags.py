@@ -43,7 +43,6 @@ def in_platform(filename: str) -> bool:
     return os.path.realpath(filename or "?").startswith(platform_folders())
 
 
-
 _SYS_HOOKS = ("stdout", "stderr", "stdin", "excepthook", "unraisablehook", "displayhook", "breakpointhook")
 _LIMITS = ("RLIMIT_AS", "RLIMIT_CPU", "RLIMIT_NOFILE", "RLIMIT_FSIZE", "RLIMIT_DATA", "RLIMIT_STACK")
 _TORCH_NAMESPACES = ("aten",)   # a kernel registered there replaces one of torch's own (torch.compile adds prims)

@@ -123,7 +123,6 @@ def _namespace(label: str, get: Callable[[], Any], is_class: bool, only_code: bo
     return Watch(read, say, put)
 
 
-
 def _extension_file(module) -> str:
     """The file name a module was loaded from where it is a compiled extension, else ''."""
     origin = getattr(getattr(module, "__spec__", None), "origin", None) or ""

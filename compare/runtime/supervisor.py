@@ -337,7 +337,6 @@ def tampered(names, changes: str, what: str) -> None:
     raise ContextPoisoned(", ".join(names), changes, TAMPER, what)
 
 
-
 def keeps_busy(name: str, what: str, seen: str) -> None:
     """Record, for the process that started this timing process, that `name` keeps the GPU busy between its
     calls (`seen`: how that showed while running `what`), with the failure kind BUSY; then raise ContextPoisoned:
