@@ -2,7 +2,7 @@
 device (tests/simulated_device.py): a variant whose import starts a thread that keeps launching work, or whose
 calls leave work in flight, is named "keeps the GPU busy between its calls" and its process ends; the dtype is
 timed again without it (compare/comparison/timing_culprit.py) and the others' verdicts are those of a run that
-never had it. The copy bandwidth is measured before any variant is imported (compare/processes/timing_tasks.py)."""
+never had it. The copy bandwidth is measured before any variant is imported (compare/processes/tasks.py)."""
 import pytest
 
 from compare.comparison import timing_culprit

@@ -52,7 +52,7 @@ def test_timing_runs_in_fresh_processes_on_a_gpu_unless_told(monkeypatch, gpu, e
     assert timing_run.in_fresh_processes(gpu) is fresh
 
 
-# A stand-in for a timing process (compare/processes/timing_tasks.py), speaking its task protocol: it notes its
+# A stand-in for a timing process (compare/processes/tasks.py), speaking its task protocol: it notes its
 # start, then for each LOAD task loads (sleeps) and answers on the pipe it is given; for its TIME task it notes the
 # status file the task names and answers with a timing section (one case of the variants it was handed less those
 # its environment excludes, its method that exclusion). A request naming variant "dies" ends it while timing; with

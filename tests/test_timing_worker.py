@@ -1,4 +1,4 @@
-"""The timing worker (compare/processes/timing_tasks.py) serves a review's ops one after another: it loads each
+"""The timing worker (compare/processes/tasks.py) serves a review's ops one after another: it loads each
 op's variants, waits for its go, times and answers, with each revision of the reviewed library imported once
 for all of them. Here on the CPU: the worker itself, with the GPU's timing replaced by a stand-in that answers
 with the variants it was handed planned."""

@@ -1,6 +1,6 @@
 """Which passes a comparison times (with no `--modes`: each pass whose compiled code differs, every pass
 for ops; the others said, with why), and where: on a GPU each dtype in a worker process of its own that runs
-timing cases only (compare/processes/timing_tasks.py; a review's ops one after another), since a process that
+timing cases only (compare/processes/tasks.py; a review's ops one after another), since a process that
 ran other cases first can slow kernels leaning on L2 (up to 2.3x after torch's and inductor's float32 cases).
 KERNEL_AB_TIMING_IN_PROCESS=1 times here instead.
 """

@@ -2,7 +2,7 @@
 stdin, its answer per line on the pipe whose number it is given (compare/runtime/warm_worker.py). Variants stay
 loaded between tasks. Every launch writes to the worker's status file, so task_runner.py names the variant that
 ended or hung it; a fatal device error is answered, then it exits. With --timing, a timing process
-(timing_tasks.py), whose failures end it, as the run's would: its coordinator reads the end and the run's status."""
+(tasks.prepare), whose failures end it, as the run's would: its coordinator reads the end and the run's status."""
 from __future__ import annotations
 
 import os
@@ -73,8 +73,8 @@ def main(*argv: str) -> int:
                                                        # word: the run says the one line
     adopt_orphans()   # as the supervised child is: what a variant double-forks out of its session is seen here
     if timing:
-        from compare.processes import timing_tasks
-        timing_tasks.prepare(float(argv[1]))
+        from compare.processes import tasks
+        tasks.prepare(float(argv[1]))
     answers = os.fdopen(int(argv[-1]), "w", encoding="utf-8")
     if not timing:
         os.dup2(2, 1)   # a variant's prints go to stderr (a timing process's are dropped, as its output is)
