@@ -63,10 +63,8 @@ def execute(task: Task, step=None) -> dict:
 
 
 # ---------------------------------------------------------------- in a timing process
-# It measures the copy bandwidth before any variant is imported (`prepare`); each comparison is two tasks: `load`
-# plans the request and loads its variants (each repository's revisions imported once for the process's life)
-# while the run's numerics go on, writing no status; `time` times its cases with launches written to the run's
-# status file (a supervisor sees them), then lets the variants go.
+# `load` runs while the run's numerics go on, writing no status (each repository's revisions are imported once for
+# the process's life); `time` writes its launches to the run's status file (a supervisor sees them)
 def prepare(limit_s: float) -> None:
     """The process's start, before any task: the launch limit set, the GPU configured (with the idle probe of
     compare.runtime.device_busy) and its copy bandwidth measured, before any variant is imported: no variant's
