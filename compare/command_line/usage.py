@@ -51,11 +51,14 @@ def comma_list(flag: str, text: str | None) -> None:
         raise UsageError(f"{flag} is empty; give a comma list of names")
 
 
-def _probe(folder: Path) -> None:
-    """OSError unless a file can be created (and is removed again) in `folder`."""
-    fd, name = tempfile.mkstemp(prefix=".kernel-ab-probe-", dir=folder)
-    os.close(fd)
-    os.unlink(name)
+def _probe(flag: str, path: Path, folder: Path) -> None:
+    """UsageError unless a file can be created (and is removed again) in `folder`, the one `flag`'s `path` needs."""
+    try:
+        fd, name = tempfile.mkstemp(prefix=".kernel-ab-probe-", dir=folder)
+        os.close(fd)
+        os.unlink(name)
+    except OSError as exc:
+        raise UsageError(f"{flag} {path}: cannot write in {folder} ({exc.strerror or exc})") from None
 
 
 def _nearest_existing(path: Path) -> Path:
@@ -92,10 +95,7 @@ def output_file(flag: str, path: Path | None) -> None:
     if not parent.is_dir():
         what = "is not a folder" if parent.exists() else "does not exist"
         raise UsageError(f"{flag} {path}: {parent} {what}; give a file in an existing folder")
-    try:
-        _probe(parent)
-    except OSError as exc:
-        raise UsageError(f"{flag} {path}: cannot write in {parent} ({exc.strerror or exc})") from None
+    _probe(flag, path, parent)
 
 
 def output_folder(flag: str, path: Path | None) -> None:
@@ -107,10 +107,7 @@ def output_folder(flag: str, path: Path | None) -> None:
     existing = _nearest_existing(path)
     if not existing.is_dir():
         raise UsageError(f"{flag} {path}: {existing} is a file, so no folder can be made under it")
-    try:
-        _probe(existing)
-    except OSError as exc:
-        raise UsageError(f"{flag} {path}: cannot write in {existing} ({exc.strerror or exc})") from None
+    _probe(flag, path, existing)
 
 
 def _identity(path: Path) -> tuple:
@@ -149,8 +146,21 @@ def outputs(json_path: str | None, markdown_path: str | None, out: str | None, *
     """UsageError unless every output path can take its files: none empty, each writable, no two
     outputs writing one file, and each file already there one that kernel-ab wrote (or `force`).
     `modes`: the timed modes, whose benchmark rows and plots --out also writes."""
+    from compare.command_line.output_files import folder_files
     with usable_paths():
-        _outputs(json_path, markdown_path, out, force, modes)
+        not_blank("--json", json_path, "a file name")
+        not_blank("--markdown", markdown_path, "a file name")
+        not_blank("--out", out, "a folder")
+        singles = single_files(json_path, markdown_path)
+        folder = None if out is None else Path(out)
+        output_folder("--out", folder)
+        for flag, path in singles:
+            output_file(flag, path)
+        if folder is not None:
+            no_file_where_folders_go(singles, folder, [folder])
+        files = [(flag, path, "path") for flag, path in singles]
+        files += [(f"--out {folder}", p, "folder") for p in (folder_files(folder, modes) if folder else [])]
+        replaceable(files, force)
 
 
 @contextlib.contextmanager
@@ -162,24 +172,6 @@ def usable_paths():
     except OSError as exc:
         where = f" {exc.filename}" if exc.filename else ""
         raise UsageError(f"an output path cannot be used:{where}: {exc.strerror or exc}; give another") from None
-
-
-def _outputs(json_path: str | None, markdown_path: str | None, out: str | None, force: bool,
-             modes: tuple[str, ...]) -> None:
-    from compare.command_line.output_files import folder_files
-    not_blank("--json", json_path, "a file name")
-    not_blank("--markdown", markdown_path, "a file name")
-    not_blank("--out", out, "a folder")
-    singles = single_files(json_path, markdown_path)
-    folder = None if out is None else Path(out)
-    output_folder("--out", folder)
-    for flag, path in singles:
-        output_file(flag, path)
-    if folder is not None:
-        no_file_where_folders_go(singles, folder, [folder])
-    files = [(flag, path, "path") for flag, path in singles]
-    files += [(f"--out {folder}", p, "folder") for p in (folder_files(folder, modes) if folder else [])]
-    replaceable(files, force)
 
 
 class SingleFile(NamedTuple):
@@ -223,7 +215,6 @@ def report_text(path: Path) -> str:
     one line, for a file that is missing, unreadable, not gzip or not text, or that gives nothing to read
     within a time limit (a FIFO no one writes to: variants/waiting.py)."""
     import gzip
-    import stat
     from variants import waiting
     try:
         mode = path.stat().st_mode
