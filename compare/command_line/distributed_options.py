@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 
 from compare.command_line.usage import UsageError, at_least, not_blank
@@ -103,11 +104,8 @@ def run(o: DistributedOptions, plan, backend, step, failed):
     from compare.processes import distributed
     if o.jobs:
         print(f"kernel-ab: {workers_line(o)}", file=sys.stderr)
-    ex = executor(o, backend)
-    try:
+    with contextlib.closing(executor(o, backend)) as ex:
         return distributed.compare(plan, backend, step, failed, distributed.Distribution(ex))
-    finally:
-        ex.close()
 
 
 def steps(o: DistributedOptions | None, plan, backend) -> int:
@@ -133,9 +131,6 @@ def workers_line(o: DistributedOptions) -> str:
 
 def dry_run(o: DistributedOptions, plan, backend) -> int:
     from compare.processes import distributed
-    ex = executor(o, backend)
-    try:
+    with contextlib.closing(executor(o, backend)) as ex:
         print("\n".join(distributed.dry_run(plan, backend, ex, _gpus(o, backend))))
-    finally:
-        ex.close()
     return 0
