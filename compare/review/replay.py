@@ -191,7 +191,7 @@ class Replayer:
         started, waiting = time.monotonic(), self._start_plays(wanted, recording) if wanted else {}
         try:
             ran = self._record(at, wanted, sorted({t for op in wanted for t in tests[op.key]}), recording)
-            manifest = replay_recording.manifest(recording)
+            manifest = replay_process.read_json(recording / "manifest.json")
             self.say(f"recorded {plural(len(manifest.get('calls', [])), 'call')} from "
                      f"{plural(manifest.get('tests_run', 0), 'test')} "
                      f"at {at.value} in {time.monotonic() - started:.0f} s")
@@ -268,14 +268,15 @@ class Replayer:
         check numbers, not time), and notes on what the replay could not do, by op."""
         limit, by_budget = self._limit(self.limits.play_s)
         started, by = time.monotonic(), time.monotonic() + limit
-        go = {"ops": [{"module": op.module, "name": op.name, "calls": go_files(calls[op.key])} for op in ops]}
+        files = {op.key: [c["file"] for c in calls[op.key]] for op in ops}   # the recorded files, as the play is told
+        go = {"ops": [{"module": op.module, "name": op.name, "calls": files[op.key]} for op in ops]}
         for out, _ in waiting.values():
             replay_process.write_go(out, go)
         hung_s = self.limits.play_s * replay_process.HUNG_SHARE
         ended = {side: (out, replay_process.play(proc, out, go, by, hung_s)) for side, (out, proc) in waiting.items()}
         self.say(f"played them at {' and '.join(s.value for s in Side)}, side by side, in "
                  f"{time.monotonic() - started:.0f} s")
-        every = {c.replace("call_", "played_") for op in ops for c in go_files(calls[op.key])}
+        every = {c.replace("call_", "played_") for op in ops for c in files[op.key]}
         return {side: self._played(side, ops, out, *result, by_budget, every) for side, (out, result) in ended.items()}
 
     def _played(self, side: Side, ops: list[OpToReplay], out: Path, ran: replay_process.Ran, culprits: dict,
@@ -303,11 +304,6 @@ class _Played:
     by_budget: bool = False             # the review's time budget stopped the process
     unloadable: dict = dataclasses.field(default_factory=dict)   # op -> how loading it failed there
     ended: dict = dataclasses.field(default_factory=dict)        # call file -> how it ended its process (Ended)
-
-
-def go_files(calls: list[dict]) -> list[str]:
-    """The recorded files of `calls` (as the play is told them)."""
-    return [c["file"] for c in calls]
 
 
 def share(own: float, left: float, processes: int) -> tuple[float, bool]:

@@ -77,7 +77,7 @@ def finish(started: Started, by: float, marker: Path | None = None,
             return Ran(code, _tail(started))
         except subprocess.TimeoutExpired:
             pass
-        running = read_marker(marker)
+        running = read_json(marker)
         hung = marker is not None and running.get("since") and time.time() - running["since"] > hung_s
         if hung or left <= 0:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -87,7 +87,8 @@ def finish(started: Started, by: float, marker: Path | None = None,
             return Ran(None, _tail(started), ended)
 
 
-def read_marker(path: Path | None) -> dict:
+def read_json(path: Path | None) -> dict:
+    """What a JSON file the worker writes (a marker, a manifest) holds; {} where there is none, or not yet whole."""
     try:
         return json.loads(path.read_text()) if path is not None else {}
     except (OSError, ValueError):
@@ -99,7 +100,7 @@ def ended_in(ran: Ran, marker: Path) -> Ended | None:
     stopped at its limit, or ended outside any)."""
     if ran.hung is not None:
         return ran.hung
-    running = read_marker(marker)
+    running = read_json(marker)
     if ran.code in (0, None) or not running.get("what"):
         return None
     how = f"exit code {ran.code}" if ran.code > 0 else f"{signal_name(-ran.code)}"
@@ -122,7 +123,7 @@ def record(request: dict, out: Path, limit: float, hung_s: float,
         if len(left_out) > AGAIN_AT_MOST or by - time.monotonic() < 1.0:
             return ran, tuple(left_out)
         say(f"the test {ended.what} ended the recording process ({ended.how}); recording the others again without it")
-        done = read_marker(out / "manifest.json").get("done", [])
+        done = read_json(out / "manifest.json").get("done", [])
         request = {**request, "resume": True, "deselect": [*done, *[e.what for e in left_out]]}
 
 

@@ -3,18 +3,11 @@ review's records: the notes on what the recording could not do, and the imports 
 ops they kept from being recorded or played."""
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from compare.model.replay import CallFailure, ImportFailure, Pass, Side
-
-
-def manifest(folder: Path) -> dict:
-    try:
-        return json.loads((folder / "manifest.json").read_text())
-    except (OSError, ValueError):
-        return {}
+from compare.review.replay_process import read_json
 
 
 def notes(found: dict, code: int | None, tail: str, by_budget: bool, limit_s: float, named: bool = False):
@@ -79,12 +72,8 @@ def not_imported(found: dict, side: Side, op: str, module: str, tests: list[str]
 
 def unloadable(folder: Path, side: Side) -> dict[str, CallFailure]:
     """op (module:name) -> how loading it failed at `side`, said for each of its calls there."""
-    try:
-        found = json.loads((folder / "unloadable.json").read_text())
-    except (OSError, ValueError):
-        return {}
     said = {}
-    for op, what in found.items():
+    for op, what in read_json(folder / "unloadable.json").items():
         record = what.get("import")
         said[op] = CallFailure(side, Pass.IMPORT, what.get("lookup", "") if record is None else record["error"] + (
             f" (raised in {record['raised_in']})" if record["raised_in"] else ""))
