@@ -204,11 +204,9 @@ def _base_differs(changed: ChangedOp, family, known: _Known, found: Fit) -> str:
             f"({', '.join(changed.op.params)}) at HEAD is; compare it by hand")
 
 
-def _op_key(changed: ChangedOp) -> str:
+def op_key(changed: ChangedOp) -> str:
+    """The name an Unmapped gives an op, by which review's replay takes it over."""
     return f"{changed.module}:{changed.op.name.split('.')[0]}"
-
-
-op_key = _op_key   # public: the name an Unmapped gives an op, by which review's replay takes it over
 
 
 def _kernel_keys(changed: ChangedOp) -> tuple[str, ...]:
@@ -228,27 +226,27 @@ def _target(changed: ChangedOp, family: str, call: Call | None, how: str, rank: 
 
 
 def _by_table(changed: ChangedOp, key: str, entry: TableEntry, families, known: _Known) -> _Ranked | Unmapped:
-    op_key = _op_key(changed)
+    own = op_key(changed)
     if entry.family not in families:
-        return Unmapped(op_key, f"{entry.source} maps {key} to {entry.family!r}, which is no registered family "
+        return Unmapped(own, f"{entry.source} maps {key} to {entry.family!r}, which is no registered family "
                                 f"(families: {', '.join(families)})")
     family = families[entry.family]
     said = f"{entry.prefix} maps {key} to {entry.family}"
-    if entry.call is not None and key == op_key:
+    if entry.call is not None and key == own:
         if unknown := _unknown(entry, known(family)):
             raise UsageError(f'{entry.source}: {TABLE} "{key}": the call {entry.call.text()} names {unknown[0]!r}, '
                              f"no argument of {entry.family}'s op (arguments: {', '.join(known(family))})")
         return _target(changed, entry.family, entry.call, f"{said} with the call {entry.call.text()}", 13)
     found = calls.fit(changed.op, family, known(family), known.tensors(family))
     if isinstance(found, Miss):
-        return Unmapped(op_key, f"{said}, but {found.why}", entry.family, call=found.guess.text())
+        return Unmapped(own, f"{said}, but {found.why}", entry.family, call=found.guess.text())
     if differs := _base_differs(changed, family, known, found):
-        return Unmapped(op_key, f"{said}, but {differs}", entry.family, mapped=True)
-    return _target(changed, entry.family, found.call, f"{said}; {found.how}", found.score + 10 * (key == op_key))
+        return Unmapped(own, f"{said}, but {differs}", entry.family, mapped=True)
+    return _target(changed, entry.family, found.call, f"{said}; {found.how}", found.score + 10 * (key == own))
 
 
 def _by_names(changed: ChangedOp, families, known: _Known) -> _Ranked | Unmapped:
-    op_key = _op_key(changed)
+    own = op_key(changed)
     fits = {name: calls.fit(changed.op, f, known(f), known.tensors(f))
             for name, f in families.items() if getattr(f, "op_params", ())}
     scored = {name: f for name, f in fits.items() if isinstance(f, Fit)}
@@ -257,10 +255,10 @@ def _by_names(changed: ChangedOp, families, known: _Known) -> _Ranked | Unmapped
     if len(winners) == 1:
         found = scored[winners[0]]
         if differs := _base_differs(changed, families[winners[0]], known, found):
-            return Unmapped(op_key, f"its parameters fit {winners[0]}, but {differs}", winners[0], mapped=True)
+            return Unmapped(own, f"its parameters fit {winners[0]}, but {differs}", winners[0], mapped=True)
         return _target(changed, winners[0], found.call, f"matched by parameter names: {found.how}", found.score, True)
     if winners:
-        return Unmapped(op_key, f"its parameters fit {' and '.join(winners)} alike", winners[0],
+        return Unmapped(own, f"its parameters fit {' and '.join(winners)} alike", winners[0],
                         call=(scored[winners[0]].call or Call(())).text())
     misses = {name: f for name, f in fits.items() if isinstance(f, Miss)}
     most = max((m.matched for m in misses.values()), default=0)
@@ -273,18 +271,18 @@ def _by_names(changed: ChangedOp, families, known: _Known) -> _Ranked | Unmapped
                 f"{', '.join(closest)} (each matches {most} of its parameters)" if unmatched else
                 f"; closest, {' and '.join(closest)}: {misses[closest[0]].why}" if most else
                 f" (families: {', '.join(families)})")
-        return Unmapped(op_key, f"{changed.op.name}({params}) takes no registered family's op arguments{said}",
+        return Unmapped(own, f"{changed.op.name}({params}) takes no registered family's op arguments{said}",
                         call=guesses.pop() if most and len(guesses) == 1 else f"({params})")
     miss = misses[closest[0]]
-    return Unmapped(op_key, f"no family's op arguments fit it; closest, {closest[0]}: {miss.why}", closest[0],
+    return Unmapped(own, f"no family's op arguments fit it; closest, {closest[0]}: {miss.why}", closest[0],
                     call=miss.guess.text())
 
 
 def _map_op(changed: ChangedOp, table, families, known: _Known) -> _Ranked | Unmapped:
     if changed.base_op is None:
-        return Unmapped(_op_key(changed), f"{changed.op.name} is new at HEAD: no version at BASE to compare with",
+        return Unmapped(op_key(changed), f"{changed.op.name} is new at HEAD: no version at BASE to compare with",
                         mapped=True)
-    line = _line([_op_key(changed), *_kernel_keys(changed)], table)
+    line = _line([op_key(changed), *_kernel_keys(changed)], table)
     return _by_table(changed, *line, families, known) if line else _by_names(changed, families, known)
 
 
@@ -364,5 +362,5 @@ def _not_compared(by_op, best: dict[tuple, _Ranked]) -> tuple[list[Unmapped], li
             unmapped.append(r)
             continue
         by = [b.target.key for b in best.values() if b is winner or set(b.target.what) & set(changed.what)]
-        through.append(JudgedThrough(_op_key(changed), changed.what, tuple(dict.fromkeys(by))))
+        through.append(JudgedThrough(op_key(changed), changed.what, tuple(dict.fromkeys(by))))
     return unmapped, through
