@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import time
 
-from compare.model.budget import Cut, DtypesLeftOut, LeftOut
+from compare.model.budget import DtypesLeftOut
 from compare.model.errors import UsageError
 from compare.review.ops_changed import CODE
 
@@ -93,11 +93,3 @@ def chosen(asked: list[str] | None, ops: dict[str, set[str]]) -> set[str]:
         raise UsageError(f"--op {unknown[0]}: no changed op of this review is named so; changed ops: "
                          f"{', '.join(known) or 'none'}")
     return {key for key, names in ops.items() if any(n in names for n in asked)}
-
-
-def not_named(key: str, label: str) -> LeftOut:
-    return LeftOut(key, label, Cut.NOT_NAMED)
-
-
-def out_of_time(key: str, label: str) -> LeftOut:
-    return LeftOut(key, label, Cut.TIME_BUDGET)

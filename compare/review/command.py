@@ -11,7 +11,7 @@ import contextlib
 import dataclasses
 import sys
 
-from compare.model.budget import BudgetUse, Cut
+from compare.model.budget import BudgetUse, Cut, LeftOut
 from compare.model.family_fit import NORMAL, family_fit
 from compare.model.habits import MissingPackage
 from compare.review import budget as budgets, mapping
@@ -174,7 +174,7 @@ class _Work:
         self.args, self.registry, self.backend, self.clock, self.top = args, registry, backend, clock, top
         self.warm = warm
         self.done: list[Compared] = []
-        self.left: list = []                # compare.model.budget.LeftOut
+        self.left: list[LeftOut] = []
         self.misfits: list = []             # (target, label, why): a family matched by name does not fit
         self.dtypes_left_out: list = []
 
@@ -190,7 +190,7 @@ class _Work:
         from compare.runtime.deadline import deadline
         from compare.review.render import changed_text
         if not chosen or self.clock.spent():
-            self.left.append((budgets.out_of_time if chosen else budgets.not_named)(target.key, label))
+            self.left.append(LeftOut(target.key, label, Cut.TIME_BUDGET if chosen else Cut.NOT_NAMED))
             return
         family = self.registry.family(target.family)
         dtype, dropped = budgets.dtypes(self.args.dtype, self.backend.gpu, family)
@@ -243,19 +243,17 @@ class _Work:
         ops = budgets.most_changed_first(ops + [
             OpToReplay(t.key, label, t.path, t.module, t.callable, notes=(why,), what=t.what)
             for t, label, why in self.misfits], lambda op: op.what)
-        if ops and self.clock.spent():
-            self.left += [budgets.out_of_time(op.key, op.label) for op in ops]
-            return []
         if not ops:
+            return []
+        if self.clock.spent():
+            self.left += [LeftOut(op.key, op.label, Cut.TIME_BUDGET) for op in ops]
             return []
         self._say(f"replaying {len(ops)} op{'s' if len(ops) != 1 else ''} no family fits "
                   f"({', '.join(op.label for op in ops)}): recording their calls from the library's tests, then "
                   f"running them at both revisions; {self.clock.left():.0f} s of the {self.clock.seconds:g} s budget left")
         replayer = Replayer(repo, base, head, self.backend.device, budget=self.clock, say=self._say)
-        try:
+        with contextlib.closing(replayer):
             return [self._timed(r, op, replayer, base, head) for r, op in zip(replayer.replay(ops), ops)]
-        finally:
-            replayer.close()
 
     def _timed(self, replayed, op, replayer, base: str, head: str):
         """`replayed` timed and compiled on its recorded calls (compare/review/replay_timed.py) while the budget
@@ -263,18 +261,18 @@ class _Work:
         from compare.review.replay_timed import timed
         from compare.runtime import supervisor
         from compare.runtime.deadline import deadline
-        if self.clock.spent():
-            return dataclasses.replace(replayed, timed="timing and compiled code not run: the time budget ran out")
 
         def compare(request, registry):
             done = _compare(None, op.label, request, registry, self.backend, self.args.quiet)
             return done.report, done.error, done.needs
-        try:
-            with deadline(self.clock.left(), f"the review's time budget ({self.clock.seconds:g} s) ran out"):
-                return timed(self.args, self.backend, compare, replayed, op, replayer.recordings.get(op.key),
-                             replayer.work, base, head)
-        except supervisor.OutOfTime:
-            return dataclasses.replace(replayed, timed="timing and compiled code not run: the time budget ran out")
+        if not self.clock.spent():
+            try:
+                with deadline(self.clock.left(), f"the review's time budget ({self.clock.seconds:g} s) ran out"):
+                    return timed(self.args, self.backend, compare, replayed, op, replayer.recordings.get(op.key),
+                                 replayer.work, base, head)
+            except supervisor.OutOfTime:
+                pass
+        return dataclasses.replace(replayed, timed="timing and compiled code not run: the time budget ran out")
 
     def use(self, replayed) -> BudgetUse:
         """How the budget went, said once (compare.model.budget.BudgetUse)."""
