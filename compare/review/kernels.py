@@ -66,29 +66,26 @@ def kernels_of(mod: Module) -> list[Kernel]:
             frontier = [u for f in frontier for u in users[f] if u not in reached and u != name]
             frontier = list(dict.fromkeys(frontier))
             reached += frontier
-        helpers, todo = {}, [name]
-        while todo:
-            for r in sorted(mod.members[todo.pop()].refs):
-                if r != name and r not in helpers and mod.members.get(r) is not None \
-                        and mod.members[r].kind == Kind.JIT:
-                    helpers[r] = mod.members[r].code
-                    todo.append(r)
+        helpers = _reached(mod, [name], Kind.JIT)
         found.append(Kernel(mod.path, mod.module, name, m.params, m.required, m.tuned, m.body,
-                            tuple(mod.ops[d] for d in reached if d in mod.ops),
-                            "\n".join(f"{h}: {c}" for h, c in sorted(helpers.items())), m.readable,
-                            _constants(mod, [name, *helpers])))
+                            tuple(mod.ops[d] for d in reached if d in mod.ops), _listed(helpers), m.readable,
+                            _listed(_reached(mod, [name, *helpers], Kind.CONSTANT))))
     return found
 
 
-def _constants(mod: Module, names: list[str]) -> str:
-    """The code of the module-level constants `names` read, and of those these read in turn."""
+def _reached(mod: Module, names: list[str], kind: Kind) -> dict[str, str]:
+    """{name: code} of the members of `kind` that `names` read, and those these read in turn (not `names`)."""
     found, todo = {}, list(names)
     while todo:
         for r in sorted(mod.members[todo.pop()].refs):
             member = mod.members.get(r)
-            if member is not None and member.kind == Kind.CONSTANT and r not in found:
+            if member is not None and member.kind == kind and r not in found and r not in names:
                 found[r] = member.code
                 todo.append(r)
+    return found
+
+
+def _listed(found: dict[str, str]) -> str:
     return "\n".join(f"{n}: {c}" for n, c in sorted(found.items()))
 
 
