@@ -118,8 +118,7 @@ class _Triton:
                                                             and parts[1] in last)
 
     def is_jit(self, node: ast.AST) -> bool:
-        return not isinstance(node, ast.Call) and self._is(node, self.jits, ("jit",)) or \
-            isinstance(node, ast.Call) and self._is(node.func, self.jits, ("jit",))
+        return self._is(node.func if isinstance(node, ast.Call) else node, self.jits, ("jit",))
 
     def is_tuner(self, node: ast.AST) -> bool:
         return isinstance(node, ast.Call) and self._is(node.func, self.tuners, TUNERS)
@@ -132,7 +131,7 @@ class _Triton:
         if isinstance(value, ast.Call) and len(value.args) == 1:
             if isinstance(value.func, ast.Call) and self.is_tuner(value.func):
                 return self.wrapped(value.args[0])
-            if self.is_jit(value.func) or (isinstance(value.func, ast.Call) and self.is_jit(value.func)):
+            if self.is_jit(value.func):
                 return value.args[0]
         return None
 
@@ -244,7 +243,8 @@ def _returns_tuple(fn: ast.AST) -> bool:
 
 def _op(name: str, node: ast.AST) -> Op | None:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return Op(name, *params_of(node.args)[:2], _returns_tuple(node), params_of(node.args)[2])
+        names, required, defaults = params_of(node.args)
+        return Op(name, names, required, _returns_tuple(node), defaults)
     if isinstance(node, ast.ClassDef) and any(dotted(b).endswith("Function") for b in node.bases):
         forward = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
         if forward is not None:
