@@ -1,6 +1,6 @@
-"""The --variant specs review builds as records (compare/review/mapping.py `Target.variant`, replay_timed.py) are
-the records variants/spec.py parses from the same spec typed by hand, and they reach a timing process through
-its request's JSON unchanged."""
+"""The --variant specs review builds as records (compare/review/mapping.py `Target.variant`, command.py
+`_replay_timed`) are the records variants/spec.py parses from the same spec typed by hand, and they reach a
+timing process through its request's JSON unchanged."""
 from __future__ import annotations
 
 import dataclasses

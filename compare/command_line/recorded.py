@@ -106,6 +106,14 @@ def run_record(args) -> int:
     return 0 if calls else 1
 
 
+def free_memory(backend) -> int | None:
+    """The GPU memory free now, which the timed (grown) call of a family made from recorded calls must fit."""
+    if not backend.gpu:
+        return None
+    from compare.comparison.memory import device_available
+    return device_available()
+
+
 def prepare(args, backend):
     """`compare --recorded DIR`'s arguments as compare reads them: the family made from DIR (written into
     DIR/family, added to --family-path), the op's argument list added to each --variant spec that gives none,
@@ -127,12 +135,9 @@ def prepare(args, backend):
                          "--recorded runs timing and ir (review replays numerics)")
     if not args.external or len(args.external) < 2 or args.variants:
         raise UsageError("--recorded compares ops given as --variant NAME=[git:REV:]PATH::OP (two or more)")
-    free = None
-    if backend.gpu:
-        from compare.comparison.memory import device_available
-        free = device_available()
     try:
-        built = write_family(folder, ops[0], folder / FAMILY_FOLDER, ops[0].split(":")[1].removesuffix(".apply"), free)
+        built = write_family(folder, ops[0], folder / FAMILY_FOLDER, ops[0].split(":")[1].removesuffix(".apply"),
+                             free_memory(backend))
     except NotTimeable as exc:
         raise UsageError(f"--recorded {folder}: no call can be timed: {exc}") from None
     if not args.quiet:

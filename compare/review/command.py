@@ -10,10 +10,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import sys
+from pathlib import Path
 
 from compare.model.budget import BudgetUse, Cut, LeftOut
 from compare.model.family_fit import NORMAL, family_fit
 from compare.model.habits import MissingPackage
+from compare.model.replay import NOT_REPLAYED, Pass, ReplayedOp
 from compare.review import budget as budgets, mapping
 from compare.review.kernels import changes
 from compare.review.revisions import Repository
@@ -256,20 +258,15 @@ class _Work:
             return [self._timed(r, op, replayer, base, head) for r, op in zip(replayer.replay(ops), ops)]
 
     def _timed(self, replayed, op, replayer, base: str, head: str):
-        """`replayed` timed and compiled on its recorded calls (compare/review/replay_timed.py) while the budget
-        lasts; a comparison the budget stops keeps what finished."""
-        from compare.review.replay_timed import timed
+        """`replayed` timed and compiled on its recorded calls (`_replay_timed`) while the budget lasts; a
+        comparison the budget stops keeps what finished."""
         from compare.runtime import supervisor
         from compare.runtime.deadline import deadline
-
-        def compare(request, registry):
-            done = _compare(None, op.label, request, registry, self.backend, self.args.quiet)
-            return done.report, done.error, done.needs
         if not self.clock.spent():
             try:
                 with deadline(self.clock.left(), f"the review's time budget ({self.clock.seconds:g} s) ran out"):
-                    return timed(self.args, self.backend, compare, replayed, op, replayer.recordings.get(op.key),
-                                 replayer.work, base, head)
+                    return _replay_timed(self.args, self.backend, replayed, op, replayer.recordings.get(op.key),
+                                         replayer.work, base, head)
             except supervisor.OutOfTime:
                 pass
         return dataclasses.replace(replayed, timed="timing and compiled code not run: the time budget ran out")
@@ -279,6 +276,49 @@ class _Work:
         stopped = sum(c.stopped for c in self.done) + sum(r.stopped for r in replayed)
         late = sum(1 for l in self.left if l.cut == Cut.TIME_BUDGET)
         return BudgetUse.made(self.clock.seconds, self.clock.used(), len(self.done) + len(replayed), late + stopped)
+
+
+def _replay_timed(args, backend, replayed: ReplayedOp, op, recording: Path, work: Path, base: str,
+                  head: str) -> ReplayedOp:
+    """`replayed` with its timing and compiled code (`report`) and which call was timed (`timed`), or why not: its
+    recorded calls made a family (variants/recorded.py) in which BASE and HEAD are compared as an op is. On a GPU
+    the call moving the most bytes is timed, grown along its leading dimension (variants/recorded_growth.py); on
+    the CPU the smallest call's kernels are compiled for sm_90 (timing skipped with compare's reason)."""
+    from compare.command_line.arguments import as_compare
+    from compare.command_line.recorded import RECORDED_CHECKS, free_memory
+    from compare.model import gates
+    from variants import discovery
+    from variants.recorded_build import NotTimeable, write_family
+    from variants.spec import Spec
+    checks = [c for c in (args.checks or RECORDED_CHECKS) if c in RECORDED_CHECKS]
+    if replayed.verdict in NOT_REPLAYED or not checks:
+        return replayed
+    try:
+        built = write_family(recording, f"{op.module}:{op.name}", work / "families", op.label, free_memory(backend),
+                             avoid=_not_run_forward(replayed))
+    except NotTimeable as exc:
+        return dataclasses.replace(replayed, timed=f"not timed: {exc}")
+    preset = "timed" if backend.gpu else "smallest"
+    specs = tuple(Spec.made(f"{op.label}.{side}", op.path, op.name, rev, built.call)
+                  for side, rev in (("base", base), ("head", head)))
+    request, _ = as_compare(args, external=specs, family=built.name, variants=[], preset=preset, shape=None,
+                            dtype=built.dtypes[preset], checks=checks, inputs="recorded", input_kind="recorded")
+    folders = [*(args.family_paths or ()), str(built.folder)]
+    with discovery.configured(folders, args.repo):   # the timing processes find the family too
+        done = _compare(None, op.label, request, discovery.registry(), backend, args.quiet)
+    said = built.timed if backend.gpu else f"{built.smallest}, its kernels compiled for {request.target} offline " \
+                                           "(timing needs a GPU)"
+    if done.report is None:
+        return dataclasses.replace(replayed, timed=f"its timing and compiled code could not run: {done.error}")
+    report = gates.decided(done.report, False, args.fail_if_slower, args.accept_unjudged)
+    return dataclasses.replace(replayed, report=report, timed=said)
+
+
+def _not_run_forward(replayed: ReplayedOp) -> dict[int, str]:
+    """The calls whose forward raised at a side when replayed: neither timed nor compiled, since one side
+    would have no kernels to compare there."""
+    return {c.index: f"its forward raises at {f.side} ({f.error})"
+            for c in replayed.calls for f in c.failures if f.stage == Pass.FORWARD}
 
 
 def _misfit(base: str):
