@@ -287,27 +287,22 @@ def check_outputs(args, labels=(), timed: bool = False) -> None:
     (its timing files too when `timed`); a file there that kernel-ab did not write is refused unless --force."""
     from compare.command_line import usage
     usage.outputs(args.json, args.markdown, None, force=args.force)
-    with usage.usable_paths():
-        _check_out(args, labels, timed)
-
-
-def _check_out(args, labels, timed: bool) -> None:
     from compare.command_line.output_files import REPORT_MD, folder_files
-    from compare.command_line import usage
     from variants.variant import MODES   # each op's folder takes compare's files, its timed passes' among them
     if args.out is None:
         return
-    usage.not_blank("--out", args.out, "a folder")
-    out = Path(args.out)
-    folders = [out] + [out / label for label in labels]
-    for folder in folders:
-        usage.output_folder(f"--out {folder}", folder)
-    singles = usage.single_files(args.json, args.markdown)
-    usage.no_file_where_folders_go(singles, out, folders)
-    files = [(flag, path, "path") for flag, path in singles] + [(f"--out {out}", out / REPORT_MD, "folder")]
-    modes = MODES if timed else ()
-    files += [(f"--out {out / label}", p, "folder") for label in labels for p in folder_files(out / label, modes)]
-    usage.replaceable(files, args.force)
+    with usage.usable_paths():
+        usage.not_blank("--out", args.out, "a folder")
+        out = Path(args.out)
+        folders = [out] + [out / label for label in labels]
+        for folder in folders:
+            usage.output_folder(f"--out {folder}", folder)
+        singles = usage.single_files(args.json, args.markdown)
+        usage.no_file_where_folders_go(singles, out, folders)
+        files = [(flag, path, "path") for flag, path in singles] + [(f"--out {out}", out / REPORT_MD, "folder")]
+        modes = MODES if timed else ()
+        files += [(f"--out {out / label}", p, "folder") for label in labels for p in folder_files(out / label, modes)]
+        usage.replaceable(files, args.force)
 
 
 def finish(review: Review, args) -> int:
