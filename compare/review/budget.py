@@ -76,6 +76,16 @@ def most_changed_first(items: list, what_of) -> list:
     return sorted(items, key=lambda item: tuple(-n for n in change_size(what_of(item))))
 
 
+def labels(ops: list[tuple[str, str]]) -> list[str]:
+    """The label of each (module, callable): the callable less `.apply`, with its module where an earlier op has
+    that label already."""
+    said: list[str] = []
+    for module, callable_ in ops:
+        label = callable_.removesuffix(".apply")
+        said.append(label if label not in said else f"{module}.{label}")
+    return said
+
+
 def names_of(module: str, callable_: str, label: str) -> set[str]:
     """Every name --op takes for an op: its label, its callable, and both with its module."""
     top = callable_.split(".")[0]

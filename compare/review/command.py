@@ -91,16 +91,6 @@ def _table(repo: Repository, commit: str, reviewer: str | None) -> dict[str, map
     return {**table, **(mapping.read_file(reviewer) if reviewer else {})}
 
 
-def _labels(targets: list[mapping.Target]) -> list[str]:
-    labels = []
-    for t in targets:
-        label = t.callable.removesuffix(".apply")
-        if label in labels:
-            label = f"{t.module}.{label}"
-        labels.append(label)
-    return labels
-
-
 def _preset(args, family, backend) -> str | None:
     """The preset an op is compared at: the one asked for; on a GPU, else, the sizes the family's op is used
     at (its `gpu_preset`), so no toy launch-bound shape is timed unless asked for; else the family's default."""
@@ -120,7 +110,8 @@ def run(args, registry, backend) -> int:
     base, head = repo.commit(args.base, "BASE"), repo.commit(args.head, "HEAD")
     found = changes(repo, base, head)
     targets, unmapped, through = mapping.plan(found, _table(repo, head, args.mapping), registry.families)
-    labelled = budgets.most_changed_first(list(zip(targets, _labels(targets))), lambda t: t[0].what)
+    labels = budgets.labels([(t.module, t.callable) for t in targets])
+    labelled = budgets.most_changed_first(list(zip(targets, labels)), lambda t: t[0].what)
     to_replay = replayable(found, unmapped)
     names = {**{t.key: budgets.names_of(t.module, t.callable, label) for t, label in labelled},
              **{op.key: budgets.names_of(op.module, op.name, op.label) for op in to_replay}}

@@ -17,6 +17,7 @@ from pathlib import Path
 from compare.model.line import plural
 from compare.model.replay import CallFailure, Pass, ReplayedCall, ReplayedOp, Side
 from compare.review import replay_process, replay_recording
+from compare.review.budget import labels
 from compare.review.members import module_name
 from compare.review.revisions import Repository
 from compare.review.sources import Role, role
@@ -64,16 +65,9 @@ def replayable(found, unmapped) -> list[OpToReplay]:
     """The changed ops among `unmapped` (no family compares them) that exist at BASE: those to replay."""
     from compare.review.mapping import op_key
     left = {u.kernel for u in unmapped}
-    ops, labels = [], set()
-    for c in found.ops:
-        key = op_key(c)
-        if key not in left or c.base_op is None:
-            continue
-        label = c.op.name.removesuffix(".apply")
-        label = label if label not in labels else f"{c.module}.{label}"
-        labels.add(label)
-        ops.append(OpToReplay(key, label, c.path, c.module, c.op.name, what=c.what))
-    return ops
+    kept = [c for c in found.ops if op_key(c) in left and c.base_op is not None]
+    return [OpToReplay(op_key(c), label, c.path, c.module, c.op.name, what=c.what)
+            for c, label in zip(kept, labels([(c.module, c.op.name) for c in kept]))]
 
 
 def _words(op: OpToReplay) -> list[tuple[str, int]]:
