@@ -10,8 +10,7 @@ import pytest
 
 from compare.review import render
 from compare.review.kernels import changes
-from compare.review.revisions import Repository
-from compare.review.sources import Role, role
+from compare.review.revisions import Repository, Role, role
 
 LIB = '''\
 import triton

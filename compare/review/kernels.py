@@ -11,8 +11,7 @@ import dataclasses
 
 from compare.review.members import Kind, Module, Op, parse   # noqa: F401 (Op: re-exported)
 from compare.review.ops_changed import Change, ChangedOp, Side, What, changed_ops   # noqa: F401 (re-exported)
-from compare.review.revisions import Repository
-from compare.review.sources import Role, library, role
+from compare.review.revisions import Repository, Role, library, role
 
 
 @dataclasses.dataclass(frozen=True)

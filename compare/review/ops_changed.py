@@ -11,8 +11,7 @@ import dataclasses
 import enum
 
 from compare.review.members import Kind, Launch, Member, Module, Op, module_name, parse
-from compare.review.revisions import Repository
-from compare.review.sources import Role, role
+from compare.review.revisions import Repository, Role, role
 
 
 class Change(str, enum.Enum):

@@ -19,8 +19,7 @@ from compare.model.replay import CallFailure, Pass, ReplayedCall, ReplayedOp, Si
 from compare.review import replay_process, replay_recording
 from compare.review.budget import labels
 from compare.review.members import module_name
-from compare.review.revisions import Repository
-from compare.review.sources import Role, role
+from compare.review.revisions import Repository, Role, role
 from compare.model import scratch
 
 MAX_TEST_FILES = 3

@@ -1,8 +1,12 @@
-"""A reviewed repository's revisions, read through git without checking anything out."""
+"""A reviewed repository's revisions, read through git without checking anything out, and what each of its files
+is to a review (`role`): the library's code, its tests or its benchmarks. A file is a test or a benchmark by
+where it lies (a folder named so, anywhere in its path) or by its name (pytest's `test_*.py`, `*_test.py`,
+`conftest.py`; `benchmark_*.py`, `bench_*.py`)."""
 from __future__ import annotations
 
+import enum
 import subprocess
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from compare.model.errors import UsageError
 
@@ -68,3 +72,33 @@ class Repository:
             except UnicodeDecodeError:
                 pass
         return texts
+
+
+class Role(str, enum.Enum):
+    """Tests and benchmark scripts are where calls of an op come from, never ops themselves: a pull request that
+    adds a test function reaching a kernel has not added an op."""
+
+    LIBRARY = "library"
+    TEST = "test"
+    BENCHMARK = "benchmark"
+
+
+_TEST_FOLDERS = frozenset({"test", "tests"})
+_BENCHMARK_FOLDERS = frozenset({"benchmark", "benchmarks", "bench", "benches"})
+
+
+def role(path: str) -> Role:
+    """`path` (from the repository's top level) as the review sees it."""
+    p = PurePosixPath(path)
+    folders = {part.lower() for part in p.parts[:-1]}
+    name = p.name.lower()
+    if folders & _TEST_FOLDERS or name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py":
+        return Role.TEST
+    if folders & _BENCHMARK_FOLDERS or name.startswith(("benchmark_", "bench_")):
+        return Role.BENCHMARK
+    return Role.LIBRARY
+
+
+def library(paths: list[str]) -> list[str]:
+    """The paths among `paths` that are the library's own code."""
+    return [p for p in paths if role(p) == Role.LIBRARY]
