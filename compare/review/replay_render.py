@@ -2,6 +2,8 @@
 calls for the comment. Reads the records' verdicts; decides nothing."""
 from __future__ import annotations
 
+import math
+
 from compare.model.line import plural
 from compare.model.replay import Agreement, ReplayedCall, ReplayedOp, ReplayVerdict, TensorDiff
 
@@ -12,31 +14,20 @@ NO_REFERENCE = "nothing here says which side is right"
 NOT_RUN = "timing and compiled code were not run on its recorded calls"
 
 
-def _where(t: TensorDiff) -> str:
-    return f"[{', '.join(map(str, t.where))}]" if t.where else ""
-
-
 def tensor_text(t: TensorDiff) -> str:
     """How one tensor of BASE and HEAD differ, in a phrase."""
     if t.agreement == Agreement.IDENTICAL:
         return f"{t.name}: identical bits"
     if t.agreement == Agreement.UNLIKE:
         return f"{t.name}: not comparable ({t.why})"
-    size = 1
-    for n in t.shape:
-        size *= n
+    where = f"[{', '.join(map(str, t.where))}]" if t.where else ""
     nan = f", {t.nan_mismatch} NaN/inf at one side only" if t.nan_mismatch else ""
     elsewhere = f", up to {t.max_ulp:.0f} ULP elsewhere" if t.max_ulp > max(2 * t.ulp_where, t.ulp_where + 1) else ""
     if t.spread >= 0:
         elsewhere += f"; BASE run twice differs by up to {t.spread:.2e}"
-    return (f"{t.name}{_where(t)}: {t.base_value:.9g} at BASE, {t.head_value:.9g} at HEAD (the largest difference, "
-            f"{t.max_abs:.2e}, {t.ulp_where:.0f} ULP{elsewhere}); {t.differing} of {size} elements differ, "
-            f"{t.beyond} beyond {t.dtype} tolerance{nan}")
-
-
-def _calls(op: ReplayedOp) -> str:
-    n = len(op.calls)
-    return f"{n} call{'s' if n != 1 else ''} recorded from {', '.join(op.tests)}"
+    return (f"{t.name}{where}: {t.base_value:.9g} at BASE, {t.head_value:.9g} at HEAD (the largest difference, "
+            f"{t.max_abs:.2e}, {t.ulp_where:.0f} ULP{elsewhere}); {t.differing} of {math.prod(t.shape)} elements "
+            f"differ, {t.beyond} beyond {t.dtype} tolerance{nan}")
 
 
 def _failure(op: ReplayedOp, side: str) -> str:
@@ -79,7 +70,8 @@ def summary(op: ReplayedOp, hint: str = "") -> tuple[str, str]:
             ReplayVerdict.BEYOND: lambda: f"{v}: {tensor_text(op.worst())}; {NO_REFERENCE}"}[v]
     stopped = f" (the review's time budget stopped it: the calls it did not reach are not here; {hint})" \
         if op.stopped else ""
-    return _LEVEL[v], f"{head}, {_calls(op)}{stopped}: {said() if callable(said) else said}"
+    calls = f"{plural(len(op.calls), 'call')} recorded from {', '.join(op.tests)}"
+    return _LEVEL[v], f"{head}, {calls}{stopped}: {said() if callable(said) else said}"
 
 
 def _cause(op: ReplayedOp) -> tuple:
