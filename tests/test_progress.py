@@ -39,3 +39,24 @@ def test_a_cut_line_shortens_the_text_and_keeps_the_count(monkeypatch, capsys, c
     text = line.split("] ", 1)[1]
     assert text.endswith("...") and key.startswith(text.removesuffix("...")), text
     assert ("s left]" in line) == time_left_kept   # the time left goes before the text where the line is narrow
+
+
+def test_after_new_pace_the_time_left_is_said_at_the_pace_of_the_units_done_since(monkeypatch, capsys):
+    """Ten numerics cases of 1 s, then timing units of 20 s: the time left is the timing's, not the cases'."""
+    monkeypatch.setenv("COLUMNS", "80")
+    now = [100.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: now[0])
+    with progress.reporter(14) as step:
+        for _ in range(10):
+            now[0] += 1.0
+            step.advance()
+        step("numerics done")
+        step.new_pace()
+        step("timing float32")
+        now[0] += 20.0
+        step.advance()
+        step("timing bfloat16")
+    lines = capsys.readouterr().err.splitlines()
+    assert "~4 s left] numerics done" in lines[0], lines   # 4 units at 1 s each
+    assert re.match(r"\[\s*10\.0s 10/14\] timing float32$", lines[1]), lines   # no unit of the new pace done yet
+    assert "~60 s left] timing bfloat16" in lines[2], lines   # 3 units at 20 s each

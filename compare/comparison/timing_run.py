@@ -174,6 +174,7 @@ class TimingProcesses:
         """Each dtype timed in turn: the merged section (None: none timed), a Skip for each dtype not timed. A
         stop (a signal, a review's budget) after a dtype was timed: CheckStopped with what was timed."""
         sections, failed, self.step = [], [], step
+        step.new_pace()
         try:
             for w in self.workers:
                 step(f"timing {w.dtype}: in a process of its own")
@@ -349,6 +350,7 @@ def run_timing(plan, step, copy_gbs: float = 0.0) -> TimingSection:
         step("timing: measuring device-to-device copy bandwidth")
         copy_gbs = timing.copy_bandwidth_gbs()
     cases = []
+    step.new_pace()
     for dtype in plan.dtypes:
         dtype_name = vocabulary.dtype_name(dtype)
         for shape in preset.shapes:

@@ -29,6 +29,9 @@ class Relay:
     def advance(self) -> None:
         pass
 
+    def new_pace(self) -> None:
+        pass
+
 
 def serve(answers, lines, timing: bool = False) -> int:
     from compare.runtime import supervisor

@@ -1,7 +1,7 @@
 """Progress on long work: a progress bar on a terminal, plain timestamped lines elsewhere (CI, logs).
 
 `reporter(total)` yields a `Step`: calling it with a text says what is being done now; `advance()`
-counts one of the `total` units of work done."""
+counts one of the `total` units of work done; `new_pace()` says the units from here take another time each."""
 from __future__ import annotations
 
 import os
@@ -37,22 +37,28 @@ class Step:
     def advance(self) -> None:
         pass
 
+    def new_pace(self) -> None:
+        pass
+
 
 class _Lines(Step):
-    """'[  12.3s 4/12, ~25 s left] TEXT': the time so far, the units done, and the time left at the pace so far,
-    each line cut to COLUMNS (default 80) by shortening TEXT, never the count. Called from worker threads too
-    (compare.processes.distributed), hence the lock."""
+    """'[  12.3s 4/12, ~25 s left] TEXT': the time so far, the units done, and the time left at the pace of the
+    units done since the last `new_pace` (none done yet: no time left said), each line cut to COLUMNS (default
+    80) by shortening TEXT, never the count. Called from worker threads too (compare.processes.distributed)."""
 
     def __init__(self, total: int):
         import threading
         self.total, self.done, self.start, self.width = total, 0, time.monotonic(), columns()
+        self.paced = (self.start, 0)   # when the units of the pace said began, and how many were done then
         self._lock = threading.Lock()
 
     def __call__(self, text: str) -> None:
         with self._lock:
-            elapsed = time.monotonic() - self.start
-            left = f", ~{elapsed / self.done * (self.total - self.done):.0f} s left" \
-                if 0 < self.done < self.total else ""
+            now = time.monotonic()
+            elapsed, (since, done_then) = now - self.start, self.paced
+            pace = (now - since) / (self.done - done_then) if self.done > done_then else None
+            left = f", ~{pace * (self.total - self.done):.0f} s left" \
+                if pace is not None and self.done < self.total else ""
             head = f"[{elapsed:7.1f}s {self.done}/{self.total}{left}] "
             if len(head) + _TEXT_ROOM > self.width:   # a narrow line: the time left goes before the text does
                 head = f"[{elapsed:.1f}s {self.done}/{self.total}] "
@@ -61,6 +67,12 @@ class _Lines(Step):
     def advance(self) -> None:
         with self._lock:
             self.done += 1
+
+    def new_pace(self) -> None:
+        """The units from here take another time each (a timing process's dtype takes many numerics cases' time):
+        the time left is said at their own pace, once one is done."""
+        with self._lock:
+            self.paced = (time.monotonic(), self.done)
 
 
 class _Bar(Step):
