@@ -60,3 +60,25 @@ def test_after_new_pace_the_time_left_is_said_at_the_pace_of_the_units_done_sinc
     assert "~4 s left] numerics done" in lines[0], lines   # 4 units at 1 s each
     assert re.match(r"\[\s*10\.0s 10/14\] timing float32$", lines[1]), lines   # no unit of the new pace done yet
     assert "~60 s left] timing bfloat16" in lines[2], lines   # 3 units at 20 s each
+
+
+def test_the_compiled_code_begun_after_the_timing_is_said_at_a_pace_of_its_own(monkeypatch):
+    """On a GPU the IR runs after the timing (its Ready): its one unit begins a new pace before it compiles."""
+    from types import SimpleNamespace
+
+    from compare.checks.check import Findings
+    from compare.comparison import ir_check
+    said = []
+
+    class Spy(progress.Step):
+        def new_pace(self):
+            said.append("new pace")
+
+        def advance(self):
+            said.append("advanced")
+    monkeypatch.setattr(ir_check, "_ir", lambda plan, backend, step, cache=None: said.append("compiled") or Findings())
+    plan = SimpleNamespace(directions=("forward",), variants=())
+    ready = ir_check.IRCheck().begin(plan, SimpleNamespace(gpu=True), Spy())
+    assert said == []   # nothing runs when it is begun: the timing comes first
+    ready.result()
+    assert said == ["new pace", "compiled", "advanced"]

@@ -105,7 +105,10 @@ class IRCheck(Check):
         `warm.ir` (a CompileCache) where the caller keeps one."""
         if plan.directions and not backend.gpu and not any(v.kind == "op" for v in plan.variants):
             return _alongside(plan, backend, step, warm.ir)
-        return Ready(lambda: _found(_ir(plan, backend, step, warm.ir), step))
+        def compiled() -> Findings:
+            step.new_pace()   # after the timing: a compile takes nothing like a timed dtype's time
+            return _found(_ir(plan, backend, step, warm.ir), step)
+        return Ready(compiled)
 
     def steps(self, plan: Plan, backend: Backend) -> int:
         return 1

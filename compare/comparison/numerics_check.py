@@ -136,7 +136,6 @@ def _run_cases(plan: Plan, variants, backend: Backend, step: Step, reference: st
     family, shapes, pace = plan.family, plan.preset.shapes, Pace()
     cases = NumericsCheck().cases(plan, backend)
     order = [Trials(shapes[c.shape], family.dtypes[c.dtype], c.input_kind, c.seeds) for c in cases]
-    step.new_pace()   # a review's next op: its cases' pace, not the timing's before them
     with Draws(family, backend.device, order) as draws:
         for direction, t in zip((c.mode for c in cases), order):
             work = case_work(family, variants, t.shape, t.dtype, t.seeds, direction, backend) \

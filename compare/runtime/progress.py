@@ -69,8 +69,8 @@ class _Lines(Step):
             self.done += 1
 
     def new_pace(self) -> None:
-        """The units from here take another time each (a timing process's dtype takes many numerics cases' time):
-        the time left is said at their own pace, once one is done."""
+        """The units from here take another time each (a dtype timed takes many numerics cases' time, a compile
+        after it a fraction of one): the time left is said at their own pace, once one is done."""
         with self._lock:
             self.paced = (time.monotonic(), self.done)
 
