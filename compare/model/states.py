@@ -153,7 +153,7 @@ class GateOutcome(Word):
 
 
 class LoopMatch(Word):
-    """How a loop of B pairs with A's in one stage (compare/checks/ir/loopmatch.py)."""
+    """How a loop of B pairs with A's in one stage (compare/model/loopmatch.py)."""
 
     MATCHED = "matched"         # one each
     REMOVED = "removed"         # A's only

@@ -1,7 +1,7 @@
 """What a variant leaves running after its launches (compare.runtime.supervisor.running notes it here): the
 threads and processes it left are said in the report (`left_behind`), and those that a launch of it alone
 started (its import, its checked run), daemon threads included, make it the one to blame when the GPU is found
-busy with none of its calls in flight (compare/checks/device_busy.py)."""
+busy with none of its calls in flight (compare/runtime/device_busy.py)."""
 from __future__ import annotations
 
 import threading

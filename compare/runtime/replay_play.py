@@ -1,7 +1,8 @@
 """The replaying side of compare/runtime/replay_worker.py: recorded calls played at one revision (fresh inputs,
 then the backward from a seeded upstream gradient), each call's result saved beside the recording; and, for both
 sides, the file beside the output that says what runs now (`running`: compare/review/replay_process.py names a
-process that ended in a test or a call for it). Runs a reviewed library's code: never in kernel-ab's own process."""
+process that ended in a test or a call for it). Runs a reviewed library's code in a replay worker only;
+kernel-ab's own process reads only the marker's name and `running` from here."""
 from __future__ import annotations
 
 import contextlib
