@@ -1,11 +1,11 @@
-"""A timing process's progress reaches the run's (compare/processes/task_worker.py's Relay, read back by
+"""A timing process's progress reaches the run's (compare/processes/tasks.py's Relay, read back by
 compare.comparison.timing_run.TimingProcesses): a line at most once a second on its answer pipe, each said
 with its dtype while the dtype is timed, and none taken for the task's answer."""
 import io
 import json
 
 from compare.comparison import plan, timing_run
-from compare.processes.task_worker import Relay
+from compare.processes.tasks import Relay
 from compare.runtime.progress import Step
 from tests.test_timing_run import _fake
 

@@ -47,3 +47,18 @@ class Task:
         data = json.loads(text)
         case = Case.from_dict(data["case"]) if data["case"] is not None else None
         return cls(**{**data, "case": case, "env": tuple(tuple(e) for e in data["env"])})
+
+
+def progress_line(text: str) -> str:
+    """A timing process's progress between its answers, as it travels on its answer pipe: one JSON line."""
+    return json.dumps({"progress": text})
+
+
+def progress_of(line: str) -> str | None:
+    """What a `progress_line` says; None where `line` is none (a task's answer, read whole by its reader)."""
+    if not line.startswith('{"progress": '):   # an answer's JSON is not parsed twice
+        return None
+    try:
+        return str(json.loads(line)["progress"])
+    except (ValueError, KeyError, TypeError):
+        return None

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from compare.checks.check import CheckStopped, Findings
-from compare.checks.task import LOAD, TIME, WORKER, Task
+from compare.checks.task import LOAD, TIME, WORKER, Task, progress_of
 from compare.comparison import timing_culprit
 from compare.runtime import background, device_busy, run_context, supervisor
 from compare.model.reruns import Blamed, Culprit, Ran, run_excluding
@@ -285,11 +285,7 @@ class TimingProcesses:
     def _relayed(self, w: AskedWorker) -> str | None:
         """`w`'s next word that is no progress line; each progress line before it said (its dtype first)."""
         while (said := w.worker.word()) is not None:
-            if not said.startswith('{"progress": '):
-                return said
-            try:
-                text = str(json.loads(said)["progress"])
-            except (ValueError, KeyError, TypeError):
+            if (text := progress_of(said)) is None:
                 return said
             if self.step is not None:
                 self.step(f"timing {w.dtype}: {text.removeprefix('timing ')}")

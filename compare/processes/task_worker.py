@@ -9,36 +9,12 @@ import os
 import sys
 
 
-class Relay:
-    """A timing process's progress, said on its answer pipe as {"progress": TEXT} lines between its tasks'
-    answers, at most one a RELAY_S (its rounds come many a second), for its coordinator to show."""
-
-    RELAY_S = 1.0
-
-    def __init__(self, answers):
-        self.answers, self.last = answers, 0.0
-
-    def __call__(self, text: str) -> None:
-        import json
-        import time
-        if time.monotonic() - self.last >= self.RELAY_S:
-            self.last = time.monotonic()
-            self.answers.write(json.dumps({"progress": text}) + "\n")
-            self.answers.flush()
-
-    def advance(self) -> None:
-        pass
-
-    def new_pace(self) -> None:
-        pass
-
-
 def serve(answers, lines, timing: bool = False) -> int:
     from compare.runtime import supervisor
     from compare.model.errors import summarize
     from compare.model.states import Failure
     from compare.model.task_answers import CrashedVariants, TaskAnswer
-    from compare.processes.tasks import Task, execute
+    from compare.processes.tasks import Relay, Task, execute
     for line in lines:
         if not line.strip():
             continue

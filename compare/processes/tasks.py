@@ -8,10 +8,11 @@ from __future__ import annotations
 import contextlib
 import os
 
-from compare.checks.task import LOAD, THREAD_ENV, TIME, Task
+from compare.checks.task import LOAD, THREAD_ENV, TIME, Task, progress_line
 from compare.comparison import timing_run
 from compare.model.results import to_dict
 from compare.runtime import process_keep, run_context
+from compare.runtime.progress import Step
 
 _LOADED = "timing: the loaded request"
 _FLOOR = "timing: the copy bandwidth, measured before any variant was imported"
@@ -48,7 +49,6 @@ def execute(task: Task, step=None) -> dict:
         return load(task) if task.kind == LOAD else time(task, step)
     from compare.runtime.backend import configure
     from compare.runtime import supervisor
-    from compare.runtime.progress import Step
     supervisor.set_limit(task.limit_s)
     if task.threads:
         import torch
@@ -96,15 +96,31 @@ def _planned(pipeline, request, registry, kernels):
         yield pipeline.without_crashed(planned, failed, run_context.culprits()).plan
 
 
+class Relay(Step):
+    """A timing process's progress, said on its answer pipe (compare.checks.task.progress_line) between its tasks'
+    answers, at most one a RELAY_S (its rounds come many a second), for its coordinator to show."""
+
+    RELAY_S = 1.0
+
+    def __init__(self, answers):
+        self.answers, self.last = answers, 0.0
+
+    def __call__(self, text: str) -> None:
+        import time as clock
+        if clock.monotonic() - self.last >= self.RELAY_S:
+            self.last = clock.monotonic()
+            self.answers.write(progress_line(text) + "\n")
+            self.answers.flush()
+
+
 def time(task: Task, step=None) -> dict:
     """The loaded request's cases timed (compare.comparison.timing_run.run_timing; its progress to `step`): its
     timing section's JSON form. Its launches go to the task's status file only while it runs."""
-    from compare.comparison import pipeline
     planned = process_keep.held(_LOADED)
     run_context.set_channel(task.status, task.token)
     try:
         copy_gbs = task.copy_gbs or process_keep.kept(_FLOOR, lambda: 0.0)
-        return to_dict(timing_run.run_timing(planned, step or pipeline.Step(), copy_gbs))
+        return to_dict(timing_run.run_timing(planned, step or Step(), copy_gbs))
     finally:
         run_context.set_channel(None, None)
         process_keep.let_go(_LOADED)
